@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Submit a TAO job to a Brev instance: open the record, then launch once.
+
+Opens the job record first (record-then-launch: the job id is minted before
+anything runs), then ONE `brev exec` writes the spec on the instance and runs
+`docker run -d --name <job_id> --label tao-job=<job_id> ...` unless a container
+of that name already exists (idempotent; never --rm). Marks the record RUNNING
+with backend ref <instance>/<job_id>.
+
+Credentials named with --env travel in a 0600 file copied with `brev copy` and
+removed by the launch command; no value is ever on a command line.
+
+Output: one JSON object on stdout:
+  {"ok", "job_id", "instance", "state", "backend_ref", "results_dir", "image",
+   "container_id", "adopted", "warnings", ["error": {"code","message","fix"}]}
+  (schema: references/schemas/submit.schema.json). Progress on stderr.
+Exit codes: 0 launched (or adopted), 1 launch refused / never launched,
+  2 bad input (nothing recorded), 3 backend unreachable (the record stays
+  PENDING and poll_status.py reconciles it).
+"""
+
+import sys
+
+import _bootstrap
+
+_bootstrap.setup()
+
+from tao_brev import cli  # noqa: E402
+from tao_brev.verbs.submit import SubmitRequest, submit  # noqa: E402
+
+
+def build_parser():
+    p = cli.parser("submit.py", __doc__)
+    p.add_argument("--instance", required=True, help="Brev instance name (reused, never provisioned here)")
+    p.add_argument("--image", required=True, help="image URI or versions key (e.g. images.tao_toolkit.pyt)")
+    p.add_argument("--network-arch", required=True, help="TAO network arch, e.g. visual_changenet")
+    p.add_argument("--action", required=True, help="TAO action, e.g. train, evaluate, inference")
+    p.add_argument("--spec", required=True, help="local path of the TAO spec YAML (<= 64 KiB); it is written to "
+                                                 "the instance and mounted read-only at /tao/job/spec.yaml")
+    p.add_argument("--storage-tier", default="A", choices=["A", "B", "C"],
+                   help="A: inputs already on the instance; B: staged through S3; C: the container fetches "
+                        "(default A)")
+    p.add_argument("--inputs", nargs="+", default=[], metavar="SRC[=NAME]",
+                   help="inputs mounted read-only at /data/NAME (tier A: instance paths, ~/... or absolute)")
+    p.add_argument("--results-root", help="instance directory under which <job_id>/ is the results dir "
+                                          "(default $TAO_RESULTS_ROOT or ~/tao-results); mounted at /results")
+    p.add_argument("--bucket", help="S3 bucket for results (default $S3_BUCKET_NAME): s3://BUCKET/results/<job_id>/")
+    p.add_argument("--upload-exclude", action="append", default=[], metavar="GLOB",
+                   help="results paths not to upload (repeatable; recorded as upload_excludes)")
+    p.add_argument("--gpus", default="all", help="'all' or GPU ids such as 0,1 (default all)")
+    p.add_argument("--env", action="append", default=[], metavar="NAME",
+                   help="pass this local environment variable to the container (value never on argv; repeatable)")
+    p.add_argument("--shm-size", default="16g", help="container /dev/shm size (default 16g; PyTorch loaders need it)")
+    p.add_argument("--ephemeral", action="store_true",
+                   help="this job owns the instance: teardown deletes it (sidecar records it)")
+    p.add_argument("--retry-of", metavar="JOB_ID", help="link this submit to an earlier failed job")
+    p.add_argument("--dry-run", action="store_true", help="print the plan (every remote command, redacted); launch nothing")
+    p.add_argument("overrides", nargs="*", metavar="-- KEY=VALUE",
+                   help="after --: extra TAO arguments appended to `<arch> <action> -e <spec>` (e.g. train.num_epochs=5)")
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    req = SubmitRequest(instance=args.instance, image=args.image, network_arch=args.network_arch,
+                        action=args.action, spec=args.spec, storage_tier=args.storage_tier,
+                        results_root=args.results_root, bucket=args.bucket, gpus=args.gpus,
+                        env_names=args.env, shm_size=args.shm_size, inputs=args.inputs,
+                        upload_excludes=args.upload_exclude, ephemeral=args.ephemeral,
+                        dry_run=args.dry_run, retry_of=args.retry_of, overrides=args.overrides)
+    return submit(cli.Context(), req)
+
+
+if __name__ == "__main__":
+    sys.exit(cli.run(main))

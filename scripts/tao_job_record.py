@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""The job-record tool, command-line compatible with the TAO skill bank's
+scripts/tao_job_record.py: the only writer of $TAO_STATE_DIR/jobs/<id>.json
+(default state dir ~/.tao).
+
+Subcommands:
+  open   --platform P --image I --network-arch N --action A --storage-tier A|B|C
+         (--results-dir DIR | --results-root ROOT) [--upload-exclude X ...]
+         [--parent-job ID] [--retry-of ID] [--json]
+         -> mints <arch>-<action>-<6 hex>, writes PENDING, prints the id
+            (bank-compatible: the bare id, so JOB_ID=$(... open ...) works;
+            with --json: {"ok", "job_id", "record"})
+  mark   ID --state S [--message M] [--source agent|poller|backend-hook]
+         [--backend-ref R] [--err-class ERR_INFRA|ERR_PROGRAM]
+         -> appends a transition; a terminal state never changes
+            (prints {"ok", "job_id", "state", "terminal_state"})
+  show   ID          -> the redacted record JSON
+  list   [--json]    -> one line per record: id, platform, state, results_dir
+                        (tab-separated, bank format); --json: {"ok", "jobs": [...]}
+
+Every write is atomic (temp + fsync + rename + directory fsync) under a
+per-record lock and passes the redactor. Schema:
+references/schemas/job_record.schema.json.
+Exit codes: 0 done, 2 bad input (invalid/unknown id, corrupt record, refused
+terminal transition). Errors print {"ok": false, "error": {...}} on stdout.
+"""
+
+import sys
+
+import _bootstrap
+
+_bootstrap.setup()
+
+from tao_brev import cli, records  # noqa: E402
+
+
+def build_parser():
+    p = cli.parser("tao_job_record.py", __doc__)
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=cli.JsonArgumentParser)
+    o = sub.add_parser("open", help="mint the id, bind results_dir, write PENDING (record-then-launch)")
+    o.add_argument("--platform", default="brev", help="platform short name (kebab-case; default brev)")
+    o.add_argument("--image", required=True)
+    o.add_argument("--network-arch", required=True)
+    o.add_argument("--action", required=True)
+    o.add_argument("--storage-tier", required=True, choices=records.STORAGE_TIERS)
+    o.add_argument("--results-dir", help="use this exact results_dir")
+    o.add_argument("--results-root", help="results_dir = <root>/<job_id>")
+    o.add_argument("--upload-exclude", action="append", default=[])
+    o.add_argument("--parent-job")
+    o.add_argument("--retry-of")
+    o.add_argument("--json", action="store_true", help="print JSON instead of the bare id")
+    m = sub.add_parser("mark", help="append a status transition (terminal states are immutable)")
+    m.add_argument("id")
+    m.add_argument("--state", required=True, choices=records.STATES)
+    m.add_argument("--message", default="")
+    m.add_argument("--source", default="agent", choices=records.SOURCES)
+    m.add_argument("--backend-ref")
+    m.add_argument("--err-class", choices=records.ERR_CLASSES)
+    s = sub.add_parser("show", help="print the redacted record JSON")
+    s.add_argument("id")
+    ls = sub.add_parser("list", help="one line per record: id, platform, last state, results_dir")
+    ls.add_argument("--json", action="store_true")
+    return p
+
+
+def _platform(value: str) -> str:
+    import re
+
+    norm = re.sub(r"-{2,}", "-", re.sub(r"[\s_]+", "-", value.strip().lower())).strip("-")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,31}", norm):
+        raise cli.TaoBrevError("BAD_ARGUMENT", f"cannot normalize platform {value!r} to a kebab-case name")
+    return norm
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    store = records.RecordStore()
+    if args.cmd == "open":
+        record = store.open(image=args.image, network_arch=args.network_arch, action=args.action,
+                            storage_tier=args.storage_tier, results_dir=args.results_dir,
+                            results_root=args.results_root, upload_excludes=args.upload_exclude,
+                            parent_job=args.parent_job, retry_of=args.retry_of, platform=_platform(args.platform))
+        if not args.json:
+            print(record["id"])
+            return None, 0
+        return {"ok": True, "job_id": record["id"], "record": record}, 0
+    if args.cmd == "mark":
+        record = store.mark(args.id, args.state, message=args.message, source=args.source,
+                            backend_ref=args.backend_ref, err_class=args.err_class)
+        return {"ok": True, "job_id": args.id, "state": records.current_state(record),
+                "terminal_state": record.get("terminal_state")}, 0
+    if args.cmd == "show":
+        return store.load(args.id), 0
+    rows = store.list()
+    if args.json:
+        return {"ok": True, "jobs": rows}, 0
+    for r in rows:
+        if r.get("corrupt"):
+            print(f"{r['id']}\t<corrupt>", file=sys.stderr)
+            continue
+        print(f"{r['id']}\t{r.get('platform', '?')}\t{records.current_state(r)}\t{r.get('results_dir', '?')}")
+    return None, 0
+
+
+def run(argv=None) -> int:
+    """Like cli.run, but `open` (bare id) and `list` (TSV) print bank-format text."""
+    try:
+        result, code = main(argv)
+    except cli.TaoBrevError as exc:
+        cli.say(f"tao_job_record.py: {exc.message}")
+        cli.emit({"ok": False, "error": exc.to_json()})
+        return exc.exit_code
+    if result is not None:
+        cli.emit(result)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(run())

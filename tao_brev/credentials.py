@@ -1,0 +1,85 @@
+"""How credential values reach the instance and the container without any argv.
+
+The laptop's environment does not cross ``brev exec`` (ssh), a value on a
+command line is readable with ``ps`` on both machines, and text piped into
+``brev exec`` is read as instance names (and can be echoed in an error). The
+carrier is therefore a FILE:
+
+1. written locally with mode 0600 in a private temporary directory,
+2. copied with ``brev copy`` (scp: only the two paths are on argv; scp keeps
+   the 0600 mode) to ``~/.tao-cred-<job>-<random>`` on the instance,
+3. read by the remote command (``docker run --env-file F`` or
+   ``docker login --password-stdin < F``) and removed by that same command on
+   every path (``trap 'rm -f F' EXIT``),
+4. the local copy removed right after the copy.
+
+Residual exposure (cannot be avoided, kept small): ``docker inspect`` on the
+instance shows a container's environment to whoever can run docker there;
+docker keeps the NGC login base64-encoded in ``~/.docker/config.json`` on the
+instance (like any ``docker login``); ``brev login --token`` takes its token on
+argv (brev's only headless login, used only after an auth failure).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass
+
+from .errors import TaoBrevError
+from .remote import check_env_name
+from .transport import Brev
+
+NGC_USER = "$oauthtoken"   # NGC's registry user is this literal string, never expanded
+
+
+@dataclass(frozen=True)
+class RemoteSecretFile:
+    """A credential file on the instance: its ``~/`` path, removed after use."""
+
+    path: str
+
+
+def collect(env: dict, names: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """Values of ``names`` from the local ``env``; MISSING_CREDENTIAL names the absent ones."""
+    values, missing = {}, []
+    for name in names:
+        check_env_name(name)
+        value = env.get(name)
+        if value is None or value == "":
+            missing.append(name)
+        else:
+            values[name] = value
+    if missing:
+        raise TaoBrevError("MISSING_CREDENTIAL", f"not set in this environment: {', '.join(missing)}",
+                           f"export {' '.join(missing)} in the shell that runs the script (never on its command line)")
+    for name, value in values.items():
+        if "\n" in value or "\r" in value:
+            raise TaoBrevError("BAD_ARGUMENT", f"the value of {name} holds a newline; docker --env-file cannot carry it")
+    return values
+
+
+def env_file_text(values: dict[str, str]) -> str:
+    """Docker ``--env-file`` format: one ``NAME=value`` a line, value taken verbatim."""
+    return "".join(f"{name}={value}\n" for name, value in values.items())
+
+
+def push(brev: Brev, instance: str, label: str, content: str) -> RemoteSecretFile:
+    """Copy ``content`` to a fresh 0600 file on ``instance``; return its path.
+
+    The remote command that reads it must remove it (``trap 'rm -f F' EXIT``).
+    """
+    remote = RemoteSecretFile(f"~/.tao-cred-{label}-{uuid.uuid4().hex[:10]}")
+    local_dir = tempfile.mkdtemp(prefix="tao-cred-")
+    try:
+        local = os.path.join(local_dir, "cred")
+        fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(content)
+        # scp's remote side is relative to the home directory: "NAME:.tao-cred-..."
+        brev.copy(local, f"{instance}:{remote.path[2:]}")
+    finally:
+        shutil.rmtree(local_dir, ignore_errors=True)
+    return remote

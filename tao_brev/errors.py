@@ -1,0 +1,177 @@
+"""Every failure the bundle reports, with a stable code, an exit code and a fix.
+
+Invariant: a script never prints a Python traceback to an agent. Each failure is
+a :class:`TaoBrevError` carrying a code from :data:`CODES`; ``cli.run`` maps it
+once to the JSON answer ``{"ok": false, "error": {"code", "message", "fix"}}``
+and to the exit code of its class.
+
+Exit codes (the interface contract of every script):
+  0  done
+  1  the verb ran and the answer is a failure (a check failed, a submit was
+     refused, ``--wait`` ended in ERROR or CANCELED)
+  2  bad input (flags, ids, files, versions keys)
+  3  the backend could not be reached (brev missing, not logged in, instance
+     not exec-ready, transport failure)
+
+``references/error-codes.md`` is checked against :data:`CODES` by the tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_BAD_INPUT = 2
+EXIT_UNREACHABLE = 3
+
+
+@dataclass(frozen=True)
+class Code:
+    """One error code: its exit code, what it means and the default fix."""
+
+    exit_code: int
+    meaning: str
+    fix: str
+
+
+# Stable names: add, never rename. Grouped by exit code.
+CODES: dict[str, Code] = {
+    # -- 2: bad input -------------------------------------------------------
+    "BAD_ARGUMENT": Code(2, "A flag or argument is missing or malformed.",
+                         "Run the script with --help and correct the call."),
+    "BAD_JOB_ID": Code(2, "The job id is not of the form ^[A-Za-z0-9][A-Za-z0-9._-]*$.",
+                       "Pass the id printed by submit.py (job_id), e.g. visual_changenet-train-1a2b3c."),
+    "UNKNOWN_JOB": Code(2, "No job record exists for this id.",
+                        "List the known jobs with scripts/tao_job_record.py list."),
+    "CORRUPT_RECORD": Code(2, "A job record or sidecar file is not valid JSON or misses required fields.",
+                           "Inspect the file named in the message; restore it from a backup or remove it and resubmit."),
+    "BAD_NAME": Code(2, "A name that reaches the remote shell holds characters outside [A-Za-z0-9._-].",
+                     "Use only letters, digits, '.', '_' and '-' (instance, network arch, action, env names)."),
+    "SPEC_NOT_FOUND": Code(2, "The spec file does not exist or cannot be read.",
+                           "Pass --spec with the path of an existing TAO spec YAML on this machine."),
+    "BAD_SPEC": Code(2, "The spec file is not valid YAML.",
+                     "Fix the YAML syntax in the spec file."),
+    "UNKNOWN_VERSIONS_KEY": Code(2, "The image is neither an image URI nor a key of versions.yaml.",
+                                 "Use a full image URI, or a key that exists in $TAO_SKILL_BANK_PATH/versions.yaml."),
+    "VERSIONS_FILE": Code(2, "versions.yaml is missing or unreadable.",
+                          "Point TAO_SKILL_BANK_PATH at a TAO skill bank (or unset it to use this bundle's own)."),
+    "BAD_STATE_DIR": Code(2, "TAO_STATE_DIR is set but empty, relative, or not a directory.",
+                          "Unset TAO_STATE_DIR or set it to an absolute directory path."),
+    "SECRET_IN_COMMAND": Code(2, "A command the bundle was about to send holds a literal credential.",
+                              "Pass credentials only as environment variable names (--env NAME), never as values."),
+    "TERMINAL_STATE": Code(2, "The job already ended; its terminal state cannot change.",
+                           "Submit a new job (with --retry-of JOB_ID to link it) instead of changing this one."),
+    "MISSING_CREDENTIAL": Code(2, "A credential the step needs is not set in the environment.",
+                               "Export the named variable in the environment that runs the script (never on the command line)."),
+    # -- 1: the verb ran, the answer is a failure --------------------------
+    "SUBMIT_REFUSED": Code(1, "The launch was refused on the instance (docker run failed).",
+                           "Read the message (docker's own words); fix the image, flags or instance, then resubmit."),
+    "JOB_FAILED": Code(1, "The job ended in ERROR.",
+                       "Read the logs (poll_status.py JOB_ID --logs 200); see references/failure-classes.md."),
+    "JOB_CANCELED": Code(1, "The job ended CANCELED.",
+                         "Resubmit if the cancel was not intended."),
+    "WAIT_TIMEOUT": Code(1, "--wait reached --timeout before the job ended.",
+                         "Poll again later (poll_status.py JOB_ID --wait); the job keeps running."),
+    "REMOTE_COMMAND_FAILED": Code(1, "A command on the instance exited non-zero.",
+                                  "Read the message (the remote stderr, redacted) and fix the instance."),
+    "PREFLIGHT_FAILED": Code(1, "At least one required preflight check failed.",
+                             "Apply the fix of every check with ok=false, then run preflight.py again."),
+    "INSTANCE_NOT_RUNNING": Code(1, "The instance exists but is not RUNNING.",
+                                 "Start it with the official Brev skill (brev start NAME) or pass --start to preflight.py."),
+    "UNKNOWN_INSTANCE": Code(1, "brev ls --json does not list this instance.",
+                             "Check the name with `brev ls`; provision it with the official Brev agent skill."),
+    "IMAGE_NOT_PULLED": Code(1, "The image is not on the instance; submit does not pull inside the GPU run.",
+                             "Run preflight.py --instance NAME --image IMAGE --pull first (a pull is billed idle time otherwise)."),
+    "DOCKER_DAEMON_DOWN": Code(1, "The Docker daemon on the instance does not answer.",
+                               "On the instance: sudo systemctl restart docker (brev exec NAME \"sudo systemctl restart docker\"), then retry."),
+    "NVIDIA_RUNTIME_MISSING": Code(1, "Docker on the instance cannot give containers a GPU "
+                                      "(could not select device driver \"\" with capabilities: [[gpu]]).",
+                                   "Install/configure the NVIDIA Container Toolkit on the instance "
+                                   "(sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker), "
+                                   "or use a Brev GPU instance image that ships it."),
+    "IMAGE_PULL_UNAUTHORIZED": Code(1, "The registry refused the image pull (unauthorized / denied).",
+                                    "Export NGC_KEY and run preflight.py --image IMAGE (it logs in safely and tells "
+                                    "NOT_AUTHENTICATED from NOT_ENTITLED)."),
+    "IMAGE_NOT_FOUND": Code(1, "The registry has no such image or tag.",
+                            "Check the image URI / versions key; list tags with `ngc registry image info`."),
+    "DISK_FULL": Code(1, "The instance ran out of disk space (no space left on device).",
+                      "Free space (docker image prune -a, old results) or use an instance with a larger disk."),
+    "NGC_NOT_AUTHENTICATED": Code(1, "nvcr.io refused the NGC key (no key, or a wrong one).",
+                                  "Export a valid NGC_KEY (an NGC API key, nvapi-...) in the shell that runs the script."),
+    "NGC_NOT_ENTITLED": Code(1, "The NGC key was accepted but its org is not entitled to this image.",
+                             "Use a key from an NGC org entitled to TAO, or accept the image's terms on ngc.nvidia.com."),
+    "NEVER_LAUNCHED": Code(1, "The job's launch never happened (reconciled: no container under its id).",
+                           "Nothing runs under this id: submit again with --retry-of JOB_ID."),
+    "INSTANCE_LOST": Code(1, "The job's instance was deleted or stopped while the job ran.",
+                          "Results not yet uploaded are lost (deleted) or frozen (stopped); resubmit with --retry-of."),
+    "CONTAINER_GONE": Code(1, "The job's container no longer exists on the instance (removed outside this tool).",
+                           "Its state cannot be read any more; close it with teardown.py JOB_ID, resubmit with --retry-of."),
+    "INSTANCE_DELETE_REFUSED": Code(1, "The instance was not deleted: a job on it is still live or has results "
+                                       "not verified in S3.",
+                                    "Wait for the jobs / verify the results (poll_status.py JOB_ID --wait --teardown), "
+                                    "or pass --force to delete anyway and lose them."),
+    "INTERNAL_ERROR": Code(1, "An unexpected exception: a bug in tao-run-on-brev.",
+                           "Report it with the stderr output; records already written are intact."),
+    "INTERRUPTED": Code(130, "The script was interrupted (Ctrl-C / SIGINT).",
+                        "Run the same command again; every verb is safe to repeat."),
+    # -- S3 (storage.py) ---------------------------------------------------
+
+    # -- 1: the verb ran, the answer is a failure --------------------------
+    "S3_NO_SUCH_BUCKET": Code(1, "The S3 bucket does not exist at this endpoint.",
+                              "Check S3_BUCKET_NAME / --bucket and AWS_ENDPOINT_URL (a bucket lives on one store); create the bucket first."),
+    "S3_ACCESS_DENIED": Code(1, "The S3 credentials are valid but not allowed to use this bucket or prefix.",
+                             "Grant s3:ListBucket, s3:GetObject, s3:PutObject and s3:DeleteObject on the bucket/prefix, or choose a prefix the key may write."),
+    "S3_REQUEST_FAILED": Code(1, "An S3 request failed with an error no other code covers.",
+                              "Read the store's error code and message; retry transient ones (SlowDown, InternalError, RequestTimeout)."),
+    "S3_VERIFY_FAILED": Code(1, "Objects in S3 are missing or differ from the local manifest.",
+                             "Run the upload again (objects that already match are skipped), verify again, and never delete the source before verification passes."),
+    # -- 3: the backend could not be reached -------------------------------
+    "S3_AUTH_FAILED": Code(3, "The S3 store rejected the credentials (unknown access key, wrong secret, bad or expired session token).",
+                           "Export the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN if temporary) that belong to this endpoint; never put them on the command line."),
+    "S3_UNREACHABLE": Code(3, "The S3 endpoint could not be reached (DNS, connection refused, TLS, timeout).",
+                           "Check AWS_ENDPOINT_URL (scheme, host, port) and the network; unset it to use AWS S3."),
+    # -- 3: the backend could not be reached -------------------------------
+    "BREV_NOT_FOUND": Code(3, "The brev CLI is not on PATH.",
+                           "Install the Brev CLI (https://docs.nvidia.com/brev) and make sure `brev` is on PATH."),
+    "BREV_NOT_LOGGED_IN": Code(3, "brev is not logged in (or its token expired) and no BREV_API_TOKEN is set.",
+                               "Export BREV_API_TOKEN (headless) or run `brev login` in a terminal, then retry."),
+    "BREV_LOGIN_FAILED": Code(3, "brev login --token with BREV_API_TOKEN failed.",
+                              "Create a fresh token in the Brev console, export it as BREV_API_TOKEN, retry."),
+    "TRANSPORT_FAILED": Code(3, "brev exec did not deliver a complete answer (ssh or brev failed).",
+                             "Check the instance with preflight.py --instance NAME; read-only verbs are safe to retry."),
+    "TRANSPORT_TIMEOUT": Code(3, "brev exec did not answer within its timeout.",
+                              "Run preflight.py --instance NAME; raise --exec-timeout on a fresh instance (>= 600 s)."),
+    "NOT_EXEC_READY": Code(3, "The readiness probe never proved a command ran on the instance within its budget.",
+                           "Wait for the instance to finish booting, then rerun preflight.py with a larger --exec-timeout."),
+    "BREV_FAILED": Code(3, "A brev command (ls, delete, copy, start) failed.",
+                        "Read brev's message in the error; retry once the Brev service answers."),
+}
+
+
+class TaoBrevError(Exception):
+    """A failure with a stable code. ``details`` is extra JSON for the answer."""
+
+    def __init__(self, code: str, message: str, fix: str | None = None, **details):
+        if code not in CODES:
+            raise ValueError(f"unregistered error code {code!r}")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.fix = fix or CODES[code].fix
+        self.details = details
+
+    @property
+    def exit_code(self) -> int:
+        return CODES[self.code].exit_code
+
+    def to_json(self) -> dict:
+        return {"code": self.code, "message": self.message, "fix": self.fix}
+
+
+class TransportError(TaoBrevError):
+    """brev exec failed as a transport: the remote command may or may not have run."""
+
+
+class RemoteCommandError(TaoBrevError):
+    """The remote command ran and exited non-zero (a remote failure, not transport)."""

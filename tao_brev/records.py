@@ -1,0 +1,241 @@
+"""The job-record store, in the TAO skill bank's format: one JSON file a job.
+
+Invariant: records written here are byte-for-byte readable by the bank's
+``scripts/tao_job_record.py`` and vice versa (``$TAO_STATE_DIR/jobs/<id>.json``,
+``schema_version`` 1; schema in ``references/schemas/job_record.schema.json``).
+Every write is atomic, under a per-record lock, and passes the redactor.
+``open`` reserves the id with an exclusive create before anything is launched
+(record-then-launch); ``mark`` appends transitions; a terminal state never
+changes (a repeated mark of the same terminal state may only add ``err_class``
+or ``backend_ref``).
+
+Records answer "what was submitted, where do results live, how did it end";
+what is running now is always read from the backend. Brev-specific state
+(instance, ephemeral, results sync) lives in ``sidecar.py``, not here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import redact
+from .errors import TaoBrevError
+from .fsio import atomic_write_json, locked, reserve
+
+SCHEMA_VERSION = 1
+STATES = ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
+TERMINAL_STATES = ("COMPLETE", "ERROR", "CANCELED")
+SOURCES = ("agent", "poller", "backend-hook")
+STORAGE_TIERS = ("A", "B", "C")
+ERR_CLASSES = ("ERR_INFRA", "ERR_PROGRAM")
+PLATFORM = "brev"
+
+# The bank's id pattern; also the path-traversal guard (no '/', no leading '.').
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Fields holding paths or URIs get the gentle redaction that keeps paths intact.
+_URI_FIELDS = frozenset({"results_dir", "image", "backend_ref"})
+_REQUIRED = ("schema_version", "id", "platform", "image", "network_arch", "action",
+             "results_dir", "storage_tier", "transitions")
+
+
+def is_terminal(state: str | None) -> bool:
+    return state in TERMINAL_STATES
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def state_root(env=os.environ) -> Path:
+    """``$TAO_STATE_DIR`` (absolute) or ``~/.tao``. Raises BAD_STATE_DIR."""
+    raw = env.get("TAO_STATE_DIR")
+    if raw is None:
+        return Path.home() / ".tao"
+    if not raw.strip():
+        raise TaoBrevError("BAD_STATE_DIR", "TAO_STATE_DIR is set but empty")
+    path = Path(raw)
+    if not path.is_absolute():
+        raise TaoBrevError("BAD_STATE_DIR", f"TAO_STATE_DIR must be absolute (got {raw!r})")
+    return path
+
+
+def check_job_id(job_id: str) -> str:
+    if not isinstance(job_id, str) or not ID_RE.match(job_id) or len(job_id) > 200:
+        raise TaoBrevError("BAD_JOB_ID", f"invalid job id: {job_id!r}")
+    return job_id
+
+
+def _slug(value: str) -> str:
+    out = re.sub(r"[^A-Za-z0-9._-]+", "-", value)
+    out = re.sub(r"^[^A-Za-z0-9]+", "", out).strip(".-")
+    return out or "job"
+
+
+def _redact_record(obj, key=None):
+    if isinstance(obj, str):
+        return redact.redact_values(redact.redact_uri(obj) if key in _URI_FIELDS else redact.redact(obj))
+    if isinstance(obj, list):
+        return [_redact_record(v, key) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _redact_record(v, k) for k, v in obj.items()}
+    return obj
+
+
+class RecordStore:
+    """Job records under ``<state_root>/jobs``."""
+
+    def __init__(self, root: Path | None = None):
+        self.root = root if root is not None else state_root()
+        self.jobs_dir = self.root / "jobs"
+
+    def _ensure_dir(self) -> None:
+        try:
+            self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        except (NotADirectoryError, FileExistsError):
+            raise TaoBrevError("BAD_STATE_DIR", f"not a directory: {self.root}") from None
+
+    def path(self, job_id: str) -> Path:
+        return self.jobs_dir / f"{check_job_id(job_id)}.json"
+
+    def _write(self, path: Path, record: dict) -> None:
+        atomic_write_json(path, _redact_record(record))
+
+    def open(self, *, image: str, network_arch: str, action: str, storage_tier: str,
+             results_dir: str | None = None, results_root: str | None = None,
+             upload_excludes: list[str] | None = None, parent_job: str | None = None,
+             retry_of: str | None = None, platform: str = PLATFORM) -> dict:
+        """Mint ``<arch>-<action>-<6 hex>``, bind ``results_dir`` and write PENDING.
+
+        Exactly one of ``results_dir`` / ``results_root`` (then
+        ``results_dir = <root>/<id>``). Returns the record. Raises BAD_ARGUMENT.
+        """
+        if bool(results_dir) == bool(results_root):
+            raise TaoBrevError("BAD_ARGUMENT", "pass exactly one of results_dir or results_root")
+        for flag, val in (("--image", image), ("--network-arch", network_arch), ("--action", action)):
+            if not val or not str(val).strip():
+                raise TaoBrevError("BAD_ARGUMENT", f"{flag} must be non-empty")
+        if storage_tier not in STORAGE_TIERS:
+            raise TaoBrevError("BAD_ARGUMENT", f"storage tier must be one of A, B, C (got {storage_tier!r})")
+        for ref in (parent_job, retry_of):
+            if ref is not None:
+                check_job_id(ref)
+        self._ensure_dir()
+        for _ in range(8):
+            job_id = f"{_slug(network_arch)}-{_slug(action)}-{uuid.uuid4().hex[:6]}"
+            path = self.path(job_id)
+            if reserve(path):
+                break
+        else:  # pragma: no cover - 8 collisions of 24 random bits
+            raise TaoBrevError("BAD_ARGUMENT", "could not reserve a fresh job id")
+        ts = now_iso()
+        record = {
+            "schema_version": SCHEMA_VERSION,
+            "id": job_id,
+            "platform": platform,
+            "backend_ref": None,
+            "image": image,
+            "network_arch": network_arch,
+            "action": action,
+            "results_dir": results_dir or os.path.join(results_root, job_id),
+            "storage_tier": storage_tier,
+            "upload_excludes": list(upload_excludes or []),
+            "submitted_at": ts,
+            "transitions": [{"ts": ts, "state": "PENDING",
+                             "message": "record opened before launch", "source": "agent"}],
+            "terminal_state": None,
+            "redacted": True,
+        }
+        if parent_job:
+            record["parent_job"] = parent_job
+        if retry_of:
+            record["retry_of"] = retry_of
+        with locked(path):
+            self._write(path, record)
+        return record
+
+    def load(self, job_id: str) -> dict:
+        """Read one record. Raises BAD_JOB_ID, UNKNOWN_JOB, CORRUPT_RECORD."""
+        path = self.path(job_id)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise TaoBrevError("UNKNOWN_JOB", f"no job record for {job_id!r} in {self.jobs_dir}") from None
+        return self._parse(path, text)
+
+    @staticmethod
+    def _parse(path: Path, text: str) -> dict:
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TaoBrevError("CORRUPT_RECORD", f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        missing = [k for k in _REQUIRED if not isinstance(record, dict) or k not in record]
+        if missing:
+            raise TaoBrevError("CORRUPT_RECORD", f"{path} misses required fields: {', '.join(missing)}")
+        return record
+
+    def mark(self, job_id: str, state: str, *, message: str = "", source: str = "agent",
+             backend_ref: str | None = None, err_class: str | None = None) -> dict:
+        """Append a transition under the record lock; returns the record as written.
+
+        A terminal record refuses any other state (TERMINAL_STATE); the same
+        terminal state again only fills ``err_class``/``backend_ref`` when unset.
+        """
+        if state not in STATES:
+            raise TaoBrevError("BAD_ARGUMENT", f"unknown state {state!r}; one of {', '.join(STATES)}")
+        if source not in SOURCES:
+            raise TaoBrevError("BAD_ARGUMENT", f"unknown source {source!r}; one of {', '.join(SOURCES)}")
+        if err_class is not None and err_class not in ERR_CLASSES:
+            raise TaoBrevError("BAD_ARGUMENT", f"unknown err_class {err_class!r}")
+        path = self.path(job_id)
+        with locked(path):
+            record = self.load(job_id)
+            terminal = record.get("terminal_state")
+            if terminal:
+                if state != terminal:
+                    raise TaoBrevError("TERMINAL_STATE",
+                                       f"job {job_id} is terminal ({terminal}); refusing transition to {state}")
+                changed = False
+                if err_class and not record.get("err_class"):
+                    record["err_class"] = err_class
+                    changed = True
+                if backend_ref and not record.get("backend_ref"):
+                    record["backend_ref"] = backend_ref
+                    changed = True
+                if changed:
+                    self._write(path, record)
+                return record
+            record["transitions"].append({"ts": now_iso(), "state": state,
+                                          "message": message or "", "source": source})
+            if backend_ref:
+                record["backend_ref"] = backend_ref
+            if err_class:
+                record["err_class"] = err_class
+            if state in TERMINAL_STATES:
+                record["terminal_state"] = state
+                record["terminal_write_by"] = source
+            self._write(path, record)
+            return _redact_record(record)
+
+    def list(self) -> list[dict]:
+        """Every readable record, sorted by id; corrupt files come back as
+        ``{"id", "corrupt": True, "error"}`` rather than failing the listing."""
+        if not self.jobs_dir.is_dir():
+            return []
+        out = []
+        for path in sorted(self.jobs_dir.glob("*.json")):
+            try:
+                out.append(self._parse(path, path.read_text()))
+            except (TaoBrevError, OSError) as exc:
+                out.append({"id": path.stem, "corrupt": True, "error": str(exc)})
+        return out
+
+
+def current_state(record: dict) -> str:
+    """The last transition's state (the record's view, not the backend's)."""
+    transitions = record.get("transitions") or []
+    return transitions[-1]["state"] if transitions else "UNKNOWN"

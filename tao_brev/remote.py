@@ -1,0 +1,204 @@
+"""Remote shell commands, built and quoted in one place.
+
+Every string that reaches the instance's shell is assembled here from
+validated names (:func:`check_name`) and :func:`shlex.quote`-d values, so an
+injection attempt in an instance name, network arch, action, path, env name
+or extra argument is rejected or quoted, never executed. Scripts are POSIX sh
+(the remote user's login shell parses them, see ``references/brev-exec.md``).
+
+Instance paths are written ``~/rel/path`` or ``/abs/path``; ``~/`` becomes
+``"$HOME"/`` so it expands on the instance, not on the laptop.
+
+A script with several answers (one round trip for status + logs of many jobs)
+is made of *sections*: each prints its output and exit status between
+markers carrying a random token, parsed back by :func:`parse_sections`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import uuid
+from dataclasses import dataclass
+
+from .errors import TaoBrevError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+GPUS_RE = re.compile(r"^(all|[0-9]+(,[0-9]+)*)$")
+SHM_RE = re.compile(r"^[0-9]+[bkmgBKMG]?$")
+_SAFE_PATH = re.compile(r"^[A-Za-z0-9._/@+=:,-]+$")
+
+JOBS_ROOT = "~/tao-jobs"            # per-job scratch on the instance (spec, staged inputs)
+RESULTS_ROOT = "~/tao-results"      # default instance results root
+CONTAINER_JOB_DIR = "/tao/job"      # the job dir inside the container (spec lives here)
+CONTAINER_RESULTS_DIR = "/results"  # the results dir inside the container
+CONTAINER_DATA_DIR = "/data"        # inputs inside the container: /data/<NAME>
+
+
+def check_name(value: str, what: str) -> str:
+    """Names that reach a remote shell unquoted-safe: [A-Za-z0-9._-]. Raises BAD_NAME."""
+    if not isinstance(value, str) or not NAME_RE.match(value):
+        raise TaoBrevError("BAD_NAME", f"invalid {what}: {value!r} (allowed: letters, digits, '.', '_', '-')")
+    return value
+
+
+def check_env_name(value: str) -> str:
+    if not isinstance(value, str) or not ENV_NAME_RE.match(value):
+        raise TaoBrevError("BAD_NAME", f"invalid environment variable name: {value!r}")
+    return value
+
+
+def rpath(path: str) -> str:
+    """Quote an instance path for the remote shell: ``~/x`` -> ``"$HOME"/'x'``.
+
+    Only ``~/...`` and absolute paths are accepted (a relative bind mount is a
+    Docker volume name, not a path). Raises BAD_ARGUMENT.
+    """
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        rest = path[2:].rstrip("/")
+        return '"$HOME"/' + shlex.quote(rest) if rest else '"$HOME"'
+    if path.startswith("/") and ".." not in path.split("/"):
+        return shlex.quote(path)
+    raise TaoBrevError("BAD_ARGUMENT", f"instance path must be absolute or start with ~/ (got {path!r})")
+
+
+def join(*parts: str) -> str:
+    """Join instance path parts (``~/a`` + ``b`` -> ``~/a/b``)."""
+    return "/".join(p.strip("/") if i else p.rstrip("/") for i, p in enumerate(parts))
+
+
+def job_dir(job_id: str) -> str:
+    return join(JOBS_ROOT, job_id)
+
+
+# -- sections ---------------------------------------------------------------
+@dataclass
+class Section:
+    name: str
+    exit_code: int
+    output: str
+
+
+def section(token: str, name: str, command: str) -> str:
+    """``command`` with stdout+stderr merged, framed as section ``name``."""
+    return (f"printf '%s\\n' '{token}>{name}'; {{ {command}\n}} 2>&1; "
+            f"printf '\\n%s %s\\n' '{token}<{name}' \"$?\"")
+
+
+def new_token() -> str:
+    return "S" + uuid.uuid4().hex[:12]
+
+
+def parse_sections(text: str, token: str) -> dict[str, Section]:
+    """Sections of ``text`` by name; a repeated name keeps the last one."""
+    out: dict[str, Section] = {}
+    pattern = re.compile(rf"^{token}>([^\n]+)\n(.*?)\n{token}<\1 (\d+)$", re.DOTALL | re.MULTILINE)
+    for match in pattern.finditer(text):
+        out[match.group(1)] = Section(match.group(1), int(match.group(3)), match.group(2))
+    return out
+
+
+# -- docker ----------------------------------------------------------------
+def heredoc_file(target: str, content: str) -> str:
+    """Write ``content`` verbatim to instance path ``target`` (quoted heredoc: no expansion)."""
+    delim = "TAO_EOF_" + uuid.uuid4().hex[:12]
+    if not content.endswith("\n"):
+        content += "\n"
+    return f"cat > {rpath(target)} <<'{delim}'\n{content}{delim}\n"
+
+
+def gpus_flag(gpus: str) -> list[str]:
+    """``--gpus all`` or ``--gpus '"device=0,1"'`` (by id, for a shared host)."""
+    if not GPUS_RE.match(gpus or ""):
+        raise TaoBrevError("BAD_ARGUMENT", f"--gpus must be 'all' or GPU ids like 0,1 (got {gpus!r})")
+    return ["--gpus", "all" if gpus == "all" else shlex.quote(f'"device={gpus}"')]
+
+
+@dataclass
+class RunSpec:
+    """What ``docker run -d`` needs for one TAO job (all names pre-validated)."""
+
+    job_id: str
+    image: str
+    network_arch: str
+    action: str
+    results_dir: str            # instance path
+    gpus: str = "all"
+    shm_size: str = "16g"
+    env_file: str | None = None  # instance path of the 0600 credential file, removed after run
+    mounts: tuple = ()          # (instance path, container path, read_only)
+    overrides: tuple = ()       # extra TAO args, e.g. train.num_epochs=5
+
+    def docker_run(self) -> str:
+        check_name(self.job_id, "job id")
+        check_name(self.network_arch, "network arch")
+        check_name(self.action, "action")
+        if not SHM_RE.match(self.shm_size):
+            raise TaoBrevError("BAD_ARGUMENT", f"--shm-size must look like 16g or 512m (got {self.shm_size!r})")
+        words = ["docker", "run", "-d", "--name", self.job_id, "--label", f"tao-job={self.job_id}",
+                 *gpus_flag(self.gpus), "--shm-size", self.shm_size]
+        if self.env_file:
+            words += ["--env-file", rpath(self.env_file)]
+        words += ["-v", f"{rpath(join(job_dir(self.job_id), 'spec'))}:{CONTAINER_JOB_DIR}:ro",
+                  "-v", f"{rpath(self.results_dir)}:{CONTAINER_RESULTS_DIR}"]
+        for host, container, read_only in self.mounts:
+            words += ["-v", f"{rpath(host)}:{shlex.quote(container + (':ro' if read_only else ''))}"]
+        words += [shlex.quote(self.image), self.network_arch, self.action,
+                  "-e", f"{CONTAINER_JOB_DIR}/spec.yaml", f"results_dir={CONTAINER_RESULTS_DIR}"]
+        words += [shlex.quote(arg) for arg in self.overrides]
+        return " ".join(words)
+
+
+def submit_script(run: RunSpec, spec_text: str, checks: str = "") -> str:
+    """The whole submit in one round trip: write the spec, guard, launch.
+
+    Idempotent: if a container named after the job id exists, print
+    ``TAO_ALREADY_SUBMITTED`` and launch nothing. Refuses (``TAO_IMAGE_MISSING``,
+    exit 4) when the image is not on the instance: pulling inside ``docker
+    run`` is billed GPU-idle time; preflight.py --pull pulls it first. The
+    credential file, if any, is removed on every path (trap on EXIT).
+    ``checks`` (shell lines that exit non-zero to refuse) run after the trap.
+    """
+    job = job_dir(run.job_id)
+    lines = []
+    if run.env_file:
+        lines.append(f"trap 'rm -f {rpath(run.env_file)}' EXIT")
+    if checks:
+        lines.append(checks)
+    lines += [
+        f"mkdir -p {rpath(join(job, 'spec'))} {rpath(run.results_dir)} || exit 3",
+        heredoc_file(join(job, "spec", "spec.yaml"), spec_text).rstrip("\n"),
+        f"if docker inspect --type container {shlex.quote(run.job_id)} >/dev/null 2>&1; then "
+        "echo TAO_ALREADY_SUBMITTED; exit 0; fi",
+        f"docker image inspect {shlex.quote(run.image)} >/dev/null 2>&1 || {{ echo TAO_IMAGE_MISSING; exit 4; }}",
+        run.docker_run(),
+    ]
+    return "\n".join(lines)
+
+
+def inspect_state(job_id: str) -> str:
+    """Only ``.State`` (never ``.Config.Env``: the output must not hold the environment)."""
+    return f"docker inspect --type container --format '{{{{json .State}}}}' {shlex.quote(check_name(job_id, 'job id'))}"
+
+
+def logs_tail(job_id: str, lines: int) -> str:
+    return f"docker logs --tail {int(lines)} {shlex.quote(check_name(job_id, 'job id'))}"
+
+
+def logs_if_exited(job_id: str, lines: int) -> str:
+    """The log tail of an exited container only (for the failure hint), else nothing."""
+    quoted = shlex.quote(check_name(job_id, "job id"))
+    return (f"if [ \"$(docker inspect --type container --format '{{{{.State.Status}}}}' {quoted} 2>/dev/null)\" "
+            f"= exited ]; then {logs_tail(job_id, lines)}; fi")
+
+
+def remove_container(job_id: str) -> str:
+    return f"docker rm -f {shlex.quote(check_name(job_id, 'job id'))}"
+
+
+def list_job_containers() -> str:
+    """Every container carrying a ``tao-job`` label: name and state, tab-separated."""
+    return "docker ps -a --filter label=tao-job --format '{{.Names}}\t{{.State}}'"

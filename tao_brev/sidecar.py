@@ -1,0 +1,82 @@
+"""Brev-specific state beside the bank's job record, never inside it.
+
+``$TAO_STATE_DIR/brev/jobs/<id>.json`` holds what only this platform needs:
+the instance name, whether the instance is ephemeral (owned by the job), the
+remote job directory, the results sync state and the cost facts.
+``$TAO_STATE_DIR/brev/instances/<name>.json`` remembers per instance when it
+was last proven exec-ready (the first exec on an instance gets >= 600 s).
+Same atomic, locked, redacted writes as the records.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import redact
+from .errors import TaoBrevError
+from .fsio import atomic_write_json, locked
+from .records import check_job_id, now_iso
+
+
+class SidecarStore:
+    def __init__(self, state_root: Path):
+        self.jobs_dir = state_root / "brev" / "jobs"
+        self.instances_dir = state_root / "brev" / "instances"
+
+    def path(self, job_id: str) -> Path:
+        return self.jobs_dir / f"{check_job_id(job_id)}.json"
+
+    def load(self, job_id: str) -> dict:
+        """The job's sidecar, ``{}`` when none was written (e.g. a bank-made record)."""
+        return _read(self.path(job_id))
+
+    def update(self, job_id: str, **fields) -> dict:
+        """Merge ``fields`` into the sidecar (nested dicts merged one level deep)."""
+        path = self.path(job_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with locked(path):
+            data = _read(path) or {"job_id": job_id, "created_at": now_iso()}
+            for key, value in fields.items():
+                if isinstance(value, dict) and isinstance(data.get(key), dict):
+                    data[key] = {**data[key], **value}
+                else:
+                    data[key] = value
+            data["updated_at"] = now_iso()
+            atomic_write_json(path, redact.redact_obj(data))
+            return data
+
+    def all(self) -> list[dict]:
+        if not self.jobs_dir.is_dir():
+            return []
+        return [d for d in (_read(p, strict=False) for p in sorted(self.jobs_dir.glob("*.json"))) if d]
+
+    # -- instances --------------------------------------------------------
+    def instance_path(self, name: str) -> Path:
+        return self.instances_dir / f"{name}.json"
+
+    def instance(self, name: str) -> dict:
+        return _read(self.instance_path(name), strict=False)
+
+    def note_instance(self, name: str, **fields) -> None:
+        path = self.instance_path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with locked(path):
+            data = {**_read(path, strict=False), **fields, "updated_at": now_iso()}
+            atomic_write_json(path, redact.redact_obj(data))
+
+
+def _read(path: Path, strict: bool = True) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (json.JSONDecodeError, OSError) as exc:
+        if strict:
+            raise TaoBrevError("CORRUPT_RECORD", f"{path} is not valid JSON: {exc}") from None
+        return {}
+    if not isinstance(data, dict):
+        if strict:
+            raise TaoBrevError("CORRUPT_RECORD", f"{path} is not a JSON object")
+        return {}
+    return data

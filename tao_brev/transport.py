@@ -1,0 +1,290 @@
+"""The brev transport: the only code in the bundle that runs the ``brev`` CLI.
+
+Facts it is built on (brevdev/brev-cli ``pkg/cmd/exec/exec.go``, ``ls.go``,
+``delete.go``, ``login.go``; summarised in ``references/brev-exec.md``):
+
+* ``brev exec [instance...] <command>``: the LAST positional is the command, so
+  the remote command is always ONE argument; ``--`` does not group words.
+* brev reads extra instance names from stdin when stdin is not a character
+  device, so brev always runs with stdin from ``/dev/null``.
+* With stdout captured, brev prints the instance name on its own line after a
+  successful run; login banners may precede the output.
+* brev retries on ANY non-zero ssh exit, including the remote command's own,
+  and then runs the command a second time; a transport failure and a failing
+  command both end as exit 1.
+
+So every remote script is wrapped to exit 0 once it ran, with its stdout,
+stderr and real exit status framed between markers carrying a fresh random
+nonce; only the last complete frame is parsed, and everything outside it
+(banners, the echoed name, a partial first run) is ignored. No frame means the
+transport failed (:class:`TransportError`); a frame with a non-zero status is a
+remote failure (:class:`RemoteCommandError`, raised by :meth:`Brev.run`).
+
+Auth: an answer that mentions 401/unauthorized, or a prompt without a terminal
+(EOF, no tty), triggers one headless ``brev login --token`` with
+``BREV_API_TOKEN`` and one repeat of the call. brev's only headless login takes
+the token as a flag, so it is used only after such a failure (the one residual
+argv exposure; see ``references/redaction.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import redact
+from .errors import RemoteCommandError, TaoBrevError, TransportError
+
+FIRST_EXEC_TIMEOUT_S = 600.0   # a fresh instance: sshd start + first contact (seed: ">= 600 s")
+EXEC_TIMEOUT_S = 180.0         # an instance already proven exec-ready
+BREV_TIMEOUT_S = 60.0          # ls, login, start/stop/delete requests
+READ_RETRIES = 2               # extra attempts for idempotent commands after a transport failure
+BACKOFF_S = (2.0, 5.0)         # waits before those attempts
+
+# brev's own words when its token is missing/expired or it tries to prompt
+# without a terminal (login.go); must not match ordinary remote output, which
+# is never searched (only brev's stderr when no frame came back).
+_AUTH_FAILURE = re.compile(r"\b401\b|unauthori[sz]ed|\bEOF\b|no tty|not a tty|"
+                           r"not logged in|inappropriate ioctl", re.IGNORECASE)
+# Instance names as brev accepts them; anything else never reaches a command line.
+INSTANCE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+
+
+@dataclass
+class RemoteResult:
+    """What a remote command did: its real exit status, stdout, stderr (str)."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    elapsed_s: float
+    attempts: int = 1
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+def frame(script: str, nonce: str) -> str:
+    """Wrap ``script`` so the remote shell always exits 0 and reports the
+    script's stdout, stderr and exit status between ``nonce`` markers (POSIX sh)."""
+    return (
+        '__tb_o=$(mktemp) && __tb_e=$(mktemp) || { echo "mktemp failed" >&2; exit 0; }; '
+        f"( {script}\n) </dev/null >\"$__tb_o\" 2>\"$__tb_e\"; __tb_rc=$?; "
+        f"printf '%s\\n' '{nonce}:out'; cat \"$__tb_o\"; "
+        f"printf '\\n%s\\n' '{nonce}:err'; cat \"$__tb_e\"; "
+        f"printf '\\n%s %s\\n' '{nonce}:rc' \"$__tb_rc\"; "
+        'rm -f "$__tb_o" "$__tb_e"; exit 0'
+    )
+
+
+def unframe(stdout: str, nonce: str) -> tuple[int, str, str] | None:
+    """Parse the LAST complete frame of ``nonce`` in brev's stdout, or None."""
+    start = stdout.rfind(f"{nonce}:out\n")
+    if start < 0:
+        return None
+    body = stdout[start + len(nonce) + 5:]
+    match = re.match(rf"(.*)\n{nonce}:err\n(.*)\n{nonce}:rc (\d+)\n", body, re.DOTALL)
+    if not match:
+        return None
+    return int(match.group(3)), match.group(1), match.group(2)
+
+
+@dataclass
+class Brev:
+    """Runs ``brev``. ``sleep``/``clock`` are injectable so waits are testable.
+
+    ``exec_calls`` counts ``brev exec`` invocations (round trips), ``log``
+    receives progress lines (stderr by default); every message is redacted.
+    """
+
+    binary: str = "brev"
+    env: dict = field(default_factory=lambda: dict(os.environ))
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)
+    ready_instances: set = field(default_factory=set)
+    exec_calls: int = 0
+    logins: int = 0
+
+    # -- process plumbing --------------------------------------------------
+    def path(self) -> str:
+        found = shutil.which(self.binary, path=self.env.get("PATH"))
+        if not found:
+            raise TaoBrevError("BREV_NOT_FOUND", f"`{self.binary}` is not on PATH")
+        return found
+
+    def _spawn(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+        """Run brev with stdin from /dev/null (a character device, so brev reads
+        no instance names from it), stdout/stderr captured, in its own process
+        group so a timeout kills ssh too."""
+        argv = [self.path(), *args]
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=self.env, text=True,
+                                errors="replace", start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.communicate()
+            raise TransportError("TRANSPORT_TIMEOUT",
+                                 f"`brev {args[0]}` did not answer within {timeout:.0f} s",
+                                 timeout_s=timeout) from None
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+    def _with_login(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+        """Run brev; on an auth failure log in once with BREV_API_TOKEN and repeat once."""
+        done = self._spawn(args, timeout)
+        if done.returncode != 0 and _AUTH_FAILURE.search(done.stderr or ""):
+            self.login()
+            done = self._spawn(args, timeout)
+            if done.returncode != 0 and _AUTH_FAILURE.search(done.stderr or ""):
+                raise TaoBrevError("BREV_NOT_LOGGED_IN", "brev still reports an auth failure after a fresh login: "
+                                   + _tail(done.stderr))
+        return done
+
+    def login(self) -> None:
+        """``brev login --token $BREV_API_TOKEN`` (headless). Raises
+        BREV_NOT_LOGGED_IN without a token, BREV_LOGIN_FAILED when refused."""
+        token = self.env.get("BREV_API_TOKEN", "").strip()
+        if not token:
+            raise TaoBrevError("BREV_NOT_LOGGED_IN", "brev is not logged in (or its token expired) "
+                               "and BREV_API_TOKEN is not set")
+        self.log("brev: logging in headlessly with BREV_API_TOKEN")
+        self.logins += 1
+        done = self._spawn(["login", "--token", token], BREV_TIMEOUT_S)
+        if done.returncode != 0:
+            raise TaoBrevError("BREV_LOGIN_FAILED", "`brev login` with BREV_API_TOKEN failed: " + _tail(done.stderr, token))
+
+    # -- exec ----------------------------------------------------------------
+    def timeout_for(self, instance: str) -> float:
+        return EXEC_TIMEOUT_S if instance in self.ready_instances else FIRST_EXEC_TIMEOUT_S
+
+    def exec(self, instance: str, script: str, *, timeout: float | None = None,
+             idempotent: bool = False, host: bool = False) -> RemoteResult:
+        """Run ``script`` (one POSIX sh string) on ``instance``; return its result.
+
+        Never raises for a non-zero remote exit (see :meth:`run`). Raises
+        TransportError (TRANSPORT_FAILED / TRANSPORT_TIMEOUT) when no complete
+        answer came back; ``idempotent`` scripts are retried READ_RETRIES
+        times with backoff first. Timeout in seconds; default 600 s until the
+        instance has answered once in this process, then 180 s.
+        """
+        check_instance(instance)
+        refuse_secrets(script, f"remote command for {instance}")
+        timeout = timeout or self.timeout_for(instance)
+        attempts = 1 + (READ_RETRIES if idempotent else 0)
+        started = self.clock()
+        last_error: TransportError | None = None
+        for attempt in range(1, attempts + 1):
+            nonce = "TAOBREV" + uuid.uuid4().hex[:20]
+            args = ["exec", *(["--host"] if host else []), instance, frame(script, nonce)]
+            self.exec_calls += 1
+            try:
+                done = self._with_login(args, timeout)
+            except TransportError as exc:
+                last_error = exc
+            else:
+                parsed = unframe(done.stdout or "", nonce)
+                if parsed is not None:
+                    self.ready_instances.add(instance)
+                    code, out, err = parsed
+                    return RemoteResult(code, out, err, self.clock() - started, attempt)
+                last_error = TransportError(
+                    "TRANSPORT_FAILED",
+                    f"brev exec on {instance!r} returned no complete answer (exit {done.returncode}): "
+                    + _tail(done.stderr), brev_exit=done.returncode)
+            if attempt < attempts:
+                wait = BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)]
+                self.log(f"brev exec on {instance}: {last_error.message}; retrying in {wait:.0f} s "
+                         f"(attempt {attempt + 1}/{attempts})")
+                self.sleep(wait)
+        raise last_error
+
+    def run(self, instance: str, script: str, **kw) -> RemoteResult:
+        """Like :meth:`exec` but raises RemoteCommandError on a non-zero exit."""
+        result = self.exec(instance, script, **kw)
+        if not result.ok:
+            raise RemoteCommandError("REMOTE_COMMAND_FAILED",
+                                     f"command on {instance} exited {result.exit_code}: "
+                                     + _tail(result.stderr or result.stdout),
+                                     exit_status=result.exit_code)
+        return result
+
+    # -- other brev commands ----------------------------------------------
+    def ls(self) -> list[dict]:
+        """Instances from ``brev ls --json`` (an object with ``workspaces``,
+        which is null when there are none; older releases printed a bare list)."""
+        done = self._with_login(["ls", "--json"], BREV_TIMEOUT_S)
+        if done.returncode != 0:
+            raise TaoBrevError("BREV_FAILED", "brev ls --json failed: " + _tail(done.stderr))
+        try:
+            data = json.loads(done.stdout)
+        except json.JSONDecodeError:
+            raise TaoBrevError("BREV_FAILED", "brev ls --json did not print JSON: " + _tail(done.stdout)) from None
+        if isinstance(data, dict):
+            data = data.get("workspaces") or []
+        if not isinstance(data, list):
+            raise TaoBrevError("BREV_FAILED", "brev ls --json printed an unexpected shape")
+        return [w for w in data if isinstance(w, dict)]
+
+    def instance(self, name: str) -> dict | None:
+        """The ``brev ls --json`` entry named ``name``, or None."""
+        check_instance(name)
+        return next((w for w in self.ls() if w.get("name") == name), None)
+
+    def _simple(self, args: list[str], what: str, timeout: float = BREV_TIMEOUT_S) -> str:
+        done = self._with_login(args, timeout)
+        if done.returncode != 0:
+            raise TaoBrevError("BREV_FAILED", f"{what} failed: " + _tail(done.stderr))
+        return done.stdout
+
+    def delete(self, name: str) -> None:
+        """``brev delete NAME`` (it has no --yes flag; the name is echoed when piped)."""
+        self._simple(["delete", check_instance(name)], f"brev delete {name}")
+
+    def start(self, name: str, timeout: float = FIRST_EXEC_TIMEOUT_S) -> None:
+        self._simple(["start", check_instance(name)], f"brev start {name}", timeout)
+
+    def copy(self, src: str, dst: str, timeout: float | None = None) -> None:
+        """``brev copy SRC DST`` (scp), one side written ``NAME:path``."""
+        self._simple(["copy", src, dst], "brev copy", timeout or FIRST_EXEC_TIMEOUT_S)
+
+
+def refuse_secrets(text: str, what: str) -> None:
+    """Lint ``text`` before it is sent; raise SECRET_IN_COMMAND naming the
+    findings (variable/flag and line, never the value)."""
+    findings = redact.lint(text)
+    if findings:
+        raise TaoBrevError("SECRET_IN_COMMAND", f"{what} holds a literal credential: "
+                           + "; ".join(str(f) for f in findings),
+                           findings=[f.to_json() for f in findings])
+
+
+def check_instance(name: str) -> str:
+    """Reject instance names that are not plain brev names (BAD_NAME)."""
+    if not isinstance(name, str) or not INSTANCE_RE.match(name):
+        raise TaoBrevError("BAD_NAME", f"invalid instance name: {name!r}")
+    return name
+
+
+def _tail(text: str | None, *also_hide: str, limit: int = 600) -> str:
+    """The last ``limit`` characters of brev/remote output, redacted."""
+    text = (text or "").strip()
+    for value in also_hide:
+        if value:
+            text = text.replace(value, "<redacted>")
+    text = redact.redact_values(redact.redact(text))
+    return ("..." + text[-limit:]) if len(text) > limit else (text or "(no output)")

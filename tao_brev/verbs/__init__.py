@@ -1,0 +1,1 @@
+"""The verbs: preflight, submit, status (poll + logs), teardown."""

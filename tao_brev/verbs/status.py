@@ -1,0 +1,205 @@
+"""status and logs: read the job's state from the instance, in one round trip.
+
+The record says what was submitted; what runs now is read from the backend:
+``docker inspect --format '{{json .State}}' <id>`` (never the container's
+environment) mapped by ``docker_state.from_inspect``, plus the last N log
+lines when asked, and the last 200 lines of an exited container for the
+failure hint - all sections of ONE ``brev exec``. A state that differs from
+the record's last transition is marked with source ``poller``; a terminal
+state is written once and never changes.
+
+Several jobs on one instance are polled with one round trip for all of them
+(:func:`poll_many`), instances concurrently.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+from .. import remote
+from ..cli import Context, say
+from ..docker_state import JobState, classify_logs, docker_error_code, from_inspect
+from ..errors import TaoBrevError, TransportError
+from ..records import current_state, is_terminal
+from . import reconcile
+
+CLASSIFY_TAIL_LINES = 200
+
+
+def job_instance(record: dict, sidecar: dict) -> str | None:
+    """The instance of a job: the sidecar's, else the backend ref's ``<instance>/<id>``."""
+    if sidecar.get("instance"):
+        return sidecar["instance"]
+    ref = record.get("backend_ref") or ""
+    return ref.split("/", 1)[0] if "/" in ref else None
+
+
+def job_sections(token: str, job_id: str, log_lines: int) -> str:
+    """The sections that observe one job: ``<id>:state``, ``<id>:logs``, ``<id>:tail``."""
+    parts = [remote.section(token, f"{job_id}:state", remote.inspect_state(job_id))]
+    if log_lines > 0:
+        parts.append(remote.section(token, f"{job_id}:logs", remote.logs_tail(job_id, log_lines)))
+    if log_lines < CLASSIFY_TAIL_LINES:
+        parts.append(remote.section(token, f"{job_id}:tail", remote.logs_if_exited(job_id, CLASSIFY_TAIL_LINES)))
+    return "\n".join(parts)
+
+
+def read_job(sections: dict, job_id: str, log_lines: int) -> tuple[JobState, str | None]:
+    """(state, logs) of one job from its parsed sections."""
+    state_sec = sections.get(f"{job_id}:state")
+    if state_sec is None:
+        raise TransportError("TRANSPORT_FAILED", f"the answer for {job_id} was incomplete")
+    if state_sec.exit_code == 0:
+        try:
+            observed = from_inspect(json.loads(state_sec.output.strip().splitlines()[-1]))
+        except (json.JSONDecodeError, IndexError):
+            raise TransportError("TRANSPORT_FAILED", f"docker inspect printed no JSON for {job_id}") from None
+    elif "No such" in state_sec.output:
+        observed = from_inspect(None)
+    else:
+        code = docker_error_code(state_sec.output)
+        raise TaoBrevError(code, f"docker inspect {job_id} failed: {state_sec.output.strip()[-400:]}")
+    logs = sections[f"{job_id}:logs"].output if log_lines > 0 and f"{job_id}:logs" in sections else None
+    tail = logs if logs is not None else (sections.get(f"{job_id}:tail").output
+                                          if sections.get(f"{job_id}:tail") else "")
+    if observed.state == "ERROR" and observed.hint is None:
+        observed.hint = classify_logs(tail or "")
+    return observed, logs
+
+
+def apply(ctx: Context, record: dict, observed: JobState) -> dict:
+    """Mark the record when the backend's state differs from its last transition."""
+    if is_terminal(record.get("terminal_state")) or observed.state == current_state(record):
+        return record
+    return ctx.records.mark(record["id"], observed.state, message=observed.message, source="poller")
+
+
+def _instance_lost(ctx: Context, instance: str, exc: TransportError) -> JobState:
+    """After a transport failure: is the instance gone or stopped? Else re-raise."""
+    try:
+        entry = ctx.brev.instance(instance)
+    except TaoBrevError:
+        raise exc from None
+    if entry is None:
+        return JobState("UNKNOWN", f"instance {instance} no longer exists (deleted): the container and any "
+                                   "results not uploaded are lost")
+    status = str(entry.get("status", "")).upper()
+    if status != "RUNNING":
+        return JobState("UNKNOWN", f"instance {instance} is {status}: the job's container is not running; "
+                                   "instance files survive a stop, not a delete")
+    raise exc
+
+
+def observe(ctx: Context, job_id: str, log_lines: int = 0) -> dict:
+    """One poll of one job. Returns the JSON answer (without ``ok``)."""
+    record = ctx.records.load(job_id)
+    sidecar = ctx.sidecars.load(job_id)
+    instance = job_instance(record, sidecar)
+    answer = {"job_id": job_id, "instance": instance, "backend_ref": record.get("backend_ref"),
+              "results_dir": record["results_dir"]}
+
+    if current_state(record) == "PENDING" and not record.get("backend_ref") and not record.get("terminal_state"):
+        if reconcile.launch_in_progress(sidecar):
+            return {**answer, "state": "PENDING", "message": "launch in progress (submit is running)"}
+        outcome = reconcile.pending_launch(ctx, record, instance, source="poller")
+        if outcome["answer"].get("state") != "RUNNING":
+            return {**answer, **outcome["answer"]}
+        record = ctx.records.load(job_id)
+        answer["backend_ref"] = record.get("backend_ref")
+
+    if instance is None:
+        raise TaoBrevError("CORRUPT_RECORD", f"job {job_id} names no instance (no sidecar, no backend ref)")
+    token = remote.new_token()
+    logs = None
+    try:
+        result = ctx.brev.exec(instance, job_sections(token, job_id, log_lines), idempotent=True)
+        observed, logs = read_job(remote.parse_sections(result.stdout, token), job_id, log_lines)
+    except TransportError as exc:
+        observed = _instance_lost(ctx, instance, exc)
+    record = apply(ctx, record, observed)
+    terminal = record.get("terminal_state")
+    out = {**answer, "state": terminal or observed.state, "observed": observed.to_json(),
+           "message": observed.message, "terminal_state": terminal}
+    if observed.hint:
+        out["hint"] = observed.hint
+    if logs is not None:
+        out["logs"] = logs
+    return out
+
+
+def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
+         interval: float = 30.0, timeout: float | None = None) -> tuple[dict, int]:
+    """status (``wait=False``) or wait-until-terminal. Exit 0, or 1 when the wait
+    ended in ERROR/CANCELED/lost or timed out."""
+    started = ctx.clock()
+    polls = 0
+    while True:
+        polls += 1
+        out = observe(ctx, job_id, log_lines)
+        if out.get("error") and out.get("state") != "RUNNING":
+            return {"ok": False, **out, "polls": polls}, 1 if out["state"] == "ERROR" else 3
+        state = out["state"]
+        if not wait:
+            return {"ok": True, **out, "polls": polls}, 0
+        if is_terminal(state):
+            if state == "COMPLETE":
+                return {"ok": True, **out, "polls": polls}, 0
+            code = "JOB_FAILED" if state == "ERROR" else "JOB_CANCELED"
+            err = TaoBrevError(code, f"job {job_id} ended {state}: {out.get('message', '')}")
+            return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
+        if state == "UNKNOWN":
+            err = TaoBrevError("INSTANCE_LOST" if "instance" in out.get("message", "") else "CONTAINER_GONE",
+                               f"job {job_id} is UNKNOWN: {out.get('message', '')}")
+            return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
+        if timeout is not None and ctx.clock() - started + interval > timeout:
+            err = TaoBrevError("WAIT_TIMEOUT", f"job {job_id} still {state} after {ctx.clock() - started:.0f} s")
+            return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
+        say(f"poll {job_id}: {state} ({out.get('message', '')}); next poll in {interval:.0f} s")
+        ctx.sleep(interval)
+
+
+def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[dict]:
+    """Poll every job once: one round trip per instance, instances concurrently."""
+    by_instance: dict[str, list[dict]] = {}
+    answers = []
+    for job_id in job_ids:
+        record = ctx.records.load(job_id)
+        instance = job_instance(record, ctx.sidecars.load(job_id))
+        if instance is None or not record.get("backend_ref"):
+            answers.append(observe_safely(ctx, job_id))   # reconciliation path, one job at a time
+        else:
+            by_instance.setdefault(instance, []).append(record)
+
+    def one_instance(item):
+        instance, records = item
+        token = remote.new_token()
+        script = "\n".join(job_sections(token, r["id"], 0) for r in records)
+        try:
+            result = ctx.brev.exec(instance, script, idempotent=True)
+            sections = remote.parse_sections(result.stdout, token)
+        except TaoBrevError as exc:
+            return [{"job_id": r["id"], "instance": instance, "ok": False, "error": exc.to_json()} for r in records]
+        out = []
+        for record in records:
+            try:
+                observed, _ = read_job(sections, record["id"], 0)
+                record = apply(ctx, record, observed)
+                out.append({"job_id": record["id"], "instance": instance, "ok": True,
+                            "state": record.get("terminal_state") or observed.state,
+                            "message": observed.message, **({"hint": observed.hint} if observed.hint else {})})
+            except TaoBrevError as exc:
+                out.append({"job_id": record["id"], "instance": instance, "ok": False, "error": exc.to_json()})
+        return out
+
+    with ThreadPoolExecutor(max_workers=max_workers) as pool:
+        for group in pool.map(one_instance, sorted(by_instance.items())):
+            answers.extend(group)
+    return sorted(answers, key=lambda a: a["job_id"])
+
+
+def observe_safely(ctx: Context, job_id: str) -> dict:
+    try:
+        return {"ok": True, **observe(ctx, job_id)}
+    except TaoBrevError as exc:
+        return {"job_id": job_id, "ok": False, "error": exc.to_json()}

@@ -1,0 +1,195 @@
+"""submit: open the record, then launch the TAO container on the instance, once.
+
+Order (record-then-launch, from the TAO bank contract):
+1. validate every input locally (names, spec, image, credentials) - bad input
+   never opens a record;
+2. ``records.open`` mints the job id and writes PENDING; the sidecar names the
+   instance and marks the launch as in progress (with this process's pid);
+3. credentials, if any, travel in a 0600 file (``credentials.push``);
+4. ONE ``brev exec`` writes the spec, checks the inputs, and runs
+   ``docker inspect <id> || docker run -d --name <id> --label tao-job=<id> ...``
+   (never ``--rm``); it is never blindly repeated;
+5. the record is marked RUNNING with backend ref ``<instance>/<id>``.
+
+An ambiguous launch (the transport failed, so the container may or may not
+exist) is reconciled by asking the instance for the container named after the
+job id: one -> adopt it; none -> mark ERROR (ERR_INFRA), a new submit with
+``--retry-of`` is safe; no answer -> the record stays PENDING and the next
+``poll_status.py`` reconciles it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import bank, credentials, remote
+from .. import routing as routing_mod
+from ..cli import Context, say
+from ..errors import TaoBrevError, TransportError
+from ..records import now_iso
+from ..remote import RunSpec
+from ..transport import check_instance, refuse_secrets
+from . import reconcile
+
+MAX_SPEC_BYTES = 64 * 1024   # the spec travels inside the command string (argv limit 128 KiB)
+
+
+@dataclass
+class SubmitRequest:
+    instance: str
+    image: str
+    network_arch: str
+    action: str
+    spec: str
+    storage_tier: str = "A"
+    results_root: str | None = None
+    bucket: str | None = None
+    gpus: str = "all"
+    env_names: list[str] = field(default_factory=list)
+    shm_size: str = "16g"
+    inputs: list[str] = field(default_factory=list)
+    upload_excludes: list[str] = field(default_factory=list)
+    ephemeral: bool = False
+    dry_run: bool = False
+    retry_of: str | None = None
+    overrides: list[str] = field(default_factory=list)
+
+
+def _read_spec(path: str) -> str:
+    import yaml
+
+    try:
+        text = Path(path).read_text()
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        raise TaoBrevError("SPEC_NOT_FOUND", f"cannot read spec {path!r}: {exc.strerror or exc}") from None
+    if len(text.encode()) > MAX_SPEC_BYTES:
+        raise TaoBrevError("BAD_SPEC", f"spec {path!r} is larger than {MAX_SPEC_BYTES} bytes")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not a YAML mapping")
+    refuse_secrets(text, f"spec {path}")
+    return text
+
+
+def _input_mounts(tier: str, inputs: list[str]) -> list[tuple[str, str, bool]]:
+    """Tier A inputs ``PATH[=NAME]`` (instance paths) -> read-only mounts at /data/NAME."""
+    mounts = []
+    for item in inputs:
+        path, _, name = item.partition("=")
+        name = name or os.path.basename(path.rstrip("/"))
+        remote.check_name(name, "input name")
+        remote.rpath(path)  # validates
+        mounts.append((path, f"{remote.CONTAINER_DATA_DIR}/{name}", True))
+    return mounts
+
+
+def _inputs_check(mounts) -> str:
+    return "\n".join(f"test -e {remote.rpath(host)} || {{ echo TAO_INPUT_MISSING {remote.rpath(host)}; exit 5; }}"
+                     for host, _c, _ro in mounts)
+
+
+def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
+    check_instance(req.instance)
+    remote.check_name(req.network_arch, "network arch")
+    remote.check_name(req.action, "action")
+    for name in req.env_names:
+        remote.check_env_name(name)
+    remote.gpus_flag(req.gpus)
+    if req.storage_tier not in ("A", "B", "C"):
+        raise TaoBrevError("BAD_ARGUMENT", f"--storage-tier must be A, B or C (got {req.storage_tier!r})")
+    if req.storage_tier != "A":
+        raise TaoBrevError("BAD_ARGUMENT", f"storage tier {req.storage_tier} needs S3 staging, "
+                           "which this build does not provide yet", "Use --storage-tier A with inputs on the instance.")
+    resolved = bank.resolve_image(req.image, ctx.env)
+    spec_text = _read_spec(req.spec)
+    mounts = _input_mounts(req.storage_tier, req.inputs)
+    secret_values = credentials.collect(ctx.env, req.env_names)
+    routing = routing_mod.route(req, ctx.env)
+
+    placeholder = f"{req.network_arch}-{req.action}-dryrun"
+    if req.dry_run:
+        run = _run_spec(req, resolved["image"], placeholder, routing, mounts, env_file=None)
+        script = _script(run, spec_text, mounts)
+        refuse_secrets(script, "submit command")
+        return {"ok": True, "dry_run": True, "job_id": None, "instance": req.instance, "state": None,
+                "backend_ref": None, "image": resolved["image"], "results_dir": routing.results_dir(placeholder),
+                "plan": [{"step": "open_record", "what": "scripts/tao_job_record.py open (mints the job id)"},
+                         *([{"step": "copy_credentials", "what": f"brev copy <0600 file with {', '.join(req.env_names)}> "
+                             f"{req.instance}:.tao-cred-<job_id>-<random>"}] if req.env_names else []),
+                         {"step": "launch", "command": f"brev exec {req.instance} <script>", "script": script},
+                         {"step": "mark_running", "backend_ref": f"{req.instance}/<job_id>"}],
+                "warnings": routing.warnings}, 0
+
+    record = ctx.records.open(image=resolved["image"], network_arch=req.network_arch, action=req.action,
+                              storage_tier=req.storage_tier, results_dir=None,
+                              results_root=routing.record_root, upload_excludes=req.upload_excludes,
+                              retry_of=req.retry_of)
+    job_id = record["id"]
+    backend_ref = f"{req.instance}/{job_id}"
+    ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral,
+                        results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
+                                 "destination": routing.destination(job_id)},
+                        launch={"state": "launching", "pid": os.getpid(), "started_at": now_iso()})
+    answer = {"job_id": job_id, "instance": req.instance, "backend_ref": None, "image": resolved["image"],
+              "results_dir": record["results_dir"], "warnings": routing.warnings}
+    say(f"submit: record {job_id} opened (PENDING); launching on {req.instance}")
+
+    env_file = None
+    if secret_values:
+        try:
+            env_file = credentials.push(ctx.brev, req.instance, job_id,
+                                        credentials.env_file_text(secret_values)).path
+        except TaoBrevError as exc:
+            _mark_never_launched(ctx, job_id, f"credential copy failed: {exc.message}")
+            raise
+    run = _run_spec(req, resolved["image"], job_id, routing, mounts, env_file)
+    try:
+        result = ctx.brev.exec(req.instance, _script(run, spec_text, mounts))
+    except TransportError as exc:
+        say(f"submit: launch of {job_id} is ambiguous ({exc.message}); asking the instance")
+        outcome = reconcile.pending_launch(ctx, record, req.instance, source="agent")
+        return {**answer, **outcome["answer"]}, outcome["exit_code"]
+
+    out = result.stdout
+    if result.ok:
+        adopted = "TAO_ALREADY_SUBMITTED" in out
+        container_id = out.strip().splitlines()[-1] if out.strip() and not adopted else None
+        ctx.records.mark(job_id, "RUNNING", message="container started" if not adopted else
+                         "container already existed; adopted", source="agent", backend_ref=backend_ref)
+        ctx.sidecars.update(job_id, launch={"state": "launched", "finished_at": now_iso(),
+                                            "container_id": container_id})
+        return {"ok": True, **answer, "state": "RUNNING", "backend_ref": backend_ref,
+                "container_id": container_id, "adopted": adopted}, 0
+
+    if result.exit_code == 4 and "TAO_IMAGE_MISSING" in out:
+        code, why = "IMAGE_NOT_PULLED", f"image {resolved['image']} is not on {req.instance}"
+    elif result.exit_code == 5 and "TAO_INPUT_MISSING" in out:
+        code, why = "BAD_ARGUMENT", "input path missing on the instance: " + out.split("TAO_INPUT_MISSING", 1)[1].strip()
+    else:
+        from ..docker_state import docker_error_code
+
+        code = docker_error_code(result.stderr + out, default="SUBMIT_REFUSED")
+        why = f"docker run failed (exit {result.exit_code}): {(result.stderr or out).strip()[-500:]}"
+    _mark_never_launched(ctx, job_id, why)
+    raise TaoBrevError(code, f"submit refused: {why}",
+                       answer={**answer, "state": "ERROR", "backend_ref": None})
+
+
+def _mark_never_launched(ctx: Context, job_id: str, why: str) -> None:
+    ctx.records.mark(job_id, "ERROR", message=f"never launched: {why}", source="agent")
+    ctx.sidecars.update(job_id, launch={"state": "refused", "finished_at": now_iso()})
+
+
+def _run_spec(req: SubmitRequest, image: str, job_id: str, routing, mounts, env_file) -> RunSpec:
+    return RunSpec(job_id=job_id, image=image, network_arch=req.network_arch, action=req.action,
+                   results_dir=routing.instance_dir(job_id), gpus=req.gpus, shm_size=req.shm_size,
+                   env_file=env_file, mounts=tuple(mounts), overrides=tuple(req.overrides))
+
+
+def _script(run: RunSpec, spec_text: str, mounts) -> str:
+    return remote.submit_script(run, spec_text, _inputs_check(mounts))

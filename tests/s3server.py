@@ -1,0 +1,177 @@
+"""A real S3-compatible HTTP server for tests: moto's server in a subprocess.
+
+Why a subprocess (``python -m moto.server``) and not moto's in-process mocks
+or ``ThreadedMotoServer``: the code under test talks HTTP to a separate
+process exactly as it would to MinIO or AWS, awscli can be pointed at the
+same endpoint, and nothing in the test process is patched by moto.
+
+Use from ``tests/conftest.py``::
+
+    from tests.s3server import s3_server  # noqa: F401  (session fixture)
+
+The fixture yields a dict::
+
+    {"endpoint_url": "http://127.0.0.1:PORT",
+     "env": {AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL},
+     "create_bucket": callable(name=None) -> name,
+     "server": MotoS3Server}
+
+moto accepts any credentials unless IAM authentication is switched on;
+:meth:`MotoS3Server.iam_user` plus :meth:`MotoS3Server.set_iam_auth` make a
+wrong key or secret fail for real (moto's ``/moto-api/reset-auth``, the
+server-mode twin of ``set_initial_no_auth_action_count``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from typing import Optional
+
+import pytest
+
+# Fake, but distinctive, so tests can assert they never appear in output.
+FAKE_ACCESS_KEY_ID = "AKIAFAKEMOTO0TESTKEY"
+FAKE_SECRET_ACCESS_KEY = "fake-secret-Zq7vT3mN9pL2xR8wK4bY6cH1dF5gJ0s"
+REGION = "us-east-1"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class MotoS3Server:
+    """``python -m moto.server`` on 127.0.0.1 and a free port."""
+
+    def __init__(self, startup_timeout: float = 30.0):
+        self.startup_timeout = startup_timeout
+        self.process: Optional[subprocess.Popen] = None
+        self.port: Optional[int] = None
+        self._log = None
+
+    # -- life cycle --------------------------------------------------------
+    def start(self) -> "MotoS3Server":
+        last_error = ""
+        for _ in range(5):  # the free port may be taken between probe and bind
+            self.port = _free_port()
+            self._log = tempfile.TemporaryFile()
+            env = dict(os.environ)
+            env.pop("INITIAL_NO_AUTH_ACTION_COUNT", None)
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+            deadline = time.monotonic() + self.startup_timeout
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    break
+                try:
+                    self._api("GET", "/moto-api/data.json", timeout=1)
+                    return self
+                except OSError:
+                    time.sleep(0.05)
+            last_error = self._read_log()
+            self.stop()
+        raise RuntimeError(f"moto server did not start: {last_error[-2000:]}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self.process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> "MotoS3Server":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _read_log(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")
+
+    # -- addresses and clients ---------------------------------------------
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY_ID,
+                "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_ACCESS_KEY,
+                "AWS_DEFAULT_REGION": REGION,
+                "AWS_ENDPOINT_URL": self.endpoint_url}
+
+    def boto_client(self, service: str = "s3", access_key_id: str = FAKE_ACCESS_KEY_ID,
+                    secret_access_key: str = FAKE_SECRET_ACCESS_KEY):
+        """A plain boto3 client for arranging test state (not the code under test)."""
+        import boto3
+        from botocore.config import Config
+
+        return boto3.session.Session().client(
+            service, endpoint_url=self.endpoint_url, region_name=REGION,
+            aws_access_key_id=access_key_id, aws_secret_access_key=secret_access_key,
+            config=Config(s3={"addressing_style": "path"},
+                          request_checksum_calculation="when_required",
+                          response_checksum_validation="when_required"))
+
+    def create_bucket(self, name: Optional[str] = None) -> str:
+        name = name or f"tao-test-{uuid.uuid4().hex[:12]}"
+        self.boto_client().create_bucket(Bucket=name)
+        return name
+
+    # -- moto's own API ----------------------------------------------------
+    def _api(self, method: str, path: str, data: Optional[bytes] = None, timeout: float = 10) -> bytes:
+        # A raw body: with urllib's default form content type Flask would eat it.
+        request = urllib.request.Request(self.endpoint_url + path, data=data, method=method,
+                                         headers={"Content-Type": "application/octet-stream"})
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return answer.read()
+
+    def reset(self) -> None:
+        """Forget every bucket, object and IAM user."""
+        self._api("POST", "/moto-api/reset", data=b"")
+
+    def set_iam_auth(self, enabled: bool) -> None:
+        """Check every request's signature and IAM policy (True), or accept anything (False)."""
+        self._api("POST", "/moto-api/reset-auth", data=b"0" if enabled else b"inf")
+
+    def iam_user(self, name: Optional[str] = None, allow_s3: bool = True) -> tuple[str, str]:
+        """Create an IAM user (optionally allowed s3:*) and return its (key id, secret).
+
+        Call while IAM auth is off; the key works once it is on.
+        """
+        name = name or f"tao-test-{uuid.uuid4().hex[:8]}"
+        iam = self.boto_client("iam")
+        iam.create_user(UserName=name)
+        if allow_s3:
+            iam.put_user_policy(UserName=name, PolicyName="s3-all", PolicyDocument=json.dumps({
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        return key["AccessKeyId"], key["SecretAccessKey"]
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """One moto S3 server for the whole session; make a fresh bucket per test."""
+    with MotoS3Server() as server:
+        yield {"endpoint_url": server.endpoint_url, "env": server.env,
+               "create_bucket": server.create_bucket, "server": server}

@@ -1,0 +1,129 @@
+"""The job-record store and its bank-compatible CLI."""
+
+import json
+import multiprocessing
+import os
+
+import pytest
+
+from conftest import run_script, validate
+from tao_brev.errors import TaoBrevError
+from tao_brev.records import RecordStore
+
+
+def open_args(*extra):
+    return ("open", "--platform", "brev", "--image", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt",
+            "--network-arch", "visual_changenet", "--action", "train", "--storage-tier", "A",
+            "--results-root", "~/tao-results", *extra)
+
+
+def test_open_prints_the_bare_id_and_writes_a_schema_valid_record(state_env, tmp_path):
+    res = run_script("tao_job_record.py", *open_args(), env=state_env)
+    assert res.code == 0, res
+    job_id = res.stdout.strip()
+    assert job_id.startswith("visual_changenet-train-") and len(job_id.rsplit("-", 1)[1]) == 6
+    record = json.loads((tmp_path / "state" / "jobs" / f"{job_id}.json").read_text())
+    validate("job_record", record)
+    assert record["results_dir"] == f"~/tao-results/{job_id}"
+    assert record["transitions"][0]["state"] == "PENDING" and record["terminal_state"] is None
+
+    shown = run_script("tao_job_record.py", "show", job_id, env=state_env)
+    assert shown.code == 0 and shown.json == record
+    listed = run_script("tao_job_record.py", "list", env=state_env)
+    assert listed.stdout.strip().split("\t") == [job_id, "brev", "PENDING", f"~/tao-results/{job_id}"]
+    listed_json = run_script("tao_job_record.py", "list", "--json", env=state_env)
+    assert [j["id"] for j in listed_json.json["jobs"]] == [job_id]
+
+
+def test_mark_appends_and_terminal_state_is_immutable(state_env):
+    job_id = run_script("tao_job_record.py", *open_args(), env=state_env).stdout.strip()
+    ok = run_script("tao_job_record.py", "mark", job_id, "--state", "RUNNING", "--backend-ref", f"box/{job_id}",
+                    env=state_env)
+    assert ok.code == 0 and ok.json["state"] == "RUNNING"
+    done = run_script("tao_job_record.py", "mark", job_id, "--state", "COMPLETE", "--source", "poller", env=state_env)
+    assert done.json["terminal_state"] == "COMPLETE"
+    refused = run_script("tao_job_record.py", "mark", job_id, "--state", "CANCELED", env=state_env)
+    assert refused.code == 2 and refused.json["ok"] is False
+    assert refused.json["error"]["code"] == "TERMINAL_STATE"
+    validate("error", refused.json)
+    enrich = run_script("tao_job_record.py", "mark", job_id, "--state", "COMPLETE", "--err-class", "ERR_INFRA",
+                        env=state_env)
+    assert enrich.code == 0
+    record = run_script("tao_job_record.py", "show", job_id, env=state_env).json
+    validate("job_record", record)
+    assert [t["state"] for t in record["transitions"]] == ["PENDING", "RUNNING", "COMPLETE"]
+    assert record["terminal_write_by"] == "poller" and record["err_class"] == "ERR_INFRA"
+
+
+@pytest.mark.parametrize("bad_id", ["../etc/passwd", ".hidden", "a/b", "", "x" * 300, "id with space"])
+def test_malformed_ids_are_refused_before_touching_disk(state_env, tmp_path, bad_id):
+    res = run_script("tao_job_record.py", "show", bad_id, env=state_env)
+    assert res.code == 2 and res.json["error"]["code"] == "BAD_JOB_ID"
+    assert not (tmp_path / "etc").exists()
+
+
+def test_unknown_and_corrupt_records_are_named(state_env, tmp_path):
+    res = run_script("tao_job_record.py", "show", "nope-train-000000", env=state_env)
+    assert res.code == 2 and res.json["error"]["code"] == "UNKNOWN_JOB"
+    job_id = run_script("tao_job_record.py", *open_args(), env=state_env).stdout.strip()
+    path = tmp_path / "state" / "jobs" / f"{job_id}.json"
+    path.write_text(path.read_text()[:40])  # truncated by a crash of some other tool
+    res = run_script("tao_job_record.py", "mark", job_id, "--state", "RUNNING", env=state_env)
+    assert res.code == 2 and res.json["error"]["code"] == "CORRUPT_RECORD"
+    assert path.read_text().startswith("{")  # not overwritten
+    listed = run_script("tao_job_record.py", "list", env=state_env)
+    assert listed.code == 0 and "<corrupt>" in listed.stderr
+
+
+def test_bad_state_dir_is_a_json_error(state_env):
+    state_env["TAO_STATE_DIR"] = "relative/path"
+    res = run_script("tao_job_record.py", "list", env=state_env)
+    assert res.code == 2 and res.json["error"]["code"] == "BAD_STATE_DIR"
+
+
+def test_secrets_never_reach_a_record(state_env, tmp_path):
+    store = RecordStore(tmp_path / "state")
+    record = store.open(image="nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt", network_arch="a", action="b",
+                        storage_tier="A", results_root="~/r")
+    store.mark(record["id"], "ERROR", message="docker login -p nvapi-SECRETsecret0123456789 failed; "
+               "token=hf_abcdefghijklmnopqrstuvwxyz0123")
+    text = (tmp_path / "state" / "jobs" / f"{record['id']}.json").read_text()
+    assert "nvapi-SECRET" not in text and "hf_abcdefghij" not in text
+    assert json.loads(text)["redacted"] is True
+
+
+def _marker(root, job_id, source, count, barrier):
+    store = RecordStore(root)
+    barrier.wait()
+    done = 0
+    for i in range(count):
+        state = "RUNNING" if i % 2 else "UNKNOWN"
+        if source == "agent" and i == count - 1:
+            state = "COMPLETE"
+        try:
+            store.mark(job_id, state, message=f"{source} {i}", source=source)
+            done += 1
+        except TaoBrevError as exc:
+            assert exc.code == "TERMINAL_STATE"
+    return done
+
+
+def test_concurrent_marks_lose_nothing_and_terminal_is_written_once(tmp_path):
+    root = tmp_path / "state"
+    job_id = RecordStore(root).open(image="img:1", network_arch="a", action="b", storage_tier="A",
+                                    results_root="~/r")["id"]
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Manager().Barrier(3)
+    with ctx.Pool(3) as pool:
+        results = [pool.apply_async(_marker, (root, job_id, src, 25, barrier))
+                   for src in ("agent", "poller", "poller")]
+        written = sum(r.get(timeout=60) for r in results)
+    record = RecordStore(root).load(job_id)
+    validate("job_record", record)
+    assert written >= 25
+    assert len(record["transitions"]) == 1 + written           # no transition lost
+    terminal = [i for i, t in enumerate(record["transitions"]) if t["state"] == "COMPLETE"]
+    assert terminal == [len(record["transitions"]) - 1]         # written once, and last
+    assert record["terminal_state"] == "COMPLETE"
+    leftovers = [p for p in os.listdir(root / "jobs") if p.endswith(".tmp")]
+    assert leftovers == []

@@ -1,0 +1,381 @@
+"""tao_brev.redact and scripts/redact_secrets.py.
+
+The invariant is asserted in every case: the secret value never appears in a
+finding (text or JSON) nor in the redacted output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tao_brev import redact
+from tao_brev.redact import Finding, is_secret_name, lint, redact_obj, redact_uri, redact_values
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "redact_secrets.py"
+
+NGC = "nvapi-FAKEfake0123456789abcdef"
+PW = "FAKEhunter2secret"
+HF = "hf_FAKEfake0123456789abcdefgh"
+GHP = "ghp_FAKEfake0123456789abcdefghij"
+GH_PAT = "github_pat_FAKEfake0123456789abcdef"
+AKIA = "AKIAFAKEFAKE01234567"
+SLACK = "xoxb-FAKE-0123456789"
+SK = "sk-FAKEfake0123456789abcdef"
+
+# (id, text, expected [(kind, name)], secret). secret is None for look-alikes.
+CASES = [
+    # -- NAME=literal --------------------------------------------------------
+    ("plain", f"NGC_KEY={NGC}", [("assignment", "NGC_KEY")], NGC),
+    ("export", f"export HF_TOKEN={PW}", [("assignment", "HF_TOKEN")], PW),
+    ("export-quoted", f'export BREV_API_TOKEN="{PW}"', [("assignment", "BREV_API_TOKEN")], PW),
+    ("docker-e", f"docker run -e AWS_SECRET_ACCESS_KEY={PW} img", [("assignment", "AWS_SECRET_ACCESS_KEY")], PW),
+    ("docker-env-single-quoted", f"docker run --env WANDB_API_KEY='{PW}' img", [("assignment", "WANDB_API_KEY")], PW),
+    ("docker-env-equals", f"docker run --env=NGC_API_KEY={PW} img", [("assignment", "NGC_API_KEY")], PW),
+    ("sbatch-export", f"sbatch --export=ALL,NGC_KEY={PW},FOO=1 job.sh", [("assignment", "NGC_KEY")], PW),
+    ("lowercase-password", f"db_password={PW} ./run", [("assignment", "db_password")], PW),
+    ("dotted-override", f"tao train -e spec.yaml train.wandb.api_key={PW}",
+     [("assignment", "train.wandb.api_key")], PW),
+    ("url-query-token", f"curl 'https://api.example.com/v1?access_token={PW}&page=2'",
+     [("assignment", "access_token")], PW),
+    ("credential-word", f"MY_CREDENTIAL={PW}", [("assignment", "MY_CREDENTIAL")], PW),
+    ("comma-in-value", f"PASSWORD={PW},more next", [("assignment", "PASSWORD")], PW),
+    ("default-in-assignment", f"NGC_KEY=${{NGC_KEY:-{PW}}}", [("assignment", "NGC_KEY")], PW),
+    ("parameter-default", f"echo ${{HF_TOKEN:-{PW}}}", [("parameter-default", "HF_TOKEN")], PW),
+    # -- flags ---------------------------------------------------------------
+    ("flag-space", f"brev login --token {PW}", [("flag", "--token")], PW),
+    ("flag-equals", f"tool --password={PW} run", [("flag", "--password")], PW),
+    ("flag-api-key", f'ngc config set --api-key "{PW}"', [("flag", "--api-key")], PW),
+    ("flag-json-array", f'"args": ["--token", "{PW}", "--verbose"]', [("flag", "--token")], PW),
+    ("login-p", f"docker login nvcr.io -u '$oauthtoken' -p {PW}", [("login-password", "-p")], PW),
+    ("login-p-attached", f"mysql login -p{PW}", [("login-password", "-p")], PW),
+    ("auth-header", f'curl -H "Authorization: Bearer {PW}" https://api.ngc.nvidia.com',
+     [("auth-header", "Authorization")], PW),
+    # -- manifests and mappings ----------------------------------------------
+    ("k8s-block", f"env:\n  - name: NGC_KEY\n    value: {PW}\n", [("manifest-env", "NGC_KEY")], PW),
+    ("k8s-block-value-first", f"env:\n  - value: \"{PW}\"\n    name: HF_TOKEN\n", [("manifest-env", "HF_TOKEN")], PW),
+    ("k8s-block-scalar", f"env:\n  - name: NGC_KEY\n    value: |\n      {PW}\n  - name: X\n    value: y\n",
+     [("manifest-env", "NGC_KEY")], PW),
+    ("k8s-flow", f"env:\n  - {{name: NGC_KEY, value: {PW}}}\n", [("manifest-env", "NGC_KEY")], PW),
+    ("k8s-json-inline", f'"env": [{{"name": "HF_TOKEN", "value": "{PW}"}}]', [("manifest-env", "HF_TOKEN")], PW),
+    ("k8s-json-pretty", f'[\n  {{\n    "name": "NGC_KEY",\n    "value": "{PW}"\n  }}\n]',
+     [("manifest-env", "NGC_KEY")], PW),
+    ("json-key", f'{{"user": "alice", "api_key": "{PW}"}}', [("mapping", "api_key")], PW),
+    ("json-password", f'{{"password": "{PW}"}}', [("mapping", "password")], PW),
+    ("yaml-key", f"stringData:\n  NGC_KEY: {PW}\n", [("mapping", "NGC_KEY")], PW),
+    # -- URLs ----------------------------------------------------------------
+    ("presigned", f"https://b.s3.amazonaws.com/k?X-Amz-Credential={PW}&X-Amz-Signature=FAKEsig0123&x=1",
+     [("presigned-url", "X-Amz-Credential"), ("presigned-url", "X-Amz-Signature")], PW),
+    ("presigned-session", f"https://b/k?X-Amz-Security-Token={PW}", [("presigned-url", "X-Amz-Security-Token")], PW),
+    ("url-userinfo", f"git clone https://oauth2:{PW}@gitlab.example.com/x.git", [("url-password", "https")], PW),
+    # -- token shapes --------------------------------------------------------
+    ("shape-nvapi", f"the key is {NGC} ok", [("token-shape", "nvapi-")], NGC),
+    ("shape-hf", f"login with {HF}", [("token-shape", "hf_")], HF),
+    ("shape-ghp", f"GH={GHP}", [("token-shape", "ghp_")], GHP),
+    ("shape-github-pat", f"remote {GH_PAT}", [("token-shape", "github_pat_")], GH_PAT),
+    ("shape-akia", f"aws configure set aws_access_key_id {AKIA}", [("token-shape", "AKIA")], AKIA),
+    ("shape-slack", f"post {SLACK}", [("token-shape", "xoxb-")], SLACK),
+    ("shape-sk", f"OPENAI={SK}", [("token-shape", "sk-")], SK),
+    ("shape-in-path", f"/data/{NGC}/run", [("token-shape", "nvapi-")], NGC),
+    # -- look-alikes that must pass --------------------------------------------
+    ("ref-dollar", "export NGC_KEY=$NGC_KEY", [], None),
+    ("ref-braces", "docker run -e HF_TOKEN=${HF_TOKEN} img", [], None),
+    ("ref-quoted", 'docker run -e "NGC_KEY=$NGC_KEY" img', [], None),
+    ("ref-single-quoted-remote", "brev exec gpu1 'docker run -e NGC_KEY=$NGC_KEY img'", [], None),
+    ("passthrough-e", "docker run -e NGC_KEY -e HF_TOKEN --env-file /run/env img", [], None),
+    ("password-stdin", "printf %s \"$NGC_KEY\" | docker login nvcr.io -u '$oauthtoken' --password-stdin", [], None),
+    ("oauthtoken-user", "docker login nvcr.io -u '$oauthtoken'", [], None),
+    ("flag-ref", 'brev login --token "$BREV_API_TOKEN"', [], None),
+    ("flag-then-flag", "tool --token --verbose", [], None),
+    ("empty-values", 'NGC_KEY= HF_TOKEN="" export BREV_API_TOKEN=\'\'', [], None),
+    ("command-substitution", "NGC_KEY=$(cat /run/secrets/ngc)", [], None),
+    ("empty-default", "echo ${NGC_KEY:-} ${HF_TOKEN:?export HF_TOKEN first}", [], None),
+    ("default-is-ref", "echo ${NGC_KEY:-$NGC_API_KEY}", [], None),
+    ("tokenizers", "TOKENIZERS_PARALLELISM=false python train.py max_new_tokens=5", [], None),
+    ("llm-token-ids", "tao train model.pad_token_id=0 model.use_cls_token=true", [], None),
+    ("port-map", "docker run -p 8080:80 -p 127.0.0.1:6006:6006/tcp img", [], None),
+    ("port-map-login-line", "docker run -p 8080:80 --name login-app img", [], None),
+    ("path-segment", "ls /data/token=v1/run s3://bucket/results/x", [], None),
+    ("shared-credentials-file", "export AWS_SHARED_CREDENTIALS_FILE=/home/u/.aws/credentials", [], None),
+    ("k8s-secret-key-ref", "env:\n  - name: NGC_KEY\n    valueFrom:\n      secretKeyRef: {name: ngc, key: NGC_KEY}\n",
+     [], None),
+    ("k8s-dependent-env", "env:\n  - name: HF_TOKEN\n    value: $(HF_TOKEN)\n", [], None),
+    ("k8s-non-secret", "env:\n  - name: TOKENIZERS_PARALLELISM\n    value: \"false\"\n  - name: LOG\n    value: x\n",
+     [], None),
+    ("url-no-password", "https://user@host/x git@github.com:org/repo.git http://host:8080/x", [], None),
+    ("placeholder", "NGC_KEY=<redacted> --token <redacted> \"password\": \"<redacted>\"", [], None),
+    ("doc-placeholder", 'export NGC_KEY="<your NGC key>"', [], None),
+    ("not-a-token-shape", "pip install sk-learn-intelex-2024-01-build; ls /data/task-abcdefghijklmnopqrstuvwxyz",
+     [], None),
+    ("comparison", "if [ $TOKEN == abc ]; then echo; fi", [], None),
+    ("spec-yaml", "train:\n  num_epochs: 10\n  max_new_tokens: 5\nmodel:\n  name: visual_changenet\n", [], None),
+]
+
+
+def _ids(cases):
+    return [c[0] for c in cases]
+
+
+@pytest.mark.parametrize("case_id, text, expected, secret", CASES, ids=_ids(CASES))
+def test_lint_table(case_id, text, expected, secret):
+    findings = lint(text)
+    assert [(f.kind, f.name) for f in findings] == expected
+    out = redact.redact(text)
+    if secret is None:
+        assert out == text, "a look-alike must pass through unchanged"
+        return
+    shown = "\n".join(str(f) for f in findings) + json.dumps([f.to_json() for f in findings])
+    assert secret not in shown
+    assert secret not in out
+    assert "<redacted>" in out
+
+
+@pytest.mark.parametrize("case_id, text, expected, secret", CASES, ids=_ids(CASES))
+def test_redact_is_idempotent_and_clean(case_id, text, expected, secret):
+    out = redact.redact(text)
+    assert redact.redact(out) == out
+    assert lint(out) == []
+
+
+def test_table_is_large_and_covers_every_kind():
+    assert len(CASES) >= 40
+    assert {kind for case in CASES for kind, _ in case[2]} == set(redact.KINDS)
+
+
+def test_redact_keeps_names_and_quotes():
+    assert redact.redact(f"export NGC_KEY={NGC}") == "export NGC_KEY=<redacted>"
+    assert redact.redact(f'{{"password": "{PW}"}}') == '{"password": "<redacted>"}'
+    assert redact.redact(f'["--token", "{PW}"]') == '["--token", "<redacted>"]'
+    assert redact.redact(f"https://u:{PW}@h/x") == "https://u:<redacted>@h/x"
+
+
+# -- findings ------------------------------------------------------------------
+
+def test_finding_text_and_json():
+    finding = lint(f"# setup\n\nNGC_KEY={NGC}\n")[0]
+    assert finding == Finding("assignment", "NGC_KEY", 3)
+    assert str(finding) == "line 3: NGC_KEY=<literal> (inline credential assignment)"
+    assert finding.to_json() == {"kind": "assignment", "name": "NGC_KEY", "line": 3, "message": str(finding)}
+    with pytest.raises(AttributeError):
+        finding.line = 4  # frozen
+
+
+def test_one_finding_per_value():
+    # the assignment and the nvapi- shape cover the same value: reported once
+    assert [(f.kind, f.name) for f in lint(f"NGC_KEY={NGC}")] == [("assignment", "NGC_KEY")]
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("NGC_KEY", True), ("NGC_API_KEY", True), ("BREV_API_TOKEN", True), ("AWS_ACCESS_KEY_ID", True),
+    ("AWS_SECRET_ACCESS_KEY", True), ("AWS_SESSION_TOKEN", True), ("HF_TOKEN", True), ("apiKey", True),
+    ("db_passwd", True), ("token", True), ("GCP_CREDENTIAL", True),
+    ("TOKENIZERS_PARALLELISM", False), ("max_new_tokens", False), ("oauthtoken", False),
+    ("secretKeyRef", False), ("AWS_SHARED_CREDENTIALS_FILE", False), ("S3_BUCKET_NAME", False),
+    ("AWS_DEFAULT_REGION", False), ("KEY", False),
+])
+def test_is_secret_name(name, expected):
+    assert is_secret_name(name) is expected
+
+
+def test_secret_env_names_are_all_secret_names():
+    assert all(is_secret_name(name) for name in redact.SECRET_ENV_NAMES)
+
+
+# -- continued lines -----------------------------------------------------------
+
+def test_continued_lines_report_first_physical_line():
+    text = (f"echo start\n"
+            f"docker run -d \\\n"
+            f"  --gpus all \\\n"
+            f"  -e NGC_KEY={PW} \\\n"
+            f"  img\n"
+            f"echo --password={PW}\n")
+    assert [(f.name, f.line) for f in lint(text)] == [("NGC_KEY", 2), ("--password", 6)]
+    out = redact.redact(text)
+    assert PW not in out
+    assert out.count("\n") == text.count("\n"), "unchanged physical lines are kept"
+    assert "  -e NGC_KEY=<redacted> \\\n  img\n" in out
+
+
+def test_value_split_by_a_continuation_is_redacted_whole():
+    text = "export HF_TOKEN=FAKEfirst\\\nFAKEsecond rest\n"
+    assert [(f.name, f.line) for f in lint(text)] == [("HF_TOKEN", 1)]
+    out = redact.redact(text)
+    assert "FAKEfirst" not in out and "FAKEsecond" not in out
+    assert out == "export HF_TOKEN=<redacted> rest\n"
+
+
+def test_escaped_backslash_is_not_a_continuation():
+    text = "echo a\\\\\nHF_TOKEN=FAKEvalue1\n"
+    assert [(f.name, f.line) for f in lint(text)] == [("HF_TOKEN", 2)]
+
+
+def test_crlf_lines():
+    text = f"docker run \\\r\n  -e NGC_KEY={PW} img\r\n"
+    assert [(f.name, f.line) for f in lint(text)] == [("NGC_KEY", 1)]
+    assert PW not in redact.redact(text)
+
+
+# -- redact_values -------------------------------------------------------------
+
+AWS_SECRET = "FAKE/aws+secret\"key0"
+FAKE_ENV = {
+    "NGC_KEY": NGC,
+    "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
+    "MY_DB_PASSWORD": "FAKEpw1234",
+    "HF_TOKEN": "short",              # below MIN_VALUE_LENGTH: ignored
+    "S3_BUCKET_NAME": "my-bucket-1",  # not a credential: kept
+    "PATH": "/usr/bin:/bin",
+}
+
+
+def test_redact_values_replaces_env_values_anywhere():
+    text = f"pulled with {NGC}; pw=FAKEpw1234 in s3://my-bucket-1/x with short PATH /usr/bin:/bin"
+    out = redact_values(text, FAKE_ENV)
+    assert NGC not in out and "FAKEpw1234" not in out
+    assert "s3://my-bucket-1/x" in out and "short" in out and "/usr/bin:/bin" in out
+
+
+def test_redact_values_catches_quoted_and_escaped_forms():
+    url_form = "FAKE%2Faws%2Bsecret%22key0"
+    json_form = json.dumps({"k": AWS_SECRET})
+    out = redact_values(f"raw {AWS_SECRET} url {url_form} json {json_form}", FAKE_ENV)
+    assert "aws+secret" not in out and "aws%2Bsecret" not in out and "aws+secret\\\"" not in out
+    assert out.count("<redacted>") == 3
+
+
+def test_redact_values_defaults_to_os_environ(monkeypatch):
+    monkeypatch.setenv("NGC_KEY", "FAKEenvvalue1")
+    assert redact_values("x FAKEenvvalue1 y") == "x <redacted> y"
+    monkeypatch.setenv("NGC_KEY", "FAKEenvvalue2")  # a new snapshot, not a stale cache
+    assert redact_values("FAKEenvvalue1 FAKEenvvalue2") == "FAKEenvvalue1 <redacted>"
+
+
+def test_redact_values_empty_and_no_secrets():
+    assert redact_values("", FAKE_ENV) == ""
+    assert redact_values("nothing here", {"PATH": "/bin"}) == "nothing here"
+
+
+def test_redact_values_longest_value_first():
+    env = {"NGC_KEY": "FAKEabcdef", "NGC_API_KEY": "FAKEabcdef-longer"}
+    assert redact_values("FAKEabcdef-longer", env) == "<redacted>"
+
+
+# -- redact_obj and redact_uri -------------------------------------------------
+
+def test_redact_obj_keeps_paths_and_structure():
+    obj = {
+        "results_dir": "/data/token=v1/run",
+        "s3": "s3://bucket/results/x",
+        "image": "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt",
+        "id": "visual_changenet-train-1a2b3c",
+        "count": 3, "ok": True, "none": None, "ratio": 0.5,
+        "nested": {"list": ["~/runs/token=abc", "./x", {"HF_TOKEN": "$HF_TOKEN"}]},
+    }
+    assert redact_obj(obj, {}) == obj
+
+
+def test_redact_obj_redacts_credentials_and_keeps_keys():
+    obj = {
+        "message": f"docker run -e NGC_KEY={PW} img",
+        "url": f"https://u:{PW}@host/p?X-Amz-Signature=FAKEsig0123",
+        "logs": [f"using {HF}", "epoch 1"],
+        "path": f"/data/{NGC}/x",
+        "env_echo": "value FAKEpw1234 leaked",
+        NGC: "keys are kept",
+    }
+    out = redact_obj(obj, FAKE_ENV)
+    text = json.dumps(out)
+    for secret in (PW, HF, "FAKEsig0123", "FAKEpw1234"):
+        assert secret not in text
+    assert set(out) == set(obj)
+    assert out["message"] == "docker run -e NGC_KEY=<redacted> img"
+    assert out["logs"][1] == "epoch 1"
+    assert out["path"] == "/data/<redacted>/x"
+
+
+def test_redact_uri_is_gentle():
+    assert redact_uri("/data/token=v1/run") == "/data/token=v1/run"
+    assert redact_uri("s3://bucket/results/x?password=abc") == "s3://bucket/results/x?password=abc"
+    assert redact_uri(f"https://u:{PW}@h/k?X-Amz-Signature=FAKEsig0123&a=1") == \
+        "https://u:<redacted>@h/k?X-Amz-Signature=<redacted>&a=1"
+    assert redact_uri(f"/models/{NGC}") == "/models/<redacted>"
+
+
+# -- the CLI -------------------------------------------------------------------
+
+def _cli(*args, stdin="", env_extra=None, cwd=None):
+    env = {k: v for k, v in os.environ.items() if not is_secret_name(k)}
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, str(SCRIPT), *args], input=stdin, capture_output=True,
+                          text=True, env=env, cwd=cwd or "/", timeout=60)
+
+
+def test_cli_lint_file_with_findings(tmp_path):
+    path = tmp_path / "cmd.sh"
+    path.write_text(f"docker run \\\n  -e NGC_KEY={NGC} img\nbrev login --token {PW}\n")
+    result = _cli("lint", str(path))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [f"{path}:1: NGC_KEY (assignment)", f"{path}:3: --token (flag)"]
+    for secret in (NGC, PW):
+        assert secret not in result.stdout + result.stderr
+
+
+def test_cli_lint_clean_prints_nothing(tmp_path):
+    path = tmp_path / "ok.sh"
+    path.write_text("docker run -e NGC_KEY -e HF_TOKEN img\n")
+    result = _cli("lint", str(path))
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_cli_lint_stdin_and_dash():
+    for args in (("lint",), ("lint", "-")):
+        result = _cli(*args, stdin=f"export HF_TOKEN={PW}\n")
+        assert result.returncode == 1
+        assert result.stdout == "<stdin>:1: HF_TOKEN (assignment)\n"
+        assert PW not in result.stdout + result.stderr
+
+
+def test_cli_lint_several_files(tmp_path):
+    clean, dirty = tmp_path / "a.sh", tmp_path / "b.yaml"
+    clean.write_text("echo ok\n")
+    dirty.write_text(f"env:\n  - name: NGC_KEY\n    value: {PW}\n")
+    result = _cli("lint", str(clean), str(dirty))
+    assert result.returncode == 1
+    assert result.stdout == f"{dirty}:3: NGC_KEY (manifest-env)\n"
+
+
+def test_cli_redact(tmp_path):
+    path = tmp_path / "cmd.sh"
+    path.write_text(f"export NGC_KEY={NGC}\necho FAKEenvonly99\n")
+    result = _cli("redact", str(path), env_extra={"WANDB_API_KEY": "FAKEenvonly99"})
+    assert result.returncode == 0
+    assert result.stdout == "export NGC_KEY=<redacted>\necho <redacted>\n"
+    assert NGC not in result.stdout + result.stderr
+
+
+def test_cli_redact_stdin():
+    result = _cli("redact", stdin=f'{{"password": "{PW}"}}')
+    assert (result.returncode, result.stdout) == (0, '{"password": "<redacted>"}')
+
+
+def test_cli_bad_input(tmp_path):
+    assert _cli("lint", str(tmp_path / "missing.sh")).returncode == 2
+    assert _cli("lint", str(tmp_path)).returncode == 2
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(b"\xff\xfe\x00NGC_KEY=x")
+    assert _cli("lint", str(binary)).returncode == 2
+    assert _cli("scan").returncode == 2
+
+
+def test_cli_help_documents_exit_codes_and_limits():
+    result = _cli("--help")
+    assert result.returncode == 0
+    for words in ("lint", "redact", "Exit codes", "0 clean", "1 lint found", "2 bad input", "Not caught"):
+        assert words in result.stdout
