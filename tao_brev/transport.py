@@ -147,12 +147,12 @@ class Brev:
     def _with_login(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
         """Run brev; on an auth failure log in once with BREV_API_TOKEN and repeat once."""
         done = self._spawn(args, timeout)
-        if done.returncode != 0 and _AUTH_FAILURE.search(done.stderr or ""):
+        if _auth_failed(done):
             self.login()
             done = self._spawn(args, timeout)
-            if done.returncode != 0 and _AUTH_FAILURE.search(done.stderr or ""):
+            if _auth_failed(done):
                 raise TaoBrevError("BREV_NOT_LOGGED_IN", "brev still reports an auth failure after a fresh login: "
-                                   + _tail(done.stderr))
+                                   + _tail(done.stderr or done.stdout))
         return done
 
     def login(self) -> None:
@@ -261,6 +261,16 @@ class Brev:
     def copy(self, src: str, dst: str, timeout: float | None = None) -> None:
         """``brev copy SRC DST`` (scp), one side written ``NAME:path``."""
         self._simple(["copy", src, dst], "brev copy", timeout or FIRST_EXEC_TIMEOUT_S)
+
+
+def _auth_failed(done: subprocess.CompletedProcess) -> bool:
+    """brev failed for auth. Its errors go to stderr, or to stdout in some
+    releases (cmderrors uses fmt.Println), so both are searched - but only
+    when brev failed, and never stdout that holds a frame: a command that ran
+    is not an auth failure and must not be repeated."""
+    stdout = done.stdout or ""
+    text = (done.stderr or "") + ("" if "TAOBREV" in stdout else stdout)
+    return done.returncode != 0 and bool(_AUTH_FAILURE.search(text))
 
 
 def refuse_secrets(text: str, what: str) -> None:

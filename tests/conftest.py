@@ -73,3 +73,59 @@ def state_env(tmp_path):
     env["TAO_STATE_DIR"] = str(tmp_path / "state")
     env["TAO_BREV_NO_REEXEC"] = "1"
     return env
+
+
+TAO_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt"
+EXAMPLE_SPEC = ROOT / "examples" / "visual_changenet" / "train.yaml"
+EXAMPLE_DATA = ROOT / "examples" / "data" / "levir_cd_tiny"
+
+
+class SimWorld:
+    """The simulator plus the environment a user's shell would have."""
+
+    def __init__(self, sim, env: dict, tmp_path: Path):
+        self.sim = sim
+        self.env = env
+        self.tmp_path = tmp_path
+
+    def run(self, script: str, *args: str, timeout: float = 120, **extra_env) -> ScriptResult:
+        env = {**self.env, **extra_env}
+        return run_script(script, *args, env=env, timeout=timeout)
+
+    def spec(self, simulate: dict | None = None, **train) -> Path:
+        """The example spec, optionally with a ``simulate:`` block / train overrides."""
+        import yaml
+
+        data = yaml.safe_load(EXAMPLE_SPEC.read_text())
+        data["train"].update(train)
+        if simulate:
+            data["simulate"] = simulate
+        path = self.tmp_path / f"spec-{len(list(self.tmp_path.glob('spec-*.yaml')))}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        return path
+
+    def put_dataset(self, instance: str = "box") -> str:
+        """Pre-position the tiny dataset on the instance (tier A); returns its instance path."""
+        import shutil
+
+        target = self.sim.instance_home(instance) / "tao-data" / "levir_cd_tiny"
+        shutil.copytree(EXAMPLE_DATA, target, dirs_exist_ok=True)
+        return "~/tao-data/levir_cd_tiny"
+
+    def submit(self, *extra: str, spec: Path | None = None, instance: str = "box", **extra_env) -> ScriptResult:
+        data = self.put_dataset(instance)
+        return self.run("submit.py", "--instance", instance, "--image", "images.tao_toolkit.pyt",
+                        "--network-arch", "visual_changenet", "--action", "train",
+                        "--spec", str(spec or self.spec({"epoch_seconds": 0.05})),
+                        "--inputs", f"{data}=levir_cd_tiny", *extra, **extra_env)
+
+
+@pytest.fixture
+def world(tmp_path, state_env):
+    """A RUNNING instance ``box`` with the TAO image already pulled, brev logged in."""
+    from tests.sim.simctl import Simulator
+
+    with Simulator(tmp_path / "sim") as sim:
+        sim.add_instance("box")
+        sim.preload_image("box", TAO_IMAGE)
+        yield SimWorld(sim, sim.env(state_env), tmp_path)

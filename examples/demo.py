@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""The bundle's main job: a TAO job's whole life on a (simulated) Brev instance.
+
+Real Brev and a GPU are not needed: the demo starts the simulator of `brev`
+and `docker` shipped in tests/sim/ (a RUNNING instance whose sshd comes up a
+few seconds late, brev logged out, an NGC-gated TAO image) and then runs the
+bundle's scripts exactly as an agent would, printing each step's JSON:
+
+  1. preflight.py    brev, headless login, instance, readiness probe, docker, GPU, disk, image
+  2. brev copy       pre-position the tiny LEVIR-CD dataset on the instance (tier A)
+  3. submit.py       open the record, launch visual_changenet train once
+  4. poll_status.py  --wait until COMPLETE
+  5. poll_status.py  --logs 20
+  6. teardown.py     remove the container, close the record
+
+usage: demo.py [--workdir DIR] [--quiet]
+  --workdir DIR  keep the simulator, state dir and records there (default: a temp dir, removed)
+  --quiet        print one line per step instead of the JSON answers
+Exit codes: 0 the job ended COMPLETE with its checkpoints and its container
+removed; 1 any step failed (its JSON answer says why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.sim.simctl import Simulator  # noqa: E402
+
+INSTANCE = "demo-a100"
+IMAGE_KEY = "images.tao_toolkit.pyt"
+DEMO_TOKEN = "brev-demo-token-0000"           # the simulator's accepted Brev token (not a real one)
+DEMO_NGC_KEY = "nvapi-DEMOdemo0000000000000000"  # the simulator's accepted NGC key (not a real one)
+
+
+class Demo:
+    def __init__(self, workdir: Path, quiet: bool):
+        self.workdir = workdir
+        self.quiet = quiet
+        self.sim = Simulator(workdir / "sim")
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("TAO_", "AWS_", "S3_"))}
+        base.update(TAO_STATE_DIR=str(workdir / "state"), BREV_API_TOKEN=DEMO_TOKEN, NGC_KEY=DEMO_NGC_KEY)
+        self.env = self.sim.env(base)
+
+    def setup(self) -> None:
+        self.sim.set_auth(token=DEMO_TOKEN, logged_in=False)
+        self.sim.set_ngc_key(DEMO_NGC_KEY)
+        self.sim.add_instance(INSTANCE, ssh_delay_s=2.0)
+        self.sim.preload_image(INSTANCE, "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
+
+    def step(self, title: str, argv: list[str]) -> dict:
+        """Run one command as an agent would (stdin closed); print and return its JSON."""
+        print(f"\n=== {title}\n$ {' '.join(argv)}", file=sys.stderr, flush=True)
+        done = subprocess.run(argv, env=self.env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              cwd=ROOT, timeout=900)
+        sys.stderr.write(done.stderr)
+        try:
+            answer = json.loads(done.stdout) if done.stdout.strip() else {"ok": done.returncode == 0}
+        except json.JSONDecodeError:
+            answer = {"ok": done.returncode == 0, "stdout": done.stdout}
+        if self.quiet:
+            print(f"{title}: exit {done.returncode}, state {answer.get('state', '-')}, ok {answer.get('ok')}")
+        else:
+            print(f"# {title} (exit {done.returncode})")
+            print(json.dumps(answer, indent=2))
+        sys.stdout.flush()
+        if done.returncode != 0:
+            raise SystemExit(f"demo: step '{title}' failed with exit {done.returncode}")
+        return answer
+
+    def script(self, name: str, *args: str) -> list[str]:
+        return [sys.executable, str(ROOT / "scripts" / name), *args]
+
+    def run(self) -> int:
+        self.setup()
+        data = ROOT / "examples" / "data" / "levir_cd_tiny"
+        self.step("1. preflight", self.script("preflight.py", "--instance", INSTANCE, "--image", IMAGE_KEY))
+        self.step("2. copy the dataset to the instance (tier A: pre-positioned)",
+                  [str(self.workdir / "sim" / "bin" / "brev"), "copy", str(data), f"{INSTANCE}:levir_cd_tiny"])
+        sub = self.step("3. submit", self.script(
+            "submit.py", "--instance", INSTANCE, "--image", IMAGE_KEY, "--network-arch", "visual_changenet",
+            "--action", "train", "--spec", str(ROOT / "examples" / "visual_changenet" / "train.yaml"),
+            "--inputs", "~/levir_cd_tiny=levir_cd_tiny"))
+        job_id = sub["job_id"]
+        final = self.step("4. wait for the job", self.script("poll_status.py", job_id, "--wait", "--interval", "1",
+                                                             "--timeout", "300"))
+        self.step("5. logs", self.script("poll_status.py", job_id, "--logs", "20"))
+        down = self.step("6. teardown", self.script("teardown.py", job_id))
+
+        results = self.sim.instance_home(INSTANCE) / "tao-results" / job_id / "train"
+        checkpoints = sorted(p.name for p in results.glob("*.pth"))
+        ok = final.get("state") == "COMPLETE" and checkpoints and down.get("container_removed") \
+            and self.sim.container(INSTANCE, job_id) is None
+        print(f"\ndemo: job {job_id} {final.get('state')}; checkpoints {checkpoints}; "
+              f"container removed: {down.get('container_removed')}; brev exec round trips: {self.sim.exec_count()}")
+        return 0 if ok else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=Path, help="keep everything here (default: a temp dir, removed)")
+    parser.add_argument("--quiet", action="store_true", help="one line per step instead of the JSON answers")
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tao-brev-demo-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    demo = Demo(workdir.resolve(), args.quiet)
+    try:
+        return demo.run()
+    finally:
+        demo.sim.close()
+        if not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,477 @@
+"""Simulated ``brev`` CLI (ROOT/bin/brev), as unkind as the real one.
+
+Every behaviour below comes from /work/shared/reference/brev-cli-behavior.md,
+read from brevdev/brev-cli: ``pkg/cmd/exec/exec.go`` (argument parsing, stdin
+names, the echoed instance name, the retry after ANY non-zero ssh exit),
+``pkg/cmd/util/ssh.go`` (WaitForSSHToBeAvailable: up to 40 probes;
+StartWorkspaceIfStopped), ``pkg/cmd/ls/ls.go`` (``--json`` shape),
+``pkg/cmd/delete/delete.go``, ``pkg/cmd/login/login.go``, ``main.go`` +
+``pkg/cmd/cmderrors`` (an error is one message and exit status 1).
+
+"ssh" is simulated: the command string runs as ``bash -c COMMAND`` in the
+instance home with a clean environment and stdin from /dev/null. Faults added
+with ``simctl.Simulator.add_fault`` are consumed one per ssh connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from containers import ContainerStore
+from pflag import FlagError, FlagSpec, parse
+from simstate import STATE_ENV, World, is_char_device
+
+VERSION = "v0.6.316"
+STATUSES = ("RUNNING", "STARTING", "STOPPING", "DEPLOYING", "STOPPED", "DELETING", "FAILURE", "UNHEALTHY")
+
+
+class BrevError(Exception):
+    """A command failed: cmderrors.DisplayAndHandleError prints the message, main exits 1."""
+
+
+def out(text: str, end: str = "\n") -> None:
+    sys.stdout.write(text + end)
+    sys.stdout.flush()
+
+
+def err(text: str, end: str = "\n") -> None:
+    sys.stderr.write(text + end)
+    sys.stderr.flush()
+
+
+def stdout_piped() -> bool:
+    """exec.go isPiped(): stdout is not a character device."""
+    return not is_char_device(1)
+
+
+def fake_ip(inst: dict) -> str:
+    h = hashlib.sha256(str(inst.get("id")).encode()).digest()
+    return f"10.{h[0]}.{h[1]}.{h[2] or 1}"
+
+
+def multierror(errors: list[str]) -> str:
+    """hashicorp/go-multierror's default format."""
+    head = "1 error occurred:" if len(errors) == 1 else f"{len(errors)} errors occurred:"
+    return head + "\n" + "".join(f"\t* {e}\n" for e in errors) + "\n"
+
+
+class Brev:
+    """One invocation of the brev CLI."""
+
+    GLOBAL = FlagSpec.make(bools="version help", values="user", short="h=help")
+
+    def __init__(self, world: World, argv: list[str]):
+        self.world = world
+        self.argv = argv
+        self.audited = False
+
+    # bookkeeping -----------------------------------------------------------
+    def audit(self, **extra) -> None:
+        if not self.audited:
+            self.audited = True
+            self.world.audit("brev", self.argv, extra.pop("instance", None), **extra)
+
+    def read_stdin_names(self) -> tuple[list[str], str | None]:
+        """exec.go getInstanceNames: piped stdin is read as instance names, one per line."""
+        if is_char_device(0):
+            return [], None
+        text = sys.stdin.read()
+        return [line.strip() for line in text.splitlines() if line.strip()], text
+
+    def require_auth(self) -> None:
+        """Headless login state: no tty to prompt on, or a 401 from the API."""
+        with self.world.edit_state() as state:
+            auth = state["auth"]
+            if not auth.get("logged_in"):
+                raise BrevError("Error: EOF\n(brev tried to prompt for login, but there is no tty: "
+                                "run `brev login --token <token>`)")
+            limit = auth.get("expires_after_calls")
+            auth["calls"] = int(auth.get("calls") or 0) + 1
+            if limit is not None and auth["calls"] > int(limit):
+                auth["expired"] = True
+            if auth.get("expired"):
+                raise BrevError("Error: 401 Unauthorized: token expired, run brev login")
+
+    def flags(self, args: list[str], spec: FlagSpec) -> tuple[dict, list[str]]:
+        merged = FlagSpec(spec.bools | self.GLOBAL.bools, spec.values | self.GLOBAL.values, spec.multi,
+                          {**self.GLOBAL.short, **spec.short})
+        try:
+            return parse(args, merged)
+        except FlagError as exc:
+            raise BrevError(str(exc)) from None
+
+    def lookup(self, name: str) -> dict:
+        inst = self.world.find_instance(name)
+        if inst is None:
+            raise BrevError(f"dev environment with id/name {name} not found")
+        return inst
+
+    # entry ---------------------------------------------------------------------
+    def run(self) -> int:
+        try:
+            flags, rest = parse(self.argv, self.GLOBAL, interspersed=False)
+        except FlagError as exc:
+            raise BrevError(str(exc)) from None
+        if flags.get("version") and not rest:
+            out(f"Current Version: {VERSION}")
+            return 0
+        if not rest:
+            out("brev client for managing dev environments\n\nUsage:\n  brev [command]")
+            return 0
+        command, args = rest[0], rest[1:]
+        handler = getattr(self, "cmd_" + command, None)
+        if handler is None:
+            raise BrevError(f'unknown command "{command}" for "brev"')
+        return handler(args)
+
+    # exec ------------------------------------------------------------------------
+    def cmd_exec(self, args: list[str]) -> int:
+        flags, positionals = self.flags(args, FlagSpec.make(bools="host"))
+        if not positionals:
+            self.audit()
+            raise BrevError("requires at least 1 arg(s), only received 0")
+        command_arg, names = positionals[-1], positionals[:-1]
+        stdin_names, stdin_text = self.read_stdin_names()
+        names += stdin_names
+        file_content = None
+        if command_arg.startswith("@"):
+            try:
+                file_content = Path(command_arg[1:]).read_text()
+            except OSError:
+                self.audit(stdin_text=stdin_text)
+                raise BrevError(f"open {command_arg[1:]}: no such file or directory")
+        self.audit(stdin_text=stdin_text, file_content=file_content, host=bool(flags.get("host")),
+                   instances=names)
+        if not names:
+            raise BrevError("instance name required: provide as argument or pipe from another command")
+        command = file_content if file_content is not None else command_arg
+        if command == "":
+            raise BrevError("command is required")
+        self.require_auth()
+        errors = []
+        for name in names:
+            if len(names) > 1:
+                err(f"\n=== {name} ===")
+            try:
+                self.exec_on(name, command, bool(flags.get("host")))
+            except BrevError as exc:
+                if len(names) == 1:
+                    raise
+                err(f"Error on {name}: {exc}")
+                errors.append(str(exc))
+                continue
+            if stdout_piped():
+                out(name)
+        if errors:
+            raise BrevError(multierror(errors))
+        return 0
+
+    def exec_on(self, name: str, command: str, host: bool) -> None:
+        """exec.go runExecCommand: fire ssh; on ANY failure look the instance up and run again."""
+        code = self.ssh(name, command, host)
+        if code == 0:
+            return
+        err("Connection failed, checking instance status...")
+        inst = self.world.find_instance(name)
+        if inst is None:
+            raise BrevError(f'ssh connection failed and could not look up instance "{name}": exit status {code}\n'
+                            f"Please check your instances with: brev ls")
+        if inst["status"] == "STOPPED":
+            self.start(inst)
+            problem = self.wait_for_ssh(inst["name"])
+            if problem:
+                raise BrevError("\n" + problem)
+        elif inst["status"] != "RUNNING":
+            raise BrevError(f'instance "{name}" is in state "{inst["status"]}" — please check with: brev ls')
+        else:
+            problem = self.wait_for_ssh(inst["name"])
+            if problem:
+                raise BrevError(f'could not connect to instance "{name}": \n{problem}\nPlease check with: brev ls')
+        code = self.ssh(inst["name"], command, host)
+        if code != 0:
+            raise BrevError(f"exit status {code}")
+
+    def start(self, inst: dict) -> None:
+        """util.StartWorkspaceIfStopped + PollUntil RUNNING (scaled by settings)."""
+        settings = self.world.settings()
+        with self.world.edit_instance(inst["name"]) as data:
+            data["status"] = "STARTING"
+            data["ready_at"] = time.time() + float(settings["start_delay_s"])
+        out(f"Instance {inst['name']} is starting. \n")
+        while (self.world.instance(inst["name"]) or {}).get("status") != "RUNNING":
+            time.sleep(float(settings["start_poll_s"]))
+
+    def ssh_problem(self, name: str) -> str | None:
+        """Why an ssh connection to ``name`` fails right now, in ssh's words; None if it connects."""
+        inst = self.world.instance(name)
+        if inst is None:
+            return f"ssh: Could not resolve hostname {name.lower()}: Name or service not known"
+        if inst["status"] != "RUNNING":
+            return f"ssh: connect to host {fake_ip(inst)} port 22: Connection timed out"
+        if time.time() < float(inst.get("running_since") or 0) + float(inst.get("ssh_delay_s") or 0):
+            return f"ssh: connect to host {fake_ip(inst)} port 22: Connection refused"
+        return None
+
+    def wait_for_ssh(self, name: str) -> str | None:
+        """util.WaitForSSHToBeAvailable: probe until ssh connects, at most ``ssh_probe_limit`` retries."""
+        settings = self.world.settings()
+        for counter in range(int(settings["ssh_probe_limit"]) + 1):
+            problem = self.ssh_problem(name)
+            if problem is None:
+                return None
+            if counter == int(settings["ssh_probe_limit"]):
+                return problem
+            time.sleep(float(settings["ssh_probe_interval_s"]))
+        return None
+
+    def take_fault(self, command: str) -> str | None:
+        if not any(f["remaining"] > 0 and f["match"] in command for f in self.world.state()["faults"]):
+            return None
+        with self.world.edit_state() as state:
+            for fault in state["faults"]:
+                if fault["remaining"] > 0 and fault["match"] in command:
+                    fault["remaining"] -= 1
+                    return fault["kind"]
+        return None
+
+    def ssh(self, name: str, command: str, host: bool) -> int:
+        """``ssh -T -o ConnectTimeout=5 -o LogLevel=ERROR ALIAS 'COMMAND'`` against the simulated host."""
+        problem = self.ssh_problem(name)
+        if problem:
+            err(problem)
+            return 255
+        inst = self.world.instance(name)
+        ip = fake_ip(inst)
+        fault = self.take_fault(command)
+        if fault == "hang":
+            time.sleep(float(self.world.settings()["hang_s"]))
+            err(f"Connection to {ip} port 22 timed out")
+            return 255
+        if fault == "reset_before":
+            err(f"kex_exchange_identification: read: Connection reset by peer\nConnection reset by {ip} port 22")
+            return 255
+        if inst.get("banner"):
+            out(inst["banner"], end="" if inst["banner"].endswith("\n") else "\n")
+        self.world.audit("remote-shell", ["bash", "-c", command], name, host=host,
+                         stdin_is_tty_or_chardev=True)  # ssh -T: stdin is /dev/null
+        lost = subprocess.DEVNULL if fault == "reset_after" else None
+        code = subprocess.run(["bash", "-c", command], cwd=self.world.instance_home(name),
+                              env=self.world.remote_env(name), stdin=subprocess.DEVNULL,
+                              stdout=lost, stderr=lost).returncode
+        if fault == "reset_after":
+            err(f"client_loop: send disconnect: Connection reset by peer\nConnection to {ip} closed by remote host.")
+            return 255
+        return code if code >= 0 else 255
+
+    # ls ----------------------------------------------------------------------------
+    def cmd_ls(self, args: list[str]) -> int:
+        flags, _ = self.flags(args, FlagSpec.make(bools="json all", values="org", short="o=org"))
+        self.audit()
+        self.require_auth()
+        rows = []
+        for name in self.world.instance_names():
+            inst = self.world.instance(name)
+            status = inst["status"]
+            if status == "RUNNING" and inst.get("health_status") == "UNHEALTHY":
+                status = "UNHEALTHY"
+            ready = inst["status"] == "RUNNING" and inst.get("build_status") == "COMPLETED"
+            gpus = inst.get("gpus") or []
+            rows.append({"name": name, "id": inst["id"], "status": status,
+                         "build_status": inst.get("build_status", "COMPLETED"),
+                         "shell_status": "READY" if ready else "NOT READY",
+                         "health_status": inst.get("health_status", "HEALTHY"),
+                         "instance_type": inst.get("instance_type", ""),
+                         "instance_kind": inst.get("instance_kind", "gpu"),
+                         "gpu": f"{len(gpus)}x {gpus[0]}" if gpus else ""})
+        if flags.get("json"):
+            out(json.dumps({"workspaces": rows or None}, indent=2))
+            return 0
+        if not rows:
+            out("No instances in org sim-org")
+            return 0
+        out(f"You have {len(rows)} instances in Org sim-org")
+        table = [["NAME", "STATUS", "BUILD", "SHELL", "ID", "MACHINE"]] + [
+            [r["name"], r["status"], r["build_status"], r["shell_status"], r["id"], r["instance_type"]] for r in rows]
+        widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+        for row in table:
+            out(" " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+        return 0
+
+    # lifecycle -----------------------------------------------------------------------
+    def names_from(self, positionals: list[str]) -> list[str]:
+        names, text = self.read_stdin_names()
+        self.audit(stdin_text=text)
+        return positionals + names
+
+    def cmd_delete(self, args: list[str]) -> int:
+        _, positionals = self.flags(args, FlagSpec.make())
+        names = self.names_from(positionals)
+        self.require_auth()
+        errors = []
+        for name in names:
+            try:
+                inst = self.lookup(name)
+            except BrevError as exc:
+                errors.append(str(exc))
+                continue
+            ContainerStore(self.world.docker_dir(inst["name"])).kill_all(remove=True)
+            shutil.rmtree(self.world.instance_dir(inst["name"]), ignore_errors=True)
+            if stdout_piped():
+                out(inst["name"])
+            else:
+                out(f"Deleting instance {inst['name']}. This can take a few minutes. Run 'brev ls' to check status")
+        if errors:
+            raise BrevError(multierror(errors))
+        return 0
+
+    def cmd_stop(self, args: list[str]) -> int:
+        _, positionals = self.flags(args, FlagSpec.make(bools="all"))
+        names = self.names_from(positionals)
+        self.require_auth()
+        for name in names:
+            inst = self.lookup(name)
+            ContainerStore(self.world.docker_dir(inst["name"])).kill_all(remove=False)
+            with self.world.edit_instance(inst["name"]) as data:
+                data["status"] = "STOPPED"
+            out(inst["name"] if stdout_piped() else f"Instance {inst['name']} is stopping.")
+        return 0
+
+    def cmd_start(self, args: list[str]) -> int:
+        _, positionals = self.flags(args, FlagSpec.make(bools="detached", values="org", short="d=detached"))
+        names = self.names_from(positionals)
+        self.require_auth()
+        for name in names:
+            inst = self.lookup(name)
+            if inst["status"] == "RUNNING":
+                out(inst["name"] if stdout_piped() else f"Instance {inst['name']} is already running.")
+                continue
+            self.start(inst)
+            if stdout_piped():
+                out(inst["name"])
+        return 0
+
+    def cmd_create(self, args: list[str]) -> int:
+        flags, positionals = self.flags(args, FlagSpec.make(
+            bools="detached dry-run", values="gpu-name type count startup-script timeout", short="d=detached"))
+        names = self.names_from(positionals)
+        self.require_auth()
+        if not names:
+            raise BrevError("instance name required")
+        for name in names:
+            if self.world.instance(name) is not None:
+                raise BrevError(f"instance {name} already exists")
+            if flags.get("dry-run"):
+                continue
+            self.world.create_instance(
+                name, gpus=[flags["gpu-name"]] if flags.get("gpu-name") else ["NVIDIA A100-SXM4-80GB"],
+                instance_type=flags.get("type", "a2-highgpu-1g"),
+                ssh_delay_s=float(self.world.settings().get("create_ssh_delay_s", 0.0)))
+            if stdout_piped():
+                out(name)
+        return 0
+
+    # auth ------------------------------------------------------------------------------
+    def cmd_login(self, args: list[str]) -> int:
+        flags, _ = self.flags(args, FlagSpec.make(bools="skip-browser", values="token auth-provider"))
+        self.audit()
+        token = flags.get("token")
+        if token is None:
+            raise BrevError("Error: EOF\n(brev login tried to prompt, but there is no tty: use --token)")
+        with self.world.edit_state() as state:
+            auth = state["auth"]
+            if token != auth.get("token"):
+                raise BrevError("Error: 401 Unauthorized: invalid token")
+            auth.update(logged_in=True, expired=False, calls=0)
+        out("Successfully logged in.")
+        return 0
+
+    def cmd_logout(self, args: list[str]) -> int:
+        self.flags(args, FlagSpec.make())
+        self.audit()
+        with self.world.edit_state() as state:
+            state["auth"]["logged_in"] = False
+        out("Logged out.")
+        return 0
+
+    # copy ------------------------------------------------------------------------------
+    def cmd_copy(self, args: list[str]) -> int:
+        """``brev copy SRC DST``: one side NAME:/path or NAME:relative (to the instance home); scp -r semantics."""
+        _, positionals = self.flags(args, FlagSpec.make(bools="host"))
+        self.audit()
+        if len(positionals) != 2:
+            raise BrevError(f"accepts 2 arg(s), received {len(positionals)}")
+        self.require_auth()
+        sides = [self.split_remote(p) for p in positionals]
+        remote = [s for s in sides if s[0]]
+        if len(remote) != 1:
+            raise BrevError("exactly one of SRC and DST must be remote (INSTANCE:/path)")
+        name = remote[0][0]
+        inst = self.lookup(name)
+        if inst["status"] != "RUNNING":
+            raise BrevError(f'instance "{name}" is in state "{inst["status"]}" — please check with: brev ls')
+        problem = self.ssh_problem(inst["name"])
+        if problem:
+            err(problem)
+            raise BrevError("exit status 1")
+        src, dst = (self.host_path(inst["name"], side) for side in sides)
+        if not src.exists():
+            err(f"scp: {positionals[0]}: No such file or directory")
+            raise BrevError("exit status 1")
+        target = dst / src.name if dst.is_dir() else dst
+        if not target.parent.is_dir():  # scp creates the last component only
+            err(f"scp: {positionals[1]}: No such file or directory")
+            raise BrevError("exit status 1")
+        if src.is_dir():
+            shutil.copytree(src, target, dirs_exist_ok=True)
+        else:
+            shutil.copy2(src, target)
+        return 0
+
+    @staticmethod
+    def split_remote(arg: str) -> tuple[str | None, str]:
+        head, sep, tail = arg.partition(":")
+        if sep and head and "/" not in head:
+            return head, tail
+        return None, arg
+
+    def host_path(self, name: str, side: tuple[str | None, str]) -> Path:
+        """Remote paths: relative or ~ = instance home; /home/<user>/... = instance home; else host path."""
+        instance, path = side
+        if instance is None:
+            return Path(path).resolve()
+        home = self.world.instance_home(instance)
+        user_home = f"/home/{self.world.settings().get('ssh_user', 'ubuntu')}"
+        if path in ("", "~"):
+            return home
+        if path.startswith("~/"):
+            return home / path[2:]
+        if path == user_home or path.startswith(user_home + "/"):
+            return home / path[len(user_home):].lstrip("/")
+        return Path(path) if path.startswith("/") else home / path
+
+
+def main(argv: list[str], root: str | None = None) -> int:
+    world = World(os.environ.get(STATE_ENV) or root or ".")
+    brev = Brev(world, argv)
+    try:
+        return brev.run()
+    except BrevError as exc:
+        brev.audit()
+        message = str(exc).rstrip("\n")
+        stream = sys.stdout if world.settings().get("brev_error_stream") == "stdout" else sys.stderr
+        stream.write(message + "\n")
+        stream.flush()
+        return 1
+    finally:
+        brev.audit()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,96 @@
+"""Supervisor of one simulated container: the part of dockerd + containerd-shim we need.
+
+``python container_runner.py CONTAINER_DIR`` (started by ``docker run -d`` in
+its own session) runs the entrypoint recorded in ``config.json`` as a real
+process in its own process group, records the pid, copies its stdout and
+stderr into the json-file log, waits, and writes the final ``.State``
+(``Status: exited``, ``ExitCode`` = 128 + signal when killed, ``OOMKilled`` when
+the entrypoint left the oom marker before being SIGKILLed) atomically.
+
+``docker run`` without ``-d`` calls :func:`supervise` in-process with
+``echo=True`` so the output also streams to the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from containers import ContainerStore, empty_state
+from simstate import now_iso, world_from_home, write_json_atomic
+
+
+def supervise(cdir: Path, echo: bool = False) -> int:
+    """Run the container's entrypoint to completion; return its Docker exit code."""
+    cdir = Path(cdir)
+    store = ContainerStore(cdir.parent.parent)
+    cid = cdir.name
+    config = store.config(cid)
+    plan = config["_sim"]
+    try:
+        world, instance = world_from_home(str(cdir / "home"))
+        world.audit("container", plan["logical_argv"], instance, stdin_is_tty_or_chardev=True,
+                    container=config.get("Name", "").lstrip("/"), image=config["Config"]["Image"])
+    except SystemExit:
+        pass
+    try:
+        child = subprocess.Popen(plan["argv"], env=plan["env"], cwd=plan["cwd"], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        state = empty_state("exited")
+        state.update(ExitCode=126, Error=f"exec: {exc}", FinishedAt=now_iso())
+        store.write_state(cid, state)
+        return 126
+    write_json_atomic(cdir / "proc.json", {
+        "supervisor_pid": os.getpid(),
+        "supervisor_pgid": None if echo else os.getpgid(0),
+        "pid": child.pid, "pgid": child.pid})
+    state = empty_state("running")
+    state.update(Pid=child.pid, StartedAt=now_iso())
+    store.write_state(cid, state)
+    log_lock = threading.Lock()
+    log = open(cdir / "container-json.log", "ab")
+
+    def pump(stream, name: str, target) -> None:
+        for line in iter(stream.readline, b""):
+            record = {"log": line.decode("utf-8", "replace"), "stream": name, "time": now_iso()}
+            with log_lock:
+                log.write((json.dumps(record) + "\n").encode("utf-8"))
+                log.flush()
+            if target is not None:
+                target.write(line)
+                target.flush()
+
+    threads = [threading.Thread(target=pump, args=(child.stdout, "stdout", echo and sys.stdout.buffer or None)),
+               threading.Thread(target=pump, args=(child.stderr, "stderr", echo and sys.stderr.buffer or None))]
+    for thread in threads:
+        thread.start()
+    returncode = child.wait()
+    for thread in threads:
+        thread.join()
+    log.close()
+    exit_code = returncode if returncode >= 0 else 128 - returncode
+    final = store.state(cid) if cdir.is_dir() else state
+    final.update(Status="exited", Running=False, Paused=False, Restarting=False, Pid=0,
+                 ExitCode=exit_code, OOMKilled=(cdir / "oom").exists() and exit_code == 137,
+                 FinishedAt=now_iso())
+    store.write_state(cid, final)
+    return exit_code
+
+
+def main(argv: list[str]) -> int:
+    cdir = Path(argv[0])
+    supervise(cdir)
+    config = ContainerStore(cdir.parent.parent).config(cdir.name)
+    if (config.get("HostConfig") or {}).get("AutoRemove"):
+        shutil.rmtree(cdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

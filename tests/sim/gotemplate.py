@@ -1,0 +1,167 @@
+"""The subset of Go's text/template that ``docker --format`` callers use.
+
+Supported actions: ``{{.}}``, ``{{.A.B}}``, ``{{json .A}}``, ``{{index .A "k"}}``,
+``{{.Label "k"}}`` (docker ps), ``{{join .A ","}}``, ``{{upper .A}}``,
+``{{lower .A}}``, ``{{println .A}}``, pipes such as ``{{.A | json}}``, string
+literals, and ``{{-``/``-}}`` whitespace trimming. Anything else raises
+:class:`TemplateError`, like a template Docker could not parse.
+
+Values print the way Go's ``fmt`` prints them (``map[k:v]``, ``[a b]``,
+``true``, ``<no value>``); ``json`` escapes ``<``, ``>`` and ``&`` like Go's
+encoding/json. A missing map key is an execution error, as with docker inspect
+("map has no entry for key").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from typing import Any
+
+_ACTION = re.compile(r"{{(-?)(.*?)(-?)}}", re.S)
+
+
+class TemplateError(Exception):
+    """The template could not be parsed or executed."""
+
+
+def go_json(value: Any) -> str:
+    """encoding/json.Marshal: compact, HTML characters escaped."""
+    text = json.dumps(_plain(value), separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def go_fmt(value: Any) -> str:
+    """fmt.Sprint of a decoded JSON value."""
+    if value is None:
+        return "<no value>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value)) if abs(value) < 1e6 else f"{value:e}"
+    if isinstance(value, (list, tuple)):
+        return "[" + " ".join(go_fmt(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = ((k, v) for k, v in sorted(value.items()) if not callable(v))
+        return "map[" + " ".join(f"{k}:{go_fmt(v)}" for k, v in items) + "]"
+    return str(value)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if not callable(v)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def render(template: str, data: Any) -> str:
+    """Render ``template`` against ``data`` (dicts/lists from JSON)."""
+    out: list[str] = []
+    pos = 0
+    for match in _ACTION.finditer(template):
+        literal = template[pos:match.start()]
+        if match.group(1):
+            literal = literal.rstrip()
+        out.append(literal)
+        out.append(go_fmt(_pipeline(match.group(2).strip(), data, match.start())))
+        pos = match.end()
+        if match.group(3):
+            rest = template[pos:]
+            pos += len(rest) - len(rest.lstrip())
+    if "{{" in template[pos:]:
+        raise TemplateError('template: :1: unclosed action')
+    out.append(template[pos:])
+    return "".join(out)
+
+
+def _pipeline(expr: str, data: Any, col: int) -> Any:
+    if not expr:
+        raise TemplateError(f"template: :1:{col}: missing value for command")
+    value: Any = _NOTHING
+    for stage in expr.split("|"):
+        value = _command(stage.strip(), data, value, col)
+    if isinstance(value, _Raw):
+        return value.text
+    return value
+
+
+class _Raw:
+    """A function result that must print as-is (json output is already text)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+_NOTHING = object()
+
+
+def _command(stage: str, data: Any, piped: Any, col: int) -> Any:
+    try:
+        words = shlex.split(stage, posix=False)
+    except ValueError as exc:
+        raise TemplateError(f"template: :1:{col}: {exc}") from None
+    if not words:
+        raise TemplateError(f"template: :1:{col}: missing value for command")
+    head, args = words[0], [_arg(w, data, col) for w in words[1:]]
+    if piped is not _NOTHING:
+        args.append(piped.text if isinstance(piped, _Raw) else piped)
+    if head.startswith(".") or head.startswith('"'):
+        value = _arg(head, data, col)
+        if callable(value):
+            return value(*args)
+        if args:
+            raise TemplateError(f"template: :1:{col}: can't give argument to non-function {head}")
+        return value
+    func = _FUNCS.get(head)
+    if func is None:
+        raise TemplateError(f'template: :1: function "{head}" not defined')
+    try:
+        return func(*args)
+    except TypeError:
+        raise TemplateError(f"template: :1:{col}: wrong number of args for {head}") from None
+
+
+def _arg(word: str, data: Any, col: int) -> Any:
+    if word.startswith('"') and word.endswith('"') and len(word) >= 2:
+        return json.loads(word)
+    if word == ".":
+        return data
+    if word.startswith("."):
+        value = data
+        for key in word[1:].split("."):
+            if isinstance(value, dict):
+                if key not in value:
+                    raise TemplateError(
+                        f'template: :1:{col + 2}: executing "" at <{word}>: map has no entry for key "{key}"')
+                value = value[key]
+            else:
+                return None
+        return value
+    if re.fullmatch(r"-?\d+", word):
+        return int(word)
+    raise TemplateError(f'template: :1: function "{word}" not defined')
+
+
+def _index(container: Any, *keys: Any) -> Any:
+    for key in keys:
+        if isinstance(container, dict):
+            container = container.get(key)
+        elif isinstance(container, list) and isinstance(key, int):
+            container = container[key]
+        else:
+            return None
+    return container
+
+
+_FUNCS = {
+    "json": lambda v: _Raw(go_json(v)),
+    "index": _index,
+    "join": lambda v, sep: sep.join(go_fmt(x) for x in (v or [])),
+    "upper": lambda v: go_fmt(v).upper(),
+    "lower": lambda v: go_fmt(v).lower(),
+    "println": lambda *v: _Raw(" ".join(go_fmt(x) for x in v) + "\n"),
+    "print": lambda *v: _Raw("".join(go_fmt(x) for x in v)),
+    "title": lambda v: go_fmt(v).title(),
+}

@@ -1,0 +1,174 @@
+"""Stand-in for a TAO Toolkit 5+ container entrypoint (``nvcr.io/nvidia/tao/tao-toolkit:*``).
+
+Invoked as ``<network_arch> <action> -e <spec.yaml> [key=value ...]`` inside a
+simulated container (tao-contract.md "Images and versions"). It sees the
+container filesystem through the bind mounts (:class:`containers.ContainerContext`)
+and fails the way TAO does: a Python traceback ending in ``FileNotFoundError``
+(exit 1) for a missing spec or dataset path, ``RuntimeError`` without a GPU,
+``OSError`` on a read-only results mount.
+
+It writes ``<results_dir>/<action>/`` (``results_dir`` is a top-level spec key;
+``<action>.results_dir`` and ``key=value`` overrides win): tiny
+``model_epoch_NNN.pth`` checkpoints and ``status.json`` (JSON lines, the last
+one ``{"status": "SUCCESS"|"FAILURE"}``), and prints ``Epoch i/N`` per epoch.
+
+A ``simulate:`` block in the spec (tests only) steers the run:
+``exit_code``, ``oom`` (OOM kill: marker + SIGKILL -> 137/OOMKilled),
+``xid`` (NVRM Xid 79 line, exit 1), ``epoch_seconds`` (default 0.05),
+``hang`` (run until killed), ``write_env_hashes: [NAMES]`` (sha256 of each
+variable's value into ``env_seen.json``, never the value).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from containers import ContainerContext
+
+TAO_MODULE = "/usr/local/lib/python3.10/dist-packages/nvidia_tao_pytorch"
+
+
+def traceback_exit(arch: str, action: str, exc_line: str, code: int = 1) -> int:
+    sys.stderr.write(
+        "Traceback (most recent call last):\n"
+        f'  File "{TAO_MODULE}/cv/{arch}/scripts/{action}.py", line 112, in <module>\n'
+        "    main()\n"
+        f'  File "{TAO_MODULE}/core/hydra/hydra_runner.py", line 107, in wrapper\n'
+        "    _run_hydra(\n"
+        f"{exc_line}\n")
+    sys.stderr.flush()
+    return code
+
+
+def apply_override(spec: dict, dotted: str, raw: str) -> None:
+    node = spec
+    keys = dotted.split(".")
+    for key in keys[:-1]:
+        if not isinstance(node.get(key), dict):
+            node[key] = {}
+        node = node[key]
+    node[keys[-1]] = yaml.safe_load(raw) if raw != "" else ""
+
+
+def dataset_paths(node) -> list[str]:
+    """Every absolute path under the ``dataset`` section (TAO reads them all at start)."""
+    if isinstance(node, dict):
+        return [p for value in node.values() for p in dataset_paths(value)]
+    if isinstance(node, list):
+        return [p for value in node for p in dataset_paths(value)]
+    if isinstance(node, str) and node.startswith("/"):
+        return [node]
+    return []
+
+
+class StatusLog:
+    """TAO's status.json: one JSON object per line."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def write(self, **fields) -> None:
+        now = _dt.datetime.now(_dt.timezone.utc)
+        record = {"date": now.strftime("%-m/%-d/%Y"), "time": now.strftime("%H:%M:%S"),
+                  "verbosity": "INFO", **fields}
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+
+
+def main(argv: list[str]) -> int:
+    ctx = ContainerContext.current()
+    if ctx is None:
+        print("tao_standin: not running inside a simulated container", file=sys.stderr)
+        return 2
+    cwd = (ctx.config.get("Config") or {}).get("WorkingDir") or "/"
+    if len(argv) < 2 or argv[0].startswith("-"):
+        print("usage: <network_arch> <action> -e <experiment_spec> [key=value ...]", file=sys.stderr)
+        return 2
+    arch, action, rest = argv[0], argv[1], argv[2:]
+    spec_path, overrides = None, []
+    i = 0
+    while i < len(rest):
+        if rest[i] in ("-e", "--experiment_spec_file", "--experiment_spec"):
+            spec_path = rest[i + 1] if i + 1 < len(rest) else None
+            i += 2
+        elif "=" in rest[i]:
+            overrides.append(rest[i].split("=", 1))
+            i += 1
+        else:
+            print(f"{arch} {action}: error: unrecognized arguments: {rest[i]}", file=sys.stderr)
+            return 2
+    print(f"=== TAO Toolkit PyTorch ({arch} {action}) ===", file=sys.stderr, flush=True)
+    if spec_path is None:
+        return traceback_exit(arch, action, "hydra.errors.MissingConfigException: experiment spec (-e) is required")
+    host_spec = ctx.host_path(spec_path, cwd)
+    if not host_spec.is_file():
+        return traceback_exit(arch, action,
+                              f"FileNotFoundError: [Errno 2] No such file or directory: '{spec_path}'")
+    spec = yaml.safe_load(host_spec.read_text()) or {}
+    for key, value in overrides:
+        apply_override(spec, key, value)
+    for path in dataset_paths(spec.get("dataset", {})):
+        if not ctx.host_path(path, cwd).exists():
+            return traceback_exit(arch, action, f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'")
+    if not ctx.gpus():
+        return traceback_exit(arch, action, "RuntimeError: No CUDA GPUs are available")
+
+    action_cfg = spec.get(action) if isinstance(spec.get(action), dict) else {}
+    top_results = str(spec.get("results_dir", "/results"))
+    results_dir = action_cfg.get("results_dir") or f"{top_results.rstrip('/')}/{action}"
+    if not ctx.writable(results_dir):
+        return traceback_exit(arch, action, f"OSError: [Errno 30] Read-only file system: '{results_dir}'")
+    out_dir = ctx.host_path(results_dir, cwd)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    status = StatusLog(out_dir / "status.json")
+    sim = spec.get("simulate") or {}
+    train_cfg = spec.get("train") if isinstance(spec.get("train"), dict) else {}
+    epochs = int(action_cfg.get("num_epochs") or train_cfg.get("num_epochs") or 2) if action == "train" else 1
+    epoch_seconds = float(sim.get("epoch_seconds", 0.05))
+
+    if sim.get("write_env_hashes"):
+        seen = {name: (hashlib.sha256(os.environ[name].encode()).hexdigest() if name in os.environ else None)
+                for name in sim["write_env_hashes"]}
+        ctx.host_path(top_results, cwd).joinpath("env_seen.json").write_text(json.dumps(seen, indent=1))
+
+    status.write(status="STARTED", message=f"Starting {arch} {action}.")
+    epoch = 0
+    while True:
+        print(f"Epoch {epoch + 1}/{epochs}", flush=True)
+        time.sleep(epoch_seconds)
+        (out_dir / f"model_epoch_{epoch:03d}.pth").write_bytes(b"sim-checkpoint " + str(epoch).encode())
+        status.write(status="RUNNING", epoch=epoch, max_epoch=epochs, message=f"Epoch {epoch + 1}/{epochs}")
+        if sim.get("oom"):
+            print("CUDA out of memory. Tried to allocate 2.00 GiB", file=sys.stderr, flush=True)
+            ctx.oom_marker.write_text("oom")
+            os.kill(os.getpid(), signal.SIGKILL)
+        if sim.get("xid"):
+            print("NVRM: Xid (PCI:0000:00:04): 79, GPU has fallen off the bus.", flush=True)
+            status.write(status="FAILURE", message="CUDA error: unspecified launch failure")
+            return traceback_exit(arch, action, "RuntimeError: CUDA error: unspecified launch failure")
+        epoch += 1
+        if epoch >= epochs:
+            break
+    while sim.get("hang"):
+        time.sleep(1)
+    code = int(sim.get("exit_code", 0))
+    if code:
+        status.write(status="FAILURE", message=f"{action} failed with exit code {code}")
+        print("Execution status: FAIL", flush=True)
+        return code
+    status.write(status="SUCCESS", message=f"{action} finished successfully.")
+    print("Execution status: PASS", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

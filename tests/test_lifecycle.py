@@ -1,0 +1,129 @@
+"""The whole life of a job on the simulated Brev instance, through the scripts."""
+
+import json
+
+from conftest import TAO_IMAGE, validate
+
+
+def test_full_lifecycle_ends_complete_with_checkpoints_and_no_container(world):
+    sub = world.submit()
+    assert sub.code == 0, sub
+    validate("submit", sub.json)
+    job_id = sub.json["job_id"]
+    assert sub.json["state"] == "RUNNING" and sub.json["backend_ref"] == f"box/{job_id}"
+    assert sub.json["image"] == TAO_IMAGE
+    assert any("EPHEMERAL" in w for w in sub.json["warnings"])
+
+    wait = world.run("poll_status.py", job_id, "--wait", "--interval", "0.2", "--timeout", "60")
+    assert wait.code == 0, wait
+    validate("poll_status", wait.json)
+    assert wait.json["state"] == "COMPLETE" and wait.json["terminal_state"] == "COMPLETE"
+
+    logs = world.run("poll_status.py", job_id, "--logs", "50")
+    assert logs.code == 0 and "Epoch 3/3" in logs.json["logs"]
+    validate("poll_status", logs.json)
+
+    results = world.sim.instance_home("box") / "tao-results" / job_id / "train"
+    assert sorted(p.name for p in results.glob("*.pth")) == [f"model_epoch_{i:03d}.pth" for i in range(3)]
+    assert json.loads((results / "status.json").read_text().splitlines()[-1])["status"] == "SUCCESS"
+
+    down = world.run("teardown.py", job_id)
+    assert down.code == 0, down
+    validate("teardown", down.json)
+    assert down.json["state"] == "COMPLETE" and down.json["container_removed"] is True
+    assert down.json["instance_deleted"] is False and down.json["deleted"] == []
+    assert world.sim.container("box", job_id) is None
+
+    record = world.run("tao_job_record.py", "show", job_id).json
+    validate("job_record", record)
+    assert [t["state"] for t in record["transitions"]] == ["PENDING", "RUNNING", "COMPLETE"]
+    assert record["terminal_write_by"] == "poller"
+
+
+def test_submit_twice_creates_one_container(world):
+    """The launch command guards itself: sent again for the same job id (an
+    agent's retry, brev's own second execution), it adopts the container."""
+    from tao_brev import remote
+    from tao_brev.transport import Brev
+
+    job_id = world.submit().json["job_id"]
+    assert world.sim.docker_run_count("box", job_id) == 1
+    again = remote.submit_script(remote.RunSpec(job_id=job_id, image=TAO_IMAGE, network_arch="visual_changenet",
+                                                action="train", results_dir=f"~/tao-results/{job_id}"), "a: 1\n")
+    result = Brev(env=world.env).exec("box", again)
+    assert result.ok and "TAO_ALREADY_SUBMITTED" in result.stdout
+    assert world.sim.docker_run_count("box", job_id) == 1
+
+
+def test_failing_job_ends_error_with_the_exit_code(world):
+    sub = world.submit(spec=world.spec({"exit_code": 3, "epoch_seconds": 0.01}))
+    wait = world.run("poll_status.py", sub.json["job_id"], "--wait", "--interval", "0.2", "--timeout", "60")
+    assert wait.code == 1
+    validate("poll_status", wait.json)
+    assert wait.json["state"] == "ERROR" and "exit code 3" in wait.json["message"]
+    assert wait.json["error"]["code"] == "JOB_FAILED"
+
+
+def test_oom_job_ends_error_naming_oom(world):
+    sub = world.submit(spec=world.spec({"oom": True, "epoch_seconds": 0.01}))
+    wait = world.run("poll_status.py", sub.json["job_id"], "--wait", "--interval", "0.2", "--timeout", "60")
+    assert wait.code == 1 and wait.json["state"] == "ERROR"
+    assert "OOM" in wait.json["message"]
+    assert wait.json["hint"]["err_class"] == "ERR_PROGRAM"
+    assert wait.json["observed"]["oom_killed"] is True and wait.json["observed"]["exit_code"] == 137
+
+
+def test_xid_in_the_log_hints_infrastructure(world):
+    sub = world.submit(spec=world.spec({"xid": True, "epoch_seconds": 0.01}))
+    wait = world.run("poll_status.py", sub.json["job_id"], "--wait", "--interval", "0.2", "--timeout", "60")
+    assert wait.json["state"] == "ERROR"
+    assert wait.json["hint"]["err_class"] == "ERR_INFRA"
+    assert any("Xid" in line for line in wait.json["hint"]["evidence"])
+
+
+def test_job_removed_behind_our_back_is_unknown(world):
+    sub = world.submit(spec=world.spec({"hang": True}))
+    job_id = sub.json["job_id"]
+    from tao_brev.transport import Brev
+
+    Brev(env=world.env).run("box", f"docker rm -f {job_id}")
+    status = world.run("poll_status.py", job_id)
+    assert status.code == 0 and status.json["state"] == "UNKNOWN"
+    validate("poll_status", status.json)
+    record = world.run("tao_job_record.py", "show", job_id).json
+    assert record["transitions"][-1]["state"] == "UNKNOWN" and record["terminal_state"] is None
+    down = world.run("teardown.py", job_id)
+    assert down.code == 0 and down.json["state"] == "CANCELED"
+
+
+def test_teardown_of_a_running_job_cancels_it(world):
+    sub = world.submit(spec=world.spec({"hang": True}))
+    job_id = sub.json["job_id"]
+    down = world.run("teardown.py", job_id)
+    assert down.code == 0 and down.json["state"] == "CANCELED" and down.json["container_removed"]
+    assert world.sim.container("box", job_id) is None
+    # a second teardown is harmless and keeps the terminal state
+    again = world.run("teardown.py", job_id)
+    assert again.code == 0 and again.json["state"] == "CANCELED" and again.json["container_removed"] is False
+
+
+def test_dry_run_launches_nothing_and_shows_every_remote_command(world):
+    res = world.submit("--dry-run", "--env", "HF_TOKEN", HF_TOKEN="hf_dryrunSECRETvalue0123456789")
+    assert res.code == 0, res
+    validate("submit", res.json)
+    assert res.json["dry_run"] is True and res.json["job_id"] is None
+    launch = [step for step in res.json["plan"] if step["step"] == "launch"][0]
+    assert "docker run -d --name" in launch["script"] and "--rm" not in launch["script"]
+    assert "hf_dryrunSECRET" not in res.stdout + res.stderr
+    assert world.sim.exec_count() == 0
+    assert world.run("tao_job_record.py", "list").stdout == ""
+
+
+def test_image_not_on_the_instance_is_refused_before_any_gpu_time(world):
+    world.sim.add_instance("fresh")
+    res = world.submit(instance="fresh")
+    assert res.code == 1 and res.json["error"]["code"] == "IMAGE_NOT_PULLED"
+    validate("submit", res.json)
+    assert "preflight.py" in res.json["error"]["fix"]
+    record = world.run("tao_job_record.py", "show", res.json["job_id"]).json
+    assert record["terminal_state"] == "ERROR" and "never launched" in record["transitions"][-1]["message"]
