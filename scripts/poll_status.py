@@ -9,11 +9,15 @@ vocabulary PENDING RUNNING COMPLETE ERROR CANCELED UNKNOWN:
 A change is marked in the record with source `poller`; a terminal state is
 written once. A record left PENDING without a backend ref (the submitting
 agent was killed) is reconciled: the container is adopted, or the job is
-closed as never launched.
+closed as never launched. When a job whose results go to S3 is seen terminal,
+its results dir is uploaded from the instance and verified from here, once
+(one more round trip); "results" reports it.
 
 Output: one JSON object on stdout:
   {"ok", "job_id", "instance", "state", "backend_ref", "results_dir", "message",
-   "observed": {...docker facts}, "terminal_state", ["hint"], ["logs"], "polls"}
+   "observed": {...docker facts}, "terminal_state", ["hint"], ["logs"],
+   ["results": {kind, destination, uploaded, verified, files, bytes, missing,
+   mismatched, ...}], "polls"}
   With --all: {"ok", "jobs": [...one entry per non-terminal job...]}.
   (schema: references/schemas/poll_status.schema.json). Progress on stderr.
 Exit codes: 0 answered (any state without --wait; COMPLETE with --wait),

@@ -1,20 +1,50 @@
 #!/usr/bin/env python3
 """Preflight a Brev instance for a TAO job: everything that can fail before
-GPU money is spent, as named checks in one JSON answer.
+GPU money is spent, as named checks in one JSON answer. Read-only on the
+instance except `--start` (brev start), `--pull` (docker pull), `--gpu-smoke`
+(a throw-away container) and the NGC login (docker's credential store).
 
-Checks (stable names): image_ref, brev_cli, brev_auth, instance, exec_ready,
-docker, gpu, image, disk. Each is {"name","ok","detail","fix","elapsed_s"};
-a check with "warning": true does not fail the run. brev missing, not logged
-in, or an unreachable instance stop the run early (exit 3).
+Checks, in this order (stable names; a check that does not apply is absent):
+  image_ref   --image resolves (full URI, or a key of $TAO_SKILL_BANK_PATH/versions.yaml)
+  s3          tier B/C or a bucket (--bucket / S3_BUCKET_NAME): the credentials
+              (AWS_* or the legacy ACCESS_KEY/SECRET_KEY) work and a probe
+              object is written, read and deleted under s3://BUCKET/results/
+  brev_cli    brev on PATH and `brev --version` answers
+  brev_auth   `brev ls --json` answers; with BREV_API_TOKEN set, an expired or
+              missing login is renewed headlessly once (the token is never printed)
+  instance    listed, RUNNING; STARTING/DEPLOYING are waited for; STOPPED is
+              started only with --start; FAILURE/UNHEALTHY/DELETING fail
+  exec_ready  the probe `echo ok` prints exactly `ok` (sshd starts after RUNNING)
+  docker      `docker info` answers (server version, runtimes)
+  gpu         nvidia-smi: GPU count, model, memory, driver
+  disk        free bytes where Docker keeps images and under the results root,
+              against the image size (registry layers x2, else local, else 20 GiB);
+              a warning below 20 GiB of headroom
+  ngc_auth    nvcr.io images: NGC_KEY travels in a 0600 file (brev copy), docker
+              login -u '$oauthtoken' --password-stdin reads it, the file is removed;
+              `docker manifest inspect` then says AUTH_OK / NOT_AUTHENTICATED /
+              NOT_ENTITLED (a warning only when the image is already there)
+  image       on the instance; with --pull, pulled as its own step (timed)
+  gpu_smoke   with --gpu-smoke: `docker run --rm --gpus all <images.gpu_smoke> nvidia-smi -L`
 
-The readiness probe is the two-word `echo ok`, polled every 5 s until it
-prints exactly `ok`, within --exec-timeout seconds (default 600 on the first
-contact with an instance: sshd starts after the instance reports RUNNING).
+brev missing, not logged in, an unknown / not running instance or one that is
+not exec-ready stop the run; otherwise every check runs. Round trips once the
+instance is exec-ready: 2 `brev exec` (the probe, then one combined script
+for docker/gpu/disk/ngc_auth/image), plus 1 `brev copy` for the NGC key; the
+pull and the GPU smoke test are one more each.
 
-Output: {"ok", "instance", "image", "checks": [...], "exec_calls", ["error"]}
-  (schema: references/schemas/preflight.schema.json). Progress on stderr.
-Exit codes: 0 all required checks passed, 1 a check failed,
-  2 bad input, 3 brev missing / not logged in / instance unreachable.
+Output: {"ok", "instance", "image", "checks": [{"name", "ok", "detail", "fix",
+  "elapsed_s", ["code"], ["warning"], ["data"]}], "warnings": [names],
+  "exec_calls", "round_trips": {"probe", "checks", "pull", "gpu_smoke", "copy"},
+  "brev_logins", ["error": {"code", "message", "fix"}]}
+  (schema: references/schemas/preflight.schema.json). Times in seconds, sizes
+  in bytes. "ok" is true only when every check passed; warnings do not fail it.
+  Checks answered by the combined round trip share its elapsed_s.
+  Progress on stderr.
+Exit codes: 0 every check passed; 1 a check failed (error PREFLIGHT_FAILED, or
+  UNKNOWN_INSTANCE / INSTANCE_NOT_RUNNING when the instance stopped the run);
+  2 bad input (flags, an unknown versions key, a missing credential variable);
+  3 brev missing / not logged in / instance not exec-ready within --exec-timeout.
 """
 
 import sys
@@ -24,22 +54,39 @@ import _bootstrap
 _bootstrap.setup()
 
 from tao_brev import cli  # noqa: E402
-from tao_brev.verbs.preflight import preflight  # noqa: E402
+from tao_brev.verbs.preflight import PreflightRequest, preflight  # noqa: E402
 
 
 def build_parser():
     p = cli.parser("preflight.py", __doc__)
-    p.add_argument("--instance", required=True, help="Brev instance name")
-    p.add_argument("--image", help="image URI or versions key to check on the instance")
+    p.add_argument("--instance", required=True, help="Brev instance name (reused, never provisioned here)")
+    p.add_argument("--image", help="image URI or versions key (e.g. images.tao_toolkit.pyt) to check on the instance")
     p.add_argument("--exec-timeout", type=float, default=None, metavar="S",
-                   help="seconds to wait for the instance to accept commands (default 600 on first contact)")
-    p.add_argument("--host", action="store_true", help="run on the host VM (brev exec --host), for container-mode instances")
+                   help="seconds to reach the instance: the wait for a starting instance plus the readiness "
+                        "probe (default 600: sshd starts after the instance reports RUNNING)")
+    p.add_argument("--start", action="store_true",
+                   help="start a STOPPED instance (brev start NAME; billing resumes) and wait within --exec-timeout")
+    p.add_argument("--pull", action="store_true",
+                   help="pull --image when it is missing, as its own step (up to 3600 s), before any GPU run")
+    p.add_argument("--gpu-smoke", action="store_true",
+                   help="prove a container gets the GPUs: docker run --rm --gpus all <small CUDA image> nvidia-smi -L")
+    p.add_argument("--storage-tier", default="A", choices=["A", "B", "C"],
+                   help="A: data on the instance; B/C: data moves through S3, so the bucket is checked (default A)")
+    p.add_argument("--bucket", help="S3 bucket for results (default $S3_BUCKET_NAME); probed under results/")
+    p.add_argument("--results-root", metavar="PATH",
+                   help="instance directory for results (~/... or absolute; default $TAO_RESULTS_ROOT or "
+                        "~/tao-results); its free space is checked")
+    p.add_argument("--host", action="store_true",
+                   help="run on the host VM (brev exec --host), for container-mode instances")
     return p
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    return preflight(cli.Context(), args.instance, image=args.image, exec_timeout=args.exec_timeout, host=args.host)
+    req = PreflightRequest(instance=args.instance, image=args.image, exec_timeout=args.exec_timeout,
+                           host=args.host, start=args.start, pull=args.pull, gpu_smoke=args.gpu_smoke,
+                           storage_tier=args.storage_tier, bucket=args.bucket, results_root=args.results_root)
+    return preflight(cli.Context(), req)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,21 @@ with backend ref <instance>/<job_id>.
 Credentials named with --env travel in a 0600 file copied with `brev copy` and
 removed by the launch command; no value is ever on a command line.
 
+Storage tiers (references/storage.md): A = inputs already on the instance;
+B = local inputs uploaded to S3 (content-addressed, never twice), copied onto
+the instance by the AWS CLI carrier container in the launch round trip, and
+mounted read-only at /data/NAME; C = as B, and the job container also gets the
+AWS_* credentials and the input/result URIs (TAO_INPUT_URI_<NAME>,
+TAO_RESULTS_URI) as environment variables to move data itself. The S3
+credentials come from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+AWS_ENDPOINT_URL for S3-compatible stores), never from flags.
+
 Output: one JSON object on stdout:
   {"ok", "job_id", "instance", "state", "backend_ref", "results_dir", "image",
-   "container_id", "adopted", "warnings", ["error": {"code","message","fix"}]}
+   "container_id", "adopted", "storage_tier", ["inputs": [{name, source, uri,
+   container_path, files, bytes, uploaded, skipped, bytes_uploaded}]],
+   "results": {kind, destination, instance_dir}, "warnings",
+   ["error": {"code","message","fix"}]}
   (schema: references/schemas/submit.schema.json). Progress on stderr.
 Exit codes: 0 launched (or adopted), 1 launch refused / never launched,
   2 bad input (nothing recorded), 3 backend unreachable (the record stays
@@ -41,10 +53,13 @@ def build_parser():
                    help="A: inputs already on the instance; B: staged through S3; C: the container fetches "
                         "(default A)")
     p.add_argument("--inputs", nargs="+", default=[], metavar="SRC[=NAME]",
-                   help="inputs mounted read-only at /data/NAME (tier A: instance paths, ~/... or absolute)")
+                   help="inputs mounted read-only at /data/NAME. Tier A: instance paths (~/... or absolute). "
+                        "Tiers B/C: local files/dirs (uploaded once to s3://BUCKET/inputs/NAME/<digest>/) or "
+                        "s3://BUCKET/PREFIX/ URIs, copied onto the instance before the launch")
     p.add_argument("--results-root", help="instance directory under which <job_id>/ is the results dir "
                                           "(default $TAO_RESULTS_ROOT or ~/tao-results); mounted at /results")
-    p.add_argument("--bucket", help="S3 bucket for results (default $S3_BUCKET_NAME): s3://BUCKET/results/<job_id>/")
+    p.add_argument("--bucket", help="S3 bucket for results (default $S3_BUCKET_NAME): s3://BUCKET/results/<job_id>/, "
+                                    "uploaded and verified when the job ends; also holds tier B/C inputs")
     p.add_argument("--upload-exclude", action="append", default=[], metavar="GLOB",
                    help="results paths not to upload (repeatable; recorded as upload_excludes)")
     p.add_argument("--gpus", default="all", help="'all' or GPU ids such as 0,1 (default all)")

@@ -9,10 +9,18 @@ a running one is marked CANCELED; a terminal record never changes.
 given --ephemeral (unless --keep-instance), and never while another job on the
 instance is live or has results not verified in S3, unless --force.
 
+Results routed to S3 (a bucket) are uploaded from the instance and verified
+from here (size + sha256 of every file of a manifest made on the instance)
+right after the container is removed, unless already verified. Before
+`brev delete`, every verified destination on the instance is listed again; a
+file lost since blocks the delete (exit 1, INSTANCE_DELETE_REFUSED, the
+blockers name it) until a rerun uploads it again, or --force.
+
 Output: one JSON object on stdout:
   {"ok", "job_id", "instance", "state", "backend_ref", "results_dir",
    "container_removed", "instance_deleted", "deleted": [names], "warnings",
-   ["blockers"], ["error"]}  (schema: references/schemas/teardown.schema.json)
+   ["results": {kind, destination, uploaded, verified, files, bytes, missing,
+   mismatched, ...}], ["blockers"], ["error"]}  (schema: references/schemas/teardown.schema.json)
 Exit codes: 0 done, 1 instance deletion refused (blockers listed),
   2 bad input, 3 the instance could not be reached.
 """

@@ -23,16 +23,20 @@ argv (brev's only headless login, used only after an auth failure).
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import tempfile
 import uuid
 from dataclasses import dataclass
 
 from .errors import TaoBrevError
-from .remote import check_env_name
+from .remote import check_env_name, rpath
 from .transport import Brev
 
 NGC_USER = "$oauthtoken"   # NGC's registry user is this literal string, never expanded
+NGC_REGISTRY = "nvcr.io"
+NGC_KEY_ENV = "NGC_KEY"
+NGC_KEY_FILE_MISSING = "TAO_NGC_KEY_FILE_MISSING"   # printed by ngc_login_command when the file is gone
 
 
 @dataclass(frozen=True)
@@ -83,3 +87,49 @@ def push(brev: Brev, instance: str, label: str, content: str) -> RemoteSecretFil
     finally:
         shutil.rmtree(local_dir, ignore_errors=True)
     return remote
+
+
+# -- NGC registry login ----------------------------------------------------------
+def ngc_key(env: dict) -> str | None:
+    """``NGC_KEY`` from the local ``env``, or None when unset or blank.
+
+    Raises BAD_ARGUMENT for a value with a newline: ``docker login
+    --password-stdin`` takes the whole of stdin as the password, minus one
+    trailing newline (docker/cli ``cli/command/registry/login.go``).
+    """
+    value = (env.get(NGC_KEY_ENV) or "").strip()
+    if not value:
+        return None
+    if "\n" in value or "\r" in value:
+        raise TaoBrevError("BAD_ARGUMENT", f"the value of {NGC_KEY_ENV} holds a newline; an NGC API key is one line",
+                           f"Export {NGC_KEY_ENV} again with the key alone (nvapi-...).")
+    return value
+
+
+def push_ngc_key(brev: Brev, instance: str, env: dict) -> RemoteSecretFile | None:
+    """Copy ``NGC_KEY`` to a fresh 0600 file on ``instance`` (see :func:`push`);
+    None when the key is not set. The command that reads it must start with
+    :func:`remove_on_exit`."""
+    key = ngc_key(env)
+    return push(brev, instance, "ngc", key) if key else None
+
+
+def remove_on_exit(secret: RemoteSecretFile) -> str:
+    """``trap 'rm -f FILE' EXIT``: the remote shell removes the file when the
+    command ends, on every path (success, failure, early exit)."""
+    return f"trap {shlex.quote('rm -f ' + rpath(secret.path))} EXIT"
+
+
+def ngc_login_command(secret: RemoteSecretFile) -> str:
+    """``docker login nvcr.io -u '$oauthtoken' --password-stdin < FILE`` (remote sh).
+
+    NGC's registry user is the literal ``$oauthtoken``: single quotes keep the
+    remote shell from expanding it (NGC docs, "Accessing the NGC Container
+    Registry"; a double-quoted ``"$oauthtoken"`` expands to nothing). The key
+    goes on stdin from the file, never on argv. When the file is gone (an
+    earlier run of the same command consumed it), prints
+    :data:`NGC_KEY_FILE_MISSING` and fails without calling docker.
+    """
+    path = rpath(secret.path)
+    return (f"if [ -f {path} ]; then docker login {NGC_REGISTRY} -u {shlex.quote(NGC_USER)} --password-stdin "
+            f"< {path}; else echo {NGC_KEY_FILE_MISSING}; false; fi")

@@ -52,15 +52,17 @@ def check_env_name(value: str) -> str:
 def rpath(path: str) -> str:
     """Quote an instance path for the remote shell: ``~/x`` -> ``"$HOME"/'x'``.
 
-    Only ``~/...`` and absolute paths are accepted (a relative bind mount is a
-    Docker volume name, not a path). Raises BAD_ARGUMENT.
+    Only ``~/...`` and absolute paths without ``..`` are accepted (a relative
+    bind mount is a Docker volume name, not a path). Raises BAD_ARGUMENT.
     """
     if path == "~":
         return '"$HOME"'
+    if ".." in path.split("/"):
+        raise TaoBrevError("BAD_ARGUMENT", f"instance path must not contain '..' (got {path!r})")
     if path.startswith("~/"):
         rest = path[2:].rstrip("/")
         return '"$HOME"/' + shlex.quote(rest) if rest else '"$HOME"'
-    if path.startswith("/") and ".." not in path.split("/"):
+    if path.startswith("/"):
         return shlex.quote(path)
     raise TaoBrevError("BAD_ARGUMENT", f"instance path must be absolute or start with ~/ (got {path!r})")
 
@@ -161,6 +163,9 @@ def submit_script(run: RunSpec, spec_text: str, checks: str = "") -> str:
     run`` is billed GPU-idle time; preflight.py --pull pulls it first. The
     credential file, if any, is removed on every path (trap on EXIT).
     ``checks`` (shell lines that exit non-zero to refuse) run after the trap.
+    The guard and the launch hold the job's launch lock, and a launch that
+    reconciliation already declared never launched refuses
+    (``TAO_LAUNCH_ABANDONED``, exit 6): see :func:`reconcile_launch`.
     """
     job = job_dir(run.job_id)
     lines = []
@@ -171,12 +176,57 @@ def submit_script(run: RunSpec, spec_text: str, checks: str = "") -> str:
     lines += [
         f"mkdir -p {rpath(join(job, 'spec'))} {rpath(run.results_dir)} || exit 3",
         heredoc_file(join(job, "spec", "spec.yaml"), spec_text).rstrip("\n"),
+        launch_lock(run.job_id),
+        f"if [ -e {rpath(join(job, ABANDONED))} ]; then echo TAO_LAUNCH_ABANDONED; exit 6; fi",
         f"if docker inspect --type container {shlex.quote(run.job_id)} >/dev/null 2>&1; then "
         "echo TAO_ALREADY_SUBMITTED; exit 0; fi",
-        f"docker image inspect {shlex.quote(run.image)} >/dev/null 2>&1 || {{ echo TAO_IMAGE_MISSING; exit 4; }}",
+        f"docker image inspect {shlex.quote(run.image)} >/dev/null || {{ echo TAO_IMAGE_MISSING; exit 4; }}",
         run.docker_run(),
     ]
     return "\n".join(lines)
+
+
+# -- launch lock and reconciliation -----------------------------------------
+ABANDONED = "abandoned"        # in the job dir: reconciliation found no container; no launch may follow
+LAUNCH_LOCK_WAIT_S = 60
+
+
+def launch_lock(job_id: str) -> str:
+    """Hold ``<job dir>/.launch.lock`` (flock on fd 9) until the script ends, so a
+    launch and its reconciliation never interleave. Exit 7 ``TAO_LAUNCH_BUSY``
+    when another holder keeps it longer than LAUNCH_LOCK_WAIT_S; without
+    ``flock`` on the instance the script runs unlocked."""
+    job = job_dir(check_name(job_id, "job id"))
+    return (f"mkdir -p {rpath(job)} || exit 3\n"
+            f"if command -v flock >/dev/null 2>&1; then exec 9>{rpath(join(job, '.launch.lock'))} && "
+            f"flock -w {LAUNCH_LOCK_WAIT_S} 9 || {{ echo TAO_LAUNCH_BUSY; exit 7; }}; fi")
+
+
+def abandon_launch(job_id: str) -> str:
+    """Under the launch lock, leave the ``abandoned`` tombstone: no launch of
+    this job may start a container any more (teardown: the job is over)."""
+    return f"{launch_lock(job_id)}\ntouch {rpath(join(job_dir(job_id), ABANDONED))} || exit 3"
+
+
+def reconcile_launch(job_id: str) -> str:
+    """Settle a launch of unknown outcome under the launch lock (one round trip).
+
+    exit 0: the container exists (its ``.State`` JSON printed); exit 5
+    ``TAO_NEVER_LAUNCHED``: none, and the ``abandoned`` tombstone now makes a
+    late launch of this id refuse; exit 2: docker failed (its message printed);
+    exit 7: the lock stayed busy. A credential file left for the launch
+    (``credentials.push`` names it ``~/.tao-cred-<job_id>-*``) is removed: the
+    launch is settled either way.
+    """
+    job = job_dir(check_name(job_id, "job id"))
+    return "\n".join([
+        launch_lock(job_id),
+        f'rm -f "$HOME"/.tao-cred-{job_id}-*',
+        f"if __tb_state=$({inspect_state(job_id)} 2>&1); then printf '%s\\n' \"$__tb_state\"; exit 0; fi",
+        'case "$__tb_state" in *"No such"*) ;; *) printf \'%s\\n\' "$__tb_state"; exit 2;; esac',
+        f"touch {rpath(join(job, ABANDONED))} || exit 3",
+        "echo TAO_NEVER_LAUNCHED; exit 5",
+    ])
 
 
 def inspect_state(job_id: str) -> str:

@@ -20,6 +20,16 @@ nonce; only the last complete frame is parsed, and everything outside it
 transport failed (:class:`TransportError`); a frame with a non-zero status is a
 remote failure (:class:`RemoteCommandError`, raised by :meth:`Brev.run`).
 
+Retries: only ``idempotent`` reads are repeated after a transport failure,
+READ_RETRIES times, waiting BACKOFF_S between attempts; the environment
+variable ``TAO_BREV_RETRY_BACKOFF_S`` (comma-separated seconds, e.g. ``0`` in
+tests) overrides the waits. A launch is never repeated here: its caller
+reconciles (``verbs/reconcile.py``).
+
+brev starts a STOPPED instance by itself when an exec fails on it and then
+runs the command; :attr:`RemoteResult.instance_started` says so, because the
+containers that ran before the stop were killed by it.
+
 Auth: an answer that mentions 401/unauthorized, or a prompt without a terminal
 (EOF, no tty), triggers one headless ``brev login --token`` with
 ``BREV_API_TOKEN`` and one repeat of the call. brev's only headless login takes
@@ -49,6 +59,7 @@ EXEC_TIMEOUT_S = 180.0         # an instance already proven exec-ready
 BREV_TIMEOUT_S = 60.0          # ls, login, start/stop/delete requests
 READ_RETRIES = 2               # extra attempts for idempotent commands after a transport failure
 BACKOFF_S = (2.0, 5.0)         # waits before those attempts
+BACKOFF_ENV = "TAO_BREV_RETRY_BACKOFF_S"   # overrides BACKOFF_S: "2,5", or "0" in tests
 
 # brev's own words when its token is missing/expired or it tries to prompt
 # without a terminal (login.go); must not match ordinary remote output, which
@@ -68,6 +79,7 @@ class RemoteResult:
     stderr: str
     elapsed_s: float
     attempts: int = 1
+    instance_started: bool = False   # brev started the STOPPED instance to run this command
 
     @property
     def ok(self) -> bool:
@@ -76,9 +88,14 @@ class RemoteResult:
 
 def frame(script: str, nonce: str) -> str:
     """Wrap ``script`` so the remote shell always exits 0 and reports the
-    script's stdout, stderr and exit status between ``nonce`` markers (POSIX sh)."""
+    script's stdout, stderr and exit status between ``nonce`` markers (POSIX sh).
+
+    The captures live in /dev/shm when it is writable (RAM), so a full disk
+    on the instance does not silently empty the answer."""
     return (
-        '__tb_o=$(mktemp) && __tb_e=$(mktemp) || { echo "mktemp failed" >&2; exit 0; }; '
+        '__tb_t=/dev/shm; [ -d "$__tb_t" ] && [ -w "$__tb_t" ] || __tb_t="${TMPDIR:-/tmp}"; '
+        '__tb_o=$(mktemp "$__tb_t/taobrev.XXXXXX") && __tb_e=$(mktemp "$__tb_t/taobrev.XXXXXX") '
+        '|| { echo "mktemp failed" >&2; exit 0; }; '
         f"( {script}\n) </dev/null >\"$__tb_o\" 2>\"$__tb_e\"; __tb_rc=$?; "
         f"printf '%s\\n' '{nonce}:out'; cat \"$__tb_o\"; "
         f"printf '\\n%s\\n' '{nonce}:err'; cat \"$__tb_e\"; "
@@ -87,16 +104,42 @@ def frame(script: str, nonce: str) -> str:
     )
 
 
+def _last_frame(stdout: str, nonce: str) -> tuple[int, tuple[int, str, str]] | None:
+    """(offset, (status, out, err)) of the LAST complete frame of ``nonce``.
+
+    brev may run a command twice (its retry), so stdout can hold a partial
+    or complete first run before the second; each run's frame is parsed on
+    its own and the last complete one wins."""
+    marker = f"{nonce}:out\n"
+    tail = re.compile(rf"(.*)\n{nonce}:err\n(.*)\n{nonce}:rc (\d+)\n", re.DOTALL)
+    starts = [m.start() for m in re.finditer(re.escape(marker), stdout)]
+    for i in reversed(range(len(starts))):
+        end = starts[i + 1] if i + 1 < len(starts) else len(stdout)
+        match = tail.match(stdout, starts[i] + len(marker), end)
+        if match:
+            return starts[i], (int(match.group(3)), match.group(1), match.group(2))
+    return None
+
+
 def unframe(stdout: str, nonce: str) -> tuple[int, str, str] | None:
     """Parse the LAST complete frame of ``nonce`` in brev's stdout, or None."""
-    start = stdout.rfind(f"{nonce}:out\n")
-    if start < 0:
-        return None
-    body = stdout[start + len(nonce) + 5:]
-    match = re.match(rf"(.*)\n{nonce}:err\n(.*)\n{nonce}:rc (\d+)\n", body, re.DOTALL)
-    if not match:
-        return None
-    return int(match.group(3)), match.group(1), match.group(2)
+    found = _last_frame(stdout, nonce)
+    return found[1] if found else None
+
+
+def backoff_from_env(env: dict) -> tuple[float, ...]:
+    """The waits between read retries: ``$TAO_BREV_RETRY_BACKOFF_S`` or BACKOFF_S."""
+    raw = (env.get(BACKOFF_ENV) or "").strip()
+    if not raw:
+        return BACKOFF_S
+    try:
+        waits = tuple(float(part) for part in raw.split(","))
+    except ValueError:
+        waits = ()
+    if not waits or not all(0 <= w <= 3600 for w in waits):
+        raise TaoBrevError("BAD_ARGUMENT", f"{BACKOFF_ENV} must be seconds between 0 and 3600, comma-separated "
+                           f"(e.g. 2,5); got {raw!r}", f"Unset {BACKOFF_ENV} or set it like 2,5.")
+    return waits
 
 
 @dataclass
@@ -113,8 +156,13 @@ class Brev:
     clock: Callable[[], float] = time.monotonic
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)
     ready_instances: set = field(default_factory=set)
+    backoff_s: tuple | None = None   # None: from the environment (backoff_from_env)
     exec_calls: int = 0
     logins: int = 0
+
+    def __post_init__(self):
+        if self.backoff_s is None:
+            self.backoff_s = backoff_from_env(self.env)
 
     # -- process plumbing --------------------------------------------------
     def path(self) -> str:
@@ -197,18 +245,20 @@ class Brev:
             except TransportError as exc:
                 last_error = exc
             else:
-                parsed = unframe(done.stdout or "", nonce)
-                if parsed is not None:
+                stdout = done.stdout or ""
+                found = _last_frame(stdout, nonce)
+                if found is not None:
                     self.ready_instances.add(instance)
-                    code, out, err = parsed
-                    return RemoteResult(code, out, err, self.clock() - started, attempt)
+                    offset, (code, out, err) = found
+                    restarted = _auto_started(instance, stdout[:offset] + (done.stderr or ""))
+                    return RemoteResult(code, out, err, self.clock() - started, attempt, restarted)
                 last_error = TransportError(
                     "TRANSPORT_FAILED",
                     f"brev exec on {instance!r} returned no complete answer (exit {done.returncode}): "
                     + _tail(done.stderr), brev_exit=done.returncode)
             if attempt < attempts:
-                wait = BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)]
-                self.log(f"brev exec on {instance}: {last_error.message}; retrying in {wait:.0f} s "
+                wait = self.backoff_s[min(attempt - 1, len(self.backoff_s) - 1)]
+                self.log(f"brev exec on {instance}: {last_error.message}; retrying in {wait:g} s "
                          f"(attempt {attempt + 1}/{attempts})")
                 self.sleep(wait)
         raise last_error
@@ -271,6 +321,12 @@ def _auth_failed(done: subprocess.CompletedProcess) -> bool:
     stdout = done.stdout or ""
     text = (done.stderr or "") + ("" if "TAOBREV" in stdout else stdout)
     return done.returncode != 0 and bool(_AUTH_FAILURE.search(text))
+
+
+def _auto_started(instance: str, brev_text: str) -> bool:
+    """brev's own words (outside the frame) say it started the STOPPED instance
+    (util.StartWorkspaceIfStopped: "Instance NAME is starting.")."""
+    return bool(re.search(rf"\b{re.escape(instance)} is starting\b", brev_text, re.IGNORECASE))
 
 
 def refuse_secrets(text: str, what: str) -> None:

@@ -10,6 +10,10 @@ state is written once and never changes.
 
 Several jobs on one instance are polled with one round trip for all of them
 (:func:`poll_many`), instances concurrently.
+
+A job whose results are routed to S3 has them uploaded and verified
+(``results.finalize``: one more round trip, once) when a poll finds it
+terminal; the answer's ``results`` says how that went.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .. import remote
 from ..cli import Context, say
-from ..docker_state import JobState, classify_logs, docker_error_code, from_inspect
-from ..errors import TaoBrevError, TransportError
+from ..docker_state import JobState, after_instance_start, classify_logs, docker_error_code, from_inspect
+from ..errors import CODES, TaoBrevError, TransportError
 from ..records import current_state, is_terminal
 from . import reconcile
+from . import results as results_mod
 
 CLASSIFY_TAIL_LINES = 200
 
@@ -69,10 +74,13 @@ def read_job(sections: dict, job_id: str, log_lines: int) -> tuple[JobState, str
 
 
 def apply(ctx: Context, record: dict, observed: JobState) -> dict:
-    """Mark the record when the backend's state differs from its last transition."""
+    """Mark the record when the backend's state differs from its last transition
+    (an ERROR carries its hint's failure class as ``err_class``)."""
     if is_terminal(record.get("terminal_state")) or observed.state == current_state(record):
         return record
-    return ctx.records.mark(record["id"], observed.state, message=observed.message, source="poller")
+    err_class = (observed.hint or {}).get("err_class") if observed.state == "ERROR" else None
+    return ctx.records.mark(record["id"], observed.state, message=observed.message, source="poller",
+                            err_class=err_class)
 
 
 def _instance_lost(ctx: Context, instance: str, exc: TransportError) -> JobState:
@@ -83,12 +91,22 @@ def _instance_lost(ctx: Context, instance: str, exc: TransportError) -> JobState
         raise exc from None
     if entry is None:
         return JobState("UNKNOWN", f"instance {instance} no longer exists (deleted): the container and any "
-                                   "results not uploaded are lost")
+                                   "results not uploaded are lost",
+                        hint=_lost_hint(f"instance {instance} deleted", f"brev ls: no instance {instance}",
+                                        "resubmit with --retry-of on a live instance; close this record with "
+                                        "teardown.py JOB_ID"))
     status = str(entry.get("status", "")).upper()
     if status != "RUNNING":
         return JobState("UNKNOWN", f"instance {instance} is {status}: the job's container is not running; "
-                                   "instance files survive a stop, not a delete")
+                                   "instance files survive a stop, not a delete",
+                        hint=_lost_hint(f"instance {instance} is {status}", f"brev ls: {instance} {status}",
+                                        f"poll again once {instance} is RUNNING (a stop killed the container; "
+                                        "checkpoints on its disk survive), or resubmit with --retry-of"))
     raise exc
+
+
+def _lost_hint(reason: str, evidence: str, advice: str) -> dict:
+    return {"err_class": "ERR_INFRA", "reason": reason, "advice": advice, "evidence": [evidence]}
 
 
 def observe(ctx: Context, job_id: str, log_lines: int = 0) -> dict:
@@ -106,7 +124,7 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0) -> dict:
         if outcome["answer"].get("state") != "RUNNING":
             return {**answer, **outcome["answer"]}
         record = ctx.records.load(job_id)
-        answer["backend_ref"] = record.get("backend_ref")
+        answer.update(backend_ref=record.get("backend_ref"), reconciled="adopted")
 
     if instance is None:
         raise TaoBrevError("CORRUPT_RECORD", f"job {job_id} names no instance (no sidecar, no backend ref)")
@@ -115,6 +133,8 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0) -> dict:
     try:
         result = ctx.brev.exec(instance, job_sections(token, job_id, log_lines), idempotent=True)
         observed, logs = read_job(remote.parse_sections(result.stdout, token), job_id, log_lines)
+        if result.instance_started:
+            observed = after_instance_start(observed, instance)
     except TransportError as exc:
         observed = _instance_lost(ctx, instance, exc)
     record = apply(ctx, record, observed)
@@ -125,6 +145,9 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0) -> dict:
         out["hint"] = observed.hint
     if logs is not None:
         out["logs"] = logs
+    results = results_mod.finalize(ctx, job_id)   # uploads + verifies once the job is terminal
+    if results is not None:
+        out["results"] = results
     return out
 
 
@@ -138,7 +161,8 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
         polls += 1
         out = observe(ctx, job_id, log_lines)
         if out.get("error") and out.get("state") != "RUNNING":
-            return {"ok": False, **out, "polls": polls}, 1 if out["state"] == "ERROR" else 3
+            code = CODES.get(out["error"]["code"])
+            return {"ok": False, **out, "polls": polls}, code.exit_code if code else 1
         state = out["state"]
         if not wait:
             return {"ok": True, **out, "polls": polls}, 0
@@ -184,10 +208,14 @@ def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[di
         for record in records:
             try:
                 observed, _ = read_job(sections, record["id"], 0)
+                if result.instance_started:
+                    observed = after_instance_start(observed, instance)
                 record = apply(ctx, record, observed)
+                results = results_mod.finalize(ctx, record["id"]) if record.get("terminal_state") else None
                 out.append({"job_id": record["id"], "instance": instance, "ok": True,
                             "state": record.get("terminal_state") or observed.state,
-                            "message": observed.message, **({"hint": observed.hint} if observed.hint else {})})
+                            "message": observed.message, **({"hint": observed.hint} if observed.hint else {}),
+                            **({"results": results} if results else {})})
             except TaoBrevError as exc:
                 out.append({"job_id": record["id"], "instance": instance, "ok": False, "error": exc.to_json()})
         return out

@@ -11,6 +11,15 @@ Order (record-then-launch, from the TAO bank contract):
    (never ``--rm``); it is never blindly repeated;
 5. the record is marked RUNNING with backend ref ``<instance>/<id>``.
 
+Storage tiers B and C (``staging``; ``references/storage.md``): before the
+record opens, local inputs are uploaded to a content-addressed S3 prefix
+(nothing twice); the S3 credentials travel in their own 0600 file and the
+launch round trip first copies every input from S3 to
+``~/tao-jobs/<id>/inputs/<NAME>`` with the AWS CLI carrier container, checks
+the copy, then launches with the inputs mounted read-only at ``/data/<NAME>``.
+Tier C also hands the S3 credentials (and the input / result URIs) to the job
+container itself through ``--env-file``; tier B never does.
+
 An ambiguous launch (the transport failed, so the container may or may not
 exist) is reconciled by asking the instance for the container named after the
 job id: one -> adopt it; none -> mark ERROR (ERR_INFRA), a new submit with
@@ -24,7 +33,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import bank, credentials, remote
+from .. import bank, credentials, remote, staging, storage
 from .. import routing as routing_mod
 from ..cli import Context, say
 from ..errors import TaoBrevError, TransportError
@@ -34,6 +43,7 @@ from ..transport import check_instance, refuse_secrets
 from . import reconcile
 
 MAX_SPEC_BYTES = 64 * 1024   # the spec travels inside the command string (argv limit 128 KiB)
+STAGE_TIMEOUT_S = 3600.0     # a launch round trip that first copies the inputs onto the instance
 
 
 @dataclass
@@ -102,28 +112,36 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     remote.gpus_flag(req.gpus)
     if req.storage_tier not in ("A", "B", "C"):
         raise TaoBrevError("BAD_ARGUMENT", f"--storage-tier must be A, B or C (got {req.storage_tier!r})")
-    if req.storage_tier != "A":
-        raise TaoBrevError("BAD_ARGUMENT", f"storage tier {req.storage_tier} needs S3 staging, "
-                           "which this build does not provide yet", "Use --storage-tier A with inputs on the instance.")
     resolved = bank.resolve_image(req.image, ctx.env)
     spec_text = _read_spec(req.spec)
-    mounts = _input_mounts(req.storage_tier, req.inputs)
     secret_values = credentials.collect(ctx.env, req.env_names)
     routing = routing_mod.route(req, ctx.env)
-
+    stage = Staging.plan(ctx, req)
     placeholder = f"{req.network_arch}-{req.action}-dryrun"
+    mounts = stage.mounts(placeholder) if stage else _input_mounts(req.storage_tier, req.inputs)
+    warnings = list(routing.warnings) + _credential_warnings(ctx, routing, stage)
+
+    run = _run_spec(req, resolved["image"], placeholder, routing, mounts, env_file=None)
+    script = _script(run, spec_text, _inputs_check(mounts) if not stage else "")  # checks shm size, overrides...
+    refuse_secrets(script, "submit command")
     if req.dry_run:
-        run = _run_spec(req, resolved["image"], placeholder, routing, mounts, env_file=None)
-        script = _script(run, spec_text, mounts)
-        refuse_secrets(script, "submit command")
+        if stage:
+            stage.prepare(upload=False)
+            job_file = "~/.tao-cred-<job_id>"
+            carrier_file = job_file if stage.tier == "C" else job_file + "-s3"
+            script = _script(run, spec_text, stage.checks(placeholder, resolved["image"], job_file, carrier_file))
         return {"ok": True, "dry_run": True, "job_id": None, "instance": req.instance, "state": None,
                 "backend_ref": None, "image": resolved["image"], "results_dir": routing.results_dir(placeholder),
                 "plan": [{"step": "open_record", "what": "scripts/tao_job_record.py open (mints the job id)"},
+                         *(stage.plan_steps(req.instance) if stage else []),
                          *([{"step": "copy_credentials", "what": f"brev copy <0600 file with {', '.join(req.env_names)}> "
                              f"{req.instance}:.tao-cred-<job_id>-<random>"}] if req.env_names else []),
                          {"step": "launch", "command": f"brev exec {req.instance} <script>", "script": script},
                          {"step": "mark_running", "backend_ref": f"{req.instance}/<job_id>"}],
-                "warnings": routing.warnings}, 0
+                "storage_tier": req.storage_tier, **(stage.answer() if stage else {}), "warnings": warnings}, 0
+
+    if stage:
+        stage.prepare()   # uploads before the record opens: a failed upload leaves nothing behind
 
     record = ctx.records.open(image=resolved["image"], network_arch=req.network_arch, action=req.action,
                               storage_tier=req.storage_tier, results_dir=None,
@@ -134,26 +152,39 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral,
                         results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
                                  "destination": routing.destination(job_id)},
+                        inputs=stage.answer()["inputs"] if stage else [],
                         launch={"state": "launching", "pid": os.getpid(), "started_at": now_iso()})
     answer = {"job_id": job_id, "instance": req.instance, "backend_ref": None, "image": resolved["image"],
-              "results_dir": record["results_dir"], "warnings": routing.warnings}
+              "results_dir": record["results_dir"], "storage_tier": req.storage_tier,
+              **(stage.answer() if stage else {}),
+              "results": {"kind": routing.kind, "destination": routing.destination(job_id),
+                          "instance_dir": routing.instance_dir(job_id)}, "warnings": warnings}
     say(f"submit: record {job_id} opened (PENDING); launching on {req.instance}")
 
-    env_file = None
-    if secret_values:
-        try:
+    env_file = carrier_file = None
+    try:
+        if stage:
+            env_file, carrier_file = stage.push_credentials(ctx, req.instance, job_id, secret_values,
+                                                            routing.destination(job_id))
+        elif secret_values:
             env_file = credentials.push(ctx.brev, req.instance, job_id,
                                         credentials.env_file_text(secret_values)).path
-        except TaoBrevError as exc:
-            _mark_never_launched(ctx, job_id, f"credential copy failed: {exc.message}")
-            raise
+    except TaoBrevError as exc:
+        _mark_never_launched(ctx, job_id, f"credential copy failed: {exc.message}")
+        raise
+    mounts = stage.mounts(job_id) if stage else mounts
     run = _run_spec(req, resolved["image"], job_id, routing, mounts, env_file)
+    checks = stage.checks(job_id, resolved["image"], env_file, carrier_file) if stage else _inputs_check(mounts)
     try:
-        result = ctx.brev.exec(req.instance, _script(run, spec_text, mounts))
+        result = ctx.brev.exec(req.instance, _script(run, spec_text, checks),
+                               timeout=STAGE_TIMEOUT_S if stage else None)
     except TransportError as exc:
         say(f"submit: launch of {job_id} is ambiguous ({exc.message}); asking the instance")
         outcome = reconcile.pending_launch(ctx, record, req.instance, source="agent")
         return {**answer, **outcome["answer"]}, outcome["exit_code"]
+    except TaoBrevError as exc:   # e.g. BREV_NOT_LOGGED_IN: the record stays PENDING, poll_status reconciles it
+        exc.details.setdefault("answer", {**answer, "state": "PENDING"})
+        raise
 
     out = result.stdout
     if result.ok:
@@ -166,14 +197,19 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         return {"ok": True, **answer, "state": "RUNNING", "backend_ref": backend_ref,
                 "container_id": container_id, "adopted": adopted}, 0
 
-    if result.exit_code == 4 and "TAO_IMAGE_MISSING" in out:
+    from ..docker_state import docker_error_code
+
+    docker_code = docker_error_code(result.stderr + out, default="SUBMIT_REFUSED")   # e.g. the daemon is down
+    if result.exit_code == 4 and "TAO_IMAGE_MISSING" in out and docker_code == "SUBMIT_REFUSED":
         code, why = "IMAGE_NOT_PULLED", f"image {resolved['image']} is not on {req.instance}"
     elif result.exit_code == 5 and "TAO_INPUT_MISSING" in out:
         code, why = "BAD_ARGUMENT", "input path missing on the instance: " + out.split("TAO_INPUT_MISSING", 1)[1].strip()
+    elif result.exit_code == staging.STAGE_FAILED_EXIT and "TAO_STAGE_FAILED" in out:
+        code = docker_code if docker_code in ("DISK_FULL", "DOCKER_DAEMON_DOWN") else "INPUT_STAGING_FAILED"
+        why = ("copying input " + out.split("TAO_STAGE_FAILED", 1)[1].strip() + " from S3 failed: "
+               + (result.stderr.strip()[-500:] or "no message"))
     else:
-        from ..docker_state import docker_error_code
-
-        code = docker_error_code(result.stderr + out, default="SUBMIT_REFUSED")
+        code = docker_code
         why = f"docker run failed (exit {result.exit_code}): {(result.stderr or out).strip()[-500:]}"
     _mark_never_launched(ctx, job_id, why)
     raise TaoBrevError(code, f"submit refused: {why}",
@@ -191,5 +227,74 @@ def _run_spec(req: SubmitRequest, image: str, job_id: str, routing, mounts, env_
                    env_file=env_file, mounts=tuple(mounts), overrides=tuple(req.overrides))
 
 
-def _script(run: RunSpec, spec_text: str, mounts) -> str:
-    return remote.submit_script(run, spec_text, _inputs_check(mounts))
+def _script(run: RunSpec, spec_text: str, checks: str) -> str:
+    return remote.submit_script(run, spec_text, checks)
+
+
+@dataclass
+class Staging:
+    """Tier B/C: the inputs through S3, the carrier, and who receives the S3 credentials."""
+
+    tier: str
+    settings: storage.S3Settings
+    inputs: list
+    carrier_image: str
+
+    @classmethod
+    def plan(cls, ctx: Context, req: SubmitRequest) -> "Staging | None":
+        """None for tier A. Raises MISSING_CREDENTIAL / BAD_ARGUMENT before anything moves."""
+        if req.storage_tier == "A":
+            return None
+        settings = storage.s3_settings(ctx.env, bucket=req.bucket)   # inputs: --bucket, else S3_BUCKET_NAME
+        if settings.missing():
+            raise TaoBrevError("MISSING_CREDENTIAL", f"storage tier {req.storage_tier} moves data through S3; "
+                               f"not set: {', '.join(settings.missing())}")
+        return cls(req.storage_tier, settings, staging.parse_inputs(req.inputs), staging.carrier_image(ctx.env))
+
+    def prepare(self, upload: bool = True) -> None:
+        """Put the local inputs in S3 (or, with ``upload=False``, only work out where they would go)."""
+        staging.prepare_inputs(self.settings, self.settings.bucket, self.inputs, upload=upload)
+
+    def mounts(self, job_id: str) -> list[tuple[str, str, bool]]:
+        return staging.input_mounts(job_id, self.inputs)
+
+    def push_credentials(self, ctx: Context, instance: str, job_id: str, user_values: dict,
+                         destination: str | None) -> tuple[str | None, str]:
+        """(job container env file or None, carrier env file): B keeps the S3 keys away from the job."""
+        s3_env = self.settings.container_env(legacy=self.tier == "C")
+        if self.tier == "C":
+            values = {**user_values, **s3_env, **staging.locations(self.inputs, destination)}
+            path = credentials.push(ctx.brev, instance, job_id, credentials.env_file_text(values)).path
+            return path, path
+        carrier = credentials.push(ctx.brev, instance, f"{job_id}-s3", credentials.env_file_text(s3_env)).path
+        job = (credentials.push(ctx.brev, instance, job_id, credentials.env_file_text(user_values)).path
+               if user_values else None)
+        return job, carrier
+
+    def checks(self, job_id: str, image: str, env_file: str | None, carrier_file: str) -> str:
+        """The launch script's preamble: remove the credential files on exit, copy the inputs in."""
+        carrier = staging.Carrier(self.carrier_image, carrier_file, job_id,
+                                  path_style=bool(self.settings.endpoint_url))
+        remove = list(dict.fromkeys(p for p in (env_file, carrier_file) if p))
+        return staging.fetch_script(carrier, self.inputs, image, remove=remove)
+
+    def answer(self) -> dict:
+        return {"inputs": [inp.to_json() for inp in self.inputs]}
+
+    def plan_steps(self, instance: str) -> list[dict]:
+        who = "the carrier and the job container" if self.tier == "C" else "the carrier only"
+        return [{"step": "upload_inputs", "what": "storage.upload_tree of each local input to its "
+                 "content-addressed prefix (objects already there are skipped)",
+                 "inputs": [inp.to_json() for inp in self.inputs]},
+                {"step": "copy_s3_credentials", "what": f"brev copy <0600 file with the AWS_* settings, read by "
+                 f"{who}> {instance}:.tao-cred-<job_id>-<random>"}]
+
+
+def _credential_warnings(ctx: Context, routing, stage: Staging | None) -> list[str]:
+    """Tier A with results routed to S3: the upload at the end needs credentials then."""
+    if stage is None and routing.kind == "s3":
+        missing = storage.s3_settings(ctx.env, bucket=routing.bucket).missing()
+        if missing:
+            return [f"results go to {routing.destination('<job_id>')} but {', '.join(missing)} "
+                    "is not set here: export it before poll_status.py / teardown.py upload them"]
+    return []

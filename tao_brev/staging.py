@@ -1,0 +1,341 @@
+"""Storage tiers B and C: putting inputs in S3, and the instance-side transfer commands.
+
+Laptop half (boto3, through ``storage``): :func:`prepare_inputs` uploads local
+inputs with ``storage.upload_tree`` under a CONTENT-ADDRESSED prefix
+``s3://<bucket>/inputs/<NAME>/<digest>/`` (digest = sha256 of the input's
+manifest), so submitting the same bytes again uploads nothing, and a prefix
+never holds files of another version of the input. ``s3://`` inputs are used
+where they are (listed once for their file count and size).
+
+Instance half (shell strings for ``brev exec``): a stock Brev instance has
+Docker and the NVIDIA toolkit but neither the ``aws`` CLI nor Python packages
+on the host, so every transfer runs in a CARRIER container, the official AWS
+CLI v2 image pinned in ``versions.yaml`` (``images.s3_transfer``,
+``public.ecr.aws/aws-cli/aws-cli``; its entrypoint is ``aws``, see
+https://docs.aws.amazon.com/cli/latest/userguide/getting-started-docker.html):
+
+* ``--env-file F``: the credentials (``S3Settings.container_env``: ``AWS_*``,
+  and with an endpoint the ``when_required`` checksum settings) come from the
+  0600 file of ``credentials.push``, never from argv;
+* ``--network host``: an endpoint on the instance's loopback (a MinIO on
+  127.0.0.1:9000, an SSH tunnel) is reachable, as it would be for a host tool;
+* with an endpoint, ``AWS_CONFIG_FILE`` names a small config with
+  ``s3.addressing_style = path`` (the AWS CLI has no environment variable for
+  it, and virtual-hosted names such as ``bucket.minio.local`` rarely resolve).
+
+:func:`fetch_script` copies every input to ``~/tao-jobs/<id>/inputs/<NAME>``
+(``aws s3 sync``) and checks its file count and byte total before the job may
+start; :func:`results_script` makes the results MANIFEST with ``find``,
+``stat`` and ``sha256sum`` on the host and uploads the results dir (``aws s3
+sync``, ``upload_excludes`` as ``--exclude``) in one round trip;
+:func:`parse_manifest` reads that manifest back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from . import bank, remote, storage
+from .errors import TaoBrevError
+
+CARRIER_KEY = "images.s3_transfer"
+INPUTS_PREFIX = "inputs"
+STAGE_FAILED_EXIT = 8          # the submit script's exit status when staging failed (6, 7: remote.py)
+CARRIER_CONFIG_DIR = "/tao-aws"  # where the carrier sees its AWS config (read-only mount)
+_CARRIER_CONFIG = "[default]\ns3 =\n    addressing_style = path\n"
+_MANIFEST_LINE = re.compile(r"^(\d+) (\\?)([0-9a-f]{64}) [ *](.*)$")  # text or binary mode
+
+
+def carrier_image(env) -> str:
+    """The pinned AWS CLI image: ``images.s3_transfer`` of the bank's versions.yaml, else of this bundle's
+    (a full TAO skill bank pins TAO images, not this bundle's carrier)."""
+    try:
+        return bank.resolve_image(CARRIER_KEY, env)["image"]
+    except TaoBrevError as exc:
+        if exc.code != "UNKNOWN_VERSIONS_KEY":
+            raise
+        return bank.resolve_image(CARRIER_KEY, {k: v for k, v in env.items() if k != "TAO_SKILL_BANK_PATH"})["image"]
+
+
+# ---------------------------------------------------------------- inputs
+@dataclass
+class Input:
+    """One tier B/C input: where it comes from, where it is in S3, how big it is."""
+
+    name: str
+    source: str                 # what the user passed: a local path or an s3:// URI
+    uri: str = ""               # the s3://bucket/prefix/ the instance copies from
+    files: int = 0
+    bytes: int = 0
+    upload: dict = field(default_factory=dict)  # storage.upload_tree's report (local sources)
+
+    @property
+    def container_path(self) -> str:
+        return f"{remote.CONTAINER_DATA_DIR}/{self.name}"
+
+    def to_json(self) -> dict:
+        out = {"name": self.name, "source": self.source, "uri": self.uri,
+               "container_path": self.container_path, "files": self.files, "bytes": self.bytes}
+        if self.upload:
+            out.update(uploaded=self.upload["uploaded"], skipped=self.upload["skipped"],
+                       bytes_uploaded=self.upload["bytes_uploaded"])
+        return out
+
+
+def parse_inputs(items: Sequence[str]) -> list[Input]:
+    """``SRC[=NAME]`` -> inputs (NAME defaults to the last path component); names unique.
+
+    The last ``=`` splits, and only when what follows is no path
+    (``s3://b/year=2024/`` is a source without a name).
+    """
+    inputs, seen = [], set()
+    for item in items:
+        source, sep, name = item.rpartition("=")
+        if not sep or "/" in name:
+            source, name = item, ""
+        if not source:
+            raise TaoBrevError("BAD_ARGUMENT", f"--inputs {item!r} names no source")
+        name = name or Path(source.rstrip("/")).name
+        remote.check_name(name, "input name")
+        if name in seen:
+            raise TaoBrevError("BAD_ARGUMENT", f"two inputs are named {name!r}",
+                               "Give each input its own name with SRC=NAME.")
+        seen.add(name)
+        inputs.append(Input(name=name, source=source))
+    return inputs
+
+
+def manifest_digest(manifest: Sequence[dict]) -> str:
+    """16 hex digits identifying a manifest's content (paths, sizes, sha256s)."""
+    canonical = json.dumps([[e["path"], e["size"], e["sha256"]] for e in manifest], separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def prepare_inputs(settings: storage.S3Settings, bucket: str, inputs: list[Input], upload: bool = True,
+                   progress: Optional[Callable[[str], None]] = None) -> list[Input]:
+    """Make every input available in S3 and fill in ``uri``, ``files``, ``bytes``.
+
+    A local file or directory is uploaded to
+    ``s3://<bucket>/inputs/<NAME>/<manifest digest>/`` (a file lands as
+    ``<prefix><file name>``); objects already there with the same size and
+    sha256 are skipped, so the same inputs are uploaded once. An ``s3://``
+    source is used in place and must hold at least one object. With
+    ``upload=False`` (a dry run) nothing is written.
+    """
+    for inp in inputs:
+        if inp.source.startswith("s3://"):
+            inp.uri = inp.source if inp.source.endswith("/") else inp.source + "/"
+            sizes = list_sizes(settings, inp.uri)
+            if not sizes:
+                raise TaoBrevError("BAD_ARGUMENT", f"input {inp.name}: no objects under {inp.uri}",
+                                   "Pass the S3 prefix that holds the input's files (s3://BUCKET/PREFIX/).")
+            inp.files, inp.bytes = len(sizes), sum(sizes.values())
+            continue
+        local = Path(inp.source).expanduser()
+        manifest = storage.local_manifest(local)
+        if not manifest:
+            raise TaoBrevError("BAD_ARGUMENT", f"input {inp.name}: {inp.source!r} holds no files")
+        inp.uri = f"s3://{bucket}/{INPUTS_PREFIX}/{inp.name}/{manifest_digest(manifest)}/"
+        inp.files, inp.bytes = len(manifest), sum(e["size"] for e in manifest)
+        if upload:
+            kwargs = {} if progress is None else {"progress": progress}
+            inp.upload = storage.upload_tree(settings, local, inp.uri, **kwargs)
+            inp.upload.pop("files", None)  # the manifest itself is not part of any answer
+    return inputs
+
+
+def locations(inputs: Sequence[Input], destination: Optional[str]) -> dict[str, str]:
+    """Tier C: where the job container finds its inputs and puts its results (not secret).
+
+    ``TAO_RESULTS_URI`` and ``TAO_INPUT_URI_<NAME>`` (NAME upper-cased,
+    other characters as ``_``), e.g. ``TAO_INPUT_URI_LEVIR_CD_TINY``.
+    """
+    out = {f"TAO_INPUT_URI_{re.sub(r'[^A-Z0-9]', '_', inp.name.upper())}": inp.uri for inp in inputs}
+    if destination:
+        out["TAO_RESULTS_URI"] = destination
+    return out
+
+
+def list_sizes(settings: storage.S3Settings, uri: str) -> dict[str, int]:
+    """``{relative key: size}`` of every file object under the ``s3://`` prefix ``uri`` (one paginated LIST)."""
+    bucket, prefix = storage.parse_s3_uri(uri)
+    prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
+    s3 = storage.client(settings)
+    sizes: dict[str, int] = {}
+    try:
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for obj in page.get("Contents", []) or []:
+                rel = obj["Key"][len(prefix):]
+                if rel and not rel.endswith("/"):   # "folder/" markers are no files; sync skips them
+                    sizes[rel] = obj["Size"]
+    except Exception as exc:
+        # storage's single mapping of boto3 failures to error codes (scrubbed messages)
+        raise storage._map_exception(exc, settings, f"listing {uri}") from None
+    return sizes
+
+
+# ---------------------------------------------------------------- carrier
+@dataclass(frozen=True)
+class Carrier:
+    """How to run the AWS CLI image on one instance for one job."""
+
+    image: str
+    env_file: str               # instance path of the 0600 credential file
+    job_id: str
+    path_style: bool = False    # an endpoint is set: write and use the path-style config
+
+    @property
+    def config_dir(self) -> str:
+        return remote.join(remote.job_dir(self.job_id), "aws")
+
+    def prepare(self) -> str:
+        """Shell lines that write the carrier's AWS config (only with an endpoint)."""
+        if not self.path_style:
+            return ""
+        return (f"mkdir -p {remote.rpath(self.config_dir)} || exit 3\n"
+                + remote.heredoc_file(remote.join(self.config_dir, "config"), _CARRIER_CONFIG))
+
+    def run(self, host_dir: str, mount: str, aws_args: Sequence[str], read_only: bool = False) -> str:
+        """``docker run --rm`` of the carrier with ``host_dir`` at ``mount``, running ``aws ARGS``."""
+        words = ["docker", "run", "--rm", "--network", "host", "--env-file", remote.rpath(self.env_file)]
+        if self.path_style:
+            words += ["-v", f"{remote.rpath(self.config_dir)}:{CARRIER_CONFIG_DIR}:ro",
+                      "-e", f"AWS_CONFIG_FILE={CARRIER_CONFIG_DIR}/config"]
+        words += ["-v", f"{remote.rpath(host_dir)}:{mount}{':ro' if read_only else ''}", shlex.quote(self.image)]
+        return " ".join(words + [shlex.quote(arg) for arg in aws_args])
+
+
+def remove_on_exit(paths: Sequence[str]) -> str:
+    """``trap 'rm -f F...' EXIT``: the credential files go on every path (replaces an earlier trap)."""
+    return f"trap {shlex.quote('rm -f ' + ' '.join(remote.rpath(p) for p in paths))} EXIT"
+
+
+def inputs_dir(job_id: str) -> str:
+    """Instance directory holding the staged inputs of a job (``<dir>/<NAME>``)."""
+    return remote.join(remote.job_dir(job_id), "inputs")
+
+
+def input_mounts(job_id: str, inputs: Sequence[Input]) -> list[tuple[str, str, bool]]:
+    """Read-only mounts of the staged inputs at ``/data/<NAME>``."""
+    return [(remote.join(inputs_dir(job_id), inp.name), inp.container_path, True) for inp in inputs]
+
+
+def fetch_script(carrier: Carrier, inputs: Sequence[Input], image: str, remove: Sequence[str] = ()) -> str:
+    """Shell lines run before the launch: copy every input from S3 onto the instance disk.
+
+    Guarded like the launch: when the job's container already exists
+    (``submit`` sent again), nothing is copied. The job image is checked first
+    (no copy for a launch that will be refused). Each input is then synced
+    and its file count and byte total compared with what S3 listed; a failure
+    prints ``TAO_STAGE_FAILED <name> ...`` and exits 8. ``remove`` are files
+    (the credential files) deleted on every path (``trap ... EXIT``).
+    """
+    job = carrier.job_id
+    lines = [remove_on_exit(remove)] if remove else []
+    lines += [f"if ! docker inspect --type container {shlex.quote(job)} >/dev/null 2>&1; then",
+              f"docker image inspect {shlex.quote(image)} >/dev/null 2>&1 || {{ echo TAO_IMAGE_MISSING; exit 4; }}",
+              f"mkdir -p {remote.rpath(inputs_dir(job))} || exit 3"]
+    if carrier.path_style:
+        lines.append(carrier.prepare().rstrip("\n"))
+    for inp in inputs:
+        fail = f"{{ echo TAO_STAGE_FAILED {inp.name}; exit {STAGE_FAILED_EXIT}; }}"
+        staged = remote.rpath(remote.join(inputs_dir(job), inp.name))
+        lines += [
+            carrier.run(inputs_dir(job), "/inputs", ["s3", "sync", "--only-show-errors", "--no-progress",
+                                                     inp.uri, f"/inputs/{inp.name}"]) + f" || {fail}",
+            f"set -- $(find {staged} -type f -printf '%s\\n' | awk '{{n++; b+=$1}} END {{printf \"%d %.0f\", n, b}}')",
+            f"if [ \"$1\" != {inp.files} ] || [ \"$2\" != {inp.bytes} ]; then "
+            f"echo \"TAO_STAGE_FAILED {inp.name}: $1 of {inp.files} files, $2 of {inp.bytes} bytes on the instance\"; "
+            f"exit {STAGE_FAILED_EXIT}; fi",
+        ]
+    lines.append("fi")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- results
+def aws_excludes(patterns: Sequence[str]) -> list[str]:
+    """``aws s3 sync --exclude`` arguments covering ``storage.is_excluded`` semantics.
+
+    The AWS CLI matches each pattern against the path relative to the source
+    with fnmatch (``*`` also matches ``/``); ``is_excluded`` matches the
+    relative path, the file name and every parent directory. Pattern P
+    becomes P (the path), ``*/P`` (a name at any depth), ``P/*`` and ``*/P/*``
+    (a directory). Any over-reach is harmless: a manifest file that was not
+    uploaded shows up as missing in the verification.
+    """
+    args: list[str] = []
+    for pattern in patterns:
+        pattern = pattern.strip().rstrip("/")
+        if not pattern:
+            continue
+        for form in (pattern, f"*/{pattern}", f"{pattern}/*", f"*/{pattern}/*"):
+            args += ["--exclude", form]
+    return args
+
+
+def results_script(carrier: Carrier, results_dir: str, destination: str, excludes: Sequence[str],
+                   token: str) -> str:
+    """One round trip: the results MANIFEST (section ``manifest``), then the upload (``upload``).
+
+    The manifest is made on the instance: one line per regular file,
+    ``<size> <sha256sum output>`` (sha256sum escapes names holding a backslash,
+    newline or CR and marks the line with a leading backslash); an unreadable
+    file prints ``TAO_UNREADABLE <path>``; no results dir prints
+    ``TAO_NO_RESULTS``. The credential file is removed on every path.
+    """
+    quoted = remote.rpath(results_dir)
+    hash_files = ('for f; do s=$(stat -c %s -- "$f") && h=$(sha256sum -- "$f") '
+                  '|| { printf "TAO_UNREADABLE %s\\n" "$f"; continue; }; printf "%s %s\\n" "$s" "$h"; done')
+    manifest = (f"if [ -d {quoted} ]; then cd {quoted} && "
+                f"find . -type f -exec sh -c {shlex.quote(hash_files)} sh {{}} +; else echo TAO_NO_RESULTS; fi")
+    upload = carrier.run(results_dir, "/results", ["s3", "sync", "--only-show-errors", "--no-progress",
+                                                   *aws_excludes(excludes), "/results", destination],
+                         read_only=True)
+    upload = f"if [ -d {quoted} ]; then {upload}; fi"
+    lines = [remove_on_exit([carrier.env_file])]
+    if carrier.path_style:
+        lines.append(carrier.prepare().rstrip("\n"))
+    lines += [remote.section(token, "manifest", manifest), remote.section(token, "upload", upload)]
+    return "\n".join(lines)
+
+
+@dataclass
+class InstanceManifest:
+    """What the instance reported: the files (a MANIFEST), unreadable paths, whether the dir exists."""
+
+    entries: list[dict]
+    unreadable: list[str]
+    present: bool
+
+
+def parse_manifest(text: str) -> InstanceManifest:
+    """Read the ``manifest`` section of :func:`results_script` (paths made relative, sorted)."""
+    entries, unreadable, present = [], [], True
+    for line in text.splitlines():
+        if line == "TAO_NO_RESULTS":
+            present = False
+        elif line.startswith("TAO_UNREADABLE "):
+            unreadable.append(_relative(line[len("TAO_UNREADABLE "):]))
+        else:
+            match = _MANIFEST_LINE.match(line)
+            if match:
+                size, escaped, digest, path = match.groups()
+                if escaped:
+                    path = _unescape(path)
+                entries.append({"path": _relative(path), "size": int(size), "sha256": digest})
+    return InstanceManifest(sorted(entries, key=lambda e: e["path"]), sorted(unreadable), present)
+
+
+def _relative(path: str) -> str:
+    return path[2:] if path.startswith("./") else path
+
+
+def _unescape(path: str) -> str:
+    """Undo sha256sum's escaping (GNU coreutils): ``\\\\``, ``\\n``, ``\\r``."""
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), path)

@@ -1,0 +1,218 @@
+"""Results of S3-routed jobs: upload from the instance, verify from here, before any delete.
+
+A job whose results are routed to S3 (kind ``s3``: tiers B and C, and tier A
+with a bucket) writes them on the instance disk (its results dir, mounted at
+``/results``). Once the job is terminal, :func:`finalize`:
+
+1. copies the credentials (``S3Settings.container_env``) in a 0600 file
+   (``credentials.push``, ``brev copy``);
+2. in ONE ``brev exec``: makes the MANIFEST on the instance (``find``,
+   ``stat``, ``sha256sum``) and uploads the results dir with the carrier
+   (``aws s3 sync``, ``upload_excludes`` honoured) - ``staging.results_script``;
+3. verifies from this machine with boto3 (``storage.verify_against_manifest``:
+   every manifest entry present with the same size and sha256), the
+   ``upload_excludes`` taken out of the manifest first;
+4. records the outcome in the sidecar (``results``: uploaded, verified,
+   files, bytes, missing, mismatched, unreadable, error) and the manifest in
+   ``$TAO_STATE_DIR/brev/manifests/<id>.json``. A later run merges its
+   manifest into that one: a file once listed stays required, so a result
+   lost both in S3 and on the instance is reported, never forgotten.
+
+It is idempotent: verified results are never uploaded again. Callers:
+``poll_status`` when it sees the job terminal, ``teardown`` after removing the
+container. Before an instance is deleted, :func:`recheck` LISTs the
+destination of every verified job on it (no download): an object lost since
+the verification makes the results unverified again and blocks the delete;
+the next poll or teardown uploads them again from the instance.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from .. import credentials, remote, staging, storage
+from ..cli import Context, say
+from ..errors import TaoBrevError
+from ..fsio import atomic_write_json
+from ..records import is_terminal, now_iso
+
+RESULTS_TIMEOUT_S = 3600.0   # one round trip uploads the whole results dir
+LISTED = 20                  # file names shown in answers and messages
+NEVER_RAN = ("refused", "never_launched")   # sidecar launch states of a job that wrote nothing
+
+
+def summary(results: dict) -> dict:
+    """The ``results`` object of an answer, from the sidecar's ``results``."""
+    out = {"kind": results.get("kind"), "destination": results.get("destination"),
+           "instance_dir": results.get("instance_dir")}
+    if results.get("kind") == "s3":
+        out.update(uploaded=bool(results.get("uploaded")), verified=bool(results.get("verified")))
+        for key in ("files", "bytes", "excluded", "verified_at", "note"):
+            if key in results:
+                out[key] = results[key]
+        for key in ("missing", "mismatched", "unreadable"):
+            out[key] = list(results.get(key) or [])[:LISTED]
+        if results.get("error"):
+            out["error"] = results["error"]
+    return out
+
+
+def describe_loss(results: dict) -> str:
+    """``missing a, b; mismatched c`` (or the last error) for blockers and messages."""
+    parts = []
+    for key in ("missing", "mismatched", "unreadable"):
+        names = list(results.get(key) or [])
+        if names:
+            more = f" (+{len(names) - LISTED} more)" if len(names) > LISTED else ""
+            parts.append(f"{key} {', '.join(names[:LISTED])}{more}")
+    if not parts and results.get("error"):
+        parts.append(results["error"].get("message", ""))
+    return "; ".join(parts) or "not uploaded yet"
+
+
+def finalize(ctx: Context, job_id: str) -> Optional[dict]:
+    """Upload and verify the results of a terminal S3-routed job, once. Returns :func:`summary`.
+
+    Never raises for S3 or transport trouble: the failure is recorded in the
+    sidecar (``results.error``) and in the summary, the results stay
+    unverified, and the next call tries again. None for a job without
+    results routing (no sidecar).
+    """
+    sidecar = ctx.sidecars.load(job_id)
+    results = sidecar.get("results") or {}
+    if not results:
+        return None
+    if results.get("kind") != "s3" or results.get("verified"):
+        return summary(results)
+    record = ctx.records.load(job_id)
+    if not is_terminal(record.get("terminal_state")):
+        return summary(results)
+    if (sidecar.get("launch") or {}).get("state") in NEVER_RAN:
+        return summary(ctx.sidecars.update(job_id, results={
+            "uploaded": False, "verified": True, "files": 0, "bytes": 0, "error": None,
+            "verified_at": now_iso(), "note": "never launched: nothing to upload"})["results"])
+    try:
+        results = _upload_and_verify(ctx, job_id, sidecar, record)
+    except TaoBrevError as exc:
+        say(f"results {job_id}: {exc.message}")
+        results = ctx.sidecars.update(job_id, results={"verified": False, "error": exc.to_json(),
+                                                       "checked_at": now_iso()})["results"]
+    return summary(results)
+
+
+def _upload_and_verify(ctx: Context, job_id: str, sidecar: dict, record: dict) -> dict:
+    results = sidecar["results"]
+    destination = results["destination"]
+    settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(destination)[0])
+    if settings.missing():
+        raise TaoBrevError("MISSING_CREDENTIAL", f"S3 credentials needed to upload the results of {job_id} "
+                           f"are not set: {', '.join(settings.missing())}")
+    excludes = list(record.get("upload_excludes") or [])
+    reported, upload_error = _upload(ctx, job_id, sidecar["instance"], results["instance_dir"], destination,
+                                     settings, excludes)
+    kept = [e for e in reported.entries if not storage.is_excluded(e["path"], excludes)]
+    manifest = _merge(_load_manifest(ctx, job_id) or [], kept)
+    _save_manifest(ctx, job_id, manifest)
+
+    report = storage.verify_against_manifest(settings, destination, manifest)
+    mismatched = [m["path"] for m in report["mismatched"]]
+    verified = report["verified"] and not reported.unreadable and upload_error is None
+    update = {"uploaded": upload_error is None and reported.present, "verified": verified,
+              "files": report["files"], "bytes": report["bytes"], "excluded": len(reported.entries) - len(kept),
+              "missing": report["missing"], "mismatched": mismatched, "unreadable": reported.unreadable,
+              "error": upload_error, "checked_at": now_iso()}
+    if verified:
+        update["verified_at"] = update["checked_at"]
+    elif upload_error is None:
+        update["error"] = TaoBrevError("S3_VERIFY_FAILED", f"{destination}: {describe_loss(update)}").to_json()
+    say(f"results {job_id}: {report['files']} files, {report['bytes']} bytes in {destination}: "
+        + ("verified" if verified else f"NOT verified ({describe_loss(update)})"))
+    return ctx.sidecars.update(job_id, results=update)["results"]
+
+
+def _upload(ctx: Context, job_id: str, instance: str, results_dir: str, destination: str,
+            settings: storage.S3Settings, excludes: list[str]) -> tuple[staging.InstanceManifest, Optional[dict]]:
+    """The one round trip: (the instance's manifest, the upload's error as JSON or None)."""
+    say(f"results {job_id}: uploading {results_dir} on {instance} to {destination}")
+    cred = credentials.push(ctx.brev, instance, f"{job_id}-results",
+                            credentials.env_file_text(settings.container_env()))
+    carrier = staging.Carrier(staging.carrier_image(ctx.env), cred.path, job_id,
+                              path_style=bool(settings.endpoint_url))
+    token = remote.new_token()
+    done = ctx.brev.exec(instance, staging.results_script(carrier, results_dir, destination, excludes, token),
+                         timeout=RESULTS_TIMEOUT_S)
+    sections = remote.parse_sections(done.stdout, token)
+    if "manifest" not in sections or "upload" not in sections:
+        raise TaoBrevError("RESULTS_UPLOAD_FAILED", f"incomplete answer from {instance} while uploading "
+                           f"the results of {job_id} (exit {done.exit_code})")
+    upload = sections["upload"]
+    error = None
+    if upload.exit_code != 0:
+        error = TaoBrevError("RESULTS_UPLOAD_FAILED", f"aws s3 sync on {instance} exited {upload.exit_code}: "
+                             f"{upload.output.strip()[-500:]}").to_json()
+    return staging.parse_manifest(sections["manifest"].output), error
+
+
+def recheck(ctx: Context, job_id: str) -> dict:
+    """LIST the destination of verified results; a lost or resized object unverifies them.
+
+    Cheap (no download): catches objects deleted or truncated since the
+    verification (a lifecycle rule, another job, a hand). Returns the
+    sidecar's (possibly updated) ``results``. Raises the storage error when
+    the store cannot be listed (the verified state is then left as it was).
+    """
+    sidecar = ctx.sidecars.load(job_id)
+    results = sidecar.get("results") or {}
+    if results.get("kind") != "s3" or not results.get("verified"):
+        return results
+    manifest = _load_manifest(ctx, job_id)
+    if manifest is None:
+        return results
+    settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(results["destination"])[0])
+    listed = staging.list_sizes(settings, results["destination"])
+    missing = [e["path"] for e in manifest if e["path"] not in listed]
+    resized = [e["path"] for e in manifest if e["path"] in listed and listed[e["path"]] != e["size"]]
+    if not missing and not resized:
+        return results
+    error = TaoBrevError("S3_VERIFY_FAILED", f"{results['destination']} changed after its verification: "
+                         + describe_loss({"missing": missing, "mismatched": resized})).to_json()
+    return ctx.sidecars.update(job_id, results={"verified": False, "missing": missing, "mismatched": resized,
+                                                "error": error, "checked_at": now_iso()})["results"]
+
+
+def recheck_instance(ctx: Context, instance: str) -> list[str]:
+    """:func:`recheck` every job on ``instance``; the jobs whose store could not be listed, as blockers."""
+    problems = []
+    for side in ctx.sidecars.all():
+        if side.get("instance") == instance and side.get("job_id"):
+            try:
+                recheck(ctx, side["job_id"])
+            except TaoBrevError as exc:
+                problems.append(f"job {side['job_id']}: results could not be listed again: {exc.message}")
+    return problems
+
+
+def _merge(previous: list[dict], current: list[dict]) -> list[dict]:
+    """A file once in the manifest stays required (gone from the instance since, it must be in S3);
+    the instance's current size and sha256 win for a path it still has."""
+    merged = {e["path"]: e for e in previous}
+    merged.update((e["path"], e) for e in current)
+    return [merged[path] for path in sorted(merged)]
+
+
+def _manifest_path(ctx: Context, job_id: str):
+    return ctx.state_root / "brev" / "manifests" / f"{job_id}.json"
+
+
+def _save_manifest(ctx: Context, job_id: str, manifest: list[dict]) -> None:
+    path = _manifest_path(ctx, job_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, manifest)
+
+
+def _load_manifest(ctx: Context, job_id: str) -> Optional[list[dict]]:
+    try:
+        return json.loads(_manifest_path(ctx, job_id).read_text())
+    except (OSError, ValueError):
+        return None

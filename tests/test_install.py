@@ -1,0 +1,301 @@
+"""install.sh, end to end, in a temporary HOME: install for each agent, run an
+installed script with nothing but PATH, reinstall, --check, uninstall; the same
+from an unpacked archive of the bundle.
+
+Invariant: an installed copy works from a clean environment - its scripts find
+their isolated Python environment by themselves - and install.sh never reads
+or stores a credential.
+
+Creating the environment (venv + pip install of PyYAML, jsonschema, boto3) is
+the slow part and needs the package index, so the whole module shares ONE
+environment (module-scoped XDG_DATA_HOME) and the real pip cache; every later
+install only re-checks it. The tests run in file order and build on each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = "tao-run-on-brev"
+TARGETS = {"--claude": ".claude/skills", "--codex": ".codex/skills", "--agents": ".agents/skills"}
+# Credential values in the installer's environment: made at run time, so no file holds them by chance.
+SENTINELS = {"NGC_KEY": "nvapi-" + uuid.uuid4().hex, "BREV_API_TOKEN": "brev-" + uuid.uuid4().hex,
+             "AWS_SECRET_ACCESS_KEY": uuid.uuid4().hex + uuid.uuid4().hex[:8]}
+pytestmark = pytest.mark.slow
+
+
+def _bundle_items() -> list[str]:
+    """The BUNDLE list of install.sh: what a copy and an archive contain."""
+    match = re.search(r"^BUNDLE=\(([^)]*)\)", (ROOT / "install.sh").read_text(), re.M)
+    assert match, "install.sh defines BUNDLE=(...)"
+    return match.group(1).split()
+
+
+def _pip_cache() -> str:
+    if os.environ.get("PIP_CACHE_DIR"):
+        return os.environ["PIP_CACHE_DIR"]
+    done = subprocess.run([sys.executable, "-m", "pip", "cache", "dir"], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else str(Path.home() / ".cache" / "pip")
+
+
+class Sandbox:
+    """A fake user: HOME, XDG_DATA_HOME (the shared environment) and the install env."""
+
+    def __init__(self, base: Path):
+        self.base = base
+        self.xdg = base / "xdg"
+        self.home = base / "home"
+        self.home.mkdir(parents=True, exist_ok=True)
+        keep = {k: v for k, v in os.environ.items() if k.startswith("PIP_") or k in ("PATH", "LANG", "TMPDIR")}
+        self.env = {**keep, "HOME": str(self.home), "XDG_DATA_HOME": str(self.xdg),
+                    "PIP_CACHE_DIR": _pip_cache(), "PIP_DISABLE_PIP_VERSION_CHECK": "1", **SENTINELS}
+        self.env.pop("PIP_REQUIRE_VIRTUALENV", None)
+
+    @property
+    def venv(self) -> Path:
+        return self.xdg / NAME / "venv"
+
+    def dest(self, flag: str, home: Path | None = None) -> Path:
+        return (home or self.home) / TARGETS[flag] / NAME
+
+    def install(self, *args: str, src: Path = ROOT, home: Path | None = None, timeout: float = 240):
+        env = {**self.env, "HOME": str(home or self.home)}
+        return subprocess.run(["bash", str(src / "install.sh"), *args], env=env, capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def _bare_python_dir(base: Path) -> Path:
+    """A bin dir whose python3 has none of the dependencies (a venv without pip):
+    an installed script started with it works only if it finds its own environment."""
+    bare = base / "bare"
+    if not (bare / "bin" / "python3").exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    assert subprocess.run([str(bare / "bin" / "python3"), "-c", "import yaml"], capture_output=True).returncode != 0
+    return bare / "bin"
+
+
+def run_installed(dest: Path, script: str, *args: str, path_dirs=(), cwd: Path | None = None, **env):
+    """Run an installed script with a clean environment: PATH only (plus ``env``)."""
+    path = os.pathsep.join([*map(str, path_dirs), "/usr/bin", "/bin"])
+    return subprocess.run([str(dest / "scripts" / script), *args], env={"PATH": path, **env}, capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL, cwd=cwd or dest)
+
+
+def tree_digest(path: Path) -> dict[str, str]:
+    """relative path -> sha256 (symlinks: their target), to compare installs."""
+    out = {}
+    for item in sorted(path.rglob("*")):
+        rel = str(item.relative_to(path))
+        if "__pycache__" in item.parts:        # bytecode written by running the scripts
+            continue
+        if item.is_symlink():
+            out[rel] = "-> " + os.readlink(item)
+        elif item.is_file():
+            out[rel] = hashlib.sha256(item.read_bytes()).hexdigest()
+    return out
+
+
+@pytest.fixture(scope="module")
+def box(tmp_path_factory):
+    """One sandbox for the module; its first install creates the one environment."""
+    sandbox = Sandbox(tmp_path_factory.mktemp("install"))
+    done = sandbox.install("--claude")
+    assert done.returncode == 0, done.stderr
+    assert (sandbox.venv / "bin" / "python").exists()
+    sandbox.first_install = done
+    return sandbox
+
+
+# -- usage --------------------------------------------------------------------
+def test_help_and_bad_usage():
+    help_ = subprocess.run(["bash", str(ROOT / "install.sh"), "--help"], capture_output=True, text=True)
+    assert help_.returncode == 0 and "usage: install.sh" in help_.stdout
+    for flag in ("--claude", "--codex", "--agents", "--local", "--dev", "--uninstall", "--check", "--python"):
+        assert flag in help_.stdout
+    for bad in (["--bogus"], ["--python"], ["--check", "--uninstall"]):
+        done = subprocess.run(["bash", str(ROOT / "install.sh"), *bad], capture_output=True, text=True,
+                              env={"PATH": os.environ["PATH"], "HOME": "/nonexistent"})
+        assert done.returncode == 2, (bad, done)
+        assert done.stderr.startswith("install.sh: "), done.stderr
+
+
+def test_install_sh_started_with_sh_reexecs_with_bash():
+    if not Path("/bin/sh").exists():
+        pytest.skip("no /bin/sh")
+    done = subprocess.run(["/bin/sh", str(ROOT / "install.sh"), "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "usage: install.sh" in done.stdout, done
+
+
+def test_every_bundle_item_exists():
+    missing = [item for item in _bundle_items() if not (ROOT / item).exists()]
+    assert not missing, f"install.sh BUNDLE names files that do not exist: {missing}"
+
+
+# -- install from the checkout --------------------------------------------------------
+def test_install_for_claude_copies_the_bundle_and_links_the_environment(box):
+    dest = box.dest("--claude")
+    assert (dest / "SKILL.md").is_file() and (dest / "LICENSE").is_file()
+    assert os.readlink(dest / ".venv") == str(box.venv)
+    for item in _bundle_items():
+        assert (dest / item).exists(), item
+    assert not list(dest.rglob("__pycache__")) and not (dest / ".git").exists() and not (dest / "bench").exists()
+    assert all(os.access(p, os.X_OK) for p in (dest / "scripts").glob("*.py"))
+    # the Agent Skills rule: the name in the front matter is the directory's name
+    front = yaml.safe_load((dest / "SKILL.md").read_text().split("---\n")[1])
+    assert front["name"] == dest.name
+    assert "installed " + str(dest) in box.first_install.stderr
+    assert not box.dest("--codex").exists() and not box.dest("--agents").exists()
+
+
+def test_installed_script_runs_with_only_path(box, tmp_path):
+    dest = box.dest("--claude")
+    done = run_installed(dest, "preflight.py", "--help")
+    assert done.returncode == 0, done
+    assert "usage: preflight.py" in done.stdout and "--instance" in done.stdout
+    # with a python3 that lacks the dependencies first on PATH, a script that needs
+    # PyYAML still works: _bootstrap re-executes it with <install>/.venv/bin/python
+    spec = tmp_path / "train.yaml"
+    shutil.copy(dest / "examples" / "visual_changenet" / "train.yaml", spec)
+    dry = run_installed(dest, "submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt",
+                        "--network-arch", "visual_changenet", "--action", "train", "--spec", str(spec),
+                        "--inputs", "~/data=data", "--dry-run", path_dirs=[_bare_python_dir(tmp_path)], cwd=tmp_path,
+                        HOME=str(tmp_path))
+    assert dry.returncode == 0, dry
+    assert '"dry_run": true' in dry.stdout
+    lint = run_installed(dest, "redact_secrets.py", "lint", str(dest / "SKILL.md"))
+    assert lint.returncode == 0, lint
+
+
+def test_check_reports_the_install(box):
+    done = box.install("--check")
+    assert done.returncode == 0, done
+    dest = box.dest("--claude")
+    assert re.search(rf"^installed  {re.escape(str(dest))}  version \S+  python \S+, environment ok \(.*\)$",
+                     done.stdout, re.M), done.stdout
+    assert f"absent     {box.dest('--codex')}" in done.stdout
+    # a broken environment is reported, with exit 1
+    site = box.venv / "lib"
+    yaml_dirs = [p for p in site.glob("python*/site-packages/yaml")]
+    assert yaml_dirs
+    hidden = yaml_dirs[0].with_name("yaml.hidden")
+    yaml_dirs[0].rename(hidden)
+    try:
+        broken = box.install("--check", "--claude")
+        assert broken.returncode == 1 and "environment BROKEN" in broken.stdout, broken
+    finally:
+        hidden.rename(yaml_dirs[0])
+
+
+def test_reinstall_is_idempotent_and_replaces_stale_files(box):
+    dest = box.dest("--claude")
+    before = tree_digest(dest)
+    venv_cfg = (box.venv / "pyvenv.cfg").stat()
+    (dest / "scripts" / "stale.py").write_text("# left over from an old version\n")
+    done = box.install("--claude")
+    assert done.returncode == 0, done.stderr
+    assert "creating the Python" not in done.stderr          # the environment is reused, not rebuilt
+    assert (box.venv / "pyvenv.cfg").stat().st_mtime_ns == venv_cfg.st_mtime_ns
+    assert tree_digest(dest) == before                       # same files, stale one gone
+    assert not list(dest.parent.glob(f".{NAME}.*")), "temporary copy left behind"
+
+
+def test_install_for_all_agents_then_check(box):
+    done = box.install()
+    assert done.returncode == 0, done.stderr
+    for flag in TARGETS:
+        assert (box.dest(flag) / "SKILL.md").is_file(), flag
+        assert run_installed(box.dest(flag), "poll_status.py", "--help").returncode == 0
+    check = box.install("--check")
+    assert check.returncode == 0 and check.stdout.count("environment ok") == 3, check.stdout
+
+
+def test_a_symlinked_install_is_left_alone(box, tmp_path):
+    linked = box.home / ".codex" / "skills" / NAME
+    (box.home / ".codex" / "skills").mkdir(parents=True, exist_ok=True)
+    if linked.exists():
+        shutil.rmtree(linked)
+    linked.symlink_to(ROOT)
+    try:
+        done = box.install("--codex")
+        assert done.returncode == 0 and "skipped" in done.stderr, done
+        assert linked.is_symlink() and os.readlink(linked) == str(ROOT)
+    finally:
+        linked.unlink()
+
+
+def test_install_never_stores_or_prints_a_credential(box):
+    outputs = box.first_install.stdout + box.first_install.stderr
+    for value in SENTINELS.values():
+        assert value not in outputs
+        for flag in TARGETS:
+            for path in box.dest(flag).rglob("*"):
+                if path.is_file() and not path.is_symlink():
+                    assert value.encode() not in path.read_bytes(), path
+        assert value.encode() not in (box.venv / "pyvenv.cfg").read_bytes()
+
+
+# -- install from an unpacked archive of the bundle ------------------------------------
+@pytest.fixture(scope="module")
+def unpacked(tmp_path_factory):
+    """The working tree's bundle files as a release tarball (git archive would miss
+    uncommitted files), unpacked somewhere else."""
+    base = tmp_path_factory.mktemp("archive")
+    tarball = base / f"{NAME}.tar.gz"
+
+    def keep(info: tarfile.TarInfo):
+        parts = Path(info.name).parts
+        if any(p in ("__pycache__", ".pytest_cache", ".venv") or p.endswith(".pyc") for p in parts):
+            return None
+        return info
+
+    with tarfile.open(tarball, "w:gz") as tar:
+        for item in _bundle_items():
+            tar.add(ROOT / item, arcname=f"{NAME}-release/{item}", filter=keep)
+    with tarfile.open(tarball) as tar:
+        tar.extractall(base / "unpacked")
+    src = base / "unpacked" / f"{NAME}-release"
+    assert (src / "install.sh").is_file() and not (src / ".git").exists()
+    return src
+
+
+def test_install_from_an_unpacked_archive(box, unpacked):
+    done = box.install("--agents", src=unpacked)
+    assert done.returncode == 0, done.stderr
+    assert "creating the Python" not in done.stderr          # the shared environment is reused
+    dest = box.dest("--agents")
+    assert (dest / "SKILL.md").read_text() == (ROOT / "SKILL.md").read_text()
+    assert tree_digest(dest) == {k: v for k, v in tree_digest(box.dest("--claude")).items()}
+    ran = run_installed(dest, "teardown.py", "--help")
+    assert ran.returncode == 0 and "usage: teardown.py" in ran.stdout, ran
+    again = box.install("--agents", src=unpacked)
+    assert again.returncode == 0, again.stderr
+    check = box.install("--check", "--agents", src=unpacked)
+    assert check.returncode == 0 and "environment ok" in check.stdout, check
+    assert not list(unpacked.rglob("*.egg-info")) and not (unpacked / "build").exists(), "install.sh littered the source"
+    gone = box.install("--uninstall", "--agents", src=unpacked)
+    assert gone.returncode == 0 and not dest.exists()
+    assert box.venv.exists(), "the environment is shared with the --claude install"
+
+
+def test_uninstall_one_keeps_the_environment_then_all_remove_it(box):
+    done = box.install("--uninstall", "--codex")
+    assert done.returncode == 0, done.stderr
+    assert not box.dest("--codex").exists() and box.dest("--claude").exists() and box.venv.exists()
+    done = box.install("--uninstall")
+    assert done.returncode == 0, done.stderr
+    assert not any(box.dest(flag).exists() for flag in TARGETS)
+    assert not (box.xdg / NAME).exists()
+    check = box.install("--check")
+    assert check.returncode == 1 and "absent" in check.stdout

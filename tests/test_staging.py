@@ -1,0 +1,263 @@
+"""Storage tiers B and C end to end: the simulated Brev instance plus a real S3 server (moto).
+
+Inputs go laptop -> S3 -> instance disk (the AWS CLI carrier container), the
+job runs, its results go instance -> S3 and are verified from the laptop;
+teardown refuses to delete an instance whose results are not (or no longer)
+verified. No AWS key value may reach any argv or any output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLE_DATA, validate
+from tao_brev import staging, storage
+from tao_brev.errors import TaoBrevError
+from tests.s3server import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY
+
+MiB = 2**20
+CARRIER = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
+SECRETS = (FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY)
+
+
+class S3World:
+    """The simulator world plus a bucket, the S3 settings in the shell env, and output bookkeeping."""
+
+    def __init__(self, world, s3_server, bucket: str):
+        self.world, self.sim, self.bucket = world, world.sim, bucket
+        self.s3 = s3_server["server"].boto_client()
+        world.env.update(s3_server["env"], S3_BUCKET_NAME=bucket)
+        self.outputs: list[str] = []
+
+    def run(self, script: str, *args: str, schema: str | None = None):
+        before = self.sim.exec_count()
+        result = self.world.run(script, *args)
+        result.execs = self.sim.exec_count() - before
+        self.outputs += [result.stdout, result.stderr]
+        if schema:
+            assert result.json is not None, result
+            validate(schema, result.json)
+        return result
+
+    def submit(self, tier: str, dataset: Path, *extra: str, simulate: dict | None = None):
+        spec = self.world.spec({"epoch_seconds": 0.02, **(simulate or {})})
+        return self.run("submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt",
+                        "--network-arch", "visual_changenet", "--action", "train", "--spec", str(spec),
+                        "--storage-tier", tier, "--inputs", f"{dataset}=levir_cd_tiny", *extra, schema="submit")
+
+    def wait(self, job_id: str):
+        return self.run("poll_status.py", job_id, "--wait", "--interval", "0.2", "--timeout", "60",
+                        schema="poll_status")
+
+    def keys(self, prefix: str) -> dict[str, int]:
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        return {o["Key"][len(prefix):]: o["Size"] for page in pages for o in page.get("Contents", [])}
+
+    def staged(self, job_id: str) -> Path:
+        return self.sim.instance_home("box") / "tao-jobs" / job_id / "inputs" / "levir_cd_tiny"
+
+    def results_dir(self, job_id: str) -> Path:
+        return self.sim.instance_home("box") / "tao-results" / job_id
+
+    def assert_no_secret_anywhere(self) -> None:
+        audit = self.sim.audit_text()
+        for secret in SECRETS:
+            assert secret not in audit, "an AWS credential reached an argv"
+            for text in self.outputs:
+                assert secret not in text, "an AWS credential reached a script's output"
+
+
+@pytest.fixture
+def s3world(world, s3_server):
+    world.sim.add_image(CARRIER, size_bytes=130_000_000)
+    return S3World(world, s3_server, s3_server["create_bucket"]())
+
+
+@pytest.fixture
+def dataset(tmp_path) -> Path:
+    """The tiny LEVIR-CD tree plus a file over the multipart threshold, an empty file, spaces, depth."""
+    root = tmp_path / "levir_cd_tiny"
+    shutil.copytree(EXAMPLE_DATA, root)
+    (root / "big.bin").write_bytes(os.urandom(9 * MiB))       # > 8 MiB: multipart both ways
+    (root / "empty.txt").write_bytes(b"")
+    (root / "with space").mkdir()
+    (root / "with space" / "my file 1.txt").write_bytes(b"hello spaces\n")
+    (root / "deep" / "a" / "b").mkdir(parents=True)
+    (root / "deep" / "a" / "b" / "c.txt").write_bytes(b"nested\n")
+    return root
+
+
+def env_seen(s3world: S3World, job_id: str) -> dict:
+    return json.loads((s3world.results_dir(job_id) / "env_seen.json").read_text())
+
+
+def test_tier_b_stages_inputs_verifies_results_and_guards_the_instance(s3world, dataset):
+    sub = s3world.submit("B", dataset, "--upload-exclude", "status.json",
+                         simulate={"write_env_hashes": ["AWS_ACCESS_KEY_ID"]})
+    assert sub.code == 0, sub
+    job = sub.json["job_id"]
+    assert sub.execs == 1                                    # staging + launch in one round trip
+    [staged_input] = sub.json["inputs"]
+    assert staged_input["uploaded"] == staged_input["files"] == len(storage.local_manifest(dataset))
+    assert staged_input["uri"].startswith(f"s3://{s3world.bucket}/inputs/levir_cd_tiny/")
+    assert staged_input["container_path"] == "/data/levir_cd_tiny"
+    assert storage.local_manifest(s3world.staged(job)) == storage.local_manifest(dataset)  # byte-identical
+
+    wait = s3world.wait(job)
+    assert wait.code == 0 and wait.json["state"] == "COMPLETE", wait
+    results = wait.json["results"]
+    assert results["kind"] == "s3" and results["uploaded"] and results["verified"], results
+    assert results["excluded"] == 1 and results["missing"] == [] and results["files"] >= 4
+    assert wait.execs == wait.json["polls"] + 1              # one more round trip: manifest + upload
+    uploaded = s3world.keys(f"results/{job}/")
+    assert "train/model_epoch_002.pth" in uploaded and "train/status.json" not in uploaded
+    assert env_seen(s3world, job) == {"AWS_ACCESS_KEY_ID": None}   # tier B keeps the keys from the job
+
+    again = s3world.run("poll_status.py", job, schema="poll_status")
+    assert again.execs == 1 and again.json["results"]["verified"]  # verified results: not uploaded twice
+
+    # The same inputs again: nothing is uploaded twice.
+    resub = s3world.submit("B", dataset, simulate={"hang": True})
+    assert resub.code == 0, resub
+    assert resub.json["inputs"][0]["uri"] == staged_input["uri"]
+    assert (resub.json["inputs"][0]["uploaded"], resub.json["inputs"][0]["bytes_uploaded"]) == (0, 0)
+    cancel = s3world.run("teardown.py", resub.json["job_id"], schema="teardown")
+    assert cancel.code == 0 and cancel.json["state"] == "CANCELED" and cancel.json["results"]["verified"], cancel
+
+    # A result lost in S3 after its verification (and cleaned up on the instance, so no upload can
+    # bring it back) blocks the delete and is named; --force deletes anyway.
+    s3world.s3.delete_object(Bucket=s3world.bucket, Key=f"results/{job}/train/model_epoch_001.pth")
+    (s3world.results_dir(job) / "train" / "model_epoch_001.pth").unlink()
+    refused = s3world.run("teardown.py", job, "--delete-instance", schema="teardown")
+    assert refused.code == 1 and refused.json["error"]["code"] == "INSTANCE_DELETE_REFUSED", refused
+    assert any("train/model_epoch_001.pth" in b for b in refused.json["blockers"])
+    assert "--force" in refused.json["error"]["fix"]
+    assert refused.json["results"]["verified"] is False
+    assert s3world.sim.world.instance("box") is not None
+    forced = s3world.run("teardown.py", job, "--delete-instance", "--force", schema="teardown")
+    assert forced.code == 0 and forced.json["instance_deleted"] and forced.json["forced"], forced
+    assert forced.json["results"]["missing"] == ["train/model_epoch_001.pth"]
+    assert s3world.sim.world.instance("box") is None
+    s3world.assert_no_secret_anywhere()
+
+
+def test_tier_c_gives_the_container_its_credentials_and_repairs_a_loss(s3world, dataset):
+    names = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "TAO_RESULTS_URI", "TAO_INPUT_URI_LEVIR_CD_TINY"]
+    sub = s3world.submit("C", dataset, simulate={"write_env_hashes": names})
+    assert sub.code == 0 and sub.execs == 1, sub
+    job = sub.json["job_id"]
+    assert storage.local_manifest(s3world.staged(job)) == storage.local_manifest(dataset)
+
+    wait = s3world.wait(job)
+    assert wait.code == 0 and wait.json["results"]["verified"], wait
+    seen = env_seen(s3world, job)                             # hashes only: the values never leave the container
+    expected = {"AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY_ID, "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_ACCESS_KEY,
+                "TAO_RESULTS_URI": f"s3://{s3world.bucket}/results/{job}/",
+                "TAO_INPUT_URI_LEVIR_CD_TINY": sub.json["inputs"][0]["uri"]}
+    import hashlib
+    assert seen == {k: hashlib.sha256(v.encode()).hexdigest() for k, v in expected.items()}
+    assert "env_seen.json" in s3world.keys(f"results/{job}/")
+
+    # A loss is caught before the delete; the next teardown uploads it again from the instance.
+    s3world.s3.delete_object(Bucket=s3world.bucket, Key=f"results/{job}/train/model_epoch_000.pth")
+    refused = s3world.run("teardown.py", job, "--delete-instance", schema="teardown")
+    assert refused.code == 1 and any("train/model_epoch_000.pth" in b for b in refused.json["blockers"]), refused
+    repaired = s3world.run("teardown.py", job, "--delete-instance", schema="teardown")
+    assert repaired.code == 0 and repaired.json["instance_deleted"], repaired
+    assert repaired.json["results"]["verified"] and "forced" in repaired.json and not repaired.json["forced"]
+    assert "train/model_epoch_000.pth" in s3world.keys(f"results/{job}/")
+    s3world.assert_no_secret_anywhere()
+
+
+def test_s3_inputs_dry_run_and_refusals(s3world, dataset):
+    s3world.s3.put_object(Bucket=s3world.bucket, Key="shared/levir/A/x.png", Body=b"png")
+    common = ["--instance", "box", "--image", "images.tao_toolkit.pyt", "--network-arch", "visual_changenet",
+              "--action", "train", "--spec", str(s3world.world.spec({"epoch_seconds": 0.01}))]
+
+    dry = s3world.run("submit.py", *common, "--storage-tier", "B", "--inputs", str(dataset), "--dry-run",
+                      schema="submit")
+    assert dry.code == 0 and dry.execs == 0 and s3world.keys("inputs/") == {}, dry
+    assert [s["step"] for s in dry.json["plan"]][:3] == ["open_record", "upload_inputs", "copy_s3_credentials"]
+    assert "s3 sync" in dry.json["plan"][-2]["script"]
+
+    empty = s3world.run("submit.py", *common, "--storage-tier", "B", "--inputs",
+                        f"s3://{s3world.bucket}/nothing/=levir_cd_tiny", schema="submit")
+    assert empty.code == 2 and empty.json["error"]["code"] == "BAD_ARGUMENT" and empty.execs == 0
+    assert s3world.run("tao_job_record.py", "list").stdout == ""    # bad input opens no record
+
+    # The carrier cannot be pulled: the copy fails before the launch, which never happens.
+    s3world.sim.add_image(CARRIER, size_bytes=130_000_000, pull_fails="toomanyrequests: rate limit")
+    failed = s3world.run("submit.py", *common, "--storage-tier", "B", "--inputs",
+                         f"s3://{s3world.bucket}/shared/levir=levir_cd_tiny", schema="submit")
+    assert failed.code == 1 and failed.json["error"]["code"] == "INPUT_STAGING_FAILED", failed
+    assert "toomanyrequests" in failed.json["error"]["message"]
+    assert s3world.sim.container("box", failed.json["job_id"]) is None
+    status = s3world.run("poll_status.py", failed.json["job_id"], schema="poll_status")
+    assert status.execs == 1 and status.json["results"]["verified"], status   # nothing to upload: no round trip
+    assert "never launched" in status.json["results"]["note"]
+    s3world.assert_no_secret_anywhere()
+
+
+# ------------------------------------------------------------------ units
+def test_manifest_lines_with_escaped_names_and_unreadable_files():
+    text = "\n".join([
+        "5 " + "a" * 64 + "  ./train/x y.pth",
+        "0 \\" + "b" * 64 + "  ./odd\\nname\\\\x",
+        "TAO_UNREADABLE ./locked.bin",
+        "stat: noise that is not a manifest line",
+    ])
+    parsed = staging.parse_manifest(text)
+    assert parsed.entries == [{"path": "odd\nname\\x", "size": 0, "sha256": "b" * 64},
+                              {"path": "train/x y.pth", "size": 5, "sha256": "a" * 64}]
+    assert parsed.unreadable == ["locked.bin"] and parsed.present
+    assert not staging.parse_manifest("TAO_NO_RESULTS").present
+
+
+def test_excludes_become_aws_cli_patterns_that_cover_is_excluded():
+    import fnmatch
+
+    patterns = ["*.ckpt", ".git", "runs/tmp/*", "status.json"]
+    args = staging.aws_excludes(patterns)
+    forms = args[1::2]
+    assert args[::2] == ["--exclude"] * len(forms)
+    for path in ["a.ckpt", "x/y/b.ckpt", ".git/HEAD", "sub/.git/config", "runs/tmp/t/1", "train/status.json",
+                 "status.json", "train/model.pth", "gitx/a", "runs/keep/1"]:
+        by_cli = any(fnmatch.fnmatchcase(path, form) for form in forms)   # awscli: fnmatch on the relative path
+        assert by_cli == storage.is_excluded(path, patterns), path
+
+
+def test_input_names_and_content_addressed_prefixes(tmp_path):
+    inputs = staging.parse_inputs(["./data/levir/", "s3://b/p/=ptm", "s3://b/year=2024/=yr"])
+    assert [(i.name, i.source) for i in inputs] == [("levir", "./data/levir/"), ("ptm", "s3://b/p/"),
+                                                    ("yr", "s3://b/year=2024/")]
+    for bad in (["a=x", "b=x"], ["./d=bad name"], ["=x"], ["s3://b/year=2024/"]):  # the last: no usable name
+        with pytest.raises(TaoBrevError):
+            staging.parse_inputs(bad)
+    one = [{"path": "a", "size": 1, "sha256": "0" * 64}]
+    assert staging.manifest_digest(one) == staging.manifest_digest([dict(one[0])])
+    assert staging.manifest_digest(one) != staging.manifest_digest([dict(one[0], size=2)])
+    assert staging.locations(inputs[:2], "s3://b/results/j/") == {
+        "TAO_INPUT_URI_LEVIR": "", "TAO_INPUT_URI_PTM": "", "TAO_RESULTS_URI": "s3://b/results/j/"}
+
+
+def test_carrier_pin_falls_back_to_the_bundle_when_a_bank_lacks_it(tmp_path):
+    (tmp_path / "versions.yaml").write_text("images:\n  tao_toolkit:\n    pyt: nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt\n")
+    assert staging.carrier_image({"TAO_SKILL_BANK_PATH": str(tmp_path)}) == CARRIER
+    (tmp_path / "versions.yaml").write_text("images:\n  s3_transfer: amazon/aws-cli:2.22.0\n")
+    assert staging.carrier_image({"TAO_SKILL_BANK_PATH": str(tmp_path)}) == "amazon/aws-cli:2.22.0"
+
+
+def test_carrier_command_shape():
+    plain = staging.Carrier(CARRIER, "~/.tao-cred-j-s3-ab12", "j")
+    cmd = plain.run("~/tao-jobs/j/inputs", "/inputs", ["s3", "sync", "s3://b/p q/", "/inputs/x"])
+    assert cmd.startswith("docker run --rm --network host --env-file \"$HOME\"/.tao-cred-j-s3-ab12 ")
+    assert "AWS_CONFIG_FILE" not in cmd and plain.prepare() == ""
+    assert cmd.endswith(f"{CARRIER} s3 sync 's3://b/p q/' /inputs/x")
+    path_style = staging.Carrier(CARRIER, "~/.tao-cred-j-s3-ab12", "j", path_style=True)
+    assert "-e AWS_CONFIG_FILE=/tao-aws/config" in path_style.run("~/r", "/results", ["s3", "ls"], read_only=True)
+    assert "addressing_style = path" in path_style.prepare()
