@@ -19,7 +19,7 @@ from typing import Callable
 
 from . import redact
 from .errors import EXIT_FAILURE, EXIT_OK, TaoBrevError
-from .records import RecordStore, state_root
+from .records import RecordStore, now_iso, state_root
 from .sidecar import SidecarStore
 from .transport import Brev
 
@@ -66,7 +66,11 @@ class Context:
     @property
     def brev(self) -> Brev:
         if self._brev is None:
-            self._brev = Brev(env=self.env, sleep=self.sleep, clock=self.clock, log=say)
+            sidecars = self.sidecars
+            self._brev = Brev(env=self.env, sleep=self.sleep, clock=self.clock, log=say,
+                              ready_instances=sidecars.ready_instances(),
+                              on_ready=lambda name: sidecars.note_instance(name, exec_ready_at=now_iso()),
+                              on_deleted=lambda name: sidecars.note_instance(name, exec_ready_at=None))
         return self._brev
 
 

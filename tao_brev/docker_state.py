@@ -179,11 +179,14 @@ def _ts(value) -> str | None:
 DOCKER_ERRORS: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"\bdocker: (command )?not found", re.I), "DOCKER_NOT_FOUND"),
     (re.compile(r"Cannot connect to the Docker daemon|Is the docker daemon running", re.I), "DOCKER_DAEMON_DOWN"),
+    # nvidia-container-cli: "device error: 3: unknown device" = --gpus named an id the host lacks
+    (re.compile(r"nvidia-container-cli: device error: .*unknown device", re.I), "GPU_IDS_UNKNOWN"),
     (re.compile(r'could not select device driver "" with capabilities: \[\[gpu\]\]|nvidia-container-cli|'
                 r"unknown or invalid runtime name: nvidia", re.I), "NVIDIA_RUNTIME_MISSING"),
     (re.compile(r"no space left on device", re.I), "DISK_FULL"),
     (re.compile(r"unauthorized|authentication required|denied: requested access", re.I), "IMAGE_PULL_UNAUTHORIZED"),
-    (re.compile(r"manifest unknown|not found: manifest|repository does not exist", re.I), "IMAGE_NOT_FOUND"),
+    (re.compile(r"manifest unknown|not found: manifest|no such manifest|repository does not exist", re.I),
+     "IMAGE_NOT_FOUND"),
 )
 
 

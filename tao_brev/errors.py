@@ -65,6 +65,15 @@ CODES: dict[str, Code] = {
     "MISSING_CREDENTIAL": Code(2, "A credential the step needs is not set in the environment.",
                                "Export the named variable in the environment that runs the script (never on the command line)."),
     # -- 1: the verb ran, the answer is a failure --------------------------
+    "GPU_IDS_UNKNOWN": Code(1, "--gpus names a GPU id the instance does not have (nvidia-container-cli: unknown device).",
+                            "Use --gpus all, or ids from 0 to count-1 (preflight.py reports the GPU count)."),
+    "INPUT_NOT_FOUND": Code(1, "A tier A input path does not exist on the instance; nothing was launched.",
+                            "Copy the data there first (brev copy DIR NAME:DIR), and quote ~ in --inputs "
+                            "('~/data=NAME') so your local shell does not expand it."),
+    "MULTI_NODE_UNSUPPORTED": Code(2, "The spec or an override asks for more than one node; Brev runs one instance "
+                                      "per job and has no multi-node launcher.",
+                                   "Set num_nodes to 1 and use the GPUs of one instance (up to 8: --gpus all, "
+                                   "num_gpus=N)."),
     "SUBMIT_REFUSED": Code(1, "The launch was refused on the instance (docker run failed).",
                            "Read the message (docker's own words); fix the image, flags or instance, then resubmit."),
     "JOB_FAILED": Code(1, "The job ended in ERROR.",

@@ -58,6 +58,13 @@ class SidecarStore:
     def instance(self, name: str) -> dict:
         return _read(self.instance_path(name), strict=False)
 
+    def ready_instances(self) -> set[str]:
+        """Instances proven exec-ready before (by any script run): they get the
+        shorter exec timeout instead of the first-contact 600 s."""
+        if not self.instances_dir.is_dir():
+            return set()
+        return {p.stem for p in self.instances_dir.glob("*.json") if _read(p, strict=False).get("exec_ready_at")}
+
     def note_instance(self, name: str, **fields) -> None:
         path = self.instance_path(name)
         path.parent.mkdir(parents=True, exist_ok=True)

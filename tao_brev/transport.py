@@ -155,7 +155,9 @@ class Brev:
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)
-    ready_instances: set = field(default_factory=set)
+    ready_instances: set = field(default_factory=set)   # answered before: the shorter exec timeout applies
+    on_ready: Callable[[str], None] | None = None       # told once when an instance first answers
+    on_deleted: Callable[[str], None] | None = None     # told after `brev delete` (a new one may reuse the name)
     backoff_s: tuple | None = None   # None: from the environment (backoff_from_env)
     exec_calls: int = 0
     logins: int = 0
@@ -248,6 +250,8 @@ class Brev:
                 stdout = done.stdout or ""
                 found = _last_frame(stdout, nonce)
                 if found is not None:
+                    if instance not in self.ready_instances and self.on_ready:
+                        self.on_ready(instance)
                     self.ready_instances.add(instance)
                     offset, (code, out, err) = found
                     restarted = _auto_started(instance, stdout[:offset] + (done.stderr or ""))
@@ -304,6 +308,9 @@ class Brev:
     def delete(self, name: str) -> None:
         """``brev delete NAME`` (it has no --yes flag; the name is echoed when piped)."""
         self._simple(["delete", check_instance(name)], f"brev delete {name}")
+        self.ready_instances.discard(name)
+        if self.on_deleted:
+            self.on_deleted(name)
 
     def start(self, name: str, timeout: float = FIRST_EXEC_TIMEOUT_S) -> None:
         self._simple(["start", check_instance(name)], f"brev start {name}", timeout)

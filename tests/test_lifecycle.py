@@ -127,3 +127,43 @@ def test_image_not_on_the_instance_is_refused_before_any_gpu_time(world):
     assert "preflight.py" in res.json["error"]["fix"]
     record = world.run("tao_job_record.py", "show", res.json["job_id"]).json
     assert record["terminal_state"] == "ERROR" and "never launched" in record["transitions"][-1]["message"]
+
+
+def test_multi_node_is_refused_before_anything_is_recorded(world):
+    spec = world.spec(num_nodes=2)
+    res = world.submit(spec=spec)
+    assert res.code == 2 and res.json["error"]["code"] == "MULTI_NODE_UNSUPPORTED"
+    assert "train.num_nodes=2" in res.json["error"]["message"]
+    override = world.submit("--", "train.num_nodes=4")
+    assert override.code == 2 and override.json["error"]["code"] == "MULTI_NODE_UNSUPPORTED"
+    assert world.run("tao_job_record.py", "list").stdout == "" and world.sim.exec_count() == 0
+
+
+def test_a_gpu_id_the_instance_lacks_is_named(world):
+    res = world.submit("--gpus", "0,5")
+    assert res.code == 1 and res.json["error"]["code"] == "GPU_IDS_UNKNOWN"
+    validate("submit", res.json)
+    record = world.run("tao_job_record.py", "show", res.json["job_id"]).json
+    assert record["terminal_state"] == "ERROR"
+
+
+def test_a_tier_a_input_missing_on_the_instance_is_named_with_the_quoting_hint(world):
+    res = world.run("submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt",
+                    "--network-arch", "visual_changenet", "--action", "train", "--spec", str(world.spec()),
+                    "--inputs", "/root/not-on-the-instance=data")
+    assert res.code == 1 and res.json["error"]["code"] == "INPUT_NOT_FOUND"
+    assert "quote ~" in res.json["error"]["fix"]
+    assert world.sim.docker_run_count("box", res.json["job_id"]) == 0
+
+
+def test_exec_ready_instances_are_remembered_across_script_runs(world, tmp_path):
+    """The first contact gets the 600 s budget; later runs the shorter one, until a delete."""
+    from tao_brev.cli import Context
+    from tao_brev.transport import EXEC_TIMEOUT_S, FIRST_EXEC_TIMEOUT_S
+
+    assert Context(env=world.env).brev.timeout_for("box") == FIRST_EXEC_TIMEOUT_S
+    assert world.run("poll_status.py", world.submit().json["job_id"]).code == 0
+    ctx = Context(env=world.env)
+    assert ctx.brev.timeout_for("box") == EXEC_TIMEOUT_S
+    ctx.brev.delete("box")
+    assert Context(env=world.env).brev.timeout_for("box") == FIRST_EXEC_TIMEOUT_S

@@ -1,6 +1,6 @@
 """The simulator reproduces the brev and docker behaviours the product must survive.
 
-Each brev test names the point of /work/shared/reference/brev-cli-behavior.md
+Each brev test names the point of references/brev-exec.md
 it proves; docker tests follow the Docker CLI reference. Everything runs real
 processes through the generated executables, as the product will.
 """

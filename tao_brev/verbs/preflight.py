@@ -15,7 +15,7 @@ trips. Once the instance is exec-ready that is 2 ``brev exec`` calls (the
 successful probe and the combined script), plus one ``brev copy`` when an NGC
 key travels.
 
-Facts relied on: brev-cli behaviour in ``/work/shared/reference/brev-cli-behavior.md``
+Facts relied on: brev-cli behaviour in ``references/brev-exec.md`` (read from brevdev/brev-cli)
 (``ls --json`` shape and statuses, RUNNING before sshd, the two-word probe,
 >= 600 s for a first exec); the NGC login and entitlement rule of the TAO
 skill bank contract (``docker manifest inspect`` failing before any login =
@@ -347,7 +347,7 @@ def check_exec_ready(report: Report, ctx: Context, req: PreflightRequest, deadli
     A fresh instance reports RUNNING before sshd accepts connections, and a
     single token such as ``true`` lands in brev's command slot even when a
     real command is misquoted, so the probe is two words and its output is
-    checked (brev-cli-behavior.md, exec point 8). Polled until ``deadline``.
+    checked (references/brev-exec.md, fact 8). Polled until ``deadline``.
     """
     started = ctx.clock()
     try:

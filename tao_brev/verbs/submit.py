@@ -83,7 +83,30 @@ def _read_spec(path: str) -> str:
     if not isinstance(data, dict):
         raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not a YAML mapping")
     refuse_secrets(text, f"spec {path}")
+    nodes = _node_counts(data)
+    if any(n > 1 for n in nodes.values()):
+        raise TaoBrevError("MULTI_NODE_UNSUPPORTED", f"spec {path!r} asks for several nodes: "
+                           + ", ".join(f"{k}={v}" for k, v in nodes.items() if v > 1))
     return text
+
+
+def _node_counts(node, prefix: str = "") -> dict[str, int]:
+    """Every integer ``num_nodes`` in a spec (TAO's multi-node knob), by dotted key."""
+    found = {}
+    if isinstance(node, dict):
+        for key, value in node.items():
+            dotted = f"{prefix}{key}"
+            if key == "num_nodes" and isinstance(value, int) and not isinstance(value, bool):
+                found[dotted] = value
+            found.update(_node_counts(value, dotted + "."))
+    return found
+
+
+def _refuse_multi_node_overrides(overrides: list[str]) -> None:
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key.split(".")[-1] == "num_nodes" and value.strip().isdigit() and int(value) > 1:
+            raise TaoBrevError("MULTI_NODE_UNSUPPORTED", f"override {item!r} asks for several nodes")
 
 
 def _input_mounts(tier: str, inputs: list[str]) -> list[tuple[str, str, bool]]:
@@ -114,6 +137,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         raise TaoBrevError("BAD_ARGUMENT", f"--storage-tier must be A, B or C (got {req.storage_tier!r})")
     resolved = bank.resolve_image(req.image, ctx.env)
     spec_text = _read_spec(req.spec)
+    _refuse_multi_node_overrides(req.overrides)
     secret_values = credentials.collect(ctx.env, req.env_names)
     routing = routing_mod.route(req, ctx.env)
     stage = Staging.plan(ctx, req)
@@ -203,7 +227,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     if result.exit_code == 4 and "TAO_IMAGE_MISSING" in out and docker_code == "SUBMIT_REFUSED":
         code, why = "IMAGE_NOT_PULLED", f"image {resolved['image']} is not on {req.instance}"
     elif result.exit_code == 5 and "TAO_INPUT_MISSING" in out:
-        code, why = "BAD_ARGUMENT", "input path missing on the instance: " + out.split("TAO_INPUT_MISSING", 1)[1].strip()
+        code, why = "INPUT_NOT_FOUND", "input path missing on the instance: " + out.split("TAO_INPUT_MISSING", 1)[1].strip()
     elif result.exit_code == staging.STAGE_FAILED_EXIT and "TAO_STAGE_FAILED" in out:
         code = docker_code if docker_code in ("DISK_FULL", "DOCKER_DAEMON_DOWN") else "INPUT_STAGING_FAILED"
         why = ("copying input " + out.split("TAO_STAGE_FAILED", 1)[1].strip() + " from S3 failed: "

@@ -1,6 +1,6 @@
 """Simulated ``brev`` CLI (ROOT/bin/brev), as unkind as the real one.
 
-Every behaviour below comes from /work/shared/reference/brev-cli-behavior.md,
+Every behaviour below comes from references/brev-exec.md ("The facts"),
 read from brevdev/brev-cli: ``pkg/cmd/exec/exec.go`` (argument parsing, stdin
 names, the echoed instance name, the retry after ANY non-zero ssh exit),
 ``pkg/cmd/util/ssh.go`` (WaitForSSHToBeAvailable: up to 40 probes;

@@ -1,7 +1,7 @@
 """Stand-in for a TAO Toolkit 5+ container entrypoint (``nvcr.io/nvidia/tao/tao-toolkit:*``).
 
 Invoked as ``<network_arch> <action> -e <spec.yaml> [key=value ...]`` inside a
-simulated container (tao-contract.md "Images and versions"). It sees the
+simulated container (the TAO 5+ command form). It sees the
 container filesystem through the bind mounts (:class:`containers.ContainerContext`)
 and fails the way TAO does: a Python traceback ending in ``FileNotFoundError``
 (exit 1) for a missing spec or dataset path, ``RuntimeError`` without a GPU,
