@@ -11,7 +11,7 @@ bundle's scripts exactly as an agent would, printing each step's JSON:
   3. submit.py       open the record, launch visual_changenet train once
   4. poll_status.py  --wait until COMPLETE
   5. poll_status.py  --logs 20
-  6. teardown.py     remove the container, close the record
+  6. teardown.py     remove the container, close the record; the job's cost facts are printed last
 
 usage: demo.py [--workdir DIR] [--quiet]
   --workdir DIR  keep the simulator, state dir and records there (default: a temp dir, removed)
@@ -102,7 +102,20 @@ class Demo:
             and self.sim.container(INSTANCE, job_id) is None
         print(f"\ndemo: job {job_id} {final.get('state')}; checkpoints {checkpoints}; "
               f"container removed: {down.get('container_removed')}; brev exec round trips: {self.sim.exec_count()}")
+        print("demo: " + cost_line(down.get("cost") or {}))
         return 0 if ok else 1
+
+
+def cost_line(cost: dict) -> str:
+    """The job's cost facts (teardown's ``cost``) in one line; unknown figures print as '?'."""
+    def num(key: str, fmt: str = "{:.1f} s") -> str:
+        return "?" if cost.get(key) is None else fmt.format(cost[key])
+
+    price = (f"{num('estimated_cost_usd', '${:.4f}')} at {num('price_per_hour_usd', '${:.2f}/h')} "
+             f"({cost.get('instance_type')}, from {cost.get('price_source')})" if cost.get("price_source")
+             else "no price known (--price-per-hour)")
+    return (f"cost: submit->running {num('submit_to_running_s')}, image pull {num('image_pull_s')}, "
+            f"run {num('run_s')}, idle billed {num('idle_billed_s')}, billed {num('billed_s')}; estimated {price}")
 
 
 def main() -> int:

@@ -13,17 +13,40 @@ closed as never launched. When a job whose results go to S3 is seen terminal,
 its results dir is uploaded from the instance and verified from here, once
 (one more round trip); "results" reports it.
 
+--wait --teardown carries the job to its end in one call: wait until terminal
+(results uploaded and verified), then teardown.py JOB_ID with its defaults -
+the container is removed and an instance this bundle owns (a job on it was
+submitted with --ephemeral) is deleted once no other job on it is live and
+every S3 result on it is verified; a reused instance is never deleted.
+"teardown" holds teardown.py's answer ("deleted": exactly the instances
+deleted). A job still running at --timeout, or whose instance is gone or
+stopped, is not torn down ("teardown_skipped" says why). Safe to kill and
+rerun at any point: verified results are not uploaded again, a deleted
+instance is not asked or deleted again. Round trips (brev exec): one per poll,
+one for the results upload (S3 only), one for the container removal; plus
+`brev delete`, and one `brev ls` for the instance type when no price is known.
+
+Cost facts, once the job ended: "cost" = {submit_to_running_s, image_pull_s,
+  run_s, idle_billed_s, billed_s, estimated_cost_usd, price_per_hour_usd,
+  price_source, instance_type, still_billing, ...}: seconds and US dollars,
+  null when unknown; the price from --price-per-hour (also remembered from
+  submit.py --price-per-hour), else references/prices.yaml by instance type
+  (estimates). teardown.py --help details every field.
+
 Output: one JSON object on stdout:
   {"ok", "job_id", "instance", "state", "backend_ref", "results_dir", "message",
    "observed": {...docker facts}, "terminal_state", ["hint"], ["logs"],
    ["results": {kind, destination, uploaded, verified, files, bytes, missing,
-   mismatched, ...}], "polls"}
+   mismatched, ...}], ["cost": {...}], "polls",
+   ["teardown": {...teardown.py's answer...}], ["teardown_skipped": why]}
   With --all: {"ok", "jobs": [...one entry per non-terminal job...]}.
   (schema: references/schemas/poll_status.schema.json). Progress on stderr.
-Exit codes: 0 answered (any state without --wait; COMPLETE with --wait),
-  1 --wait ended in ERROR, CANCELED or UNKNOWN, or timed out,
-  2 bad input (unknown or malformed job id, corrupt record),
-  3 the instance could not be reached.
+Exit codes: 0 answered (any state without --wait; COMPLETE with --wait, and
+  with --teardown the teardown done),
+  1 --wait ended in ERROR, CANCELED or UNKNOWN, or timed out; with --teardown
+  also INSTANCE_DELETE_REFUSED (the teardown's error wins: rerun),
+  2 bad input (unknown or malformed job id, corrupt record, --teardown without --wait),
+  3 the instance or brev could not be reached (rerun: it is safe).
 """
 
 import sys
@@ -35,6 +58,7 @@ _bootstrap.setup()
 from tao_brev import cli  # noqa: E402
 from tao_brev.records import is_terminal  # noqa: E402
 from tao_brev.verbs import status  # noqa: E402
+from tao_brev.verbs.teardown import wait_and_teardown  # noqa: E402
 
 
 def build_parser():
@@ -46,6 +70,12 @@ def build_parser():
     p.add_argument("--wait", action="store_true", help="poll until a terminal state")
     p.add_argument("--interval", type=float, default=30.0, metavar="S", help="seconds between polls (default 30)")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="give up waiting after S seconds")
+    p.add_argument("--teardown", action="store_true",
+                   help="with --wait: once the job ended, tear it down (teardown.py JOB_ID: remove the container, "
+                        "delete an owned instance)")
+    p.add_argument("--price-per-hour", type=float, metavar="USD",
+                   help="hourly price of the instance in US dollars, for cost.estimated_cost_usd "
+                        "(default: references/prices.yaml by instance type)")
     return p
 
 
@@ -53,8 +83,8 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     ctx = cli.Context()
     if args.all:
-        if args.job_id or args.wait:
-            raise cli.TaoBrevError("BAD_ARGUMENT", "--all takes no job id and no --wait")
+        if args.job_id or args.wait or args.teardown:
+            raise cli.TaoBrevError("BAD_ARGUMENT", "--all takes no job id, no --wait and no --teardown")
         ids = [r["id"] for r in ctx.records.list()
                if not r.get("corrupt") and r.get("platform") == "brev" and not is_terminal(r.get("terminal_state"))]
         jobs = status.poll_many(ctx, ids)
@@ -63,8 +93,14 @@ def main(argv=None):
         raise cli.TaoBrevError("BAD_ARGUMENT", "pass a JOB_ID (or --all)")
     if args.interval <= 0 or args.logs < 0:
         raise cli.TaoBrevError("BAD_ARGUMENT", "--interval must be > 0 and --logs >= 0")
+    if args.teardown:
+        if not args.wait:
+            raise cli.TaoBrevError("BAD_ARGUMENT", "--teardown needs --wait (it tears the job down once it ended)",
+                                   "Run poll_status.py JOB_ID --wait --teardown, or teardown.py JOB_ID to cancel now.")
+        return wait_and_teardown(ctx, args.job_id, log_lines=args.logs, interval=args.interval,
+                                 timeout=args.timeout, price_per_hour=args.price_per_hour)
     return status.poll(ctx, args.job_id, log_lines=args.logs, wait=args.wait,
-                       interval=args.interval, timeout=args.timeout)
+                       interval=args.interval, timeout=args.timeout, price_per_hour=args.price_per_hour)
 
 
 if __name__ == "__main__":

@@ -67,7 +67,10 @@ def build_parser():
                    help="pass this local environment variable to the container (value never on argv; repeatable)")
     p.add_argument("--shm-size", default="16g", help="container /dev/shm size (default 16g; PyTorch loaders need it)")
     p.add_argument("--ephemeral", action="store_true",
-                   help="this job owns the instance: teardown deletes it (sidecar records it)")
+                   help="this job owns the instance: the teardown of its last job deletes it (sidecar records it)")
+    p.add_argument("--price-per-hour", type=float, metavar="USD",
+                   help="hourly price of the instance in US dollars, remembered for the job's cost facts "
+                        "(default: references/prices.yaml by instance type)")
     p.add_argument("--retry-of", metavar="JOB_ID", help="link this submit to an earlier failed job")
     p.add_argument("--dry-run", action="store_true", help="print the plan (every remote command, redacted); launch nothing")
     p.add_argument("overrides", nargs="*", metavar="-- KEY=VALUE",
@@ -82,7 +85,8 @@ def main(argv=None):
                         results_root=args.results_root, bucket=args.bucket, gpus=args.gpus,
                         env_names=args.env, shm_size=args.shm_size, inputs=args.inputs,
                         upload_excludes=args.upload_exclude, ephemeral=args.ephemeral,
-                        dry_run=args.dry_run, retry_of=args.retry_of, overrides=args.overrides)
+                        dry_run=args.dry_run, retry_of=args.retry_of, overrides=args.overrides,
+                        price_per_hour=args.price_per_hour)
     return submit(cli.Context(), req)
 
 

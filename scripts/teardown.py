@@ -1,28 +1,58 @@
 #!/usr/bin/env python3
 """Cancel / tear down a TAO job on Brev: remove its container, close its record,
-and delete the instance when it is ephemeral (or when asked).
+and delete the instance when this bundle owns it (or when asked). Or, with
+--orphans, list the instances that bill for nothing (and delete them only when asked).
 
-One `brev exec` reads the container's last state and runs `docker rm -f <job_id>`.
-A job that had already exited keeps the state docker reports (COMPLETE/ERROR);
-a running one is marked CANCELED; a terminal record never changes.
-`brev delete <instance>` runs only with --delete-instance, or when submit was
-given --ephemeral (unless --keep-instance), and never while another job on the
-instance is live or has results not verified in S3, unless --force.
+teardown.py JOB_ID [--delete-instance | --keep-instance] [--force] [--price-per-hour USD]
+  One `brev exec` reads the container's last state and runs `docker rm -f <job_id>`.
+  A job that had already exited keeps the state docker reports (COMPLETE/ERROR);
+  a running one is marked CANCELED; a terminal record never changes.
+  Results routed to S3 are uploaded from the instance and verified from here
+  (size + sha256 of every file of a manifest made on the instance) unless already
+  verified. `brev delete <instance>` runs only
+    - with --delete-instance (asked by name: works on a reused instance too), or
+    - when the instance is owned: a job on it was submitted with --ephemeral
+      (unless --keep-instance). While another job on it is live, an owned
+      instance is kept (`instance_kept`, exit 0): the last job's teardown deletes it;
+  and never while results on it are not verified in S3 (every verified
+  destination is listed again first) or, with --delete-instance, while another
+  job on it is live - unless --force (which loses them). Rerunning is safe: an
+  instance a teardown deleted is never asked or deleted again.
 
-Results routed to S3 (a bucket) are uploaded from the instance and verified
-from here (size + sha256 of every file of a manifest made on the instance)
-right after the container is removed, unless already verified. Before
-`brev delete`, every verified destination on the instance is listed again; a
-file lost since blocks the delete (exit 1, INSTANCE_DELETE_REFUSED, the
-blockers name it) until a rerun uploads it again, or --force.
+teardown.py --orphans [--delete [--instance NAME ...]] [--price-per-hour USD]
+  Lists the instances of `brev ls --json` that bill for nothing: RUNNING with no
+  live `tao-job` container (one `brev exec` each: docker ps -a --filter
+  label=tao-job) and no unfinished job of this bundle, and owned (ephemeral)
+  instances whose jobs all ended (also when STOPPED: the disk bills). Each says
+  `ours` (a job of this bundle ran on it), `owned`, `idle_s` and what it costs.
+  --delete deletes the owned orphans; with --instance, exactly the named orphans
+  (a reused instance of ours is deleted only when named). Never deleted, by
+  design and with no flag to override: an instance this bundle never ran a job
+  on (`ours: false` - it may be someone's dev box; its owner runs `brev delete`),
+  and an instance whose S3 results are not verified.
+
+Cost facts (JOB_ID): `cost` = {submit_to_running_s, image_pull_s, run_s,
+  idle_billed_s (job end -> deletion, or -> now while `still_billing`),
+  billed_s, instance_type, price_per_hour_usd, price_source ("flag" or
+  "prices.yaml"), estimated_cost_usd, submitted_at, running_at, ended_at,
+  instance_deleted_at, instance_owned}; seconds and US dollars, null when unknown.
+  The price: --price-per-hour (USD per hour), else references/prices.yaml by the
+  instance type of `brev ls --json` (estimates: Brev's console is authoritative).
 
 Output: one JSON object on stdout:
-  {"ok", "job_id", "instance", "state", "backend_ref", "results_dir",
+  JOB_ID: {"ok", "job_id", "instance", "state", "backend_ref", "results_dir",
    "container_removed", "instance_deleted", "deleted": [names], "warnings",
-   ["results": {kind, destination, uploaded, verified, files, bytes, missing,
-   mismatched, ...}], ["blockers"], ["error"]}  (schema: references/schemas/teardown.schema.json)
-Exit codes: 0 done, 1 instance deletion refused (blockers listed),
-  2 bad input, 3 the instance could not be reached.
+   ["instance_kept": why], ["results": {kind, destination, uploaded, verified,
+   files, bytes, missing, mismatched, ...}], "cost": {...}, ["blockers"], ["error"]}
+  --orphans: {"ok", "orphans": [{instance, id, status, instance_type, ours, owned,
+   jobs, reason, idle_since, idle_s, price_per_hour_usd, estimated_idle_cost_usd,
+   blockers, advice, deleted, [error]}], "kept": [{instance, reason}],
+   "deleted": [names], ["error"]}
+  (schema: references/schemas/teardown.schema.json)
+Exit codes: 0 done, 1 a deletion was refused (INSTANCE_DELETE_REFUSED: blockers
+  listed; NOT_AN_ORPHAN: a named instance may not be deleted), 2 bad input
+  (JOB_ID and --orphans together or neither, --delete without --orphans, ...),
+  3 brev or the instance could not be reached (rerun: it is safe).
 """
 
 import sys
@@ -32,24 +62,47 @@ import _bootstrap
 _bootstrap.setup()
 
 from tao_brev import cli  # noqa: E402
+from tao_brev.verbs.orphans import orphans  # noqa: E402
 from tao_brev.verbs.teardown import teardown  # noqa: E402
 
 
 def build_parser():
     p = cli.parser("teardown.py", __doc__)
-    p.add_argument("job_id", help="the job id printed by submit.py")
+    p.add_argument("job_id", nargs="?", help="the job id printed by submit.py (or use --orphans)")
     group = p.add_mutually_exclusive_group()
-    group.add_argument("--delete-instance", action="store_true", help="also `brev delete` the job's instance")
-    group.add_argument("--keep-instance", action="store_true", help="never delete the instance (even if ephemeral)")
+    group.add_argument("--delete-instance", action="store_true",
+                       help="JOB_ID: also `brev delete` the job's instance (reused ones too)")
+    group.add_argument("--keep-instance", action="store_true",
+                       help="JOB_ID: never delete the instance (even if owned)")
     p.add_argument("--force", action="store_true",
-                   help="delete the instance even with live jobs or unverified results on it (loses them)")
+                   help="JOB_ID: delete the instance even with live jobs or unverified results on it (loses them)")
+    p.add_argument("--orphans", action="store_true",
+                   help="instead of a job: list the instances that bill for nothing")
+    p.add_argument("--delete", action="store_true",
+                   help="--orphans: delete the owned orphans (or the --instance ones); never someone else's")
+    p.add_argument("--instance", action="append", default=[], metavar="NAME",
+                   help="--orphans --delete: delete exactly these listed orphans (repeatable)")
+    p.add_argument("--price-per-hour", type=float, metavar="USD",
+                   help="hourly price of the instance in US dollars, for estimated_cost_usd "
+                        "(default: references/prices.yaml by instance type)")
     return p
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if bool(args.job_id) == args.orphans:
+        raise cli.TaoBrevError("BAD_ARGUMENT", "pass either a JOB_ID or --orphans (exactly one)")
+    if args.orphans:
+        if args.delete_instance or args.keep_instance or args.force:
+            raise cli.TaoBrevError("BAD_ARGUMENT", "--delete-instance, --keep-instance and --force take a JOB_ID; "
+                                   "with --orphans use --delete [--instance NAME]")
+        return orphans(cli.Context(), delete=args.delete, names=args.instance, price_per_hour=args.price_per_hour)
+    if args.delete or args.instance:
+        raise cli.TaoBrevError("BAD_ARGUMENT", "--delete and --instance go with --orphans; for a job use "
+                               "--delete-instance")
     delete = True if args.delete_instance else (False if args.keep_instance else None)
-    return teardown(cli.Context(), args.job_id, delete_instance=delete, force=args.force)
+    return teardown(cli.Context(), args.job_id, delete_instance=delete, force=args.force,
+                    price_per_hour=args.price_per_hour)
 
 
 if __name__ == "__main__":

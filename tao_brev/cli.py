@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ class JsonArgumentParser(argparse.ArgumentParser):
 
 
 def parser(prog: str, doc: str) -> JsonArgumentParser:
-    return JsonArgumentParser(prog=prog, description=doc,
+    return JsonArgumentParser(prog=prog, description=doc, allow_abbrev=False,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
@@ -78,6 +79,10 @@ def emit(result: dict) -> None:
     print(json.dumps(redact.redact_obj(result), indent=2, default=str), flush=True)
 
 
+def _interrupt(signum, _frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run(main: Callable[[list[str] | None], tuple[dict, int]], argv: list[str] | None = None) -> int:
     """Call ``main(argv) -> (result, exit_code)``; print its JSON; return the exit code.
 
@@ -86,6 +91,7 @@ def run(main: Callable[[list[str] | None], tuple[dict, int]], argv: list[str] | 
     unexpected exception is a bug, reported as ``INTERNAL_ERROR`` (exit 1)
     with the traceback on stderr.
     """
+    signal.signal(signal.SIGTERM, _interrupt)   # an agent's tool timeout: answer like Ctrl-C
     try:
         result, code = main(argv)
     except TaoBrevError as exc:

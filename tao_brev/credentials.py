@@ -89,6 +89,16 @@ def push(brev: Brev, instance: str, label: str, content: str) -> RemoteSecretFil
     return remote
 
 
+def discard(brev: Brev, instance: str, secret: RemoteSecretFile) -> bool:
+    """Best-effort ``rm -f`` of a credential file whose consuming command never
+    ran (its round trip failed in transport, so its trap never fired). True
+    when the instance confirmed the removal; never raises."""
+    try:
+        return brev.exec(instance, f"rm -f {rpath(secret.path)}", timeout=60, idempotent=True).ok
+    except TaoBrevError:
+        return False
+
+
 # -- NGC registry login ----------------------------------------------------------
 def ngc_key(env: dict) -> str | None:
     """``NGC_KEY`` from the local ``env``, or None when unset or blank.

@@ -45,7 +45,9 @@ CODES: dict[str, Code] = {
     "UNKNOWN_JOB": Code(2, "No job record exists for this id.",
                         "List the known jobs with scripts/tao_job_record.py list."),
     "CORRUPT_RECORD": Code(2, "A job record or sidecar file is not valid JSON or misses required fields.",
-                           "Inspect the file named in the message; restore it from a backup or remove it and resubmit."),
+                           "Restore the file named in the message (it is JSON) from a backup. The job may still run: "
+                           "check its instance (brev exec NAME \"docker ps -a --filter label=tao-job\") before "
+                           "submitting again."),
     "BAD_NAME": Code(2, "A name that reaches the remote shell holds characters outside [A-Za-z0-9._-].",
                      "Use only letters, digits, '.', '_' and '-' (instance, network arch, action, env names)."),
     "SPEC_NOT_FOUND": Code(2, "The spec file does not exist or cannot be read.",
@@ -129,10 +131,15 @@ CODES: dict[str, Code] = {
                                        "not verified in S3.",
                                     "Wait for the jobs / verify the results (poll_status.py JOB_ID --wait --teardown), "
                                     "or pass --force to delete anyway and lose them."),
+    "NOT_AN_ORPHAN": Code(1, "An instance named for deletion with teardown.py --orphans --delete is not an orphan this "
+                             "bundle may delete: in use, not found, or never used by this bundle (someone else's).",
+                          "Run teardown.py --orphans to see why (kept, ours). This bundle never deletes an instance it "
+                          "did not run a job on: check with its owner, who can run brev delete NAME."),
     "INTERNAL_ERROR": Code(1, "An unexpected exception: a bug in tao-run-on-brev.",
                            "Report it with the stderr output; records already written are intact."),
-    "INTERRUPTED": Code(130, "The script was interrupted (Ctrl-C / SIGINT).",
-                        "Run the same command again; every verb is safe to repeat."),
+    "INTERRUPTED": Code(130, "The script was interrupted (Ctrl-C / SIGINT / SIGTERM).",
+                        "Run the same command again (preflight, status and teardown are safe to repeat); after an "
+                        "interrupted submit do NOT resubmit: run poll_status.py JOB_ID with the job id it printed."),
     # -- S3 (storage.py) ---------------------------------------------------
 
     # -- 1: the verb ran, the answer is a failure --------------------------

@@ -179,7 +179,7 @@ class Brev:
         group so a timeout kills ssh too."""
         argv = [self.path(), *args]
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=self.env, text=True,
+                                stderr=subprocess.PIPE, env=brev_environment(self.env), text=True,
                                 errors="replace", start_new_session=True)
         try:
             out, err = proc.communicate(timeout=timeout)
@@ -318,6 +318,15 @@ class Brev:
     def copy(self, src: str, dst: str, timeout: float | None = None) -> None:
         """``brev copy SRC DST`` (scp), one side written ``NAME:path``."""
         self._simple(["copy", src, dst], "brev copy", timeout or FIRST_EXEC_TIMEOUT_S)
+
+
+def brev_environment(env: dict) -> dict:
+    """The environment ``brev`` runs with: ours minus every credential variable
+    (NGC, AWS, HF, W&B keys and the Brev token itself, which reaches brev only
+    through ``brev login --token``). brev needs none of them, and a process
+    environment is one more place a value could be read from."""
+    return {name: value for name, value in env.items()
+            if name not in redact.SECRET_ENV_NAMES and not redact.is_secret_name(name)}
 
 
 def _auth_failed(done: subprocess.CompletedProcess) -> bool:

@@ -424,8 +424,12 @@ def check_on_instance(report: Report, ctx: Context, req: PreflightRequest, image
     script = combined_script(token, image, results_root, key.file)
     try:
         result = report.count("checks", ctx.brev.exec, req.instance, script, idempotent=True, host=req.host)
-    except TransportError as exc:
-        report.stop("docker", exc)
+    except TaoBrevError as exc:
+        if key.file:   # its trap never fired: the key file would stay on the instance
+            credentials.discard(ctx.brev, req.instance, key.file)
+        if isinstance(exc, TransportError):
+            report.stop("docker", exc)
+        raise
     answers = Answers(remote.parse_sections(result.stdout, token), result.elapsed_s)
     facts = image_facts(answers, image) if image else None
     docker = check_docker(report, answers)

@@ -140,8 +140,12 @@ def _upload(ctx: Context, job_id: str, instance: str, results_dir: str, destinat
     carrier = staging.Carrier(staging.carrier_image(ctx.env), cred.path, job_id,
                               path_style=bool(settings.endpoint_url))
     token = remote.new_token()
-    done = ctx.brev.exec(instance, staging.results_script(carrier, results_dir, destination, excludes, token),
-                         timeout=RESULTS_TIMEOUT_S)
+    try:
+        done = ctx.brev.exec(instance, staging.results_script(carrier, results_dir, destination, excludes, token),
+                             timeout=RESULTS_TIMEOUT_S)
+    except TaoBrevError:
+        credentials.discard(ctx.brev, instance, cred)   # its trap never fired
+        raise
     sections = remote.parse_sections(done.stdout, token)
     if "manifest" not in sections or "upload" not in sections:
         raise TaoBrevError("RESULTS_UPLOAD_FAILED", f"incomplete answer from {instance} while uploading "

@@ -13,7 +13,12 @@ Several jobs on one instance are polled with one round trip for all of them
 
 A job whose results are routed to S3 has them uploaded and verified
 (``results.finalize``: one more round trip, once) when a poll finds it
-terminal; the answer's ``results`` says how that went.
+terminal; the answer's ``results`` says how that went. Once terminal, the
+answer carries the job's ``cost`` facts (``cost.facts``); docker's StartedAt /
+FinishedAt are noted in the sidecar by every poll that reads them.
+
+An instance that a teardown deleted is not asked again (no round trip): the
+job's answer comes from its record.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
-from .. import remote
+from .. import cost, remote
 from ..cli import Context, say
 from ..docker_state import JobState, after_instance_start, classify_logs, docker_error_code, from_inspect
 from ..errors import CODES, TaoBrevError, TransportError
@@ -76,6 +81,7 @@ def read_job(sections: dict, job_id: str, log_lines: int) -> tuple[JobState, str
 def apply(ctx: Context, record: dict, observed: JobState) -> dict:
     """Mark the record when the backend's state differs from its last transition
     (an ERROR carries its hint's failure class as ``err_class``)."""
+    cost.note_container_times(ctx, record["id"], observed.started_at, observed.finished_at)
     if is_terminal(record.get("terminal_state")) or observed.state == current_state(record):
         return record
     err_class = (observed.hint or {}).get("err_class") if observed.state == "ERROR" else None
@@ -90,11 +96,7 @@ def _instance_lost(ctx: Context, instance: str, exc: TransportError) -> JobState
     except TaoBrevError:
         raise exc from None
     if entry is None:
-        return JobState("UNKNOWN", f"instance {instance} no longer exists (deleted): the container and any "
-                                   "results not uploaded are lost",
-                        hint=_lost_hint(f"instance {instance} deleted", f"brev ls: no instance {instance}",
-                                        "resubmit with --retry-of on a live instance; close this record with "
-                                        "teardown.py JOB_ID"))
+        return _deleted(instance, f"brev ls: no instance {instance}")
     status = str(entry.get("status", "")).upper()
     if status != "RUNNING":
         return JobState("UNKNOWN", f"instance {instance} is {status}: the job's container is not running; "
@@ -105,11 +107,19 @@ def _instance_lost(ctx: Context, instance: str, exc: TransportError) -> JobState
     raise exc
 
 
+def _deleted(instance: str, evidence: str) -> JobState:
+    return JobState("UNKNOWN", f"instance {instance} no longer exists (deleted): the container and any "
+                               "results not uploaded are lost",
+                    hint=_lost_hint(f"instance {instance} deleted", evidence,
+                                    "resubmit with --retry-of on a live instance; close this record with "
+                                    "teardown.py JOB_ID"))
+
+
 def _lost_hint(reason: str, evidence: str, advice: str) -> dict:
     return {"err_class": "ERR_INFRA", "reason": reason, "advice": advice, "evidence": [evidence]}
 
 
-def observe(ctx: Context, job_id: str, log_lines: int = 0) -> dict:
+def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float | None = None) -> dict:
     """One poll of one job. Returns the JSON answer (without ``ok``)."""
     record = ctx.records.load(job_id)
     sidecar = ctx.sidecars.load(job_id)
@@ -128,15 +138,11 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0) -> dict:
 
     if instance is None:
         raise TaoBrevError("CORRUPT_RECORD", f"job {job_id} names no instance (no sidecar, no backend ref)")
-    token = remote.new_token()
-    logs = None
-    try:
-        result = ctx.brev.exec(instance, job_sections(token, job_id, log_lines), idempotent=True)
-        observed, logs = read_job(remote.parse_sections(result.stdout, token), job_id, log_lines)
-        if result.instance_started:
-            observed = after_instance_start(observed, instance)
-    except TransportError as exc:
-        observed = _instance_lost(ctx, instance, exc)
+    deleted_at = sidecar.get("instance_deleted_at")
+    if deleted_at:   # nothing to ask - and never a new instance that took the name
+        observed, logs = _deleted(instance, f"teardown deleted {instance} at {deleted_at}"), None
+    else:
+        observed, logs = _read_backend(ctx, instance, job_id, log_lines)
     record = apply(ctx, record, observed)
     terminal = record.get("terminal_state")
     out = {**answer, "state": terminal or observed.state, "observed": observed.to_json(),
@@ -148,18 +154,36 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0) -> dict:
     results = results_mod.finalize(ctx, job_id)   # uploads + verifies once the job is terminal
     if results is not None:
         out["results"] = results
+    if terminal:
+        from .teardown import owns   # teardown imports this module
+
+        out["cost"] = cost.facts(ctx, job_id, owned=not deleted_at and owns(ctx, instance),
+                                 price_per_hour=price_per_hour, lookup=not deleted_at)
     return out
 
 
+def _read_backend(ctx: Context, instance: str, job_id: str, log_lines: int) -> tuple[JobState, str | None]:
+    """(state, logs) from the instance in one round trip (or why it cannot answer)."""
+    token = remote.new_token()
+    try:
+        result = ctx.brev.exec(instance, job_sections(token, job_id, log_lines), idempotent=True)
+        observed, logs = read_job(remote.parse_sections(result.stdout, token), job_id, log_lines)
+    except TransportError as exc:
+        return _instance_lost(ctx, instance, exc), None
+    return (after_instance_start(observed, instance) if result.instance_started else observed), logs
+
+
 def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
-         interval: float = 30.0, timeout: float | None = None) -> tuple[dict, int]:
+         interval: float = 30.0, timeout: float | None = None,
+         price_per_hour: float | None = None) -> tuple[dict, int]:
     """status (``wait=False``) or wait-until-terminal. Exit 0, or 1 when the wait
     ended in ERROR/CANCELED/lost or timed out."""
+    cost.check_price(price_per_hour)
     started = ctx.clock()
     polls = 0
     while True:
         polls += 1
-        out = observe(ctx, job_id, log_lines)
+        out = observe(ctx, job_id, log_lines, price_per_hour)
         if out.get("error") and out.get("state") != "RUNNING":
             code = CODES.get(out["error"]["code"])
             return {"ok": False, **out, "polls": polls}, code.exit_code if code else 1

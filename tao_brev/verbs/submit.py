@@ -33,7 +33,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import bank, credentials, remote, staging, storage
+from .. import bank, cost, credentials, redact, remote, staging, storage
 from .. import routing as routing_mod
 from ..cli import Context, say
 from ..errors import TaoBrevError, TransportError
@@ -65,23 +65,29 @@ class SubmitRequest:
     dry_run: bool = False
     retry_of: str | None = None
     overrides: list[str] = field(default_factory=list)
+    price_per_hour: float | None = None   # USD; remembered for the job's cost facts
 
 
 def _read_spec(path: str) -> str:
     import yaml
 
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise TaoBrevError("SPEC_NOT_FOUND", f"cannot read spec {path!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not UTF-8 text",
+                           "Pass the TAO spec YAML file itself (UTF-8 text), not a binary or archive.") from None
     if len(text.encode()) > MAX_SPEC_BYTES:
-        raise TaoBrevError("BAD_SPEC", f"spec {path!r} is larger than {MAX_SPEC_BYTES} bytes")
+        raise TaoBrevError("BAD_SPEC", f"spec {path!r} is larger than {MAX_SPEC_BYTES} bytes",
+                           "Keep large data out of the spec: put it in an input (--inputs) and reference its path.")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):
-        raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not a YAML mapping")
+        raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not a YAML mapping",
+                           "A TAO spec is a mapping of sections (train:, model:, dataset:, ...).")
     refuse_secrets(text, f"spec {path}")
     nodes = _node_counts(data)
     if any(n > 1 for n in nodes.values()):
@@ -109,16 +115,26 @@ def _refuse_multi_node_overrides(overrides: list[str]) -> None:
             raise TaoBrevError("MULTI_NODE_UNSUPPORTED", f"override {item!r} asks for several nodes")
 
 
-def _input_mounts(tier: str, inputs: list[str]) -> list[tuple[str, str, bool]]:
-    """Tier A inputs ``PATH[=NAME]`` (instance paths) -> read-only mounts at /data/NAME."""
+def _input_mounts(inputs: list[str]) -> list[tuple[str, str, bool]]:
+    """Tier A inputs ``PATH[=NAME]`` (instance paths, names unique) -> read-only mounts at /data/NAME."""
     mounts = []
-    for item in inputs:
-        path, _, name = item.partition("=")
-        name = name or os.path.basename(path.rstrip("/"))
-        remote.check_name(name, "input name")
-        remote.rpath(path)  # validates
-        mounts.append((path, f"{remote.CONTAINER_DATA_DIR}/{name}", True))
+    for inp in staging.parse_inputs(inputs):
+        if inp.source.startswith("s3://") or not inp.source.startswith(("/", "~/")):
+            raise TaoBrevError("BAD_ARGUMENT", f"tier A input {inp.source!r} is not an instance path",
+                               "Tier A inputs are already on the instance ('~/data=NAME' or '/abs/path=NAME'); "
+                               "local directories and s3:// inputs need --storage-tier B (or C) and a bucket.")
+        remote.rpath(inp.source)  # validates
+        mounts.append((inp.source, f"{remote.CONTAINER_DATA_DIR}/{inp.name}", True))
     return mounts
+
+
+def _refuse_secret_overrides(overrides: list[str]) -> None:
+    """Lint each ``-- KEY=VALUE`` override on its own, so the finding names it."""
+    for number, item in enumerate(overrides, 1):
+        findings = redact.lint(item)
+        if findings:
+            raise TaoBrevError("SECRET_IN_COMMAND", f"override {number} ({findings[0].name}) holds a literal "
+                               "credential", findings=[f.to_json() for f in findings])
 
 
 def _inputs_check(mounts) -> str:
@@ -133,16 +149,20 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     for name in req.env_names:
         remote.check_env_name(name)
     remote.gpus_flag(req.gpus)
+    cost.check_price(req.price_per_hour)
     if req.storage_tier not in ("A", "B", "C"):
         raise TaoBrevError("BAD_ARGUMENT", f"--storage-tier must be A, B or C (got {req.storage_tier!r})")
     resolved = bank.resolve_image(req.image, ctx.env)
     spec_text = _read_spec(req.spec)
     _refuse_multi_node_overrides(req.overrides)
+    _refuse_secret_overrides(req.overrides)
+    if req.retry_of:
+        ctx.records.load(req.retry_of)   # BAD_JOB_ID / UNKNOWN_JOB: a retry names a job we know
     secret_values = credentials.collect(ctx.env, req.env_names)
     routing = routing_mod.route(req, ctx.env)
     stage = Staging.plan(ctx, req)
     placeholder = f"{req.network_arch}-{req.action}-dryrun"
-    mounts = stage.mounts(placeholder) if stage else _input_mounts(req.storage_tier, req.inputs)
+    mounts = stage.mounts(placeholder) if stage else _input_mounts(req.inputs)
     warnings = list(routing.warnings) + _credential_warnings(ctx, routing, stage)
 
     run = _run_spec(req, resolved["image"], placeholder, routing, mounts, env_file=None)
@@ -164,6 +184,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                          {"step": "mark_running", "backend_ref": f"{req.instance}/<job_id>"}],
                 "storage_tier": req.storage_tier, **(stage.answer() if stage else {}), "warnings": warnings}, 0
 
+    ctx.brev.path()       # BREV_NOT_FOUND before anything is recorded
     if stage:
         stage.prepare()   # uploads before the record opens: a failed upload leaves nothing behind
 
@@ -178,6 +199,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                                  "destination": routing.destination(job_id)},
                         inputs=stage.answer()["inputs"] if stage else [],
                         launch={"state": "launching", "pid": os.getpid(), "started_at": now_iso()})
+    cost.note_submit(ctx, job_id, req.price_per_hour)
     answer = {"job_id": job_id, "instance": req.instance, "backend_ref": None, "image": resolved["image"],
               "results_dir": record["results_dir"], "storage_tier": req.storage_tier,
               **(stage.answer() if stage else {}),
@@ -196,6 +218,8 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     except TaoBrevError as exc:
         _mark_never_launched(ctx, job_id, f"credential copy failed: {exc.message}")
         raise
+    except KeyboardInterrupt:
+        raise _interrupted(answer) from None
     mounts = stage.mounts(job_id) if stage else mounts
     run = _run_spec(req, resolved["image"], job_id, routing, mounts, env_file)
     checks = stage.checks(job_id, resolved["image"], env_file, carrier_file) if stage else _inputs_check(mounts)
@@ -209,6 +233,8 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     except TaoBrevError as exc:   # e.g. BREV_NOT_LOGGED_IN: the record stays PENDING, poll_status reconciles it
         exc.details.setdefault("answer", {**answer, "state": "PENDING"})
         raise
+    except KeyboardInterrupt:     # Ctrl-C / SIGTERM (cli.run): the launch may go on without us
+        raise _interrupted(answer) from None
 
     out = result.stdout
     if result.ok:
@@ -238,6 +264,13 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     _mark_never_launched(ctx, job_id, why)
     raise TaoBrevError(code, f"submit refused: {why}",
                        answer={**answer, "state": "ERROR", "backend_ref": None})
+
+
+def _interrupted(answer: dict) -> TaoBrevError:
+    job_id = answer["job_id"]
+    return TaoBrevError("INTERRUPTED", f"submit of {job_id} was interrupted while launching: the container may "
+                        "or may not start", f"Do NOT resubmit: run poll_status.py {job_id} (it adopts the container "
+                        "or closes the record as never launched).", answer={**answer, "state": "PENDING"})
 
 
 def _mark_never_launched(ctx: Context, job_id: str, why: str) -> None:

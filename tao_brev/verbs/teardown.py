@@ -1,16 +1,21 @@
 """teardown (cancel): remove the job's container, close the record, and delete
-an ephemeral instance so it stops billing.
+an instance this bundle owns so it stops billing.
 
 One round trip reads the container's last state and removes it
 (``docker rm -f``). The record is then closed: a job that had already exited
 keeps the state the backend reports (COMPLETE/ERROR); one still running (or
 gone) becomes CANCELED; a terminal record never changes.
 
-The instance is deleted (``brev delete``) only when asked (``--delete-instance``)
-or when the sidecar says this job owns it (``submit --ephemeral``) and
-``--keep-instance`` is not given - and never while another job on it is not
-terminal or has results not yet verified in S3, unless ``--force``. The answer
-names exactly what was deleted.
+Ownership is per instance: the bundle owns an instance when a job on it was
+submitted with ``--ephemeral`` (:func:`owns`); a reused instance is deleted
+only when asked by name (``--delete-instance``). An owned instance is deleted
+(``brev delete``) by the teardown of its last job, unless ``--keep-instance``:
+while another job on it is live it is kept (``instance_kept``, exit 0). Live
+jobs (when asked by name) and results not verified in S3 refuse the delete
+(INSTANCE_DELETE_REFUSED), unless ``--force``. The answer names exactly what
+was deleted (``deleted``); every job on a deleted instance remembers it
+(``instance_deleted_at``), so a rerun deletes nothing twice and never reaches
+a new instance that took the name. The answer carries the job's ``cost`` facts.
 
 Results routed to S3 are uploaded and verified (``results.finalize``, once)
 right after the container is removed - they live in its bind-mounted results
@@ -24,13 +29,13 @@ from __future__ import annotations
 
 import json
 
-from .. import remote
+from .. import cost, remote
 from ..cli import Context, say
 from ..docker_state import after_instance_start, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..records import current_state, is_terminal, now_iso
 from . import results as results_mod
-from .status import job_instance
+from . import status
 
 DELETE_REFUSED_FIX = ("Run teardown.py {job_id} --delete-instance again once the jobs ended: it uploads unverified "
                       "results again from the instance and verifies them; or pass --force to delete anyway and "
@@ -70,30 +75,70 @@ def close_record(ctx: Context, record: dict, docker_state: dict | None, why: str
         return record
     observed = from_inspect(docker_state)
     if (docker_state or {}).get("TaoInstanceStarted"):
-        observed = after_instance_start(observed, job_instance(record, ctx.sidecars.load(record["id"])) or "?")
+        observed = after_instance_start(observed, status.job_instance(record, ctx.sidecars.load(record["id"])) or "?")
     if observed.state in ("COMPLETE", "ERROR"):
         return ctx.records.mark(record["id"], observed.state, message=observed.message, source="agent")
     return ctx.records.mark(record["id"], "CANCELED", message=why, source="agent")
 
 
-def instance_blockers(ctx: Context, instance: str, except_job: str) -> list[str]:
-    """Why ``instance`` must not be deleted: live jobs and unverified results on it."""
-    blockers = []
-    for side in ctx.sidecars.all():
-        job_id = side.get("job_id")
-        if side.get("instance") != instance or not job_id:
+def jobs_on(ctx: Context, instance: str) -> list[dict]:
+    """The sidecars of the jobs on ``instance`` as it is now: jobs on an earlier
+    instance of that name, which a teardown deleted, are left out (a name can be reused)."""
+    return [side for side in ctx.sidecars.all()
+            if side.get("instance") == instance and side.get("job_id") and not side.get("instance_deleted_at")]
+
+
+def owns(ctx: Context, instance: str) -> bool:
+    """The instance is this bundle's to delete: a job on it was submitted with ``--ephemeral``.
+    A reused instance (no such job) is deleted only when asked by name."""
+    return any(side.get("ephemeral") for side in jobs_on(ctx, instance))
+
+
+def live_jobs(ctx: Context, instance: str, except_job: str | None = None) -> list[str]:
+    """``job X on I is RUNNING`` for each other job on ``instance`` that is not terminal
+    (a job whose record cannot be read counts as live)."""
+    live = []
+    for side in jobs_on(ctx, instance):
+        job_id = side["job_id"]
+        if job_id == except_job:
             continue
         try:
             record = ctx.records.load(job_id)
-        except TaoBrevError:
+        except TaoBrevError as exc:
+            live.append(f"job {job_id} on {instance}: record unreadable ({exc.code})")
             continue
-        if job_id != except_job and not is_terminal(record.get("terminal_state")):
-            blockers.append(f"job {job_id} on {instance} is {current_state(record)}")
+        if not is_terminal(record.get("terminal_state")):
+            live.append(f"job {job_id} on {instance} is {current_state(record)}")
+    return live
+
+
+def unverified_results(ctx: Context, instance: str) -> list[str]:
+    """The jobs on ``instance`` whose S3-routed results are not verified (the instance disk holds
+    the only complete copy)."""
+    out = []
+    for side in jobs_on(ctx, instance):
         results = side.get("results") or {}
         if results.get("kind") == "s3" and not results.get("verified"):
-            blockers.append(f"job {job_id}: results not verified in {results.get('destination')}: "
-                            + results_mod.describe_loss(results))
-    return blockers
+            out.append(f"job {side['job_id']}: results not verified in {results.get('destination')}: "
+                       + results_mod.describe_loss(results))
+    return out
+
+
+def instance_blockers(ctx: Context, instance: str, except_job: str | None) -> list[str]:
+    """Why ``instance`` must not be deleted: live jobs and unverified results on it."""
+    return live_jobs(ctx, instance, except_job) + unverified_results(ctx, instance)
+
+
+def delete_and_record(ctx: Context, instance: str) -> None:
+    """``brev delete`` and remember it: every job on the instance gets ``instance_deleted_at``
+    (so a rerun deletes nothing twice) and the instance memory ``deleted_at``."""
+    jobs = jobs_on(ctx, instance)
+    ctx.brev.delete(instance)
+    deleted_at = cost.now_precise()
+    ctx.sidecars.note_instance(instance, deleted_at=deleted_at)
+    for side in jobs:
+        ctx.sidecars.update(side["job_id"], instance_deleted_at=deleted_at)
+    say(f"teardown: instance {instance} deleted")
 
 
 def _finalize_results(ctx: Context, job_id: str, sidecar: dict, instance_gone: bool, answer: dict) -> None:
@@ -109,10 +154,14 @@ def _finalize_results(ctx: Context, job_id: str, sidecar: dict, instance_gone: b
                                   "was deleted: what was not uploaded is lost")
 
 
-def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, force: bool = False) -> tuple[dict, int]:
+def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, force: bool = False,
+             price_per_hour: float | None = None) -> tuple[dict, int]:
+    """Tear one job down (see the module doc). ``delete_instance``: True = asked by name
+    (``--delete-instance``), False = never (``--keep-instance``), None = when this bundle owns it."""
+    cost.check_price(price_per_hour)
     record = ctx.records.load(job_id)
     sidecar = ctx.sidecars.load(job_id)
-    instance = job_instance(record, sidecar)
+    instance = status.job_instance(record, sidecar)
     answer = {"job_id": job_id, "instance": instance, "backend_ref": record.get("backend_ref"),
               "results_dir": record["results_dir"], "container_removed": False,
               "instance_deleted": False, "deleted": [], "warnings": []}
@@ -120,40 +169,111 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
         record = close_record(ctx, record, None, "canceled before launch (no instance recorded)")
         return {"ok": True, **answer, "state": record.get("terminal_state")}, 0
 
-    instance_gone = False
-    try:
-        docker_state, present = _observe_and_remove(ctx, instance, job_id)
-        answer["container_removed"] = present
-    except TransportError:
-        entry = ctx.brev.instance(instance)
-        if entry is not None:
-            raise
-        docker_state, present = None, False
-        answer["warnings"].append(f"instance {instance} no longer exists; nothing to remove")
-        delete_instance, instance_gone = False, True
+    docker_state, gone = _remove_container(ctx, instance, job_id, sidecar, answer)
+    present = answer["container_removed"]
     record = close_record(ctx, record, docker_state, "canceled by teardown" if present
                           else "container not found at teardown")
     ctx.sidecars.update(job_id, teardown={"at": now_iso(), "container_removed": present})
+    if docker_state:
+        seen = from_inspect(docker_state)
+        cost.note_container_times(ctx, job_id, seen.started_at, seen.finished_at)
     answer["state"] = record.get("terminal_state")
     say(f"teardown {job_id}: container {'removed' if present else 'absent'}; record {answer['state']}")
-    _finalize_results(ctx, job_id, sidecar, instance_gone, answer)
+    _finalize_results(ctx, job_id, sidecar, gone, answer)
 
-    wants_delete = delete_instance is True or (delete_instance is None and bool(sidecar.get("ephemeral")))
-    results = sidecar.get("results") or {}
-    if results.get("kind") in ("local", "ephemeral") and wants_delete:
-        answer["warnings"].append(f"results of {job_id} live only on {instance} ({results.get('instance_dir')}); "
-                                  "deleting the instance deletes them")
-    if not wants_delete:
-        return {"ok": True, **answer}, 0
-    blockers = results_mod.recheck_instance(ctx, instance)   # a LIST per verified job: nothing lost since?
+    owned = not gone and owns(ctx, instance)
+    if not gone and (delete_instance is True or (delete_instance is None and owned)):
+        out, code = _delete(ctx, job_id, instance, answer, asked=delete_instance is True, force=force)
+    else:
+        out, code = {"ok": True, **answer}, 0
+    out["cost"] = cost.facts(ctx, job_id, owned=owned, price_per_hour=price_per_hour, lookup=not gone)
+    return out, code
+
+
+def _remove_container(ctx: Context, instance: str, job_id: str, sidecar: dict,
+                      answer: dict) -> tuple[dict | None, bool]:
+    """(the container's last docker .State or None, the instance is gone). No round trip once
+    a teardown deleted the instance: a rerun reaches nothing (and never a new instance of that name)."""
+    if sidecar.get("instance_deleted_at"):
+        answer["warnings"].append(f"instance {instance} was deleted by teardown at "
+                                  f"{sidecar['instance_deleted_at']}; nothing left to remove")
+        return None, True
+    try:
+        docker_state, answer["container_removed"] = _observe_and_remove(ctx, instance, job_id)
+    except TransportError:
+        if ctx.brev.instance(instance) is not None:
+            raise
+        answer["warnings"].append(f"instance {instance} no longer exists; nothing to remove")
+        return None, True
+    return docker_state, False
+
+
+def _delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool, force: bool) -> tuple[dict, int]:
+    """``brev delete`` the instance unless something on it would be lost.
+
+    Unverified (or since lost) S3 results and, when asked by name, live jobs refuse
+    (INSTANCE_DELETE_REFUSED, exit 1) unless ``force``. An owned instance that another
+    job still uses is kept without an error: the last job on it to end deletes it."""
+    lost = results_mod.recheck_instance(ctx, instance)   # a LIST per verified job: nothing lost since?
     if "results" in answer:
         answer["results"] = results_mod.summary(ctx.sidecars.load(job_id)["results"])
-    blockers += instance_blockers(ctx, instance, job_id)
+    lost += unverified_results(ctx, instance)
+    live = live_jobs(ctx, instance, job_id)
+    if live and not lost and not asked and not force:
+        answer["instance_kept"] = "; ".join(live)
+        answer["warnings"].append(f"instance {instance} kept, it still bills: {'; '.join(live)}. The last job on it "
+                                  "to end deletes it (poll_status.py JOB_ID --wait --teardown), or "
+                                  "teardown.py --orphans --delete once all ended")
+        return {"ok": True, **answer}, 0
+    blockers = live + lost
     if blockers and not force:
         err = TaoBrevError("INSTANCE_DELETE_REFUSED", f"not deleting {instance}: " + "; ".join(blockers),
                            DELETE_REFUSED_FIX.format(job_id=job_id))
         return {"ok": False, **answer, "blockers": blockers, "error": err.to_json()}, 1
-    ctx.brev.delete(instance)
-    ctx.sidecars.update(job_id, instance_deleted_at=now_iso())
+    results = ctx.sidecars.load(job_id).get("results") or {}
+    if results.get("kind") in ("local", "ephemeral"):
+        answer["warnings"].append(f"results of {job_id} live only on {instance} ({results.get('instance_dir')}); "
+                                  "deleting the instance deletes them")
+    cost.learn_instance_type(ctx, job_id)   # brev ls forgets a deleted instance's type
+    try:
+        delete_and_record(ctx, instance)
+    except TaoBrevError as exc:   # the container is removed and the record closed: say so, then fail
+        return {"ok": False, **answer, "error": exc.to_json()}, exc.exit_code
     answer.update(instance_deleted=True, deleted=[instance], forced=bool(blockers))
     return {"ok": True, **answer}, 0
+
+
+def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: float = 30.0,
+                      timeout: float | None = None, price_per_hour: float | None = None) -> tuple[dict, int]:
+    """``poll_status.py JOB_ID --wait --teardown``: carry the job to its end in one call.
+
+    Wait until terminal (``status.poll``: the results are uploaded and verified
+    there), then :func:`teardown` with its defaults: the container is removed and
+    an instance this bundle owns is deleted unless something on it would be lost.
+    A job still running (``WAIT_TIMEOUT``) or whose instance is gone or stopped
+    (``INSTANCE_LOST``: starting it again would bill) is not torn down
+    (``teardown_skipped`` says why). Safe to kill and rerun at any point: verified
+    results are not sent again, a deleted instance is not asked again.
+
+    The answer is the poll's, with ``teardown`` (its answer) and the final ``cost``.
+    A teardown failure wins the exit code and ``error`` (the instance may still
+    bill: rerun the same command); the job's own failure stays in ``state``.
+    """
+    out, code = status.poll(ctx, job_id, log_lines=log_lines, wait=True, interval=interval, timeout=timeout,
+                            price_per_hour=price_per_hour)
+    error = (out.get("error") or {}).get("code")
+    if not is_terminal(out.get("state")) and error != "CONTAINER_GONE":
+        out["teardown_skipped"] = (f"job {job_id} is {out.get('state')} ({error}): nothing was removed or deleted; "
+                                   f"run teardown.py {job_id} to cancel it")
+        return out, code
+    try:
+        down, down_code = teardown(ctx, job_id, price_per_hour=price_per_hour)
+    except TaoBrevError as exc:
+        down, down_code = {"ok": False, "job_id": job_id, "error": exc.to_json()}, exc.exit_code
+    if "cost" in down:
+        out["cost"] = down.pop("cost")
+    out["teardown"] = down
+    if down_code != 0:
+        out.update(ok=False, error=down["error"])
+        code = down_code
+    return out, code

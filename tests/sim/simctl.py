@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shlex
 import os
 import sys
 from pathlib import Path
@@ -308,6 +309,7 @@ def _cli(argv: list[str]) -> int:
     init.add_argument("--logged-out", action="store_true")
     init.add_argument("--ngc-key", default=None, help="the key docker login nvcr.io accepts")
     init.add_argument("--banner", default="")
+    init.add_argument("--shell", action="store_true", help="print `export NAME=value` lines for eval, not JSON")
     for name in ("audit", "close"):
         sub.add_parser(name).add_argument("root")
     args = parser.parse_args(argv)
@@ -326,7 +328,11 @@ def _cli(argv: list[str]) -> int:
         sim.add_instance(name, gpus=args.gpu or ("NVIDIA A100-SXM4-80GB",), ssh_delay_s=args.ssh_delay,
                          banner=args.banner)
     env = sim.env()
-    print(json.dumps({"PATH": env["PATH"], STATE_ENV: env[STATE_ENV]}, indent=1))
+    exported = {"PATH": env["PATH"], STATE_ENV: env[STATE_ENV]}
+    if args.shell:
+        print("".join(f"export {name}={shlex.quote(value)}\n" for name, value in exported.items()), end="")
+    else:
+        print(json.dumps(exported, indent=1))
     return 0
 
 

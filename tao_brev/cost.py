@@ -1,0 +1,212 @@
+"""Cost facts of a job: where its instance time went, and an estimate of what it cost.
+
+Timestamps (ISO 8601, UTC): the submit (sidecar ``cost.submitted_at``, to the
+millisecond, :func:`note_submit`; else the record's, whole seconds), the
+record's RUNNING and terminal transitions, docker's ``.State.StartedAt`` /
+``FinishedAt`` (noted in the sidecar by every poll and teardown that reads
+them, :func:`note_container_times`), the deletion (sidecar
+``instance_deleted_at``, written by teardown) and the last image pull
+(instance memory ``last_pull_s`` / ``last_pull_at``, :func:`note_pull`). The
+docker times are the instance's clock, the others this machine's: a negative
+difference (clock skew) counts as 0.
+
+The ``cost`` object (in the answers of poll_status once the job ended and of
+teardown, and in the sidecar under ``cost``), every value null when unknown:
+
+``submit_to_running_s``  record opened -> container started (StartedAt, else the RUNNING mark)
+``image_pull_s``         the last pull recorded on the instance before the submit (preflight --pull)
+``run_s``                container started -> ended (FinishedAt, else the terminal mark)
+``idle_billed_s``        job ended -> instance deleted by teardown, or -> now while it still bills
+                         (``still_billing``); null for a reused instance this bundle does not own
+``billed_s``             the instance time this job caused: submit -> deletion (owned instance,
+                         plus ``image_pull_s``), or submit -> end (reused instance)
+``estimated_cost_usd``   ``billed_s`` x the hourly price, when known: ``--price-per-hour`` (kept in
+                         the sidecar as ``price_flag_usd``), else ``references/prices.yaml`` by
+                         brev ``instance_type`` (one ``brev ls``, once)
+
+The sidecar's ``cost`` holds the same object plus its inputs (``started_at``,
+``finished_at``: docker's; ``price_flag_usd``).
+
+Computing the facts never fails a verb: what cannot be known stays null.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+from .cli import Context, say
+from .errors import TaoBrevError
+from .records import TERMINAL_STATES
+
+PRICES_FILE = Path(__file__).resolve().parent.parent / "references" / "prices.yaml"
+
+
+# -- prices ---------------------------------------------------------------------
+def check_price(value: Optional[float]) -> Optional[float]:
+    """A ``--price-per-hour`` value: None, or USD per hour >= 0 (BAD_ARGUMENT otherwise)."""
+    if value is not None and not (0 <= value < 10_000):
+        raise TaoBrevError("BAD_ARGUMENT", f"--price-per-hour must be USD per hour, 0 to 10000 (got {value})")
+    return value
+
+
+def load_prices(path: Path = PRICES_FILE) -> dict[str, float]:
+    """``{instance_type: usd_per_hour}`` from ``references/prices.yaml`` ({} when unreadable)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+        table = data.get("usd_per_hour") or {}
+        return {str(k): float(v) for k, v in table.items() if isinstance(v, (int, float)) and v >= 0}
+    except (OSError, yaml.YAMLError, AttributeError, TypeError, ValueError) as exc:
+        say(f"cost: ignoring {path.name}: {exc}")
+        return {}
+
+
+def hourly_price(explicit: Optional[float], instance_type: Optional[str]) -> tuple[Optional[float], Optional[str]]:
+    """(USD per hour, its source: ``flag`` or ``prices.yaml``), or (None, None)."""
+    if explicit is not None:
+        return explicit, "flag"
+    if instance_type and instance_type in (table := load_prices()):
+        return table[instance_type], "prices.yaml"
+    return None, None
+
+
+# -- recording ------------------------------------------------------------------
+def note_container_times(ctx: Context, job_id: str, started_at: Optional[str], finished_at: Optional[str]) -> None:
+    """Keep docker's StartedAt / FinishedAt in the sidecar's ``cost`` (written only when they change)."""
+    cost = ctx.sidecars.load(job_id).get("cost") or {}
+    update = {k: v for k, v in (("started_at", started_at), ("finished_at", finished_at)) if v and cost.get(k) != v}
+    if update:
+        ctx.sidecars.update(job_id, cost=update)
+
+
+def now_precise() -> str:
+    """UTC now with milliseconds (the record's timestamps have whole seconds)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def note_submit(ctx: Context, job_id: str, price_per_hour: Optional[float]) -> None:
+    """At submit, once the record is open: the precise submit time, and an explicit price."""
+    ctx.sidecars.update(job_id, cost={"submitted_at": now_precise()})
+    note_price(ctx, job_id, price_per_hour)
+
+
+def note_price(ctx: Context, job_id: str, price_per_hour: Optional[float]) -> None:
+    """Remember an explicit ``--price-per-hour`` for the job (later answers use it too)."""
+    if price_per_hour is not None:
+        ctx.sidecars.update(job_id, cost={"price_flag_usd": price_per_hour})
+
+
+def note_pull(ctx: Context, instance: str, image: str, seconds: float) -> None:
+    """Remember a finished image pull on ``instance`` (for ``image_pull_s``; preflight --pull)."""
+    ctx.sidecars.note_instance(instance, last_pull_s=round(seconds, 3), last_pull_image=image, last_pull_at=now_precise())
+
+
+def remember_instance_type(ctx: Context, job_id: str, instance_type: Optional[str]) -> None:
+    if instance_type and (ctx.sidecars.load(job_id).get("cost") or {}).get("instance_type") != instance_type:
+        ctx.sidecars.update(job_id, cost={"instance_type": instance_type})
+
+
+def learn_instance_type(ctx: Context, job_id: str, price_per_hour: Optional[float] = None) -> None:
+    """One ``brev ls`` for the instance type - only when the price is not known otherwise,
+    the type is not recorded yet and the instance was not deleted (ls forgets it); never raises."""
+    sidecar = ctx.sidecars.load(job_id)
+    stored = sidecar.get("cost") or {}
+    if (price_per_hour is not None or stored.get("price_flag_usd") is not None or stored.get("instance_type")
+            or sidecar.get("instance_deleted_at") or not sidecar.get("instance")):
+        return
+    try:
+        entry = ctx.brev.instance(sidecar["instance"])
+    except TaoBrevError as exc:
+        say(f"cost {job_id}: instance type unknown ({exc.message})")
+        return
+    remember_instance_type(ctx, job_id, (entry or {}).get("instance_type"))
+
+
+# -- the facts --------------------------------------------------------------------
+def parse_ts(value: Optional[str]) -> Optional[datetime]:
+    if not value or str(value).startswith("0001-01-01"):
+        return None
+    text = re.sub(r"(\.\d{6})\d+", r"\1", str(value).replace("Z", "+00:00"))   # docker's nanoseconds
+    try:
+        ts = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+
+
+def seconds(start: Optional[datetime], end: Optional[datetime]) -> Optional[float]:
+    """``end - start`` in seconds (>= 0: clock skew between instance and laptop), or None."""
+    if start is None or end is None:
+        return None
+    return round(max(0.0, (end - start).total_seconds()), 3)
+
+
+def _transition_ts(record: dict, states) -> Optional[datetime]:
+    """The first transition into one of ``states``."""
+    return next((parse_ts(t.get("ts")) for t in record.get("transitions") or [] if t.get("state") in states), None)
+
+
+def ended_at(record: dict, sidecar: dict) -> Optional[datetime]:
+    """When the job ended: docker's FinishedAt, else its terminal mark (None while it runs)."""
+    return parse_ts((sidecar.get("cost") or {}).get("finished_at")) or _transition_ts(record, TERMINAL_STATES)
+
+
+def _pull_seconds(ctx: Context, instance: Optional[str], submitted: Optional[datetime]) -> Optional[float]:
+    """The last recorded pull on ``instance`` before the submit - unless an instance of that
+    name was deleted between the pull and the submit (the job runs on a newer one)."""
+    memory = ctx.sidecars.instance(instance) if instance else {}
+    pulled_at, deleted_at = parse_ts(memory.get("last_pull_at")), parse_ts(memory.get("deleted_at"))
+    if pulled_at is None or submitted is None or pulled_at > submitted:
+        return None
+    if deleted_at is not None and pulled_at <= deleted_at <= submitted:
+        return None
+    return memory.get("last_pull_s")
+
+
+def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float] = None,
+          lookup: bool = True) -> dict:
+    """The job's ``cost`` object (see the module doc), also saved in its sidecar.
+
+    ``owned``: the instance is this bundle's to delete (an ephemeral job on it),
+    so its idle time until the deletion is billed to the job. ``lookup`` allows
+    one ``brev ls`` for the instance type when the price is not known otherwise.
+    """
+    record = ctx.records.load(job_id)
+    sidecar = ctx.sidecars.load(job_id)
+    note_price(ctx, job_id, price_per_hour)
+    if lookup:
+        learn_instance_type(ctx, job_id)
+    stored = ctx.sidecars.load(job_id).get("cost") or {}
+    explicit = stored.get("price_flag_usd")
+    deleted_at = parse_ts(sidecar.get("instance_deleted_at"))
+
+    submitted = parse_ts(stored.get("submitted_at")) or parse_ts(record.get("submitted_at"))
+    running = parse_ts(stored.get("started_at")) or _transition_ts(record, ("RUNNING",))
+    ended = ended_at(record, {"cost": stored})
+    owned = owned or deleted_at is not None
+    still_billing = owned and deleted_at is None and ended is not None
+    billing_end = (deleted_at or datetime.now(timezone.utc)) if owned else ended
+    pull_s = _pull_seconds(ctx, sidecar.get("instance"), submitted)
+    billed = seconds(submitted, billing_end)
+    if billed is not None and owned and pull_s:
+        billed = round(billed + pull_s, 3)
+    price, source = hourly_price(explicit, stored.get("instance_type"))
+    out = {
+        "submitted_at": _iso(submitted), "running_at": _iso(running), "ended_at": _iso(ended),
+        "instance_deleted_at": _iso(deleted_at),
+        "submit_to_running_s": seconds(submitted, running), "image_pull_s": pull_s,
+        "run_s": seconds(running, ended), "idle_billed_s": seconds(ended, billing_end) if owned else None,
+        "billed_s": billed, "instance_owned": owned, "still_billing": still_billing,
+        "instance_type": stored.get("instance_type"), "price_per_hour_usd": price, "price_source": source,
+        "estimated_cost_usd": round(billed / 3600 * price, 4) if billed is not None and price is not None else None,
+    }
+    ctx.sidecars.update(job_id, cost=out)
+    return out
+
+
+def _iso(ts: Optional[datetime]) -> Optional[str]:
+    return ts.isoformat(timespec="milliseconds") if ts else None

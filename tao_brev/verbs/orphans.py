@@ -1,0 +1,197 @@
+"""teardown.py --orphans: instances that bill for nothing, deleted only when asked.
+
+An *orphan* is an instance of ``brev ls --json`` with no job of this bundle
+that is not terminal, and either
+
+* RUNNING (or UNHEALTHY: running, billed) with no live ``tao-job`` container -
+  one ``brev exec`` per such instance (``docker ps -a --filter label=tao-job``),
+  instances concurrently; an instance that cannot answer is kept; or
+* owned by this bundle (a job on it was submitted with ``--ephemeral``) and
+  STOPPED or FAILURE: its disk still bills, and its owner meant it to go.
+
+Every instance is either listed in ``orphans`` or in ``kept`` with the reason.
+An orphan says whether it is ``ours`` (a job of this bundle ran on it),
+``owned`` (ephemeral), since when it idles and what that costs (``idle_s``,
+``estimated_idle_cost_usd`` from ``references/prices.yaml`` or
+``--price-per-hour``), and what blocks its deletion.
+
+Deletion (``--delete``) takes only names from this run's list, and:
+
+* by default only the owned orphans; ``--instance NAME`` (repeatable) deletes
+  exactly the named ones, which may be reused instances of ours (a reused
+  instance is deleted only when asked by name);
+* never an instance this bundle never ran a job on (``ours: false``): it may
+  be someone's dev box. Decision: there is no flag for it - its owner deletes
+  it (``brev delete NAME``); naming one is refused (NOT_AN_ORPHAN);
+* never an instance with results not verified in S3 (no ``--force`` here):
+  the destinations are LISTed again and the records re-read right before each
+  ``brev delete`` (INSTANCE_DELETE_REFUSED names the blockers).
+
+``deleted`` names exactly what was deleted; the jobs on a deleted instance
+remember it (``teardown.delete_and_record``).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+
+from .. import cost, remote
+from ..cli import Context, say
+from ..errors import TaoBrevError, TransportError
+from ..transport import INSTANCE_RE, check_instance
+from . import results as results_mod
+from . import teardown as teardown_mod
+
+RUNNING_STATUSES = ("RUNNING", "UNHEALTHY")      # the instance runs and bills its GPU
+IDLE_OWNED_STATUSES = ("STOPPED", "FAILURE")    # no GPU billed, the disk is; orphans only when owned
+LIVE_CONTAINER_STATES = ("running", "paused", "restarting", "created")
+MAX_WORKERS = 8
+
+
+def orphans(ctx: Context, delete: bool = False, names: list[str] | None = None,
+            price_per_hour: float | None = None) -> tuple[dict, int]:
+    """List the orphans (see the module doc); with ``delete``, delete the owned ones or the named ones."""
+    names = [check_instance(n) for n in names or []]
+    if names and not delete:
+        raise TaoBrevError("BAD_ARGUMENT", "--instance names what --orphans --delete deletes; add --delete")
+    cost.check_price(price_per_hour)
+    found, kept = survey(ctx, price_per_hour)
+    answer = {"orphans": found, "kept": kept, "deleted": []}
+    if not delete:
+        return {"ok": True, **answer}, 0
+
+    listed = {o["instance"]: o for o in found}
+    refused = [("NOT_AN_ORPHAN", f"{name}: not an orphan (see kept)") for name in names if name not in listed]
+    targets = [listed[n] for n in names if n in listed] if names else [o for o in found if o["owned"]]
+    failure = None
+    for orphan in targets:
+        why = _refusal(ctx, orphan)
+        if why:
+            refused.append(why)
+            continue
+        try:
+            for job_id in orphan["jobs"]:
+                cost.remember_instance_type(ctx, job_id, orphan["instance_type"])
+            teardown_mod.delete_and_record(ctx, orphan["instance"])
+        except TaoBrevError as exc:
+            orphan["error"] = exc.to_json()
+            failure = failure or exc
+            continue
+        orphan["deleted"] = True
+        answer["deleted"].append(orphan["instance"])
+    if refused:
+        code = refused[0][0]
+        err = TaoBrevError(code, "not deleted: " + "; ".join(message for _c, message in refused))
+        return {"ok": False, **answer, "error": err.to_json()}, err.exit_code
+    if failure:
+        return {"ok": False, **answer, "error": failure.to_json()}, failure.exit_code
+    return {"ok": True, **answer}, 0
+
+
+def survey(ctx: Context, price_per_hour: float | None = None) -> tuple[list[dict], list[dict]]:
+    """(orphans, kept): ``brev ls``, the local records, one exec per running candidate."""
+    found, kept, running = [], [], []
+    for entry in ctx.brev.ls():
+        name = str(entry.get("name") or "")
+        status = str(entry.get("status") or "").upper()
+        if not INSTANCE_RE.match(name):
+            kept.append({"instance": name, "reason": "a name brev commands cannot take safely; not examined"})
+            continue
+        jobs = teardown_mod.jobs_on(ctx, name)
+        live = teardown_mod.live_jobs(ctx, name)
+        if live:
+            kept.append({"instance": name, "reason": "; ".join(live)})
+        elif status in RUNNING_STATUSES:
+            running.append((entry, jobs))
+        elif status in IDLE_OWNED_STATUSES and any(j.get("ephemeral") for j in jobs):
+            found.append(_orphan(ctx, entry, jobs, f"owned (ephemeral) and all its jobs ended; {status}, "
+                                                   "its disk still bills", price_per_hour))
+        else:
+            kept.append({"instance": name, "reason": f"{status or 'no status'}: not running, or in transition"})
+
+    with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
+        answers = list(pool.map(lambda item: _live_containers(ctx, item[0]["name"]), running))
+    for (entry, jobs), (live_containers, error) in zip(running, answers):
+        if error:
+            kept.append({"instance": entry["name"], "reason": f"could not list its containers: {error}"})
+        elif live_containers:
+            kept.append({"instance": entry["name"],
+                         "reason": f"tao-job container running: {', '.join(live_containers)}"})
+        else:
+            why = "all its jobs ended" if jobs else "never used by this bundle"
+            found.append(_orphan(ctx, entry, jobs, f"{entry.get('status')} with no tao-job container running; "
+                                                   + why, price_per_hour))
+    return sorted(found, key=lambda o: o["instance"]), sorted(kept, key=lambda k: k["instance"])
+
+
+def _live_containers(ctx: Context, instance: str) -> tuple[list[str], str | None]:
+    """(names of the tao-job containers not exited, or the reason they could not be listed)."""
+    token = remote.new_token()
+    try:
+        result = ctx.brev.exec(instance, remote.section(token, "ps", remote.list_job_containers()), idempotent=True)
+    except TransportError as exc:
+        return [], exc.message
+    ps = remote.parse_sections(result.stdout, token).get("ps")
+    if ps is None:
+        return [], "incomplete answer"
+    if ps.exit_code != 0:
+        return [], ps.output.strip()[-300:] or f"docker ps exited {ps.exit_code}"
+    rows = [line.split("\t") for line in ps.output.splitlines() if "\t" in line]
+    return sorted(name for name, state, *_ in rows if state.strip() in LIVE_CONTAINER_STATES), None
+
+
+def _orphan(ctx: Context, entry: dict, jobs: list[dict], reason: str, price_per_hour: float | None) -> dict:
+    """One orphan: who it belongs to, since when it idles, what blocks its deletion."""
+    name = entry["name"]
+    ours, owned = bool(jobs), any(j.get("ephemeral") for j in jobs)
+    idle_since = max((t for t in (_ended(ctx, j["job_id"]) for j in jobs) if t), default=None)
+    idle_s = cost.seconds(idle_since, datetime.now(timezone.utc))
+    price, _source = cost.hourly_price(price_per_hour, entry.get("instance_type"))
+    out = {"instance": name, "id": entry.get("id"), "status": entry.get("status"),
+           "instance_type": entry.get("instance_type"), "ours": ours, "owned": owned,
+           "jobs": sorted(j["job_id"] for j in jobs), "reason": reason,
+           "idle_since": idle_since.isoformat(timespec="seconds") if idle_since else None, "idle_s": idle_s,
+           "price_per_hour_usd": price,
+           "estimated_idle_cost_usd": (round(idle_s / 3600 * price, 4)
+                                       if idle_s is not None and price is not None else None),
+           "blockers": teardown_mod.unverified_results(ctx, name), "deleted": False}
+    out["advice"] = _advice(out)
+    if ours:
+        say(f"orphans: {name} idles since {out['idle_since']} ({reason})")
+    return out
+
+
+def _ended(ctx: Context, job_id: str):
+    try:
+        return cost.ended_at(ctx.records.load(job_id), ctx.sidecars.load(job_id))
+    except TaoBrevError:
+        return None
+
+
+def _advice(orphan: dict) -> str:
+    name = orphan["instance"]
+    if not orphan["ours"]:
+        return (f"never used by this bundle, so never deleted by it: ask its owner; they can stop or delete it "
+                f"(brev delete {name})")
+    if orphan["blockers"]:
+        return ("results not verified in S3: run teardown.py JOB_ID for each job listed in blockers "
+                "(it uploads and verifies them), then list again")
+    if orphan["owned"]:
+        return "owned by this bundle: teardown.py --orphans --delete deletes it"
+    return (f"a reused instance: deleted only when named - teardown.py --orphans --delete --instance {name} "
+            "(copy what you need from it first)")
+
+
+def _refusal(ctx: Context, orphan: dict) -> tuple[str, str] | None:
+    """(code, why) when ``orphan`` must not be deleted now; checked right before the delete."""
+    name = orphan["instance"]
+    if not orphan["ours"]:
+        return "NOT_AN_ORPHAN", f"{name}: never used by this bundle (ours: false); it deletes only its own instances"
+    problems = results_mod.recheck_instance(ctx, name)   # a LIST per verified job: nothing lost since?
+    blockers = problems + teardown_mod.instance_blockers(ctx, name, None)
+    if blockers:
+        orphan["blockers"] = blockers
+        orphan["advice"] = _advice(orphan)
+        return "INSTANCE_DELETE_REFUSED", f"{name}: " + "; ".join(blockers)
+    return None
