@@ -30,8 +30,9 @@ Cost facts, once the job ended: "cost" = {submit_to_running_s, image_pull_s,
   run_s, idle_billed_s, billed_s, estimated_cost_usd, price_per_hour_usd,
   price_source, instance_type, still_billing, ...}: seconds and US dollars,
   null when unknown; the price from --price-per-hour (also remembered from
-  submit.py --price-per-hour), else references/prices.yaml by instance type
-  (estimates). teardown.py --help details every field.
+  submit.py --price-per-hour), else references/prices.yaml by the instance
+  type, once teardown learnt it (a poll makes no `brev ls` for it; --teardown
+  does). teardown.py --help details every field.
 
 Output: one JSON object on stdout:
   {"ok", "job_id", "instance", "state", "backend_ref", "results_dir", "message",
@@ -56,7 +57,6 @@ import _bootstrap
 _bootstrap.setup()
 
 from tao_brev import cli  # noqa: E402
-from tao_brev.records import is_terminal  # noqa: E402
 from tao_brev.verbs import status  # noqa: E402
 from tao_brev.verbs.teardown import wait_and_teardown  # noqa: E402
 
@@ -85,10 +85,7 @@ def main(argv=None):
     if args.all:
         if args.job_id or args.wait or args.teardown:
             raise cli.TaoBrevError("BAD_ARGUMENT", "--all takes no job id, no --wait and no --teardown")
-        ids = [r["id"] for r in ctx.records.list()
-               if not r.get("corrupt") and r.get("platform") == "brev" and not is_terminal(r.get("terminal_state"))]
-        jobs = status.poll_many(ctx, ids)
-        return {"ok": all(j.get("ok") for j in jobs), "jobs": jobs}, 0 if all(j.get("ok") for j in jobs) else 1
+        return status.poll_all(ctx)
     if not args.job_id:
         raise cli.TaoBrevError("BAD_ARGUMENT", "pass a JOB_ID (or --all)")
     if args.interval <= 0 or args.logs < 0:

@@ -68,7 +68,7 @@ from tao_brev.verbs.teardown import teardown  # noqa: E402
 
 def build_parser():
     p = cli.parser("teardown.py", __doc__)
-    p.add_argument("job_id", nargs="?", help="the job id printed by submit.py (or use --orphans)")
+    p.add_argument("job_id", nargs="?", help="the job id that submit.py printed; none with --orphans")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--delete-instance", action="store_true",
                        help="JOB_ID: also `brev delete` the job's instance (reused ones too)")

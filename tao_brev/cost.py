@@ -22,7 +22,8 @@ teardown, and in the sidecar under ``cost``), every value null when unknown:
                          plus ``image_pull_s``), or submit -> end (reused instance)
 ``estimated_cost_usd``   ``billed_s`` x the hourly price, when known: ``--price-per-hour`` (kept in
                          the sidecar as ``price_flag_usd``), else ``references/prices.yaml`` by
-                         brev ``instance_type`` (one ``brev ls``, once)
+                         brev ``instance_type`` (one ``brev ls``, once, by teardown: polls add
+                         no brev call, and ls forgets a deleted instance)
 
 The sidecar's ``cost`` holds the same object plus its inputs (``started_at``,
 ``finished_at``: docker's; ``price_flag_usd``).
@@ -100,22 +101,24 @@ def note_price(ctx: Context, job_id: str, price_per_hour: Optional[float]) -> No
         ctx.sidecars.update(job_id, cost={"price_flag_usd": price_per_hour})
 
 
-def note_pull(ctx: Context, instance: str, image: str, seconds: float) -> None:
-    """Remember a finished image pull on ``instance`` (for ``image_pull_s``; preflight --pull)."""
-    ctx.sidecars.note_instance(instance, last_pull_s=round(seconds, 3), last_pull_image=image, last_pull_at=now_precise())
+def note_pull(ctx: Context, instance: str, image: str, took_s: float) -> None:
+    """Remember a finished image pull on ``instance`` (for ``image_pull_s``); for preflight --pull."""
+    ctx.sidecars.note_instance(instance, last_pull_s=round(took_s, 3), last_pull_image=image,
+                               last_pull_at=now_precise())
 
 
 def remember_instance_type(ctx: Context, job_id: str, instance_type: Optional[str]) -> None:
+    """Keep brev's ``instance_type`` of the job's instance in its sidecar (for the price)."""
     if instance_type and (ctx.sidecars.load(job_id).get("cost") or {}).get("instance_type") != instance_type:
         ctx.sidecars.update(job_id, cost={"instance_type": instance_type})
 
 
-def learn_instance_type(ctx: Context, job_id: str, price_per_hour: Optional[float] = None) -> None:
-    """One ``brev ls`` for the instance type - only when the price is not known otherwise,
+def learn_instance_type(ctx: Context, job_id: str) -> None:
+    """One ``brev ls`` for the instance type - only when no price was given (:func:`note_price`),
     the type is not recorded yet and the instance was not deleted (ls forgets it); never raises."""
     sidecar = ctx.sidecars.load(job_id)
     stored = sidecar.get("cost") or {}
-    if (price_per_hour is not None or stored.get("price_flag_usd") is not None or stored.get("instance_type")
+    if (stored.get("price_flag_usd") is not None or stored.get("instance_type")
             or sidecar.get("instance_deleted_at") or not sidecar.get("instance")):
         return
     try:
@@ -128,6 +131,7 @@ def learn_instance_type(ctx: Context, job_id: str, price_per_hour: Optional[floa
 
 # -- the facts --------------------------------------------------------------------
 def parse_ts(value: Optional[str]) -> Optional[datetime]:
+    """An ISO 8601 / RFC 3339 time (docker's nanoseconds too) as an aware datetime; None if unset."""
     if not value or str(value).startswith("0001-01-01"):
         return None
     text = re.sub(r"(\.\d{6})\d+", r"\1", str(value).replace("Z", "+00:00"))   # docker's nanoseconds

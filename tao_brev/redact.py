@@ -538,3 +538,15 @@ def _replace(text: str, hits: Iterable[_Hit]) -> str:
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+def tail(text: str | None, limit: int = 600, *also_hide: str) -> str:
+    """The last ``limit`` characters of tool output for a message: redacted
+    FIRST (a secret cut in half by the trim would no longer be recognised),
+    then trimmed; ``also_hide`` are extra exact values to mask."""
+    text = (text or "").strip()
+    for value in also_hide:
+        if value:
+            text = text.replace(value, PLACEHOLDER)
+    text = redact_values(redact(text))
+    return ("..." + text[-limit:]) if len(text) > limit else (text or "(no output)")

@@ -221,12 +221,19 @@ def reconcile_launch(job_id: str) -> str:
     job = job_dir(check_name(job_id, "job id"))
     return "\n".join([
         launch_lock(job_id),
-        f'rm -f "$HOME"/.tao-cred-{job_id}-*',
+        discard_job_credentials(job_id),
         f"if __tb_state=$({inspect_state(job_id)} 2>&1); then printf '%s\\n' \"$__tb_state\"; exit 0; fi",
         'case "$__tb_state" in *"No such"*) ;; *) printf \'%s\\n\' "$__tb_state"; exit 2;; esac',
         f"touch {rpath(join(job, ABANDONED))} || exit 3",
         "echo TAO_NEVER_LAUNCHED; exit 5",
     ])
+
+
+def discard_job_credentials(job_id: str) -> str:
+    """``rm -f`` every credential file left for this job on the instance
+    (``credentials.push`` names them ``~/.tao-cred-<job_id>-*``): its launch or
+    upload is settled, so none may outlive it."""
+    return f'rm -f "$HOME"/.tao-cred-{check_name(job_id, "job id")}-*'
 
 
 def inspect_state(job_id: str) -> str:

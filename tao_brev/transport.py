@@ -202,7 +202,7 @@ class Brev:
             done = self._spawn(args, timeout)
             if _auth_failed(done):
                 raise TaoBrevError("BREV_NOT_LOGGED_IN", "brev still reports an auth failure after a fresh login: "
-                                   + _tail(done.stderr or done.stdout))
+                                   + redact.tail(done.stderr or done.stdout))
         return done
 
     def login(self) -> None:
@@ -216,7 +216,7 @@ class Brev:
         self.logins += 1
         done = self._spawn(["login", "--token", token], BREV_TIMEOUT_S)
         if done.returncode != 0:
-            raise TaoBrevError("BREV_LOGIN_FAILED", "`brev login` with BREV_API_TOKEN failed: " + _tail(done.stderr, token))
+            raise TaoBrevError("BREV_LOGIN_FAILED", "`brev login` with BREV_API_TOKEN failed: " + redact.tail(done.stderr, 600, token))
 
     # -- exec ----------------------------------------------------------------
     def timeout_for(self, instance: str) -> float:
@@ -259,7 +259,7 @@ class Brev:
                 last_error = TransportError(
                     "TRANSPORT_FAILED",
                     f"brev exec on {instance!r} returned no complete answer (exit {done.returncode}): "
-                    + _tail(done.stderr), brev_exit=done.returncode)
+                    + redact.tail(done.stderr), brev_exit=done.returncode)
             if attempt < attempts:
                 wait = self.backoff_s[min(attempt - 1, len(self.backoff_s) - 1)]
                 self.log(f"brev exec on {instance}: {last_error.message}; retrying in {wait:g} s "
@@ -273,7 +273,7 @@ class Brev:
         if not result.ok:
             raise RemoteCommandError("REMOTE_COMMAND_FAILED",
                                      f"command on {instance} exited {result.exit_code}: "
-                                     + _tail(result.stderr or result.stdout),
+                                     + redact.tail(result.stderr or result.stdout),
                                      exit_status=result.exit_code)
         return result
 
@@ -283,11 +283,11 @@ class Brev:
         which is null when there are none; older releases printed a bare list)."""
         done = self._with_login(["ls", "--json"], BREV_TIMEOUT_S)
         if done.returncode != 0:
-            raise TaoBrevError("BREV_FAILED", "brev ls --json failed: " + _tail(done.stderr))
+            raise TaoBrevError("BREV_FAILED", "brev ls --json failed: " + redact.tail(done.stderr))
         try:
             data = json.loads(done.stdout)
         except json.JSONDecodeError:
-            raise TaoBrevError("BREV_FAILED", "brev ls --json did not print JSON: " + _tail(done.stdout)) from None
+            raise TaoBrevError("BREV_FAILED", "brev ls --json did not print JSON: " + redact.tail(done.stdout)) from None
         if isinstance(data, dict):
             data = data.get("workspaces") or []
         if not isinstance(data, list):
@@ -302,7 +302,7 @@ class Brev:
     def _simple(self, args: list[str], what: str, timeout: float = BREV_TIMEOUT_S) -> str:
         done = self._with_login(args, timeout)
         if done.returncode != 0:
-            raise TaoBrevError("BREV_FAILED", f"{what} failed: " + _tail(done.stderr))
+            raise TaoBrevError("BREV_FAILED", f"{what} failed: " + redact.tail(done.stderr))
         return done.stdout
 
     def delete(self, name: str) -> None:
@@ -360,13 +360,3 @@ def check_instance(name: str) -> str:
     if not isinstance(name, str) or not INSTANCE_RE.match(name):
         raise TaoBrevError("BAD_NAME", f"invalid instance name: {name!r}")
     return name
-
-
-def _tail(text: str | None, *also_hide: str, limit: int = 600) -> str:
-    """The last ``limit`` characters of brev/remote output, redacted."""
-    text = (text or "").strip()
-    for value in also_hide:
-        if value:
-            text = text.replace(value, "<redacted>")
-    text = redact.redact_values(redact.redact(text))
-    return ("..." + text[-limit:]) if len(text) > limit else (text or "(no output)")

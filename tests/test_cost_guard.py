@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import os
 import shlex
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from conftest import EXAMPLE_DATA, TAO_IMAGE, validate
-from tao_brev.sidecar import SidecarStore
+from tao_brev import cost as cost_mod
+from tao_brev.cli import Context
 from tao_brev.transport import Brev
 
 CARRIER = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
@@ -86,10 +86,11 @@ def kill_caller_once(guard: Guard, tmp_path: Path, glob: str) -> dict:
     (that call never happens): a deterministic kill between two steps of one command."""
     shim = tmp_path / "shim"
     shim.mkdir()
+    fired, real = shlex.quote(str(shim / "fired")), shlex.quote(str(guard.sim.world.bin_dir / "brev"))
     (shim / "brev").write_text(f"""#!/bin/bash
 glob={shlex.quote(glob)}
-if [ ! -e {shim}/fired ] && [[ "$*" == $glob ]]; then touch {shim}/fired; kill -9 "$PPID"; exit 1; fi
-exec {guard.sim.world.bin_dir / "brev"} "$@"
+if [ ! -e {fired} ] && [[ "$*" == $glob ]]; then touch {fired}; kill -9 "$PPID"; exit 1; fi
+exec {real} "$@"
 """)
     (shim / "brev").chmod(0o755)
     return {"PATH": f"{shim}{os.pathsep}{guard.world.env['PATH']}"}
@@ -104,9 +105,7 @@ def assert_cost(cost: dict, owned: bool) -> None:
 
 # ------------------------------------------------------------------ --wait --teardown
 def test_ephemeral_job_is_uploaded_verified_and_its_instance_deleted(s3guard, tmp_path):
-    pulled_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    SidecarStore(Path(s3guard.world.env["TAO_STATE_DIR"])).note_instance(   # what preflight --pull leaves
-        "box", last_pull_s=42.5, last_pull_at=pulled_at)
+    cost_mod.note_pull(Context(env=s3guard.world.env), "box", TAO_IMAGE, took_s=42.5)   # as after preflight --pull
     job = s3guard.submit("--ephemeral", "--storage-tier", "B", "--inputs", f"{EXAMPLE_DATA}=levir_cd_tiny")
 
     done = s3guard.wait_teardown(job)

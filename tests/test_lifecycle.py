@@ -1,6 +1,7 @@
 """The whole life of a job on the simulated Brev instance, through the scripts."""
 
 import json
+from pathlib import Path
 
 from conftest import TAO_IMAGE, validate
 
@@ -167,3 +168,32 @@ def test_exec_ready_instances_are_remembered_across_script_runs(world, tmp_path)
     assert ctx.brev.timeout_for("box") == EXEC_TIMEOUT_S
     ctx.brev.delete("box")
     assert Context(env=world.env).brev.timeout_for("box") == FIRST_EXEC_TIMEOUT_S
+
+
+def test_teardown_sweeps_credential_files_left_for_the_job(world):
+    job_id = world.submit(spec=world.spec({"hang": True})).json["job_id"]
+    home = world.sim.instance_home("box")
+    (home / f".tao-cred-{job_id}-stale0000").write_text("X=1\n")   # e.g. a push whose command never ran
+    (home / ".tao-cred-other-job-keep").write_text("Y=1\n")
+    assert world.run("teardown.py", job_id).code == 0
+    assert sorted(p.name for p in home.glob(".tao-cred-*")) == [".tao-cred-other-job-keep"]
+
+
+def test_poll_all_lists_a_corrupt_record_instead_of_hiding_it(world):
+    ok_job = world.submit(spec=world.spec({"hang": True})).json["job_id"]
+    bad_job = world.submit(spec=world.spec({"hang": True})).json["job_id"]
+    path = Path(world.env["TAO_STATE_DIR"]) / "jobs" / f"{bad_job}.json"
+    path.write_text("garbage{")
+    res = world.run("poll_status.py", "--all")
+    assert res.code == 2 and res.json["ok"] is False, res
+    validate("poll_status", res.json)
+    by_id = {j["job_id"]: j for j in res.json["jobs"]}
+    assert by_id[ok_job]["state"] == "RUNNING"
+    assert by_id[bad_job]["error"]["code"] == "CORRUPT_RECORD"
+
+
+def test_poll_all_without_brev_is_one_exit_3_answer(world):
+    world.submit(spec=world.spec({"hang": True}))
+    res = world.run("poll_status.py", "--all", PATH="/usr/bin:/bin")
+    assert res.code == 3 and res.json["error"]["code"] == "BREV_NOT_FOUND", res
+    validate("poll_status", res.json)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -389,6 +390,8 @@ def test_missing_image_is_reported_then_pulled_with_pull(box):
     assert res.json["round_trips"] == {"probe": 1, "checks": 1, "pull": 1, "gpu_smoke": 0, "copy": 1}
     images = json.loads((box.sim.world.docker_dir(name) / "images.json").read_text())
     assert TAO_IMAGE in images
+    memory = json.loads((Path(box.env["TAO_STATE_DIR"]) / "brev" / "instances" / f"{name}.json").read_text())
+    assert memory["last_pull_image"] == TAO_IMAGE and memory["last_pull_s"] == image["data"]["pull_s"]
 
 
 @pytest.mark.parametrize("image, pull_fails, code", [

@@ -379,3 +379,14 @@ def test_cli_help_documents_exit_codes_and_limits():
     assert result.returncode == 0
     for words in ("lint", "redact", "Exit codes", "0 clean", "1 lint found", "2 bad input", "Not caught"):
         assert words in result.stdout
+
+
+def test_tail_redacts_before_it_trims():
+    """A credential cut in half by the trim would no longer be recognised."""
+    secret = "hf_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
+    text = "x" * 50 + f" token={secret} " + "y" * 5
+    out = redact.tail(text, 20)
+    assert out.startswith("...") and len(out) <= 23
+    assert not any(secret[i:i + 8] in out for i in range(len(secret) - 8))
+    assert redact.tail("", 10) == "(no output)"
+    assert redact.tail("pw is s3cr3tvalue!", 100, "s3cr3tvalue!") == "pw is <redacted>"

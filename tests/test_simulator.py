@@ -303,8 +303,17 @@ def test_run_detached_inspect_logs_rm(sim):
     assert remote(sim, "docker logs --tail 2 job-1 2>&1").stdout.splitlines() == ["Epoch 1/2", "Epoch 2/2", "box"]
     pid = sim.container("box", "job-1")["State"]["Pid"]
     assert remote(sim, "docker rm -f job-1").returncode == 0
-    time.sleep(0.1)
-    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
+
+    def gone() -> bool:   # killed: no such process, or a zombie not yet reaped
+        try:
+            return "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
+        except FileNotFoundError:
+            return True
+
+    deadline = time.monotonic() + 10
+    while not gone() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone()
     missing = remote(sim, "docker inspect job-1")
     assert missing.returncode == 1 and "Error: No such object: job-1" in missing.stderr
     assert remote(sim, "docker rm -f job-1").returncode == 0

@@ -36,7 +36,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
-from .. import cost, remote
+from .. import cost, redact, remote
 from ..cli import Context, say
 from ..errors import TaoBrevError, TransportError
 from ..transport import INSTANCE_RE, check_instance
@@ -104,7 +104,7 @@ def survey(ctx: Context, price_per_hour: float | None = None) -> tuple[list[dict
             kept.append({"instance": name, "reason": "; ".join(live)})
         elif status in RUNNING_STATUSES:
             running.append((entry, jobs))
-        elif status in IDLE_OWNED_STATUSES and any(j.get("ephemeral") for j in jobs):
+        elif status in IDLE_OWNED_STATUSES and teardown_mod.owns(ctx, name):
             found.append(_orphan(ctx, entry, jobs, f"owned (ephemeral) and all its jobs ended; {status}, "
                                                    "its disk still bills", price_per_hour))
         else:
@@ -136,7 +136,7 @@ def _live_containers(ctx: Context, instance: str) -> tuple[list[str], str | None
     if ps is None:
         return [], "incomplete answer"
     if ps.exit_code != 0:
-        return [], ps.output.strip()[-300:] or f"docker ps exited {ps.exit_code}"
+        return [], redact.tail(ps.output, 300) if ps.output.strip() else f"docker ps exited {ps.exit_code}"
     rows = [line.split("\t") for line in ps.output.splitlines() if "\t" in line]
     return sorted(name for name, state, *_ in rows if state.strip() in LIVE_CONTAINER_STATES), None
 
@@ -144,7 +144,7 @@ def _live_containers(ctx: Context, instance: str) -> tuple[list[str], str | None
 def _orphan(ctx: Context, entry: dict, jobs: list[dict], reason: str, price_per_hour: float | None) -> dict:
     """One orphan: who it belongs to, since when it idles, what blocks its deletion."""
     name = entry["name"]
-    ours, owned = bool(jobs), any(j.get("ephemeral") for j in jobs)
+    ours, owned = bool(jobs), teardown_mod.owns(ctx, name)
     idle_since = max((t for t in (_ended(ctx, j["job_id"]) for j in jobs) if t), default=None)
     idle_s = cost.seconds(idle_since, datetime.now(timezone.utc))
     price, _source = cost.hourly_price(price_per_hour, entry.get("instance_type"))
@@ -162,7 +162,8 @@ def _orphan(ctx: Context, entry: dict, jobs: list[dict], reason: str, price_per_
     return out
 
 
-def _ended(ctx: Context, job_id: str):
+def _ended(ctx: Context, job_id: str) -> datetime | None:
+    """When the job ended (None while it runs, or when its record cannot be read)."""
     try:
         return cost.ended_at(ctx.records.load(job_id), ctx.sidecars.load(job_id))
     except TaoBrevError:

@@ -29,7 +29,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
-from .. import bank, credentials, docker_state, remote
+from .. import bank, cost, credentials, docker_state, redact, remote
 from .. import routing as routing_mod
 from ..cli import Context, say
 from ..errors import CODES, TaoBrevError, TransportError
@@ -260,7 +260,7 @@ def check_brev_cli(report: Report, ctx: Context) -> None:
     lines = (done.stdout or done.stderr or "").strip().splitlines()
     if done.returncode != 0:
         report.stop("brev_cli", TaoBrevError("BREV_FAILED", f"`brev --version` exited {done.returncode}: "
-                                             + " ".join(lines)[-300:]), path=path)
+                                             + redact.tail(" ".join(lines), 300)), path=path)
     version = lines[-1] if lines else None
     report.passed("brev_cli", f"brev at {path} ({version or 'version unknown'})", path=path, version=version)
 
@@ -486,10 +486,7 @@ def _free_space(path_expr: str) -> str:
 
 
 def _tail(section: remote.Section | None, limit: int = 300) -> str:
-    if section is None:
-        return "no answer"
-    text = section.output.strip()
-    return (("..." + text[-limit:]) if len(text) > limit else text) or "(no output)"
+    return "no answer" if section is None else redact.tail(section.output, limit)
 
 
 def check_docker(report: Report, answers: Answers) -> Check:
@@ -728,9 +725,10 @@ def pull_image(report: Report, ctx: Context, req: PreflightRequest, image: str) 
     took = ctx.clock() - started
     data = {"image": image, "present": result.ok, "pulled": result.ok, "pull_s": round(took, 3)}
     if result.ok:
+        cost.note_pull(ctx, req.instance, image, took)   # the job's cost facts report it (image_pull_s)
         report.passed("image", f"{image} pulled in {took:.1f} s", elapsed_s=took, **data)
         return
-    text = (result.stdout + "\n" + result.stderr).strip()[-400:]
+    text = redact.tail(result.stdout + "\n" + result.stderr, 400)
     code = docker_state.docker_error_code(text)
     report.fail("image", code, f"docker pull {image} failed after {took:.1f} s: {text}", elapsed_s=took, **data)
 
@@ -757,7 +755,7 @@ def check_gpu_smoke(report: Report, ctx: Context, req: PreflightRequest, docker:
         report.passed("gpu_smoke", f"a container sees {len(gpus)} GPU(s) ({image})", elapsed_s=took,
                       image=image, gpus=gpus)
         return
-    text = (result.stdout + "\n" + result.stderr).strip()[-400:]
+    text = redact.tail(result.stdout + "\n" + result.stderr, 400)
     code = docker_state.docker_error_code(text, "GPU_NOT_FOUND")
     report.fail("gpu_smoke", code, f"`{command}` failed (exit {result.exit_code}): {text}", elapsed_s=took,
                 image=image)

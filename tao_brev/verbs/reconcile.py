@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from .. import remote
+from .. import redact, remote
 from ..cli import Context, say
 from ..docker_state import docker_error_code
 from ..errors import TaoBrevError, TransportError
@@ -78,10 +78,10 @@ def pending_launch(ctx: Context, record: dict, instance: str | None, source: str
         exc = TaoBrevError("LAUNCH_IN_PROGRESS", f"a launch of {job_id} still holds its lock on {instance}")
     elif result.exit_code == EXIT_DOCKER_FAILED:
         code = docker_error_code(output, default="REMOTE_COMMAND_FAILED")
-        exc = TaoBrevError(code, f"cannot tell whether {job_id} was launched on {instance}: {output[-400:]}")
+        exc = TaoBrevError(code, f"cannot tell whether {job_id} was launched on {instance}: {redact.tail(output, 400)}")
     else:
         exc = TaoBrevError("REMOTE_COMMAND_FAILED", f"reconciling {job_id} on {instance} exited "
-                           f"{result.exit_code}: {output[-400:]}")
+                           f"{result.exit_code}: {redact.tail(output, 400)}")
     say(f"reconcile {job_id}: {exc.message}; the record stays PENDING")
     return _unsettled(job_id, exc)
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from .. import credentials, remote, staging, storage
+from .. import credentials, redact, remote, staging, storage
 from ..cli import Context, say
 from ..errors import TaoBrevError
 from ..fsio import atomic_write_json
@@ -154,7 +154,7 @@ def _upload(ctx: Context, job_id: str, instance: str, results_dir: str, destinat
     error = None
     if upload.exit_code != 0:
         error = TaoBrevError("RESULTS_UPLOAD_FAILED", f"aws s3 sync on {instance} exited {upload.exit_code}: "
-                             f"{upload.output.strip()[-500:]}").to_json()
+                             f"{redact.tail(upload.output, 500)}").to_json()
     return staging.parse_manifest(sections["manifest"].output), error
 
 

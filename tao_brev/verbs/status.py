@@ -14,8 +14,9 @@ Several jobs on one instance are polled with one round trip for all of them
 A job whose results are routed to S3 has them uploaded and verified
 (``results.finalize``: one more round trip, once) when a poll finds it
 terminal; the answer's ``results`` says how that went. Once terminal, the
-answer carries the job's ``cost`` facts (``cost.facts``); docker's StartedAt /
-FinishedAt are noted in the sidecar by every poll that reads them.
+answer carries the job's ``cost`` facts (``cost.facts``; the price when already
+known - a poll adds no ``brev ls`` for the instance type, teardown does); docker's
+StartedAt / FinishedAt are noted in the sidecar by every poll that reads them.
 
 An instance that a teardown deleted is not asked again (no round trip): the
 job's answer comes from its record.
@@ -26,7 +27,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
-from .. import cost, remote
+from .. import cost, redact, remote
 from ..cli import Context, say
 from ..docker_state import JobState, after_instance_start, classify_logs, docker_error_code, from_inspect
 from ..errors import CODES, TaoBrevError, TransportError
@@ -69,7 +70,7 @@ def read_job(sections: dict, job_id: str, log_lines: int) -> tuple[JobState, str
         observed = from_inspect(None)
     else:
         code = docker_error_code(state_sec.output)
-        raise TaoBrevError(code, f"docker inspect {job_id} failed: {state_sec.output.strip()[-400:]}")
+        raise TaoBrevError(code, f"docker inspect {job_id} failed: {redact.tail(state_sec.output, 400)}")
     logs = sections[f"{job_id}:logs"].output if log_lines > 0 and f"{job_id}:logs" in sections else None
     tail = logs if logs is not None else (sections.get(f"{job_id}:tail").output
                                           if sections.get(f"{job_id}:tail") else "")
@@ -158,7 +159,7 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
         from .teardown import owns   # teardown imports this module
 
         out["cost"] = cost.facts(ctx, job_id, owned=not deleted_at and owns(ctx, instance),
-                                 price_per_hour=price_per_hour, lookup=not deleted_at)
+                                 price_per_hour=price_per_hour, lookup=False)   # polls add no brev call
     return out
 
 
@@ -248,6 +249,35 @@ def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[di
         for group in pool.map(one_instance, sorted(by_instance.items())):
             answers.extend(group)
     return sorted(answers, key=lambda a: a["job_id"])
+
+
+def poll_all(ctx: Context) -> tuple[dict, int]:
+    """``--all``: every unfinished Brev job in the record store, polled once.
+
+    A corrupt record is listed with CORRUPT_RECORD (it may hide a job that
+    still bills), never skipped. Exit 0 when every job answered; else the
+    worst class among the failures: 3 (the backend could not be reached), 2
+    (a corrupt record), 1.
+    """
+    ids, jobs = [], []
+    for record in ctx.records.list():
+        if record.get("corrupt"):
+            jobs.append({"job_id": record["id"], "ok": False,
+                         "error": TaoBrevError("CORRUPT_RECORD", record["error"]).to_json()})
+        elif record.get("platform") == "brev" and not is_terminal(record.get("terminal_state")):
+            ids.append(record["id"])
+    if ids:
+        ctx.brev.path()   # BREV_NOT_FOUND: the whole answer is exit 3, not one error per job
+    jobs = sorted(jobs + poll_many(ctx, ids), key=lambda a: a["job_id"])
+    failed = [j for j in jobs if not j.get("ok")]
+    if not failed:
+        return {"ok": True, "jobs": jobs}, 0
+    classes = {CODES[j["error"]["code"]].exit_code for j in failed if j["error"]["code"] in CODES}
+    code = 3 if 3 in classes else 2 if 2 in classes else 1
+    first = failed[0]["error"]
+    error = {**first, "message": f"{len(failed)} of {len(jobs)} jobs could not be polled; "
+                                 f"{failed[0]['job_id']}: {first['message']}"}
+    return {"ok": False, "jobs": jobs, "error": error}, code
 
 
 def observe_safely(ctx: Context, job_id: str) -> dict:

@@ -257,10 +257,10 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     elif result.exit_code == staging.STAGE_FAILED_EXIT and "TAO_STAGE_FAILED" in out:
         code = docker_code if docker_code in ("DISK_FULL", "DOCKER_DAEMON_DOWN") else "INPUT_STAGING_FAILED"
         why = ("copying input " + out.split("TAO_STAGE_FAILED", 1)[1].strip() + " from S3 failed: "
-               + (result.stderr.strip()[-500:] or "no message"))
+               + redact.tail(result.stderr, 500))
     else:
         code = docker_code
-        why = f"docker run failed (exit {result.exit_code}): {(result.stderr or out).strip()[-500:]}"
+        why = f"docker run failed (exit {result.exit_code}): {redact.tail(result.stderr or out, 500)}"
     _mark_never_launched(ctx, job_id, why)
     raise TaoBrevError(code, f"submit refused: {why}",
                        answer={**answer, "state": "ERROR", "backend_ref": None})

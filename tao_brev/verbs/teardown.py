@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 
-from .. import cost, remote
+from .. import cost, redact, remote
 from ..cli import Context, say
 from ..docker_state import after_instance_start, from_inspect
 from ..errors import TaoBrevError, TransportError
@@ -48,6 +48,7 @@ def _observe_and_remove(ctx: Context, instance: str, job_id: str) -> tuple[dict 
     ``"TaoInstanceStarted": true`` (the stop killed the container, see close_record)."""
     token = remote.new_token()
     script = "\n".join([remote.abandon_launch(job_id),   # a launch still on its way now refuses
+                        remote.discard_job_credentials(job_id),   # none outlives the job
                         remote.section(token, "state", remote.inspect_state(job_id)),
                         remote.section(token, "rm", remote.remove_container(job_id))])
     result = ctx.brev.exec(instance, script, idempotent=True)
@@ -58,7 +59,7 @@ def _observe_and_remove(ctx: Context, instance: str, job_id: str) -> tuple[dict 
         from ..docker_state import docker_error_code
 
         raise TaoBrevError(docker_error_code(sections["rm"].output),
-                           f"docker rm -f {job_id} failed: {sections['rm'].output.strip()[-400:]}")
+                           f"docker rm -f {job_id} failed: {redact.tail(sections['rm'].output, 400)}")
     state_sec = sections["state"]
     if state_sec.exit_code != 0:
         return None, False
@@ -160,6 +161,7 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
     (``--delete-instance``), False = never (``--keep-instance``), None = when this bundle owns it."""
     cost.check_price(price_per_hour)
     record = ctx.records.load(job_id)
+    cost.note_price(ctx, job_id, price_per_hour)   # a known price spares the brev ls for the type
     sidecar = ctx.sidecars.load(job_id)
     instance = status.job_instance(record, sidecar)
     answer = {"job_id": job_id, "instance": instance, "backend_ref": record.get("backend_ref"),
