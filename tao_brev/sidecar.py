@@ -51,6 +51,26 @@ class SidecarStore:
             return []
         return [d for d in (_read(p, strict=False) for p in sorted(self.jobs_dir.glob("*.json"))) if d]
 
+    # -- logs saved at teardown ------------------------------------------------
+    def logs_path(self, job_id: str) -> Path:
+        return self.jobs_dir.parent / "logs" / f"{check_job_id(job_id)}.log"
+
+    def save_logs(self, job_id: str, text: str) -> Path:
+        """Keep a job's last log lines (redacted): its container, and with it
+        ``docker logs``, is gone after teardown."""
+        path = self.logs_path(job_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(redact.redact_values(redact.redact(text)))
+        tmp.replace(path)
+        return path
+
+    def saved_logs(self, job_id: str) -> str | None:
+        try:
+            return self.logs_path(job_id).read_text()
+        except FileNotFoundError:
+            return None
+
     # -- instances --------------------------------------------------------
     def instance_path(self, name: str) -> Path:
         return self.instances_dir / f"{name}.json"

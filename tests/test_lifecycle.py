@@ -197,3 +197,14 @@ def test_poll_all_without_brev_is_one_exit_3_answer(world):
     res = world.run("poll_status.py", "--all", PATH="/usr/bin:/bin")
     assert res.code == 3 and res.json["error"]["code"] == "BREV_NOT_FOUND", res
     validate("poll_status", res.json)
+
+
+def test_logs_survive_teardown(world):
+    job_id = world.submit().json["job_id"]
+    assert world.run("poll_status.py", job_id, "--wait", "--interval", "0.2", "--timeout", "60").code == 0
+    down = world.run("teardown.py", job_id)
+    assert down.code == 0 and down.json["container_removed"]
+    logs = world.run("poll_status.py", job_id, "--logs", "20")
+    assert logs.code == 0 and "Epoch 3/3" in logs.json["logs"], logs
+    assert logs.json["logs_source"].startswith("saved at teardown")
+    validate("poll_status", logs.json)

@@ -150,6 +150,11 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
            "message": observed.message, "terminal_state": terminal}
     if observed.hint:
         out["hint"] = observed.hint
+    if log_lines > 0 and (logs is None or observed.docker_status is None):   # the container is gone
+        saved = ctx.sidecars.saved_logs(job_id)
+        if saved is not None:
+            logs = "\n".join(saved.splitlines()[-log_lines:])
+            out["logs_source"] = f"saved at teardown ({ctx.sidecars.logs_path(job_id)})"
     if logs is not None:
         out["logs"] = logs
     results = results_mod.finalize(ctx, job_id)   # uploads + verifies once the job is terminal

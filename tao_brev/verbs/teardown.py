@@ -42,14 +42,19 @@ DELETE_REFUSED_FIX = ("Run teardown.py {job_id} --delete-instance again once the
                       "lose what is listed.")
 
 
+SAVED_LOG_LINES = 500   # kept in $TAO_STATE_DIR/brev/logs/<id>.log when the container is removed
+
+
 def _observe_and_remove(ctx: Context, instance: str, job_id: str) -> tuple[dict | None, bool]:
-    """(last docker .State or None, container was present) in one round trip.
+    """(last docker .State or None, container was present) in one round trip;
+    the last SAVED_LOG_LINES log lines are kept locally (``poll_status --logs`` reads them).
     When brev had to start the STOPPED instance for it, the state carries
     ``"TaoInstanceStarted": true`` (the stop killed the container, see close_record)."""
     token = remote.new_token()
     script = "\n".join([remote.abandon_launch(job_id),   # a launch still on its way now refuses
                         remote.discard_job_credentials(job_id),   # none outlives the job
                         remote.section(token, "state", remote.inspect_state(job_id)),
+                        remote.section(token, "logs", remote.logs_tail(job_id, SAVED_LOG_LINES)),
                         remote.section(token, "rm", remote.remove_container(job_id))])
     result = ctx.brev.exec(instance, script, idempotent=True)
     sections = remote.parse_sections(result.stdout, token)
@@ -60,6 +65,9 @@ def _observe_and_remove(ctx: Context, instance: str, job_id: str) -> tuple[dict 
 
         raise TaoBrevError(docker_error_code(sections["rm"].output),
                            f"docker rm -f {job_id} failed: {redact.tail(sections['rm'].output, 400)}")
+    logs = sections.get("logs")
+    if logs is not None and logs.exit_code == 0 and logs.output.strip():
+        ctx.sidecars.save_logs(job_id, logs.output)   # `docker logs` dies with the container
     state_sec = sections["state"]
     if state_sec.exit_code != 0:
         return None, False

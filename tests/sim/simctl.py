@@ -35,6 +35,7 @@ DEFAULT_IMAGES = {
     # ref: (size_bytes, requires_auth)
     TAO_IMAGE: (18_000_000_000, True),
     "amazon/aws-cli:latest": (130_000_000, False),
+    "public.ecr.aws/aws-cli/aws-cli:2.22.35": (130_000_000, False),   # versions.yaml images.s3_transfer
     "ubuntu:22.04": (77_000_000, False),
     "nvidia/cuda:12.4.1-base-ubuntu22.04": (240_000_000, False),
 }
