@@ -6,7 +6,8 @@ and `docker` shipped in tests/sim/ (a RUNNING instance whose sshd comes up a
 few seconds late, brev logged out, an NGC-gated TAO image) and then runs the
 bundle's scripts exactly as an agent would, printing each step's JSON:
 
-  1. preflight.py    brev, headless login, instance, readiness probe, docker, GPU, disk, image
+  1. preflight.py    brev, headless login, instance, readiness probe, docker, GPU, disk,
+                     NGC login, and the image pulled as its own step (--pull), before any GPU run
   2. brev copy       pre-position the tiny LEVIR-CD dataset on the instance (tier A)
   3. submit.py       open the record, launch visual_changenet train once
   4. poll_status.py  --wait until COMPLETE
@@ -55,7 +56,6 @@ class Demo:
         self.sim.set_auth(token=DEMO_TOKEN, logged_in=False)
         self.sim.set_ngc_key(DEMO_NGC_KEY)
         self.sim.add_instance(INSTANCE, ssh_delay_s=2.0)
-        self.sim.preload_image(INSTANCE, "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
 
     def step(self, title: str, argv: list[str]) -> dict:
         """Run one command as an agent would (stdin closed); print and return its JSON."""
@@ -83,7 +83,8 @@ class Demo:
     def run(self) -> int:
         self.setup()
         data = ROOT / "examples" / "data" / "levir_cd_tiny"
-        self.step("1. preflight", self.script("preflight.py", "--instance", INSTANCE, "--image", IMAGE_KEY))
+        self.step("1. preflight", self.script("preflight.py", "--instance", INSTANCE, "--image", IMAGE_KEY,
+                                                              "--pull"))
         self.step("2. copy the dataset to the instance (tier A: pre-positioned)",
                   [str(self.workdir / "sim" / "bin" / "brev"), "copy", str(data), f"{INSTANCE}:levir_cd_tiny"])
         sub = self.step("3. submit", self.script(
