@@ -11,7 +11,6 @@ plus which heavy modules (boto3, botocore, jsonschema) each script imported.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
