@@ -172,7 +172,7 @@ class RecordStore:
         try:
             record = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise TaoBrevError("CORRUPT_RECORD", f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+            raise TaoBrevError("CORRUPT_RECORD", f"{path} is not valid JSON: {exc}") from None
         missing = [k for k in _REQUIRED if not isinstance(record, dict) or k not in record]
         if missing:
             raise TaoBrevError("CORRUPT_RECORD", f"{path} misses required fields: {', '.join(missing)}")

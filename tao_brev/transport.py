@@ -184,14 +184,13 @@ class Brev:
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.communicate()
+            _kill_group(proc)
             raise TransportError("TRANSPORT_TIMEOUT",
                                  f"`brev {args[0]}` did not answer within {timeout:.0f} s",
                                  timeout_s=timeout) from None
+        except KeyboardInterrupt:   # Ctrl-C / SIGTERM: brev (and its ssh) must not outlive us
+            _kill_group(proc)
+            raise
         return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
     def _with_login(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
@@ -318,6 +317,15 @@ class Brev:
     def copy(self, src: str, dst: str, timeout: float | None = None) -> None:
         """``brev copy SRC DST`` (scp), one side written ``NAME:path``."""
         self._simple(["copy", src, dst], "brev copy", timeout or FIRST_EXEC_TIMEOUT_S)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL brev's process group (it runs in its own session) and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.communicate()
 
 
 def brev_environment(env: dict) -> dict:

@@ -193,3 +193,22 @@ def test_readiness_probe_gives_up_within_its_budget(world):
     assert failed.value.code == "NOT_EXEC_READY" and failed.value.exit_code == 3
     assert "Connection refused" in failed.value.message
     assert clock.now <= 3 and ctx.brev.exec_calls == len(clock.sleeps) + 1 >= 2
+
+
+def test_an_interrupt_kills_brev_and_its_ssh(world):
+    """Ctrl-C / SIGTERM (cli.run maps it to KeyboardInterrupt) while brev hangs:
+    the brev process group is killed, nothing outlives the script."""
+    import signal
+    import subprocess
+    import threading
+
+    world.sim.set_timing(hang_s=60)
+    world.sim.add_fault("sleep-marker", "hang", times=2)
+    brev = Brev(env=world.env)
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        brev.exec("box", "echo sleep-marker", timeout=30)
+    timer.cancel()
+    left = subprocess.run(["pgrep", "-f", str(world.sim.root / "bin" / "brev")], capture_output=True, text=True)
+    assert left.stdout.strip() == ""

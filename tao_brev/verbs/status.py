@@ -280,7 +280,7 @@ def poll_all(ctx: Context) -> tuple[dict, int]:
     classes = {CODES[j["error"]["code"]].exit_code for j in failed if j["error"]["code"] in CODES}
     code = 3 if 3 in classes else 2 if 2 in classes else 1
     first = failed[0]["error"]
-    error = {**first, "message": f"{len(failed)} of {len(jobs)} jobs could not be polled; "
+    error = {**first, "message": f"{len(failed)} of {len(jobs)} jobs answered with an error; "
                                  f"{failed[0]['job_id']}: {first['message']}"}
     return {"ok": False, "jobs": jobs, "error": error}, code
 
