@@ -742,6 +742,19 @@ class Docker:
             stream.flush()
 
     # lifecycle -------------------------------------------------------------
+    def find_containers(self, names: list[str], report_missing: bool = True) -> tuple[list[tuple[str, str]], int]:
+        """([(name, id)] of the containers that exist, exit status so far): a missing
+        one is reported as the daemon does ("No such container") and fails the command."""
+        found, status = [], 0
+        for name in names:
+            cid = self.store.find(name)
+            if cid is not None:
+                found.append((name, cid))
+            elif report_missing:
+                self.err(f"Error response from daemon: No such container: {name}")
+                status = 1
+        return found, status
+
     RM = FlagSpec.make(bools="force volumes link help", short="f=force v=volumes l=link")
 
     def cmd_rm(self, args: list[str]) -> int:
@@ -749,15 +762,9 @@ class Docker:
         if not names:
             raise DockerExit(1, '"docker rm" requires at least 1 argument.')
         self.require_daemon()
-        status = 0
         with locked(self.store.lock_file):
-            for name in names:
-                cid = self.store.find(name)
-                if cid is None:
-                    if not flags.get("force"):
-                        self.err(f"Error response from daemon: No such container: {name}")
-                        status = 1
-                    continue
+            found, status = self.find_containers(names, report_missing=not flags.get("force"))
+            for name, cid in found:
                 if self.store.state(cid).get("Running") and not flags.get("force"):
                     self.err(f'Error response from daemon: cannot remove container "/{name.lstrip("/")}": container '
                              f"is running: stop the container before removing or force remove")
@@ -773,13 +780,8 @@ class Docker:
         flags, names = self.flags(args, self.STOP, "stop")
         self.require_daemon()
         grace = float(flags.get("time") or flags.get("timeout") or 10)
-        status = 0
-        for name in names:
-            cid = self.store.find(name)
-            if cid is None:
-                self.err(f"Error response from daemon: No such container: {name}")
-                status = 1
-                continue
+        found, status = self.find_containers(names)
+        for name, cid in found:
             if self.store.signal(cid, signal.SIGTERM) and not self.store.wait_exit(cid, grace):
                 self.store.kill_hard(cid)
             self.out(name)
@@ -794,13 +796,9 @@ class Docker:
         sig = int(sig_name) if sig_name.isdigit() else getattr(signal, "SIG" + sig_name, None)
         if sig is None:
             raise DockerExit(1, f"Error response from daemon: Invalid signal: {flags['signal']}")
-        status = 0
-        for name in names:
-            cid = self.store.find(name)
-            if cid is None:
-                self.err(f"Error response from daemon: No such container: {name}")
-                status = 1
-            elif not self.store.signal(cid, sig):
+        found, status = self.find_containers(names)
+        for name, cid in found:
+            if not self.store.signal(cid, sig):
                 self.err(f"Error response from daemon: cannot kill container: {name}: "
                          f"container {cid} is not running")
                 status = 1
@@ -812,13 +810,8 @@ class Docker:
     def cmd_wait(self, args: list[str]) -> int:
         _, names = self.flags(args, FlagSpec.make(bools="help"), "wait")
         self.require_daemon()
-        status = 0
-        for name in names:
-            cid = self.store.find(name)
-            if cid is None:
-                self.err(f"Error response from daemon: No such container: {name}")
-                status = 1
-                continue
+        found, status = self.find_containers(names)
+        for name, cid in found:
             while self.store.dir(cid).is_dir() and self.store.state(cid).get("Status") in ("running", "paused",
                                                                                            "restarting"):
                 time.sleep(0.02)
