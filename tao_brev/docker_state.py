@@ -33,8 +33,12 @@ STATE_ROWS: tuple[tuple[str, dict | None, str], ...] = (
     ("paused", {"Status": "paused"}, "RUNNING"),
     ("exited, ExitCode 0", {"Status": "exited", "ExitCode": 0}, "COMPLETE"),
     ("exited, ExitCode != 0", {"Status": "exited", "ExitCode": 2}, "ERROR"),
-    ("exited, OOMKilled or ExitCode 137 (named OOM, hint ERR_PROGRAM)",
+    ("exited, OOMKilled (named OOM, hint ERR_PROGRAM)",
      {"Status": "exited", "ExitCode": 137, "OOMKilled": True}, "ERROR"),
+    ("exited, ExitCode 137 without OOMKilled (SIGKILL from outside: docker stop/kill/rm -f; not named OOM)",
+     {"Status": "exited", "ExitCode": 137, "OOMKilled": False}, "ERROR"),
+    ("created, ExitCode != 0 or Error set (the start failed: no container process ever ran)",
+     {"Status": "created", "ExitCode": 127, "Error": "exec: \"x\": executable file not found in $PATH"}, "ERROR"),
     ("dead", {"Status": "dead"}, "UNKNOWN"),
     ("no such container", None, "UNKNOWN"),
 )
@@ -79,6 +83,11 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
        "check the labels/classes in the data against the spec (an index out of range)"),
     _p("ERR_PROGRAM", r"DataLoader worker .* (Bus error|killed by signal)|\bBus error\b",
        "data loader ran out of shared memory", "raise --shm-size (e.g. 32g) or lower num_workers"),
+    # an NGC entrypoint wrapper's `exec "$@"` (exit 127), or docker's own start error
+    _p("ERR_PROGRAM", r"exec: .*: not found|executable file not found in \$PATH",
+       "the command is not in the image",
+       "check --network-arch/--action against the TAO image (each network arch is an executable in it) "
+       "and the image tag"),
     _p("ERR_PROGRAM", r"FileNotFoundError|No such file or directory", "missing file",
        "check the dataset paths in the spec against the mounts (/data/NAME)"),
     _p("ERR_PROGRAM", r"^Traceback \(most recent call last\)", "Python traceback", flags=re.M),
@@ -114,17 +123,24 @@ def from_inspect(state: dict | None) -> JobState:
     oom = bool(state.get("OOMKilled"))
     common = dict(docker_status=status, exit_code=code, oom_killed=oom,
                   started_at=_ts(state.get("StartedAt")), finished_at=_ts(state.get("FinishedAt")))
+    if status == "created" and (code or state.get("Error")):
+        # `docker run` created it, then the start failed (e.g. exit 127: the
+        # command is not in an image without an entrypoint wrapper): it never runs.
+        return JobState("ERROR", f"docker status created, the start failed (exit code {code}): "
+                        f"{str(state.get('Error') or '')[:300]}", **common)
     if status in _BY_STATUS:
         return JobState(_BY_STATUS[status], f"docker status {status}", **common)
     if status == "exited":
         if code == 0:
             return JobState("COMPLETE", "docker status exited, exit code 0", **common)
-        if oom or code == 137:
-            why = "OOMKilled" if oom else "exit code 137 (SIGKILL, usually the OOM killer)"
-            return JobState("ERROR", f"docker status exited, exit code {code}: {why}; out of memory",
+        if oom:   # the daemon saw the cgroup's OOM kill: a fact, not a guess from 137
+            return JobState("ERROR", f"docker status exited, exit code {code}: OOMKilled; out of memory",
                             hint={"err_class": "ERR_PROGRAM", "reason": OOM_HINT_REASON,
                                   "advice": "reduce the batch size or use a larger instance",
                                   "evidence": [f"OOMKilled={oom}", f"ExitCode={code}"]}, **common)
+        if code == 137:   # `docker stop` of a PID 1 that ignores SIGTERM ends 137 too (after its timeout)
+            return JobState("ERROR", f"docker status exited, exit code 137: killed by SIGKILL (docker stop, "
+                            "docker kill or rm -f; OOMKilled=false)", **common)
         return JobState("ERROR", f"docker status exited, exit code {code}", **common)
     return JobState("UNKNOWN", f"docker status {status or '?'}; confirm with docker ps -a", **common)
 

@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+import real_host
 from containers import ContainerStore
 from pflag import FlagError, FlagSpec, parse
 from simstate import STATE_ENV, World, is_char_device
@@ -262,9 +263,10 @@ class Brev:
         self.world.audit("remote-shell", ["bash", "-c", command], name, host=host,
                          stdin_is_tty_or_chardev=True)  # ssh -T: stdin is /dev/null
         lost = subprocess.DEVNULL if fault == "reset_after" else None
+        as_user = real_host.run_as(inst) if inst.get("remote_user") else {}
         code = subprocess.run(["bash", "-c", command], cwd=self.world.instance_home(name),
                               env=self.world.remote_env(name), stdin=subprocess.DEVNULL,
-                              stdout=lost, stderr=lost).returncode
+                              stdout=lost, stderr=lost, **as_user).returncode
         if fault == "reset_after":
             err(f"client_loop: send disconnect: Connection reset by peer\nConnection to {ip} closed by remote host.")
             return 255
@@ -321,6 +323,8 @@ class Brev:
             except BrevError as exc:
                 errors.append(str(exc))
                 continue
+            if inst.get("remote_user"):
+                real_host.end_vm(inst, remove=True)
             ContainerStore(self.world.docker_dir(inst["name"])).kill_all(remove=True)
             shutil.rmtree(self.world.instance_dir(inst["name"]), ignore_errors=True)
             if stdout_piped():
@@ -337,6 +341,8 @@ class Brev:
         self.require_auth()
         for name in names:
             inst = self.lookup(name)
+            if inst.get("remote_user"):
+                real_host.end_vm(inst, remove=False)
             ContainerStore(self.world.docker_dir(inst["name"])).kill_all(remove=False)
             with self.world.edit_instance(inst["name"]) as data:
                 data["status"] = "STOPPED"
@@ -432,6 +438,8 @@ class Brev:
             shutil.copytree(src, target, dirs_exist_ok=True)
         else:
             shutil.copy2(src, target)
+        if inst.get("remote_user") and remote[0] is sides[1]:
+            real_host.chown_tree(inst, target)   # scp wrote it as the instance user
         return 0
 
     @staticmethod

@@ -124,10 +124,21 @@ class ContainerStore:
 
     # processes -----------------------------------------------------------
     def signal(self, cid: str, sig: int) -> bool:
-        """Send ``sig`` to the entrypoint's process group; False if nothing runs."""
-        pgid = self.proc(cid).get("pgid")
+        """Send ``sig`` to the container's PID 1; False if nothing runs.
+
+        The entrypoint is PID 1 of the container's pid namespace, and the
+        kernel drops a signal sent to such an init process unless it installed
+        a handler (signal(7), pid_namespaces(7)); SIGKILL from the parent
+        namespace always lands. So ``docker stop`` of a python or ``sleep``
+        entrypoint waits out its timeout and ends 137, not 143 (seen on a real
+        engine; moby daemon/stop.go sends the stop signal, then SIGKILL).
+        """
+        proc = self.proc(cid)
+        pgid = proc.get("pgid")
         if not pgid or not self.state(cid).get("Running"):
             return False
+        if sig != signal.SIGKILL and not catches(proc.get("pid") or pgid, sig):
+            return True   # delivered and ignored, as by a real init process
         try:
             os.killpg(pgid, sig)
             return True
@@ -310,6 +321,18 @@ class ContainerContext:
     @property
     def oom_marker(self) -> Path:
         return self.dir / "oom"
+
+
+def catches(pid: int, sig: int) -> bool:
+    """Whether process ``pid`` has a handler for ``sig`` (``SigCgt`` in /proc/PID/status)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
 
 
 def load_json_lines(path: Path) -> list[dict]:

@@ -171,7 +171,10 @@ class World:
         return self.instances_dir / name
 
     def instance_home(self, name: str) -> Path:
-        return self.instance_dir(name) / "home"
+        """The remote ``$HOME``: ROOT/instances/NAME/home, or the ``home`` of an
+        instance on the real Docker engine (``real_host``)."""
+        home = (read_json(self.instance_dir(name) / "instance.json") or {}).get("home")
+        return Path(home) if home else self.instance_dir(name) / "home"
 
     def docker_dir(self, name: str) -> Path:
         return self.instance_dir(name) / "docker"
@@ -225,7 +228,11 @@ class World:
         data["status"] = None
         self.set_status(data, status)
         with locked(self.lock_file):
-            self.instance_home(name).mkdir(parents=True, exist_ok=True)
+            if data.get("remote_user"):
+                import real_host
+                real_host.prepare(data)
+            else:
+                self.instance_home(name).mkdir(parents=True, exist_ok=True)
             (self.docker_dir(name) / "containers").mkdir(parents=True, exist_ok=True)
             self.write_instance(name, data)
         return data
@@ -291,6 +298,10 @@ class World:
     # the remote side ------------------------------------------------------
     def remote_env(self, name: str) -> dict[str, str]:
         """The clean environment of a command run over ssh: nothing local is forwarded."""
+        inst = self.instance(name) or {}
+        if inst.get("remote_user"):
+            import real_host
+            return real_host.env(inst)
         user = self.settings().get("ssh_user", "ubuntu")
         return {
             "HOME": str(self.instance_home(name)),

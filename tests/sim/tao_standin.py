@@ -12,6 +12,10 @@ It writes ``<results_dir>/<action>/`` (``results_dir`` is a top-level spec key;
 ``model_epoch_NNN.pth`` checkpoints and ``status.json`` (JSON lines, the last
 one ``{"status": "SUCCESS"|"FAILURE"}``), and prints ``Epoch i/N`` per epoch.
 
+In a real container (the real-Docker tier's image, ``tests/real_docker/setup.sh``)
+it runs as ``<arch>`` executables on PATH behind an NGC-style entrypoint and
+uses :class:`RealContainer`.
+
 A ``simulate:`` block in the spec (tests only) steers the run:
 ``exit_code``, ``oom`` (OOM kill: marker + SIGKILL -> 137/OOMKilled),
 ``xid`` (NVRM Xid 79 line, exit 1), ``epoch_seconds`` (default 0.05),
@@ -30,11 +34,35 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
-from containers import ContainerContext
+try:
+    from containers import ContainerContext
+except ImportError:   # inside a real image (real-Docker tier): no simulator modules there
+    ContainerContext = None
 
 TAO_MODULE = "/usr/local/lib/python3.10/dist-packages/nvidia_tao_pytorch"
+
+# The network arches of a TAO 5+ PyTorch image: each is an executable on the
+# image's PATH. Anything else is "not found" by the NGC entrypoint wrapper's
+# `exec "$@"` (exit 127). tests/real_docker/setup.sh installs the same list
+# (`python3 tao_standin.py --list-arches`).
+TAO_ARCHES = ("action_recognition", "bevfusion", "centerpose", "classification_pyt", "deformable_detr", "dino",
+              "grounding_dino", "mal", "mask2former", "mask_grounding_dino", "ml_recog", "nvdinov2", "ocdnet",
+              "ocrnet", "optical_inspection", "pointpillars", "pose_classification", "re_identification",
+              "rtdetr", "segformer", "stylegan_xl", "visual_changenet")
+WRAPPER = "/opt/nvidia/nvidia_entrypoint.sh"
+NGC_BANNER = """
+==========
+== TAO Toolkit PyTorch ==
+==========
+
+NVIDIA Release 7.3.0 (build 0000000)
+
+Copyright (c) 2025, NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+
+This container image and its contents are governed by the NVIDIA Deep Learning Container License.
+By pulling and using the container, you accept the terms and conditions of this license:
+https://developer.nvidia.com/ngc/nvidia-deep-learning-container-license
+"""
 
 
 def traceback_exit(arch: str, action: str, exc_line: str, code: int = 1) -> int:
@@ -50,6 +78,8 @@ def traceback_exit(arch: str, action: str, exc_line: str, code: int = 1) -> int:
 
 
 def apply_override(spec: dict, dotted: str, raw: str) -> None:
+    import yaml
+
     node = spec
     keys = dotted.split(".")
     for key in keys[:-1]:
@@ -84,11 +114,53 @@ class StatusLog:
             fh.write(json.dumps(record) + "\n")
 
 
+class RealContainer:
+    """The context inside a real Docker container (the real-Docker test tier's
+    image): container paths are real paths; the GPUs are what the NVIDIA
+    ``--gpus`` driver granted (it sets NVIDIA_VISIBLE_DEVICES, moby
+    daemon/nvidia_linux.go); an OOM kill is the kernel's, not simulated."""
+
+    config: dict = {"Config": {"WorkingDir": os.getcwd()}}
+    oom_marker = Path("/dev/null")
+
+    @staticmethod
+    def current():
+        return RealContainer() if os.environ.get("TAO_RD_IMAGE") else None   # ENV of the tier's images
+
+    @staticmethod
+    def host_path(cpath: str, cwd: str = "/") -> Path:
+        return Path(cwd, cpath)
+
+    @staticmethod
+    def writable(cpath: str) -> bool:
+        path = Path(cpath)
+        while not path.exists():
+            path = path.parent
+        return os.access(path, os.W_OK)
+
+    @staticmethod
+    def gpus() -> list[str]:
+        visible = os.environ.get("NVIDIA_VISIBLE_DEVICES", "")
+        return [] if visible in ("", "void", "none") else ["NVIDIA A100-SXM4-80GB"]
+
+
 def main(argv: list[str]) -> int:
-    ctx = ContainerContext.current()
+    if argv == ["--list-arches"]:
+        print(" ".join(TAO_ARCHES))
+        return 0
+    ctx = ContainerContext.current() if ContainerContext is not None else None
+    if ctx is not None and argv:
+        # the simulated image's NGC entrypoint wrapper (the real image has the script):
+        # the banner on stdout, then `exec "$@"` - an unknown command ends the container 127
+        print(NGC_BANNER, flush=True)
+        if argv[0] not in TAO_ARCHES:
+            print(f"{WRAPPER}: line 31: exec: {argv[0]}: not found", file=sys.stderr, flush=True)
+            return 127
+    ctx = ctx or RealContainer.current()
     if ctx is None:
         print("tao_standin: not running inside a simulated container", file=sys.stderr)
         return 2
+    import yaml
     cwd = (ctx.config.get("Config") or {}).get("WorkingDir") or "/"
     if len(argv) < 2 or argv[0].startswith("-"):
         print("usage: <network_arch> <action> -e <experiment_spec> [key=value ...]", file=sys.stderr)
