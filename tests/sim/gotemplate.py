@@ -2,9 +2,16 @@
 
 Supported actions: ``{{.}}``, ``{{.A.B}}``, ``{{json .A}}``, ``{{index .A "k"}}``,
 ``{{.Label "k"}}`` (docker ps), ``{{join .A ","}}``, ``{{upper .A}}``,
-``{{lower .A}}``, ``{{println .A}}``, pipes such as ``{{.A | json}}``, string
-literals, and ``{{-``/``-}}`` whitespace trimming. Anything else raises
-:class:`TemplateError`, like a template Docker could not parse.
+``{{lower .A}}``, ``{{println .A}}``, ``{{eq .A "x"}}`` / ``ne`` / ``not`` /
+``len``, pipes such as ``{{.A | json}}``, string literals, ``{{-``/``-}}``
+whitespace trimming, and the control actions ``{{range .A}}...{{else}}...{{end}}``
+(dot becomes each element; a map ranges over its values in key order) and
+``{{if X}}...{{else}}...{{end}}`` with Go's truth (false, 0, nil and empty
+values are false) - text/template's documented semantics
+(https://pkg.go.dev/text/template#hdr-Actions), which ``docker inspect
+--format '{{range .Mounts}}{{if eq .Destination "/x"}}{{.Source}}{{end}}{{end}}'``
+relies on. Anything else raises :class:`TemplateError`, like a template Docker
+could not parse.
 
 Values print the way Go's ``fmt`` prints them (``map[k:v]``, ``[a b]``,
 ``true``, ``<no value>``); ``json`` escapes ``<``, ``>`` and ``&`` like Go's
@@ -58,22 +65,85 @@ def _plain(value: Any) -> Any:
 
 def render(template: str, data: Any) -> str:
     """Render ``template`` against ``data`` (dicts/lists from JSON)."""
+    nodes, stop = _parse(_tokens(template), 0)
+    if stop is not None:
+        raise TemplateError(f"template: :1: unexpected {{{{{stop[1]}}}}}")
     out: list[str] = []
+    _execute(nodes, data, out)
+    return "".join(out)
+
+
+def _tokens(template: str) -> list[tuple]:
+    """[("text", s)] and [("action", expr, col)] with ``{{-``/``-}}`` trimming applied."""
+    tokens: list[tuple] = []
     pos = 0
     for match in _ACTION.finditer(template):
         literal = template[pos:match.start()]
         if match.group(1):
             literal = literal.rstrip()
-        out.append(literal)
-        out.append(go_fmt(_pipeline(match.group(2).strip(), data, match.start())))
+        tokens.append(("text", literal))
+        tokens.append(("action", match.group(2).strip(), match.start()))
         pos = match.end()
         if match.group(3):
             rest = template[pos:]
             pos += len(rest) - len(rest.lstrip())
     if "{{" in template[pos:]:
         raise TemplateError('template: :1: unclosed action')
-    out.append(template[pos:])
-    return "".join(out)
+    tokens.append(("text", template[pos:]))
+    return tokens
+
+
+def _parse(tokens: list[tuple], i: int) -> tuple[list, tuple | None]:
+    """Nodes up to a closing ``else``/``end`` (returned as the stop token, with the next index)."""
+    nodes: list = []
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if token[0] == "text":
+            nodes.append(token)
+            continue
+        expr, col = token[1], token[2]
+        word = expr.split(None, 1)[0] if expr else ""
+        if word in ("end", "else"):
+            return nodes, (i, word)
+        if word in ("range", "if"):
+            body, stop = _parse(tokens, i)
+            if stop is None:
+                raise TemplateError(f"template: :1: unexpected EOF (unclosed {word})")
+            i, kind = stop
+            other: list = []
+            if kind == "else":
+                other, stop = _parse(tokens, i)
+                if stop is None or stop[1] != "end":
+                    raise TemplateError(f"template: :1: unexpected EOF (unclosed {word})")
+                i = stop[0]
+            nodes.append((word, expr[len(word):].strip(), col, body, other))
+            continue
+        nodes.append(("action", expr, col))
+    return nodes, None
+
+
+def _truth(value: Any) -> bool:
+    return not (value is None or value is False or value == 0 or value in ("", [], {}))
+
+
+def _execute(nodes: list, data: Any, out: list[str]) -> None:
+    for node in nodes:
+        if node[0] == "text":
+            out.append(node[1])
+        elif node[0] == "action":
+            out.append(go_fmt(_pipeline(node[1], data, node[2])))
+        elif node[0] == "if":
+            _execute(node[3] if _truth(_pipeline(node[1], data, node[2])) else node[4], data, out)
+        else:   # range
+            items = _pipeline(node[1], data, node[2])
+            if isinstance(items, dict):
+                items = [items[k] for k in sorted(items)]
+            if not items:
+                _execute(node[4], data, out)
+                continue
+            for item in items:
+                _execute(node[3], item, out)
 
 
 def _pipeline(expr: str, data: Any, col: int) -> Any:
@@ -164,4 +234,8 @@ _FUNCS = {
     "println": lambda *v: _Raw(" ".join(go_fmt(x) for x in v) + "\n"),
     "print": lambda *v: _Raw("".join(go_fmt(x) for x in v)),
     "title": lambda v: go_fmt(v).title(),
+    "eq": lambda a, *others: any(a == b for b in others),
+    "ne": lambda a, b: a != b,
+    "not": lambda v: not _truth(v),
+    "len": lambda v: len(v or ()),
 }

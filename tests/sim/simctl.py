@@ -230,6 +230,26 @@ class Simulator:
             raise KeyError(name)
         return "".join(e.get("log", "") for e in load_json_lines(store.dir(cid) / "container-json.log"))
 
+    def backdate_container_logs(self, instance: str, name: str, seconds: float) -> None:
+        """Move every json-file log entry of the container ``seconds`` into the past
+        (``docker logs --timestamps`` then shows the older times): a job that has
+        been silent that long, without waiting for it."""
+        import datetime as _dt
+
+        from containers import load_json_lines
+        store = self._store(instance)
+        cid = store.find(name)
+        if cid is None:
+            raise KeyError(name)
+        path = store.dir(cid) / "container-json.log"
+        entries = load_json_lines(path)
+        for entry in entries:
+            stamp = _dt.datetime.fromisoformat(entry["time"][:19] + "+00:00") - _dt.timedelta(seconds=seconds)
+            entry["time"] = stamp.strftime("%Y-%m-%dT%H:%M:%S") + entry["time"][19:]
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(e) + "\n" for e in entries))
+        tmp.replace(path)
+
     def set_container_state(self, instance: str, name: str, **state: Any) -> None:
         """Force ``.State`` fields, e.g. ``Status="paused"`` / ``"dead"`` / ``"restarting"``."""
         store = self._store(instance)

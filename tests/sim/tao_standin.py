@@ -9,8 +9,10 @@ and fails the way TAO does: a Python traceback ending in ``FileNotFoundError``
 
 It writes ``<results_dir>/<action>/`` (``results_dir`` is a top-level spec key;
 ``<action>.results_dir`` and ``key=value`` overrides win): tiny
-``model_epoch_NNN.pth`` checkpoints and ``status.json`` (JSON lines, the last
-one ``{"status": "SUCCESS"|"FAILURE"}``), and prints ``Epoch i/N`` per epoch.
+``model_epoch_NNN.pth`` checkpoints and ``status.json`` as TAO writes it
+(:class:`StatusLog`: STARTED, per epoch the KPI lines and the epoch line with
+``time_per_epoch``, the last one ``SUCCESS``/``FAILURE``), and prints
+``Epoch i/N`` per epoch.
 
 In a real container (the real-Docker tier's image, ``tests/real_docker/setup.sh``)
 it runs as ``<arch>`` executables on PATH behind an NGC-style entrypoint and
@@ -19,7 +21,8 @@ uses :class:`RealContainer`.
 A ``simulate:`` block in the spec (tests only) steers the run:
 ``exit_code``, ``oom`` (OOM kill: marker + SIGKILL -> 137/OOMKilled),
 ``xid`` (NVRM Xid 79 line, exit 1), ``epoch_seconds`` (default 0.05),
-``hang`` (run until killed), ``write_env_hashes: [NAMES]`` (sha256 of each
+``hang`` (run until killed, after the last epoch), ``hang_after_epoch: N`` (no
+output at all after epoch N), ``diverge`` (rising losses), ``write_env_hashes: [NAMES]`` (sha256 of each
 variable's value into ``env_seen.json``, never the value).
 """
 
@@ -101,17 +104,50 @@ def dataset_paths(node) -> list[str]:
 
 
 class StatusLog:
-    """TAO's status.json: one JSON object per line."""
+    """TAO's status.json, written as ``nvidia_tao_pytorch/core/loggers/api_logging.py``
+    (``StatusLogger``) does: one ``json.dumps`` object per line, ``date``
+    ``M/D/YYYY`` and ``time`` ``H:M:S`` (not zero-padded) from the container's
+    local clock, ``status``, ``verbosity``, ``message``, and ``kpi`` on every line
+    once a model has set it (the logger keeps the last ``kpi`` dict). ``clock``
+    (epoch seconds) is injectable so tests can write a file as TAO would at any time."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, clock=time.time):
         self.path = path
+        self.clock = clock
+        self.kpi: dict = {}
 
-    def write(self, **fields) -> None:
-        now = _dt.datetime.now(_dt.timezone.utc)
-        record = {"date": now.strftime("%-m/%-d/%Y"), "time": now.strftime("%H:%M:%S"),
-                  "verbosity": "INFO", **fields}
+    def write(self, status: str = "RUNNING", message: str | None = None, **data) -> None:
+        now = _dt.datetime.fromtimestamp(self.clock())
+        record = {**data, "date": f"{now.month}/{now.day}/{now.year}",
+                  "time": f"{now.hour}:{now.minute}:{now.second}", "status": status, "verbosity": "INFO"}
+        if message:
+            record["message"] = message
+        if self.kpi:
+            record["kpi"] = self.kpi
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record) + "\n")
+
+    def epoch_end(self, epoch: int, max_epoch: int, seconds: float, kpis: dict) -> None:
+        """What TAO's Lightning training writes when epoch ``epoch`` (1-based) ends: the
+        model's validation KPIs, then ``TAOStatusLogger.on_train_epoch_end``
+        (``core/callbacks/loggers.py``: ``epoch``, ``max_epoch``, ``time_per_epoch`` and
+        ``eta`` as ``str(timedelta)``), then the model's training KPIs."""
+        val = {k: v for k, v in kpis.items() if k.startswith("val")}
+        train = {k: v for k, v in kpis.items() if not k.startswith("val")}
+        if val:
+            self.kpi = val
+            self.write(message="Eval metrics generated.")
+        self.write(epoch=epoch, max_epoch=max_epoch, time_per_epoch=str(_dt.timedelta(seconds=seconds)),
+                   eta=str(_dt.timedelta(seconds=(max_epoch - epoch) * seconds)), message="Training loop in progress")
+        if train:
+            self.kpi = train
+            self.write(message="Train metrics generated.")
+
+
+def simulated_kpis(epoch: int, sim: dict) -> dict:
+    """Losses that fall (or rise with ``simulate: {diverge: true}``) and an accuracy that climbs."""
+    loss = 0.5 * epoch if sim.get("diverge") else 1.0 / (epoch + 1)
+    return {"val_loss": round(loss * 1.1, 6), "val_acc": round(1 - 0.5 / epoch, 6), "train_loss": round(loss, 6)}
 
 
 class RealContainer:
@@ -213,12 +249,19 @@ def main(argv: list[str]) -> int:
         ctx.host_path(top_results, cwd).joinpath("env_seen.json").write_text(json.dumps(seen, indent=1))
 
     status.write(status="STARTED", message=f"Starting {arch} {action}.")
+    if action == "train":
+        status.write(status="STARTED", message="Starting Training Loop.")
     epoch = 0
     while True:
         print(f"Epoch {epoch + 1}/{epochs}", flush=True)
+        began = time.time()
         time.sleep(epoch_seconds)
         (out_dir / f"model_epoch_{epoch:03d}.pth").write_bytes(b"sim-checkpoint " + str(epoch).encode())
-        status.write(status="RUNNING", epoch=epoch, max_epoch=epochs, message=f"Epoch {epoch + 1}/{epochs}")
+        if action == "train":
+            status.epoch_end(epoch + 1, epochs, time.time() - began, simulated_kpis(epoch + 1, sim))
+        if sim.get("hang_after_epoch") is not None and epoch + 1 >= int(sim["hang_after_epoch"]):
+            while True:          # a hung data loader / NCCL collective: no output, container running
+                time.sleep(1)
         if sim.get("oom"):
             print("CUDA out of memory. Tried to allocate 2.00 GiB", file=sys.stderr, flush=True)
             ctx.oom_marker.write_text("oom")
@@ -237,6 +280,8 @@ def main(argv: list[str]) -> int:
         status.write(status="FAILURE", message=f"{action} failed with exit code {code}")
         print("Execution status: FAIL", flush=True)
         return code
+    if action == "train":
+        status.write(message="Training loop complete.")
     status.write(status="SUCCESS", message=f"{action} finished successfully.")
     print("Execution status: PASS", flush=True)
     return 0
