@@ -12,6 +12,8 @@ echo
 echo "## Round trips (simulator)"
 "$PY" bench_round_trips.py
 echo
+"$PY" bench_poll_all.py
+echo
 echo "## Script overhead"
 "$PY" bench_overhead.py
 echo

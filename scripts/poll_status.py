@@ -26,6 +26,22 @@ instance is not asked or deleted again. Round trips (brev exec): one per poll,
 one for the results upload (S3 only), one for the container removal; plus
 `brev delete`, and one `brev ls` for the instance type when no price is known.
 
+Progress, in every answer that reached the instance (same round trip), from
+TAO's <results_dir>/<action>/status.json (references/progress.md):
+  "progress": {available, file, status, epoch, max_epoch, percent, eta_s,
+  time_per_epoch_s, kpi (latest), updated_at, since_update_s, note}; missing or
+  partial files are normal ("available": false and a note). COMPLETE answers
+  add "final_kpi". --metrics N adds "metrics": {epochs: [{epoch, kpi}] (last N),
+  best: {KPI: {goal, best, last, min, max}}}. A RUNNING job gets "stalled" and
+  "stall": {idle_s, threshold_s, threshold_source, last_progress_at,
+  last_status_at, last_log_at, last_log_line, advice}: no status line and no
+  log output for longer than --stall-after S (default 3 x time per epoch, at
+  least 1800 s; 3600 s before the first epoch). A stall is a heuristic: it only
+  advises, except --wait ends on it (JOB_STALLED, exit 1) and --wait --teardown
+  with an explicit --stall-after tears the stalled job down ("stalled_s"; the
+  cost facts carry it). --all reports progress and stalls per job from the
+  status file alone.
+
 Cost facts, once the job ended: "cost" = {submit_to_running_s, image_pull_s,
   run_s, idle_billed_s, billed_s, estimated_cost_usd, price_per_hour_usd,
   price_source, instance_type, still_billing, ...}: seconds and US dollars,
@@ -44,7 +60,8 @@ Output: one JSON object on stdout:
   (schema: references/schemas/poll_status.schema.json). Progress on stderr.
 Exit codes: 0 answered (any state without --wait; COMPLETE with --wait, and
   with --teardown the teardown done),
-  1 --wait ended in ERROR, CANCELED or UNKNOWN, or timed out; with --teardown
+  1 --wait ended in ERROR, CANCELED or UNKNOWN, timed out, or the job stalled
+  (JOB_STALLED); with --teardown
   also INSTANCE_DELETE_REFUSED (the teardown's error wins: rerun),
   2 bad input (unknown or malformed job id, corrupt record, --teardown without --wait),
   3 the instance or brev could not be reached (rerun: it is safe).
@@ -73,6 +90,13 @@ def build_parser():
     p.add_argument("--teardown", action="store_true",
                    help="with --wait: once the job ended, tear it down (teardown.py JOB_ID: remove the container, "
                         "delete an owned instance)")
+    p.add_argument("--metrics", type=int, nargs="?", const=10, default=None, metavar="N",
+                   help="add the per-epoch KPI table of the last N epochs (default 10, at most 200) and each "
+                        "KPI's best/last/min/max with its epoch, from the job's status.json")
+    p.add_argument("--stall-after", type=float, default=None, metavar="S",
+                   help="a RUNNING job that wrote no status line and no log output for S seconds is stalled "
+                        "(default: 3 x the time per epoch, at least 1800 s; 3600 s before the first epoch). "
+                        "With --wait --teardown, an explicit --stall-after tears a stalled job down")
     p.add_argument("--price-per-hour", type=float, metavar="USD",
                    help="hourly price of the instance in US dollars, for cost.estimated_cost_usd "
                         "(default: references/prices.yaml by instance type)")
@@ -83,8 +107,10 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     ctx = cli.Context()
     if args.all:
-        if args.job_id or args.wait or args.teardown:
-            raise cli.TaoBrevError("BAD_ARGUMENT", "--all takes no job id, no --wait and no --teardown")
+        if args.job_id or args.wait or args.teardown or args.metrics is not None or args.stall_after is not None:
+            raise cli.TaoBrevError("BAD_ARGUMENT", "--all takes no job id, --wait, --teardown, --metrics or "
+                                                   "--stall-after (it reports progress and stalls per job)",
+                                   "Run poll_status.py --all alone, or poll_status.py JOB_ID --metrics for one job.")
         return status.poll_all(ctx)
     if not args.job_id:
         raise cli.TaoBrevError("BAD_ARGUMENT", "pass a JOB_ID (or --all)")
@@ -95,9 +121,11 @@ def main(argv=None):
             raise cli.TaoBrevError("BAD_ARGUMENT", "--teardown needs --wait (it tears the job down once it ended)",
                                    "Run poll_status.py JOB_ID --wait --teardown, or teardown.py JOB_ID to cancel now.")
         return wait_and_teardown(ctx, args.job_id, log_lines=args.logs, interval=args.interval,
-                                 timeout=args.timeout, price_per_hour=args.price_per_hour)
+                                 timeout=args.timeout, price_per_hour=args.price_per_hour,
+                                 metrics=args.metrics, stall_after=args.stall_after)
     return status.poll(ctx, args.job_id, log_lines=args.logs, wait=args.wait,
-                       interval=args.interval, timeout=args.timeout, price_per_hour=args.price_per_hour)
+                       interval=args.interval, timeout=args.timeout, price_per_hour=args.price_per_hour,
+                       metrics=args.metrics, stall_after=args.stall_after)
 
 
 if __name__ == "__main__":

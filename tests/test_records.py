@@ -127,3 +127,48 @@ def test_concurrent_marks_lose_nothing_and_terminal_is_written_once(tmp_path):
     assert record["terminal_state"] == "COMPLETE"
     leftovers = [p for p in os.listdir(root / "jobs") if p.endswith(".tmp")]
     assert leftovers == []
+
+
+# -- the scan behind poll_status.py --all (tao_brev/record_index.py) ------------------
+def test_all_scan_reads_only_changed_records_and_names_every_corrupt_one(tmp_path, monkeypatch):
+    import json as _json
+
+    from tao_brev import record_index
+    from tao_brev.records import RecordStore
+
+    store = RecordStore(tmp_path)
+    ids = []
+    for i in range(12):
+        rec = store.open(image="img", network_arch="arch", action="train", storage_tier="A", results_root="~/r")
+        ids.append(rec["id"])
+        if i:
+            store.mark(rec["id"], "COMPLETE", source="poller")
+    foreign = store.open(image="img", network_arch="arch", action="train", storage_tier="A", results_root="/r",
+                         platform="slurm")
+    reads = []
+    real_parse = RecordStore._parse
+    monkeypatch.setattr(RecordStore, "_parse", staticmethod(lambda path, text: reads.append(path.name)
+                                                            or real_parse(path, text)))
+
+    def scan():
+        reads.clear()
+        live, corrupt = record_index.live_records(store, tmp_path)
+        return [r["id"] for r in live], [c["id"] for c in corrupt], sorted(reads)
+
+    assert scan() == ([ids[0]], [], sorted(f"{x}.json" for x in [*ids, foreign["id"]]))   # cold: reads all
+    assert scan() == ([ids[0]], [], [f"{ids[0]}.json"])          # warm: only the live record
+    # the bank's own tool writes a record (a new file) and finishes the live one
+    bank = {**store.load(ids[1]), "id": "bank-made-abc123", "terminal_state": None,
+            "transitions": [{"ts": "2026-11-30T00:00:00+00:00", "state": "RUNNING", "message": "", "source": "agent"}]}
+    (store.jobs_dir / "bank-made-abc123.json").write_text(_json.dumps(bank))
+    store.mark(ids[0], "ERROR", source="agent")
+    assert scan() == (["bank-made-abc123"], [], sorted([f"{ids[0]}.json", "bank-made-abc123.json"]))
+    # a terminal record corrupted by hand is named, on this scan and every later one
+    (store.jobs_dir / f"{ids[5]}.json").write_text("garbage{")
+    for _ in range(2):
+        live, corrupt, _reads = scan()
+        assert live == ["bank-made-abc123"] and corrupt == [ids[5]]
+    # a lost or garbled index is rebuilt from the files
+    record_index.index_path(tmp_path).write_text("{not json")
+    live, corrupt, reads_now = scan()
+    assert live == ["bank-made-abc123"] and corrupt == [ids[5]] and len(reads_now) == 14

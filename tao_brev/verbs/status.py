@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from .. import cost, redact, remote
+from .. import progress as progress_mod
 from ..cli import Context, say
 from ..docker_state import JobState, after_instance_start, classify_logs, docker_error_code, from_inspect
 from ..errors import CODES, TaoBrevError, TransportError
@@ -46,14 +48,68 @@ def job_instance(record: dict, sidecar: dict) -> str | None:
     return ref.split("/", 1)[0] if "/" in ref else None
 
 
-def job_sections(token: str, job_id: str, log_lines: int) -> str:
-    """The sections that observe one job: ``<id>:state``, ``<id>:logs``, ``<id>:tail``."""
+def job_sections(token: str, job_id: str, log_lines: int, results_dir: str | None = None,
+                 progress_bytes: int = remote.PROGRESS_BYTES) -> str:
+    """The sections that observe one job: ``<id>:state``, ``<id>:logs``, ``<id>:tail``;
+    with ``results_dir`` (its instance path) also ``<id>:progress`` (the status file,
+    needs :func:`remote.progress_functions`) and ``<id>:lastlog`` (stall evidence)."""
     parts = [remote.section(token, f"{job_id}:state", remote.inspect_state(job_id))]
     if log_lines > 0:
         parts.append(remote.section(token, f"{job_id}:logs", remote.logs_tail(job_id, log_lines)))
     if log_lines < CLASSIFY_TAIL_LINES:
         parts.append(remote.section(token, f"{job_id}:tail", remote.logs_if_exited(job_id, CLASSIFY_TAIL_LINES)))
+    if results_dir:
+        lines = remote.PROGRESS_LINES if progress_bytes <= remote.PROGRESS_BYTES else 10 ** 7
+        parts.append(remote.section(token, f"{job_id}:progress", remote.read_progress(results_dir, lines,
+                                                                                      progress_bytes)))
+        parts.append(remote.section(token, f"{job_id}:lastlog", remote.last_log_line(job_id)))
     return "\n".join(parts)
+
+
+def results_instance_dir(record: dict, sidecar: dict) -> str | None:
+    """The job's results dir on the instance (the sidecar's, else a record's instance path)."""
+    known = (sidecar.get("results") or {}).get("instance_dir")
+    if known:
+        return known
+    recorded = record.get("results_dir") or ""
+    return recorded if recorded.startswith(("~/", "/")) else None
+
+
+@dataclass
+class Probe:
+    """What a poll read beside the docker state (``None``: not read)."""
+
+    now: float | None = None                  # the instance's clock, epoch seconds
+    files: list | None = None                 # [progress.StatusFile] of the results dir
+    last_log: str | None = None               # ``docker logs --timestamps --tail 1``
+
+
+def watch_fields(ctx: Context, record: dict, observed: JobState, probe: Probe | None, *,
+                 metrics: int | None = None, stall_after: float | None = None, terminal: str | None = None) -> dict:
+    """``progress`` (always), ``stalled``/``stall`` (RUNNING), ``metrics`` (asked), ``final_kpi``
+    (COMPLETE) for an answer. A terminal job's last progress is kept in the sidecar
+    (``final_progress``): later answers, after teardown, still carry it."""
+    job_id, action = record["id"], record.get("action") or ""
+    file = progress_mod.pick(probe.files, action) if probe and probe.files is not None else None
+    out: dict = {}
+    if probe is not None and probe.files is not None:
+        out["progress"] = progress_mod.summarize(file, probe.now, action)
+    saved = ctx.sidecars.load(job_id).get("final_progress")
+    if terminal and out.get("progress", {}).get("available"):
+        if saved != out["progress"]:
+            ctx.sidecars.update(job_id, final_progress=out["progress"])
+    elif saved and not out.get("progress", {}).get("available"):
+        out["progress"] = {**saved, "note": "kept from the last poll that read the status file"}
+    if terminal == "COMPLETE" and out.get("progress", {}).get("kpi"):
+        out["final_kpi"] = out["progress"]["kpi"]
+    if metrics:
+        out["metrics"] = progress_mod.metrics(file, metrics)
+    if observed.state == "RUNNING" and not terminal and probe is not None and "progress" in out:
+        stall = progress_mod.assess_stall(job_id, probe.now, out["progress"], observed.started_at,
+                                          explicit=stall_after, last_log=probe.last_log)
+        if stall is not None:
+            out.update(stalled=stall["stalled"], stall=stall)
+    return out
 
 
 def read_job(sections: dict, job_id: str, log_lines: int) -> tuple[JobState, str | None]:
@@ -120,8 +176,12 @@ def _lost_hint(reason: str, evidence: str, advice: str) -> dict:
     return {"err_class": "ERR_INFRA", "reason": reason, "advice": advice, "evidence": [evidence]}
 
 
-def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float | None = None) -> dict:
-    """One poll of one job. Returns the JSON answer (without ``ok``)."""
+def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float | None = None,
+            metrics: int | None = None, stall_after: float | None = None) -> dict:
+    """One poll of one job. Returns the JSON answer (without ``ok``): the docker state,
+    the progress from the job's status file, read in the same round trip, ``metrics``
+    (the last N epochs' KPIs) when asked, and for a RUNNING job whether it stalled
+    (``stall_after`` seconds, default :func:`progress.stall_threshold`)."""
     record = ctx.records.load(job_id)
     sidecar = ctx.sidecars.load(job_id)
     instance = job_instance(record, sidecar)
@@ -140,16 +200,20 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
     if instance is None:
         raise TaoBrevError("CORRUPT_RECORD", f"job {job_id} names no instance (no sidecar, no backend ref)")
     deleted_at = sidecar.get("instance_deleted_at")
+    probe = None
     if deleted_at:   # nothing to ask - and never a new instance that took the name
         observed, logs = _deleted(instance, f"teardown deleted {instance} at {deleted_at}"), None
     else:
-        observed, logs = _read_backend(ctx, instance, job_id, log_lines)
+        observed, logs, probe = _read_backend(ctx, instance, job_id, log_lines,
+                                              results_instance_dir(record, sidecar), metrics)
     record = apply(ctx, record, observed)
     terminal = record.get("terminal_state")
     out = {**answer, "state": terminal or observed.state, "observed": observed.to_json(),
            "message": observed.message, "terminal_state": terminal}
     if observed.hint:
         out["hint"] = observed.hint
+    out.update(watch_fields(ctx, record, observed, probe, metrics=metrics, stall_after=stall_after,
+                            terminal=terminal))
     if log_lines > 0 and (logs is None or observed.docker_status is None):   # the container is gone
         saved = ctx.sidecars.saved_logs(job_id)
         if saved is not None:
@@ -168,28 +232,54 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
     return out
 
 
-def _read_backend(ctx: Context, instance: str, job_id: str, log_lines: int) -> tuple[JobState, str | None]:
-    """(state, logs) from the instance in one round trip (or why it cannot answer)."""
+def _read_backend(ctx: Context, instance: str, job_id: str, log_lines: int, results_dir: str | None = None,
+                  metrics: int | None = None) -> tuple[JobState, str | None, Probe | None]:
+    """(state, logs, progress probe) from the instance in one round trip (or why it cannot answer)."""
     token = remote.new_token()
+    size = remote.METRICS_BYTES if metrics else remote.PROGRESS_BYTES
+    script = "\n".join([remote.progress_functions(token), remote.section(token, "now", remote.instance_now()),
+                        job_sections(token, job_id, log_lines, results_dir, size)])
     try:
-        result = ctx.brev.exec(instance, job_sections(token, job_id, log_lines), idempotent=True)
-        observed, logs = read_job(remote.parse_sections(result.stdout, token), job_id, log_lines)
+        result = ctx.brev.exec(instance, script, idempotent=True)
+        sections = remote.parse_sections(result.stdout, token)
+        observed, logs = read_job(sections, job_id, log_lines)
     except TransportError as exc:
-        return _instance_lost(ctx, instance, exc), None
-    return (after_instance_start(observed, instance) if result.instance_started else observed), logs
+        return _instance_lost(ctx, instance, exc), None, None
+    probe = _probe(sections, token, job_id, results_dir)
+    return (after_instance_start(observed, instance) if result.instance_started else observed), logs, probe
+
+
+def _instance_clock(sections: dict) -> float | None:
+    now = sections.get("now")
+    try:
+        return float(now.output.strip().splitlines()[-1]) if now and now.exit_code == 0 else None
+    except (ValueError, IndexError):
+        return None
+
+
+def _probe(sections: dict, token: str, job_id: str, results_dir: str | None) -> Probe | None:
+    if not results_dir or f"{job_id}:progress" not in sections:
+        return None
+    lastlog = sections.get(f"{job_id}:lastlog")
+    return Probe(now=_instance_clock(sections),
+                 files=progress_mod.parse_files(sections[f"{job_id}:progress"].output, token),
+                 last_log=lastlog.output if lastlog is not None and lastlog.exit_code == 0 else None)
 
 
 def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
          interval: float = 30.0, timeout: float | None = None,
-         price_per_hour: float | None = None) -> tuple[dict, int]:
+         price_per_hour: float | None = None, metrics: int | None = None,
+         stall_after: float | None = None) -> tuple[dict, int]:
     """status (``wait=False``) or wait-until-terminal. Exit 0, or 1 when the wait
-    ended in ERROR/CANCELED/lost or timed out."""
+    ended in ERROR/CANCELED/lost, timed out, or found the job stalled (JOB_STALLED:
+    RUNNING with no status line and no log output for longer than the threshold)."""
     cost.check_price(price_per_hour)
+    check_watch(metrics, stall_after)
     started = ctx.clock()
     polls = 0
     while True:
         polls += 1
-        out = observe(ctx, job_id, log_lines, price_per_hour)
+        out = observe(ctx, job_id, log_lines, price_per_hour, metrics=metrics, stall_after=stall_after)
         if out.get("error") and out.get("state") != "RUNNING":
             code = CODES.get(out["error"]["code"])
             return {"ok": False, **out, "polls": polls}, code.exit_code if code else 1
@@ -206,15 +296,45 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
             err = TaoBrevError("INSTANCE_LOST" if "instance" in out.get("message", "") else "CONTAINER_GONE",
                                f"job {job_id} is UNKNOWN: {out.get('message', '')}")
             return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
+        if out.get("stalled"):
+            stall = out["stall"]
+            err = TaoBrevError("JOB_STALLED", f"job {job_id} is RUNNING but wrote nothing for {stall['idle_s']} s "
+                                              f"(threshold {stall['threshold_s']} s, {stall['threshold_source']})")
+            return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
         if timeout is not None and ctx.clock() - started + interval > timeout:
             err = TaoBrevError("WAIT_TIMEOUT", f"job {job_id} still {state} after {ctx.clock() - started:.0f} s")
             return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
-        say(f"poll {job_id}: {state} ({out.get('message', '')}); next poll in {interval:.0f} s")
+        say(f"poll {job_id}: {state} ({out.get('message', '')}){progress_note(out.get('progress'))}; "
+            f"next poll in {interval:.0f} s")
         ctx.sleep(interval)
 
 
+def check_watch(metrics: int | None, stall_after: float | None) -> None:
+    """``--metrics N`` in 1..METRICS_MAX_EPOCHS, ``--stall-after S`` > 0 (BAD_ARGUMENT otherwise)."""
+    if metrics is not None and not 1 <= metrics <= progress_mod.METRICS_MAX_EPOCHS:
+        raise TaoBrevError("BAD_ARGUMENT", f"--metrics takes 1 to {progress_mod.METRICS_MAX_EPOCHS} epochs "
+                                           f"(got {metrics})")
+    if stall_after is not None and not stall_after > 0:
+        raise TaoBrevError("BAD_ARGUMENT", f"--stall-after must be > 0 seconds (got {stall_after})")
+
+
+def progress_note(progress: dict | None) -> str:
+    """`` - epoch 3/10 (30%), ETA 420 s`` for the stderr progress line ('' when unknown)."""
+    if not progress or progress.get("epoch") is None:
+        return ""
+    eta = f", ETA {progress['eta_s']} s" if progress.get("eta_s") is not None else ""
+    return f" - epoch {progress['epoch']}/{progress.get('max_epoch') or '?'} ({progress.get('percent', '?')}%){eta}"
+
+
 def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[dict]:
-    """Poll every job once: one round trip per instance, instances concurrently."""
+    """Poll every job once: one round trip per instance, instances concurrently.
+
+    The instance's script does not name the jobs: it finds every container
+    labelled ``tao-job`` (one ``docker ps``, one ``docker inspect`` for all)
+    and reads each one's status file through its ``/results`` bind mount
+    (``remote.progress_functions``), so its size does not grow with the jobs.
+    A job without a container there is UNKNOWN (no such container). Stall
+    detection rests on the status file alone (no log call per job)."""
     by_instance: dict[str, list[dict]] = {}
     answers = []
     for job_id in job_ids:
@@ -228,24 +348,36 @@ def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[di
     def one_instance(item):
         instance, records = item
         token = remote.new_token()
-        script = "\n".join(job_sections(token, r["id"], 0) for r in records)
+        script = "\n".join([remote.progress_functions(token), remote.section(token, "now", remote.instance_now()),
+                            remote.section(token, "jobs", remote.read_all_jobs())])
         try:
             result = ctx.brev.exec(instance, script, idempotent=True)
             sections = remote.parse_sections(result.stdout, token)
+            if "jobs" not in sections:
+                raise TransportError("TRANSPORT_FAILED", f"the answer of {instance} was incomplete")
+            found, noise = progress_mod.parse_jobs(sections["jobs"].output, token)
+            if sections["jobs"].exit_code != 0 and any("No such" not in line for line in noise.splitlines()):
+                raise TaoBrevError(docker_error_code(noise), f"docker on {instance} failed: "
+                                                             f"{redact.tail(noise, 400)}")
         except TaoBrevError as exc:
             return [{"job_id": r["id"], "instance": instance, "ok": False, "error": exc.to_json()} for r in records]
+        now = _instance_clock(sections)
         out = []
         for record in records:
             try:
-                observed, _ = read_job(sections, record["id"], 0)
+                probe = found.get(record["id"])
+                observed = _from_probe(record["id"], probe)
                 if result.instance_started:
                     observed = after_instance_start(observed, instance)
                 record = apply(ctx, record, observed)
-                results = results_mod.finalize(ctx, record["id"]) if record.get("terminal_state") else None
+                terminal = record.get("terminal_state")
+                results = results_mod.finalize(ctx, record["id"]) if terminal else None
+                watched = watch_fields(ctx, record, observed,
+                                       Probe(now=now, files=probe.files if probe else []), terminal=terminal)
                 out.append({"job_id": record["id"], "instance": instance, "ok": True,
-                            "state": record.get("terminal_state") or observed.state,
+                            "state": terminal or observed.state,
                             "message": observed.message, **({"hint": observed.hint} if observed.hint else {}),
-                            **({"results": results} if results else {})})
+                            **watched, **({"results": results} if results else {})})
             except TaoBrevError as exc:
                 out.append({"job_id": record["id"], "instance": instance, "ok": False, "error": exc.to_json()})
         return out
@@ -256,21 +388,37 @@ def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[di
     return sorted(answers, key=lambda a: a["job_id"])
 
 
+def _from_probe(job_id: str, probe) -> JobState:
+    """A job's state from ``__tb_jobs`` output (no entry: no such container)."""
+    if probe is None:
+        return from_inspect(None)
+    try:
+        observed = from_inspect(json.loads(probe.state))
+    except json.JSONDecodeError:
+        raise TransportError("TRANSPORT_FAILED", f"docker inspect printed no JSON for {job_id}") from None
+    if observed.state == "ERROR" and observed.hint is None:
+        observed.hint = classify_logs(probe.tail or "")
+    return observed
+
+
 def poll_all(ctx: Context) -> tuple[dict, int]:
     """``--all``: every unfinished Brev job in the record store, polled once.
+
+    The store is scanned with ``record_index.live_records``: a record is read
+    only when its file changed since the last scan (terminal records are
+    not read again on every call).
 
     A corrupt record is listed with CORRUPT_RECORD (it may hide a job that
     still bills), never skipped. Exit 0 when every job answered; else the
     worst class among the failures: 3 (the backend could not be reached), 2
     (a corrupt record), 1.
     """
-    ids, jobs = [], []
-    for record in ctx.records.list():
-        if record.get("corrupt"):
-            jobs.append({"job_id": record["id"], "ok": False,
-                         "error": TaoBrevError("CORRUPT_RECORD", record["error"]).to_json()})
-        elif record.get("platform") == "brev" and not is_terminal(record.get("terminal_state")):
-            ids.append(record["id"])
+    from ..record_index import live_records
+
+    live, corrupt = live_records(ctx.records, ctx.state_root)
+    ids = [record["id"] for record in live]
+    jobs = [{"job_id": bad["id"], "ok": False, "error": TaoBrevError("CORRUPT_RECORD", bad["error"]).to_json()}
+            for bad in corrupt]
     if ids:
         ctx.brev.path()   # BREV_NOT_FOUND: the whole answer is exit 3, not one error per job
     jobs = sorted(jobs + poll_many(ctx, ids), key=lambda a: a["job_id"])

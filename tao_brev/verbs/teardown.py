@@ -254,7 +254,8 @@ def _delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool,
 
 
 def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: float = 30.0,
-                      timeout: float | None = None, price_per_hour: float | None = None) -> tuple[dict, int]:
+                      timeout: float | None = None, price_per_hour: float | None = None,
+                      metrics: int | None = None, stall_after: float | None = None) -> tuple[dict, int]:
     """``poll_status.py JOB_ID --wait --teardown``: carry the job to its end in one call.
 
     Wait until terminal (``status.poll``: the results are uploaded and verified
@@ -262,26 +263,41 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
     an instance this bundle owns is deleted unless something on it would be lost.
     A job still running (``WAIT_TIMEOUT``) or whose instance is gone or stopped
     (``INSTANCE_LOST``: starting it again would bill) is not torn down
-    (``teardown_skipped`` says why). Safe to kill and rerun at any point: verified
-    results are not sent again, a deleted instance is not asked again.
+    (``teardown_skipped`` says why). A stalled job (``JOB_STALLED``) is torn down
+    only when the caller gave ``stall_after`` explicitly (a stall is a heuristic;
+    the explicit threshold is the request to act); the answer then carries
+    ``stalled_s`` (seconds without a sign of life, also in ``cost.stalled_s``)
+    and keeps the JOB_STALLED error. Safe to kill and rerun at any point:
+    verified results are not sent again, a deleted instance is not asked again.
 
     The answer is the poll's, with ``teardown`` (its answer) and the final ``cost``.
     A teardown failure wins the exit code and ``error`` (the instance may still
     bill: rerun the same command); the job's own failure stays in ``state``.
     """
     out, code = status.poll(ctx, job_id, log_lines=log_lines, wait=True, interval=interval, timeout=timeout,
-                            price_per_hour=price_per_hour)
+                            price_per_hour=price_per_hour, metrics=metrics, stall_after=stall_after)
     error = (out.get("error") or {}).get("code")
-    if not is_terminal(out.get("state")) and error != "CONTAINER_GONE":
+    stalled = error == "JOB_STALLED"
+    if stalled and stall_after is None:
+        out["teardown_skipped"] = (f"job {job_id} looks stalled (a heuristic), so nothing was removed: check "
+                                   f"poll_status.py {job_id} --logs 50, then teardown.py {job_id}; or rerun with an "
+                                   "explicit --stall-after SECONDS to tear a stalled job down automatically")
+        return out, code
+    if not stalled and not is_terminal(out.get("state")) and error != "CONTAINER_GONE":
         out["teardown_skipped"] = (f"job {job_id} is {out.get('state')} ({error}): nothing was removed or deleted; "
                                    f"run teardown.py {job_id} to cancel it")
         return out, code
+    if stalled:
+        out["stalled_s"] = out["stall"]["idle_s"]
+        say(f"job {job_id} stalled for {out['stalled_s']} s (--stall-after {stall_after:g}): tearing it down")
     try:
         down, down_code = teardown(ctx, job_id, price_per_hour=price_per_hour)
     except TaoBrevError as exc:
         down, down_code = {"ok": False, "job_id": job_id, "error": exc.to_json()}, exc.exit_code
     if "cost" in down:
         out["cost"] = down.pop("cost")
+    if stalled and isinstance(out.get("cost"), dict):
+        out["cost"]["stalled_s"] = out["stalled_s"]
     out["teardown"] = down
     if down_code != 0:
         out.update(ok=False, error=down["error"])

@@ -1,0 +1,404 @@
+"""Training progress, metrics and stall detection from TAO's ``status.json``.
+
+TAO containers append one JSON object per line to
+``<results_dir>/<action>/status.json`` (``nvidia_tao_pytorch/core/loggers/api_logging.py``
+``StatusLogger``; older archs write ``<results_dir>/status.json``): ``date``
+(``M/D/YYYY``), ``time`` (``H:M:S``, the container's clock), ``status``
+(STARTED, RUNNING, SUCCESS, FAILURE, SKIPPED), ``verbosity``, ``message``,
+and when set ``kpi`` / ``graphical`` / ``categorical``. The training callback
+(``core/callbacks/loggers.py`` ``TAOStatusLogger``) adds per epoch ``epoch``
+(completed epochs, from 1), ``max_epoch``, ``time_per_epoch`` and ``eta``
+(both ``str(datetime.timedelta)``, e.g. ``0:01:02.500000``); Lightning models
+write their KPIs on lines of their own (``"Train metrics generated."``)
+without ``epoch``.
+
+Everything here is a pure function of the lines read and of ``now`` (the
+instance's clock, epoch seconds), so tests inject the clock. File ages use
+the file's mtime on the instance, never the line's ``date``/``time`` (whose
+time zone is the container's); line times are only subtracted from each
+other (the observed epoch rate). Missing, partial or foreign lines are normal
+(older archs, evaluate/inference, a line being written): they are counted,
+never an error. ``references/progress.md`` documents the answers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+STALL_EPOCH_MULTIPLE = 3        # default --stall-after: this many times the time per epoch ...
+STALL_FLOOR_S = 1800            # ... but never less than 30 min (tqdm-only output, long validations)
+STALL_FALLBACK_S = 3600         # before the first epoch line: 60 min, the TAO API's own default inactivity
+                                # timeout (tao-core microservices/utils/job_utils/timeout_monitor.py)
+MAX_KPIS = 24                   # KPI names kept per line
+METRICS_DEFAULT_EPOCHS = 10     # --metrics without a number
+METRICS_MAX_EPOCHS = 200
+STALL_ADVICE = ("the container runs but writes nothing: usually a hung data loader (raise --shm-size or lower "
+                "num_workers), an NCCL collective waiting for a peer (NCCL timeout; resubmit with "
+                "NCCL_DEBUG=INFO), or I/O stalled on a full or slow disk. Look at poll_status.py {job} --logs 50; "
+                "then teardown.py {job} stops the billing, and submit.py ... --retry-of {job} starts again from "
+                "the last checkpoint. If epochs are legitimately this slow, pass a larger --stall-after.")
+
+_LOWER_IS_BETTER = re.compile(r"loss|err|mse|mae|rmse|wer|cer|perplexity|distance|fpr|fnr|miss", re.I)
+_HIGHER_IS_BETTER = re.compile(r"acc|map|\bap|ap\d|_ap|precision|recall|f1|iou|dice|auc|score|psnr|ssim|tpr", re.I)
+_NOT_A_GOAL = re.compile(r"^(lr|learning_rate|.*_lr)$|epoch|step|iter|time", re.I)
+_TIMEDELTA = re.compile(r"^(?:(-?\d+) days?, )?(\d+):(\d{1,2}):(\d{1,2}(?:\.\d+)?)$")
+
+
+@dataclass
+class StatusFile:
+    """One status file read on the instance."""
+
+    path: str                  # under the results dir: "<action>/status.json" or "status.json"
+    mtime: int                 # epoch seconds, instance clock
+    size: int
+    lines: list = field(default_factory=list)
+    long_lines: int = 0        # lines longer than remote.MAX_STATUS_LINE (not read)
+
+
+@dataclass
+class JobProbe:
+    """What ``__tb_jobs`` printed for one container."""
+
+    state: str = ""                                   # docker .State JSON text
+    files: list = field(default_factory=list)         # [StatusFile]
+    tail: str | None = None                           # log tail of a container that exited non-zero
+
+
+def parse_files(text: str, token: str) -> list[StatusFile]:
+    """The ``__tb_progress`` output of one results dir."""
+    return parse_jobs(text, token, single=True)[0][None].files
+
+
+def parse_jobs(text: str, token: str, single: bool = False) -> tuple[dict, str]:
+    """(``{job_id: JobProbe}``, other text) from ``__tb_jobs`` output; ``single``:
+    one ``__tb_progress`` output under the key None. The other text is what no
+    marker claimed (docker's error messages)."""
+    jobs: dict = {None: JobProbe()} if single else {}
+    noise: list[str] = []
+    job: JobProbe | None = jobs.get(None)
+    file: StatusFile | None = None
+    tail: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith(f"{token}:J\t"):
+            parts = line.split("\t", 2)
+            job, file, tail = JobProbe(state=parts[2] if len(parts) == 3 else ""), None, None
+            jobs[parts[1]] = job
+        elif line.startswith(f"{token}:F ") and job is not None:
+            parts, file, tail = line.split(" ", 3), None, None
+            try:
+                file = StatusFile(parts[3], int(parts[1]), int(parts[2]))
+            except (IndexError, ValueError):
+                continue
+            job.files.append(file)
+        elif line.startswith(f"{token}:LONG") and file is not None:
+            file.long_lines += 1
+        elif line == f"{token}:T" and job is not None:
+            file, tail = None, []
+            job.tail = ""
+        elif tail is not None:
+            tail.append(line)
+            job.tail = "\n".join(tail)
+        elif file is not None:
+            file.lines.append(line)
+        elif line.strip():
+            noise.append(line)
+    return jobs, "\n".join(noise)
+
+
+def pick(files: list[StatusFile], action: str) -> StatusFile | None:
+    """The job's file: ``<action>/status.json``, else ``status.json`` (older archs)."""
+    by_path = {f.path: f for f in files}
+    return by_path.get(f"{action}/status.json") or by_path.get("status.json")
+
+
+# -- values -----------------------------------------------------------------------
+def seconds(value) -> float | None:
+    """``time_per_epoch`` / ``eta``: a ``str(timedelta)`` (``1 day, 2:03:04.5``) or a number of seconds."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) and value >= 0 else None
+    if isinstance(value, str):
+        match = _TIMEDELTA.match(value.strip().strip('"'))
+        if match:
+            days, hours, minutes, secs = match.groups()
+            return int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + float(secs)
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) and number >= 0 else None
+    return None
+
+
+def _int(value) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
+        return int(value)
+    return None
+
+
+def _kpi_value(value):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        if math.isfinite(value):
+            return round(value, 6) if isinstance(value, float) else value
+        return "nan" if value != value else ("inf" if value > 0 else "-inf")
+    if isinstance(value, str):
+        try:
+            return _kpi_value(float(value))
+        except ValueError:
+            return value[:80]
+    return None
+
+
+def clean_kpi(kpi) -> dict:
+    """A line's ``kpi``: numbers kept (non-finite as "nan"/"inf"/"-inf"), strings cut to 80
+    characters, other values dropped; at most MAX_KPIS names of up to 64 characters."""
+    if not isinstance(kpi, dict):
+        return {}
+    out = {}
+    for key, value in kpi.items():
+        cleaned = _kpi_value(value)
+        if cleaned is not None and len(out) < MAX_KPIS:
+            out[str(key)[:64]] = cleaned
+    return out
+
+
+def _line_time(entry: dict) -> float | None:
+    """The line's own time as seconds on the container's (unknown-zone) clock: only for differences."""
+    try:
+        stamp = datetime.strptime(f"{entry['date']} {entry['time']}", "%m/%d/%Y %H:%M:%S")
+    except (KeyError, TypeError, ValueError):
+        return None
+    return stamp.replace(tzinfo=timezone.utc).timestamp()
+
+
+def iso(epoch_s: float | None) -> str | None:
+    if epoch_s is None:
+        return None
+    return datetime.fromtimestamp(epoch_s, timezone.utc).isoformat(timespec="seconds")
+
+
+def rfc3339_epoch(value: str | None) -> float | None:
+    """Docker's ``2026-11-30T10:00:00.123456789Z`` (or with an offset) -> epoch seconds."""
+    if not value:
+        return None
+    match = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)?", value.strip())
+    if not match or value.startswith("0001-01-01"):
+        return None
+    zone = match.group(3) or "Z"
+    stamp = datetime.fromisoformat(match.group(1) + ("+00:00" if zone == "Z" else zone))
+    return stamp.timestamp() + float(match.group(2) or 0)
+
+
+# -- lines -> progress ----------------------------------------------------------
+def entries(lines: list[str]) -> tuple[list[dict], int]:
+    """(the JSON objects, how many lines were not one: partial or foreign)."""
+    out, bad = [], 0
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            bad += 1
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+        else:
+            bad += 1
+    return out, bad
+
+
+def observed_epoch_seconds(items: list[dict]) -> float | None:
+    """Seconds per epoch from the line times: the last two epoch lines with different
+    epochs, else the STARTED line to the last epoch line."""
+    timed = [(e, t) for e, t in ((_int(x.get("epoch")), _line_time(x)) for x in items if "epoch" in x)
+             if e is not None and t is not None]
+    for (e1, t1) in reversed(timed[:-1]):
+        e2, t2 = timed[-1]
+        if e2 > e1 and t2 >= t1:
+            return (t2 - t1) / (e2 - e1)
+    if timed:
+        started = [_line_time(x) for x in items if x.get("status") == "STARTED"]
+        e2, t2 = timed[-1]
+        if started and started[-1] is not None and e2 > 0 and t2 >= started[-1]:
+            return (t2 - started[-1]) / e2
+    return None
+
+
+def summarize(file: StatusFile | None, now: float | None, action: str = "") -> dict:
+    """The ``progress`` object of an answer (``references/progress.md``)."""
+    if file is None:
+        return {"available": False,
+                "note": f"no status.json under the results dir yet (normal before the container starts, for "
+                        f"archs that do not write one, and for some {action or 'non-train'} actions)"}
+    items, bad = entries(file.lines)
+    out: dict = {"available": bool(items), "file": file.path, "updated_at": iso(file.mtime) if file.mtime else None,
+                 "since_update_s": max(0, int(now - file.mtime)) if now and file.mtime else None}
+    if bad or file.long_lines:
+        out["unreadable_lines"] = bad + file.long_lines
+    if not items:
+        out["note"] = "status.json holds no complete line yet"
+        return out
+    last = items[-1]
+    out["status"] = str(last.get("status") or "")[:20] or None
+    if last.get("message"):
+        out["message"] = str(last["message"])[:200]
+    epoch_items = [x for x in items if _int(x.get("epoch")) is not None]
+    kpi_items = [x for x in items if clean_kpi(x.get("kpi"))]
+    if kpi_items:   # the latest value of each KPI name (validation and training lines differ)
+        latest_kpi: dict = {}
+        for item in kpi_items:
+            latest_kpi.update(clean_kpi(item["kpi"]))
+        out["kpi"] = dict(list(latest_kpi.items())[-MAX_KPIS:])
+    if not epoch_items:
+        out["note"] = "no epoch line yet (before the first epoch, or an action without epochs)"
+        return out
+    latest = epoch_items[-1]
+    epoch, max_epoch = _int(latest.get("epoch")), _int(latest.get("max_epoch"))
+    out.update(epoch=epoch, max_epoch=max_epoch)
+    # ETA: the remaining epochs x time_per_epoch; else the line's own eta; else the
+    # remaining epochs x the epoch rate observed between lines. Minus the time since the line.
+    tpe = seconds(latest.get("time_per_epoch"))
+    observed = observed_epoch_seconds(items) if tpe is None else None
+    out["time_per_epoch_s"] = round(tpe if tpe is not None else observed, 3) if (tpe or observed) is not None else None
+    finished = out["status"] in ("SUCCESS", "FAILURE", "SKIPPED")
+    if max_epoch and max_epoch > 0:
+        out["percent"] = 100.0 if out["status"] == "SUCCESS" else round(min(100.0, 100.0 * epoch / max_epoch), 1)
+    since = out["since_update_s"] or 0
+    eta_field = seconds(latest.get("eta"))
+    out["eta_s"] = None
+    if finished:
+        out["eta_s"] = 0
+    elif max_epoch and tpe is not None:
+        out.update(eta_s=int(max(0.0, (max_epoch - epoch) * tpe - since)), eta_source="time_per_epoch")
+    elif eta_field is not None:
+        out.update(eta_s=int(max(0.0, eta_field - since)), eta_source="eta_field")
+    elif max_epoch and observed is not None:
+        out.update(eta_s=int(max(0.0, (max_epoch - epoch) * observed - since)), eta_source="observed_rate")
+    return out
+
+
+# -- metrics --------------------------------------------------------------------
+def goal(name: str) -> str | None:
+    """``min`` / ``max`` for a KPI name (a heuristic from its name), None when unknown."""
+    if _NOT_A_GOAL.search(name):
+        return None
+    if _LOWER_IS_BETTER.search(name):
+        return "min"
+    if _HIGHER_IS_BETTER.search(name):
+        return "max"
+    return None
+
+
+def epoch_table(items: list[dict]) -> list[tuple[int, dict]]:
+    """[(epoch, {kpi: value})] in file order.
+
+    A line with ``epoch`` opens (or updates) that epoch's row with its own KPIs.
+    A KPI line without ``epoch`` (how TAO's Lightning models write their
+    metrics) fills the last row's missing names; a name that row already has is
+    kept for the next epoch line (validation metrics are written before the
+    epoch line that carries them)."""
+    rows: list[tuple[int, dict]] = []
+    pending: dict = {}
+    for item in items:
+        kpi = clean_kpi(item.get("kpi"))
+        epoch = _int(item.get("epoch"))
+        if epoch is not None:
+            if rows and rows[-1][0] == epoch:
+                rows[-1][1].update(kpi)
+            else:
+                rows.append((epoch, {**pending, **kpi}))
+            pending = {}
+        elif kpi:
+            if rows:
+                row = rows[-1][1]
+                for key, value in kpi.items():
+                    if key in row:
+                        pending[key] = value
+                    else:
+                        row[key] = value
+            else:
+                pending.update(kpi)
+    return rows
+
+
+def metrics(file: StatusFile | None, last: int = METRICS_DEFAULT_EPOCHS) -> dict:
+    """``--metrics``: the last ``last`` epochs' KPIs and each KPI's best, last, min and max
+    with their epochs, over every epoch line read (up to the last 4 MiB of the file)."""
+    if file is None:
+        return {"available": False, "epochs": [], "best": {}}
+    items, _bad = entries(file.lines)
+    rows = epoch_table(items)
+    summary: dict = {}
+    for epoch, row in rows:
+        for name, value in row.items():
+            if not isinstance(value, (int, float)):
+                continue
+            entry = summary.setdefault(name, {"goal": goal(name), "min": None, "max": None})
+            if entry["min"] is None or value < entry["min"]["value"]:
+                entry["min"] = {"value": value, "epoch": epoch}
+            if entry["max"] is None or value > entry["max"]["value"]:
+                entry["max"] = {"value": value, "epoch": epoch}
+            entry["last"] = {"value": value, "epoch": epoch}
+    for entry in summary.values():
+        entry["best"] = entry[entry["goal"]] if entry["goal"] else None
+    return {"available": bool(rows), "file": file.path, "epochs_read": len(rows),
+            "epochs": [{"epoch": e, "kpi": row} for e, row in rows[-last:]], "best": summary,
+            **({"truncated": True} if len(rows) > last else {})}
+
+
+# -- stalls ---------------------------------------------------------------------
+def stall_threshold(explicit: float | None, time_per_epoch_s: float | None) -> tuple[float, str]:
+    """(seconds, source): ``--stall-after`` (``flag``); else STALL_EPOCH_MULTIPLE x the time per
+    epoch, at least STALL_FLOOR_S (``time_per_epoch``); else STALL_FALLBACK_S (``fallback``)."""
+    if explicit is not None:
+        return float(explicit), "flag"
+    if time_per_epoch_s:
+        return max(STALL_FLOOR_S, STALL_EPOCH_MULTIPLE * time_per_epoch_s), "time_per_epoch"
+    return float(STALL_FALLBACK_S), "fallback"
+
+
+def assess_stall(job_id: str, now: float | None, progress: dict, started_at: str | None,
+                 explicit: float | None = None, last_log: str | None = None) -> dict | None:
+    """The ``stall`` object of a RUNNING job, or None when the instance clock is unknown.
+
+    Idle time = instance now minus the latest sign of life: the status file's
+    mtime, the last log line's docker timestamp (``last_log``: ``docker logs
+    --timestamps --tail 1`` output; None in ``--all``, which reads the status
+    file alone), else the container's StartedAt.
+    """
+    if now is None:
+        return None
+    status_at = (now - progress["since_update_s"]) if progress.get("since_update_s") is not None else None
+    log_at, log_line = None, None
+    if last_log and last_log.strip():
+        stamp, _, rest = last_log.strip().splitlines()[-1].partition(" ")
+        log_at, log_line = rfc3339_epoch(stamp), rest[:300]
+    started = rfc3339_epoch(started_at)
+    signs = [t for t in (status_at, log_at) if t is not None]
+    latest = max(signs) if signs else started
+    threshold, source = stall_threshold(explicit, progress.get("time_per_epoch_s"))
+    if latest is None:
+        return {"stalled": False, "idle_s": None, "threshold_s": threshold, "threshold_source": source,
+                "evidence": "no sign of life known (no status file, no log line, no start time)"}
+    idle = max(0, int(now - latest))
+    out = {"stalled": idle > threshold, "idle_s": idle, "threshold_s": int(threshold),
+           "threshold_source": source, "last_progress_at": iso(latest), "last_status_at": iso(status_at),
+           "last_log_at": iso(log_at)}
+    if log_line is not None:
+        out["last_log_line"] = log_line
+    if out["stalled"]:
+        out["advice"] = STALL_ADVICE.format(job=job_id)
+    return out
