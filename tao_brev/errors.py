@@ -86,8 +86,9 @@ CODES: dict[str, Code] = {
                          "Poll again later (poll_status.py JOB_ID --wait); the job keeps running."),
     "JOB_STALLED": Code(1, "--wait stopped: the job is RUNNING but wrote no status line and no log output for "
                            "longer than the stall threshold (a heuristic: it may still be alive).",
-                        "Read stall.advice and poll_status.py JOB_ID --logs 50; teardown.py JOB_ID stops the billing. "
-                        "To tear a stalled job down automatically: --wait --teardown --stall-after SECONDS."),
+                        "Read stall.advice and poll_status.py JOB_ID --logs 50; teardown.py JOB_ID stops the billing; "
+                        "to tear a stalled job down automatically: poll_status.py JOB_ID --wait --teardown "
+                        "--stall-after SECONDS."),
     "REMOTE_COMMAND_FAILED": Code(1, "A command on the instance exited non-zero.",
                                   "Read the message (the remote stderr, redacted) and fix the instance."),
     "PREFLIGHT_FAILED": Code(1, "At least one required preflight check failed.",

@@ -40,7 +40,8 @@ STALL_ADVICE = ("the container runs but writes nothing: usually a hung data load
                 "num_workers), an NCCL collective waiting for a peer (NCCL timeout; resubmit with "
                 "NCCL_DEBUG=INFO), or I/O stalled on a full or slow disk. Look at poll_status.py {job} --logs 50; "
                 "then teardown.py {job} stops the billing, and submit.py ... --retry-of {job} starts again from "
-                "the last checkpoint. If epochs are legitimately this slow, pass a larger --stall-after.")
+                "the last checkpoint. If epochs are legitimately this slow, poll_status.py {job} --stall-after "
+                "with more seconds.")
 
 _LOWER_IS_BETTER = re.compile(r"loss|err|mse|mae|rmse|wer|cer|perplexity|distance|fpr|fnr|miss", re.I)
 _HIGHER_IS_BETTER = re.compile(r"acc|map|\bap|ap\d|_ap|precision|recall|f1|iou|dice|auc|score|psnr|ssim|tpr", re.I)

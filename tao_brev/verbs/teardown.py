@@ -280,8 +280,9 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
     stalled = error == "JOB_STALLED"
     if stalled and stall_after is None:
         out["teardown_skipped"] = (f"job {job_id} looks stalled (a heuristic), so nothing was removed: check "
-                                   f"poll_status.py {job_id} --logs 50, then teardown.py {job_id}; or rerun with an "
-                                   "explicit --stall-after SECONDS to tear a stalled job down automatically")
+                                   f"poll_status.py {job_id} --logs 50, then teardown.py {job_id}; or rerun "
+                                   f"poll_status.py {job_id} --wait --teardown --stall-after SECONDS to tear a "
+                                   "stalled job down automatically")
         return out, code
     if not stalled and not is_terminal(out.get("state")) and error != "CONTAINER_GONE":
         out["teardown_skipped"] = (f"job {job_id} is {out.get('state')} ({error}): nothing was removed or deleted; "
