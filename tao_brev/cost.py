@@ -20,6 +20,8 @@ teardown, and in the sidecar under ``cost``), every value null when unknown:
                          (``still_billing``); null for a reused instance this bundle does not own
 ``billed_s``             the instance time this job caused: submit -> deletion (owned instance,
                          plus ``image_pull_s``), or submit -> end (reused instance)
+``stalled_s``            only for a job torn down as stalled: its seconds without a status line or log
+                         output before the teardown (billed, no progress)
 ``estimated_cost_usd``   ``billed_s`` x the hourly price, when known: ``--price-per-hour`` (kept in
                          the sidecar as ``price_flag_usd``), else ``references/prices.yaml`` by
                          brev ``instance_type`` (one ``brev ls``, once, by teardown: polls add
@@ -208,6 +210,8 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
         "instance_type": stored.get("instance_type"), "price_per_hour_usd": price, "price_source": source,
         "estimated_cost_usd": round(billed / 3600 * price, 4) if billed is not None and price is not None else None,
     }
+    if stored.get("stalled_s") is not None:   # torn down as stalled (poll_status --wait --teardown --stall-after)
+        out["stalled_s"] = stored["stalled_s"]
     ctx.sidecars.update(job_id, cost=out)
     return out
 

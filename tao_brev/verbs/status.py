@@ -91,20 +91,22 @@ def watch_fields(ctx: Context, record: dict, observed: JobState, probe: Probe | 
     (``final_progress``): later answers, after teardown, still carry it."""
     job_id, action = record["id"], record.get("action") or ""
     file = progress_mod.pick(probe.files, action) if probe and probe.files is not None else None
-    out: dict = {}
+    out: dict = {"progress": {"available": False, "note": "the status file was not read (the instance is deleted "
+                                                      "or unreachable, or the job's results dir on it is unknown)"}}
     if probe is not None and probe.files is not None:
         out["progress"] = progress_mod.summarize(file, probe.now, action)
     saved = ctx.sidecars.load(job_id).get("final_progress")
-    if terminal and out.get("progress", {}).get("available"):
-        if saved != out["progress"]:
+    if terminal and out["progress"].get("available"):
+        if not saved or (saved.get("updated_at"), saved.get("file")) != (out["progress"].get("updated_at"),
+                                                                         out["progress"].get("file")):
             ctx.sidecars.update(job_id, final_progress=out["progress"])
-    elif saved and not out.get("progress", {}).get("available"):
+    elif saved and not out["progress"].get("available"):
         out["progress"] = {**saved, "note": "kept from the last poll that read the status file"}
     if terminal == "COMPLETE" and out.get("progress", {}).get("kpi"):
         out["final_kpi"] = out["progress"]["kpi"]
     if metrics:
         out["metrics"] = progress_mod.metrics(file, metrics)
-    if observed.state == "RUNNING" and not terminal and probe is not None and "progress" in out:
+    if observed.state == "RUNNING" and not terminal and probe is not None and probe.files is not None:
         stall = progress_mod.assess_stall(job_id, probe.now, out["progress"], observed.started_at,
                                           explicit=stall_after, last_log=probe.last_log)
         if stall is not None:

@@ -290,6 +290,7 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
         return out, code
     if stalled:
         out["stalled_s"] = out["stall"]["idle_s"]
+        ctx.sidecars.update(job_id, cost={"stalled_s": out["stalled_s"]})   # the cost facts carry it from now on
         say(f"job {job_id} stalled for {out['stalled_s']} s (--stall-after {stall_after:g}): tearing it down")
     try:
         down, down_code = teardown(ctx, job_id, price_per_hour=price_per_hour)
@@ -297,8 +298,6 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
         down, down_code = {"ok": False, "job_id": job_id, "error": exc.to_json()}, exc.exit_code
     if "cost" in down:
         out["cost"] = down.pop("cost")
-    if stalled and isinstance(out.get("cost"), dict):
-        out["cost"]["stalled_s"] = out["stalled_s"]
     out["teardown"] = down
     if down_code != 0:
         out.update(ok=False, error=down["error"])
