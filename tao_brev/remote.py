@@ -256,6 +256,20 @@ def remove_container(job_id: str) -> str:
     return f"docker rm -f {shlex.quote(check_name(job_id, 'job id'))}"
 
 
+def own_results(image: str, results_dir: str) -> str:
+    """Hand a results dir written by a container (as root) to the instance user.
+
+    The instance user (``ubuntu`` on Brev) is in the ``docker`` group, not
+    root: files a job wrote can be unreadable (0600) or undeletable by it.
+    A short container of ``image`` (already on the instance; its entrypoint
+    bypassed, so no NGC banner) runs ``chown -R UID:GID`` of the user - no
+    sudo needed. Nothing to do (exit 0) when the dir is absent."""
+    quoted = rpath(results_dir)
+    return (f"if [ -d {quoted} ]; then docker run --rm --network none --entrypoint chown "
+            f"-v {quoted}:{CONTAINER_RESULTS_DIR} {shlex.quote(image)} "
+            f"-R \"$(id -u):$(id -g)\" {CONTAINER_RESULTS_DIR}; fi")
+
+
 def list_job_containers() -> str:
     """Every container carrying a ``tao-job`` label: name and state, tab-separated."""
     return "docker ps -a --filter label=tao-job --format '{{.Names}}\t{{.State}}'"

@@ -281,7 +281,8 @@ def aws_excludes(patterns: Sequence[str]) -> list[str]:
 
 def results_script(carrier: Carrier, results_dir: str, destination: str, excludes: Sequence[str],
                    token: str) -> str:
-    """One round trip: the results MANIFEST (section ``manifest``), then the upload (``upload``).
+    """One round trip: the results handed to the instance user (section ``own``,
+    :func:`remote.own_results`), their MANIFEST (``manifest``), then the upload (``upload``).
 
     The manifest is made on the instance: one line per regular file,
     ``<size> <sha256sum output>`` (sha256sum escapes names holding a backslash,
@@ -301,7 +302,10 @@ def results_script(carrier: Carrier, results_dir: str, destination: str, exclude
     lines = [remove_on_exit([carrier.env_file])]
     if carrier.path_style:
         lines.append(carrier.prepare().rstrip("\n"))
-    lines += [remote.section(token, "manifest", manifest), remote.section(token, "upload", upload)]
+    # the job wrote the results as root: hand them to the instance user first, or
+    # a 0600 file is TAO_UNREADABLE to the manifest (the carrier image has chown)
+    lines += [remote.section(token, "own", remote.own_results(carrier.image, results_dir)),
+              remote.section(token, "manifest", manifest), remote.section(token, "upload", upload)]
     return "\n".join(lines)
 
 

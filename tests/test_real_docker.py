@@ -288,23 +288,30 @@ def test_the_launch_replayed_by_brevs_second_execution_makes_one_container(real)
     assert real.run("poll_status.py", job_id, *WAIT).json["state"] == "COMPLETE"
 
 
-def test_results_written_by_root_do_not_block_the_bundle_as_the_user(real):
+def test_results_written_by_root_are_handed_to_the_user_at_teardown(real):
     """Everything the container writes belongs to root, mode as the job chose
-    (here a 0600 file and a 0700 dir): the user can neither read nor delete
-    it, and every step of the bundle still succeeds."""
-    spec = real.spec({"epoch_seconds": 0.01})
-    sub = real.submit(spec=spec)
+    (here a 0600 file in a 0700 dir): the user can neither read nor delete
+    it. Every step of the bundle still succeeds, and teardown hands the
+    results to the user (a container runs chown: no sudo), keeping every file."""
+    sub = real.submit(spec=real.spec({"epoch_seconds": 0.01}))
     job_id = sub.json["job_id"]
     assert real.run("poll_status.py", job_id, *WAIT).json["state"] == "COMPLETE"
     results = real.home / "tao-results" / job_id
     docker("run", "--rm", "-v", f"{results}:/results", "--entrypoint", "/bin/sh", TAO_IMAGE, "-c",
-           "mkdir -m 700 /results/private && echo x > /results/private/ckpt && "
-           "echo y > /results/train/secret.pth && chmod 600 /results/train/secret.pth")
-    assert real.as_user(f"rm -rf ~/tao-results/{job_id}/private").returncode != 0   # the user cannot
-    for step in (("poll_status.py", job_id, "--logs", "5"), ("teardown.py", job_id), ("teardown.py", job_id)):
-        done = real.run(*step)
-        assert done.code == 0, (step, done)
-    assert (results / "train" / "secret.pth").exists()      # results are never deleted by teardown
+           "mkdir -m 700 /results/private && echo x > /results/private/ckpt && chmod 600 /results/private/ckpt")
+    denied = real.as_user(f"cat ~/tao-results/{job_id}/private/ckpt; rm -rf ~/tao-results/{job_id}/private")
+    assert denied.returncode != 0 and "Permission denied" in denied.stderr
+    assert real.run("poll_status.py", job_id, "--logs", "5").code == 0
+    down = real.run("teardown.py", job_id)
+    assert down.code == 0, down
+    user = pwd.getpwnam(USER)
+    owners = {(p.stat().st_uid, p.stat().st_gid) for p in [results, *results.rglob("*")]}
+    assert owners == {(user.pw_uid, user.pw_gid)}
+    assert sorted(p.name for p in (results / "train").glob("*.pth")) == [f"model_epoch_{i:03d}.pth" for i in range(3)]
+    mine = real.as_user(f"cat ~/tao-results/{job_id}/private/ckpt && rm -rf ~/tao-results/{job_id}/private")
+    assert mine.returncode == 0 and mine.stdout.startswith("x"), mine.stderr
+    again = real.run("teardown.py", job_id)
+    assert again.code == 0 and again.json["container_removed"] is False, again
 
 
 def test_a_command_missing_from_an_image_without_wrapper_leaves_a_created_container_and_an_error(real):
@@ -387,8 +394,8 @@ def _parsed(world, job_done: str, job_hung: str, plain_image: str) -> dict:
     facts["logs_if_running"] = _section(world, remote.logs_if_exited("tao-no-such-job", 5)).output.strip()
     ps = _section(world, remote.list_job_containers())
     roles = {job_done: "done", job_hung: "stopped"}
-    rows = sorted((roles.get(name, name), state) for name, state in
-                  (line.split("\t") for line in ps.output.splitlines() if "\t" in line))
+    rows = sorted((roles[name], state) for name, state in
+                  (line.split("\t") for line in ps.output.splitlines() if "\t" in line) if name in roles)
     facts["ps"] = (ps.exit_code, rows)
     code, out, _ = _exec(world, f"docker run -d --name no-cmd {plain_image} tao-no-such-command")
     state = json.loads(_section(world, remote.inspect_state("no-cmd")).output.strip().splitlines()[-1])

@@ -45,19 +45,28 @@ DELETE_REFUSED_FIX = ("Run teardown.py {job_id} --delete-instance again once the
 SAVED_LOG_LINES = 500   # kept in $TAO_STATE_DIR/brev/logs/<id>.log when the container is removed
 
 
-def _observe_and_remove(ctx: Context, instance: str, job_id: str) -> tuple[dict | None, bool]:
+def _observe_and_remove(ctx: Context, instance: str, job_id: str,
+                        owner: tuple[str, str] | None = None) -> tuple[dict | None, bool]:
     """(last docker .State or None, container was present) in one round trip;
     the last SAVED_LOG_LINES log lines are kept locally (``poll_status --logs`` reads them).
     When brev had to start the STOPPED instance for it, the state carries
-    ``"TaoInstanceStarted": true`` (the stop killed the container, see close_record)."""
+    ``"TaoInstanceStarted": true`` (the stop killed the container, see close_record).
+    ``owner`` = (image, results instance dir): once the container is gone, its
+    results are handed to the instance user (:func:`remote.own_results`); a
+    failure there is reported on stderr, never a failed teardown."""
     token = remote.new_token()
-    script = "\n".join([remote.abandon_launch(job_id),   # a launch still on its way now refuses
-                        remote.discard_job_credentials(job_id),   # none outlives the job
-                        remote.section(token, "state", remote.inspect_state(job_id)),
-                        remote.section(token, "logs", remote.logs_tail(job_id, SAVED_LOG_LINES)),
-                        remote.section(token, "rm", remote.remove_container(job_id))])
-    result = ctx.brev.exec(instance, script, idempotent=True)
+    parts = [remote.abandon_launch(job_id),   # a launch still on its way now refuses
+             remote.discard_job_credentials(job_id),   # none outlives the job
+             remote.section(token, "state", remote.inspect_state(job_id)),
+             remote.section(token, "logs", remote.logs_tail(job_id, SAVED_LOG_LINES)),
+             remote.section(token, "rm", remote.remove_container(job_id))]
+    if owner:
+        parts.append(remote.section(token, "own", remote.own_results(*owner)))
+    result = ctx.brev.exec(instance, "\n".join(parts), idempotent=True)
     sections = remote.parse_sections(result.stdout, token)
+    own = sections.get("own")
+    if own is not None and own.exit_code != 0:
+        say(f"teardown {job_id}: could not hand the results to the instance user: {redact.tail(own.output, 300)}")
     if "state" not in sections or "rm" not in sections:
         raise TransportError("TRANSPORT_FAILED", f"incomplete answer from {instance} for teardown of {job_id}")
     if sections["rm"].exit_code != 0:
@@ -179,7 +188,7 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
         record = close_record(ctx, record, None, "canceled before launch (no instance recorded)")
         return {"ok": True, **answer, "state": record.get("terminal_state")}, 0
 
-    docker_state, gone = _remove_container(ctx, instance, job_id, sidecar, answer)
+    docker_state, gone = _remove_container(ctx, instance, job_id, sidecar, answer, record.get("image"))
     present = answer["container_removed"]
     record = close_record(ctx, record, docker_state, "canceled by teardown" if present
                           else "container not found at teardown")
@@ -201,7 +210,7 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
 
 
 def _remove_container(ctx: Context, instance: str, job_id: str, sidecar: dict,
-                      answer: dict) -> tuple[dict | None, bool]:
+                      answer: dict, image: str | None = None) -> tuple[dict | None, bool]:
     """(the container's last docker .State or None, the instance is gone). No round trip once
     a teardown deleted the instance: a rerun reaches nothing (and never a new instance of that name)."""
     if sidecar.get("instance_deleted_at"):
@@ -209,7 +218,9 @@ def _remove_container(ctx: Context, instance: str, job_id: str, sidecar: dict,
                                   f"{sidecar['instance_deleted_at']}; nothing left to remove")
         return None, True
     try:
-        docker_state, answer["container_removed"] = _observe_and_remove(ctx, instance, job_id)
+        results = sidecar.get("results") or {}
+        owner = (image, results["instance_dir"]) if image and results.get("instance_dir") else None
+        docker_state, answer["container_removed"] = _observe_and_remove(ctx, instance, job_id, owner)
     except TransportError:
         if ctx.brev.instance(instance) is not None:
             raise
