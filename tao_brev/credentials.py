@@ -37,6 +37,7 @@ NGC_USER = "$oauthtoken"   # NGC's registry user is this literal string, never e
 NGC_REGISTRY = "nvcr.io"
 NGC_KEY_ENV = "NGC_KEY"
 NGC_KEY_FILE_MISSING = "TAO_NGC_KEY_FILE_MISSING"   # printed by ngc_login_command when the file is gone
+NGC_KEY_FILE_EMPTY = "TAO_NGC_KEY_FILE_EMPTY"       # printed by ngc_login_command when the file arrived empty
 
 
 @dataclass(frozen=True)
@@ -138,8 +139,12 @@ def ngc_login_command(secret: RemoteSecretFile) -> str:
     Registry"; a double-quoted ``"$oauthtoken"`` expands to nothing). The key
     goes on stdin from the file, never on argv. When the file is gone (an
     earlier run of the same command consumed it), prints
-    :data:`NGC_KEY_FILE_MISSING` and fails without calling docker.
+    :data:`NGC_KEY_FILE_MISSING`; when it arrived empty (the copy did not deliver
+    the key), :data:`NGC_KEY_FILE_EMPTY` - both fail without calling docker, whose
+    answer to an empty stdin (``Cannot perform an interactive login from a non TTY
+    device``) would hide the cause.
     """
     path = rpath(secret.path)
-    return (f"if [ -f {path} ]; then docker login {NGC_REGISTRY} -u {shlex.quote(NGC_USER)} --password-stdin "
-            f"< {path}; else echo {NGC_KEY_FILE_MISSING}; false; fi")
+    return (f"if [ -s {path} ]; then docker login {NGC_REGISTRY} -u {shlex.quote(NGC_USER)} --password-stdin "
+            f"< {path}; elif [ -f {path} ]; then echo {NGC_KEY_FILE_EMPTY}; false; "
+            f"else echo {NGC_KEY_FILE_MISSING}; false; fi")

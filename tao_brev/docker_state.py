@@ -200,7 +200,14 @@ DOCKER_ERRORS: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r'could not select device driver "" with capabilities: \[\[gpu\]\]|nvidia-container-cli|'
                 r"unknown or invalid runtime name: nvidia", re.I), "NVIDIA_RUNTIME_MISSING"),
     (re.compile(r"no space left on device", re.I), "DISK_FULL"),
-    (re.compile(r"unauthorized|authentication required|denied: requested access", re.I), "IMAGE_PULL_UNAUTHORIZED"),
+    # the registry is not reached at all (DNS, TCP, TLS): never "unauthorized", never a GPU fault
+    (re.compile(r"dial tcp: lookup \S+.*(no such host|server misbehaving|i/o timeout)|"
+                r"dial tcp \S+: (i/o timeout|connect: (connection refused|network is unreachable|no route to host))|"
+                r"TLS handshake timeout|request canceled while waiting for connection|"
+                r"Client\.Timeout exceeded while awaiting headers", re.I), "REGISTRY_UNREACHABLE"),
+    # distribution's error envelope: {"errors": [{"code": "DENIED" | "UNAUTHORIZED", ...}]}
+    (re.compile(r"unauthorized|authentication required|\bdenied: |\"code\":\s*\"DENIED\"", re.I),
+     "IMAGE_PULL_UNAUTHORIZED"),
     (re.compile(r"manifest unknown|not found: manifest|no such manifest|repository does not exist", re.I),
      "IMAGE_NOT_FOUND"),
 )
@@ -212,6 +219,30 @@ def docker_error_code(text: str, default: str = "REMOTE_COMMAND_FAILED") -> str:
         if pattern.search(text or ""):
             return code
     return default
+
+
+NGC_REGISTRY = "nvcr.io"
+_DENIED = re.compile(r"\bdenied: |\"code\":\s*\"DENIED\"", re.I)
+
+
+def registry_error_code(text: str, registry: str | None, *, logged_in: bool = False,
+                        default: str = "REMOTE_COMMAND_FAILED") -> str:
+    """The error code for a failed pull, ``docker run`` of a missing image, login or
+    ``docker manifest inspect`` against ``registry`` - the one classification used
+    wherever an image is pulled or a registry is logged in to.
+
+    On nvcr.io a refusal is split by what the registry said: ``denied`` (its current
+    answer for a valid key whose org is not entitled:
+    ``denied: {"errors": [{"code": "DENIED", "message": "Access Denied"}]}``) or any
+    refusal after a successful login = NGC_NOT_ENTITLED; ``unauthorized`` without a
+    login = NGC_NOT_AUTHENTICATED. Elsewhere it stays IMAGE_PULL_UNAUTHORIZED. A
+    registry that is not reached at all (``dial tcp: lookup HOST ...: no such host``)
+    is REGISTRY_UNREACHABLE, whatever command met it.
+    """
+    code = docker_error_code(text, default)
+    if code != "IMAGE_PULL_UNAUTHORIZED" or registry != NGC_REGISTRY:
+        return code
+    return "NGC_NOT_ENTITLED" if logged_in or _DENIED.search(text or "") else "NGC_NOT_AUTHENTICATED"
 
 
 # -- the tables of references/failure-classes.md ------------------------------

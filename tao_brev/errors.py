@@ -109,6 +109,17 @@ CODES: dict[str, Code] = {
     "IMAGE_PULL_UNAUTHORIZED": Code(1, "The registry refused the image pull (unauthorized / denied).",
                                     "Export NGC_KEY and run preflight.py --image IMAGE (it logs in safely and tells "
                                     "NOT_AUTHENTICATED from NOT_ENTITLED)."),
+    "REGISTRY_UNREACHABLE": Code(1, "The instance cannot reach the image registry (dial tcp: lookup HOST ... no such host, "
+                                    "connection refused, i/o timeout); nothing was pulled.",
+                                 "Check the instance's DNS and network: brev exec NAME \"getent hosts nvcr.io || cat "
+                                 "/etc/resolv.conf\" </dev/null; fix its resolver or proxy (or wait for the outage to "
+                                 "end), then rerun preflight.py."),
+    "DOCKER_NOT_ON_PATH": Code(1, "docker is installed on the instance but not on the PATH of non-interactive ssh "
+                                  "shells (brev exec runs `ssh HOST 'command'`, which reads no login profile).",
+                               "Link it where non-interactive shells look: brev exec NAME \"sudo ln -s DOCKER_PATH "
+                               "/usr/local/bin/docker\" </dev/null (preflight.py names DOCKER_PATH), or export its "
+                               "directory in PATH at the top of ~/.bashrc (before its non-interactive return); then "
+                               "rerun preflight.py."),
     "IMAGE_NOT_FOUND": Code(1, "The registry has no such image or tag.",
                             "Check the image URI / versions key; list tags with `ngc registry image info`."),
     "DISK_FULL": Code(1, "The instance ran out of disk space (no space left on device).",
@@ -121,6 +132,11 @@ CODES: dict[str, Code] = {
                           "must list its GPUs); a CPU instance cannot run TAO training."),
     "NGC_NOT_AUTHENTICATED": Code(1, "nvcr.io refused the NGC key (no key, or a wrong one).",
                                   "Export a valid NGC_KEY (an NGC API key, nvapi-...) in the shell that runs the script."),
+    "NGC_KEY_NOT_DELIVERED": Code(3, "The NGC key file reached the instance empty, so docker login had no key to "
+                                     "send (docker: Cannot perform an interactive login from a non TTY device).",
+                                  "NGC_KEY itself was not checked: rerun preflight.py (the key is copied again); if "
+                                  "it repeats, check free space in the instance's home (brev exec NAME \"df -h "
+                                  "~\" </dev/null) and that brev copy works."),
     "NGC_NOT_ENTITLED": Code(1, "The NGC key was accepted but its org is not entitled to this image.",
                              "Use a key from an NGC org entitled to TAO, or accept the image's terms on ngc.nvidia.com."),
     "NEVER_LAUNCHED": Code(1, "The job's launch never happened (reconciled: no container under its id).",
@@ -178,6 +194,16 @@ CODES: dict[str, Code] = {
                              "Check the instance with preflight.py --instance NAME; read-only verbs are safe to retry."),
     "TRANSPORT_TIMEOUT": Code(3, "brev exec did not answer within its timeout.",
                               "Run preflight.py --instance NAME; raise --exec-timeout on a fresh instance (>= 600 s)."),
+    "SSH_KEY_REJECTED": Code(3, "The instance's sshd refuses brev's ssh key (Permission denied (publickey)): not a "
+                                "boot delay, waiting does not help.",
+                             "Refresh brev's ssh config and key (brev refresh), or log in again as the account that "
+                             "owns the instance (brev login, or export that account's BREV_API_TOKEN), then check "
+                             "by hand: brev exec NAME \"echo ok\" </dev/null; rerun preflight.py."),
+    "INSTANCE_DELETE_PENDING": Code(3, "brev delete failed (after one fresh login): the instance was NOT deleted and "
+                                       "still bills; cleanup is pending.",
+                                    "Delete it yourself: brev delete NAME (in a terminal where brev is logged in), or "
+                                    "rerun the same teardown once brev answers; teardown.py --orphans lists it until "
+                                    "it is deleted."),
     "NOT_EXEC_READY": Code(3, "The readiness probe never proved a command ran on the instance within its budget.",
                            "Wait for the instance to finish booting, then rerun preflight.py with a larger --exec-timeout."),
     "BREV_FAILED": Code(3, "A brev command (ls, delete, copy, start) failed.",

@@ -154,6 +154,9 @@ class RunSpec:
         return " ".join(words)
 
 
+DOCKER_MISSING = "TAO_DOCKER_MISSING"   # + the command that found no docker (exit 127)
+
+
 def submit_script(run: RunSpec, spec_text: str, checks: str = "") -> str:
     """The whole submit in one round trip: write the spec, guard, launch.
 
@@ -180,7 +183,9 @@ def submit_script(run: RunSpec, spec_text: str, checks: str = "") -> str:
         f"if [ -e {rpath(join(job, ABANDONED))} ]; then echo TAO_LAUNCH_ABANDONED; exit 6; fi",
         f"if docker inspect --type container {shlex.quote(run.job_id)} >/dev/null 2>&1; then "
         "echo TAO_ALREADY_SUBMITTED; exit 0; fi",
-        f"docker image inspect {shlex.quote(run.image)} >/dev/null || {{ echo TAO_IMAGE_MISSING; exit 4; }}",
+        f"docker image inspect {shlex.quote(run.image)} >/dev/null || {{ __tb_rc=$?; "
+        f"[ \"$__tb_rc\" = 127 ] && {{ echo {DOCKER_MISSING} docker image inspect; exit 127; }}; "
+        "echo TAO_IMAGE_MISSING; exit 4; }",
         run.docker_run(),
     ]
     return "\n".join(lines)

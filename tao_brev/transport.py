@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import selectors
 import shutil
 import signal
 import subprocess
@@ -52,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import redact
-from .errors import RemoteCommandError, TaoBrevError, TransportError
+from .errors import CODES, RemoteCommandError, TaoBrevError, TransportError
 
 FIRST_EXEC_TIMEOUT_S = 600.0   # a fresh instance: sshd start + first contact (seed: ">= 600 s")
 EXEC_TIMEOUT_S = 180.0         # an instance already proven exec-ready
@@ -65,7 +66,13 @@ BACKOFF_ENV = "TAO_BREV_RETRY_BACKOFF_S"   # overrides BACKOFF_S: "2,5", or "0" 
 # without a terminal (login.go); must not match ordinary remote output, which
 # is never searched (only brev's stderr when no frame came back).
 _AUTH_FAILURE = re.compile(r"\b401\b|unauthori[sz]ed|\bEOF\b|no tty|not a tty|"
-                           r"not logged in|inappropriate ioctl", re.IGNORECASE)
+                           r"not logged in|inappropriate ioctl|"
+                           # auth.go shouldLogin's prompt (stdout): with the token gone and ssh failing,
+                           # brev exec's error names only the failed lookup ("could not look up instance")
+                           r"you are currently logged out", re.IGNORECASE)
+# ssh's words when sshd refuses brev's key: not a boot delay (brev's own wait for ssh,
+# pkg/store/ssh.go SatisfactorySSHErrMessage, stops on it at once), so never retried.
+_KEY_REJECTED = re.compile(r"Permission denied \(publickey[^)]*\)")
 # Instance names as brev accepts them; anything else never reaches a command line.
 INSTANCE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
@@ -176,22 +183,18 @@ class Brev:
     def _spawn(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
         """Run brev with stdin from /dev/null (a character device, so brev reads
         no instance names from it), stdout/stderr captured, in its own process
-        group so a timeout kills ssh too."""
+        group so a timeout kills ssh too. The call ends when brev's process
+        ends (:func:`run_until_exit`), even if a child still holds its pipes."""
         argv = [self.path(), *args]
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=brev_environment(self.env), text=True,
-                                errors="replace", start_new_session=True)
+                                stderr=subprocess.PIPE, env=brev_environment(self.env), start_new_session=True)
         try:
-            out, err = proc.communicate(timeout=timeout)
+            code, out, err = run_until_exit(proc, timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
             raise TransportError("TRANSPORT_TIMEOUT",
                                  f"`brev {args[0]}` did not answer within {timeout:.0f} s",
                                  timeout_s=timeout) from None
-        except KeyboardInterrupt:   # Ctrl-C / SIGTERM: brev (and its ssh) must not outlive us
-            _kill_group(proc)
-            raise
-        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+        return subprocess.CompletedProcess(argv, code, out, err)
 
     def _with_login(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
         """Run brev; on an auth failure log in once with BREV_API_TOKEN and repeat once."""
@@ -255,10 +258,9 @@ class Brev:
                     offset, (code, out, err) = found
                     restarted = _auto_started(instance, stdout[:offset] + (done.stderr or ""))
                     return RemoteResult(code, out, err, self.clock() - started, attempt, restarted)
-                last_error = TransportError(
-                    "TRANSPORT_FAILED",
-                    f"brev exec on {instance!r} returned no complete answer (exit {done.returncode}): "
-                    + redact.tail(done.stderr), brev_exit=done.returncode)
+                last_error = _no_answer(instance, done)
+                if last_error.code == "SSH_KEY_REJECTED":
+                    break   # a repeat gets the same refusal: fail fast with the fix
             if attempt < attempts:
                 wait = self.backoff_s[min(attempt - 1, len(self.backoff_s) - 1)]
                 self.log(f"brev exec on {instance}: {last_error.message}; retrying in {wait:g} s "
@@ -319,13 +321,89 @@ class Brev:
         self._simple(["copy", src, dst], "brev copy", timeout or FIRST_EXEC_TIMEOUT_S)
 
 
+KILL_WAIT_S = 5.0       # after SIGKILL of brev's group: how long to wait for it to be reaped
+EXIT_POLL_S = 0.05      # without pidfd (macOS, Linux < 5.3): how often brev's exit is checked
+
+
+def run_until_exit(proc: subprocess.Popen, timeout: float) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of ``proc``, read until the PROCESS exits.
+
+    brev's ssh config keeps a background master connection (``ControlMaster
+    auto`` + ``ControlPersist 10m``, brevdev/brev-cli ``pkg/ssh/sshconfigurer.go``);
+    the master is forked from the ssh that brev ran and can keep brev's stdout
+    or stderr open long after brev exited. Waiting for end-of-file
+    (``communicate()``) would wait for that child. So the pipes are read while
+    brev runs; once brev has exited, everything it wrote is in the pipes: that
+    is read without blocking, and the call ends. Every wait is bounded: past
+    ``timeout`` seconds the process group is killed (:func:`_kill_group`) and
+    ``subprocess.TimeoutExpired`` is raised; an interrupt kills it too.
+    """
+    deadline = time.monotonic() + timeout
+    out, err = bytearray(), bytearray()
+    pipes = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    selector = selectors.DefaultSelector()
+    exit_fd = None
+    try:
+        for fd in pipes:
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ)
+        try:   # readable when the process exits: no polling needed
+            exit_fd = os.pidfd_open(proc.pid)
+            selector.register(exit_fd, selectors.EVENT_READ)
+        except (AttributeError, OSError):
+            exit_fd = None
+        while proc.poll() is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                _kill_group(proc)
+                raise subprocess.TimeoutExpired(proc.args, timeout)
+            wait = remaining if exit_fd is not None else min(remaining, EXIT_POLL_S)
+            for key, _events in selector.select(wait):
+                if key.fd in pipes and not _read_available(key.fd, pipes[key.fd]):
+                    selector.unregister(key.fd)   # end-of-file: nothing more from this pipe
+        for fd, buf in pipes.items():   # brev has exited: what it wrote is in the pipes
+            _read_available(fd, buf)
+    except KeyboardInterrupt:   # Ctrl-C / SIGTERM: brev (and its ssh) must not outlive us
+        _kill_group(proc)
+        raise
+    finally:
+        selector.close()
+        if exit_fd is not None:
+            os.close(exit_fd)
+        proc.stdout.close()
+        proc.stderr.close()
+    return proc.returncode, _text(out), _text(err)
+
+
+def _read_available(fd: int, buf: bytearray) -> bool:
+    """Append what can be read from ``fd`` now; False at end-of-file."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        buf.extend(chunk)
+
+
+def _text(data: bytearray) -> str:
+    return bytes(data).decode("utf-8", errors="replace")
+
+
 def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL brev's process group (it runs in its own session) and reap it."""
+    """SIGKILL brev's process group (it runs in its own session) and reap brev,
+    waiting at most KILL_WAIT_S: never for its pipes, which a detached child may hold."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass
-    proc.communicate()
+    try:
+        proc.wait(timeout=KILL_WAIT_S)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def brev_environment(env: dict) -> dict:
@@ -335,6 +413,18 @@ def brev_environment(env: dict) -> dict:
     environment is one more place a value could be read from."""
     return {name: value for name, value in env.items()
             if name not in redact.SECRET_ENV_NAMES and not redact.is_secret_name(name)}
+
+
+def _no_answer(instance: str, done: subprocess.CompletedProcess) -> TransportError:
+    """The error for a ``brev exec`` that returned no frame: SSH_KEY_REJECTED when ssh
+    said ``Permission denied (publickey)``, else TRANSPORT_FAILED with brev's stderr tail."""
+    text = (done.stderr or "") + "\n" + (done.stdout or "")
+    if _KEY_REJECTED.search(text):
+        return TransportError("SSH_KEY_REJECTED", f"{instance}'s sshd refuses brev's ssh key: "
+                              + redact.tail(done.stderr or done.stdout, 300),
+                              CODES["SSH_KEY_REJECTED"].fix.replace("NAME", instance), brev_exit=done.returncode)
+    return TransportError("TRANSPORT_FAILED", f"brev exec on {instance!r} returned no complete answer "
+                          f"(exit {done.returncode}): " + redact.tail(done.stderr), brev_exit=done.returncode)
 
 
 def _auth_failed(done: subprocess.CompletedProcess) -> bool:

@@ -146,7 +146,8 @@ def test_nonzero_remote_exit_is_retried_and_runs_twice(sim):
 
 def test_fresh_instance_refuses_ssh_then_brev_waits(sim):
     """Point 8: RUNNING before sshd accepts connections; brev's probe loop absorbs a short delay."""
-    sim.add_instance("fresh", ssh_delay_s=0.25)
+    sim.set_timing(ssh_probe_interval_s=0.2)     # brev's wait: 40 probes x 0.2 s covers the 3 s delay
+    sim.add_instance("fresh", ssh_delay_s=3.0)
     assert sim.instance("fresh")["status"] == "RUNNING"
     result = remote(sim, "echo ok", "fresh")
     assert result.returncode == 0 and result.stdout.splitlines() == ["ok", "fresh"]
@@ -403,7 +404,11 @@ def test_manifest_inspect_auth_then_entitlement(sim):
     assert remote(sim, check).stdout.splitlines()[0] == "AUTH_OK"
     sim.add_image(TAO_IMAGE, requires_auth=True, entitled=False)
     denied = remote(sim, check)
-    assert denied.stdout.splitlines()[0] == "AUTH_FAIL" and "denied: requested access" in denied.stderr
+    assert denied.stdout.splitlines()[0] == "AUTH_FAIL" and 'denied: {"errors": [{"code": "DENIED"' in denied.stderr
+    pull = remote(sim, f"docker pull {TAO_IMAGE}; echo rc=$?")
+    assert 'denied: {"errors": [{"code": "DENIED"' in pull.stderr and "rc=1" in pull.stdout   # nvcr.io's answer
+    sim.add_image(TAO_IMAGE, requires_auth=True, entitled=True)
+    remote(sim, "docker logout nvcr.io")
     pull = remote(sim, f"docker pull {TAO_IMAGE}; echo rc=$?")
     assert "unauthorized: authentication required" in pull.stderr and "rc=1" in pull.stdout
 

@@ -212,3 +212,71 @@ def test_an_interrupt_kills_brev_and_its_ssh(world):
     timer.cancel()
     left = subprocess.run(["pgrep", "-f", str(world.sim.root / "bin" / "brev")], capture_output=True, text=True)
     assert left.stdout.strip() == ""
+
+
+# -- brev's ssh ControlPersist master, publickey refusals, the logged-out prompt ------------
+def master_alive(world) -> bool:
+    from tests.sim.simstate import master_alive as alive
+
+    return alive(world.sim.ssh_master_pid("box"), world.sim.root)
+
+
+@pytest.mark.parametrize("holds", ["stdout", "stderr", "both"])
+def test_a_call_ends_when_brev_exits_although_its_ssh_master_holds_the_pipes(world, holds):
+    """brev's ssh config (ControlMaster auto, ControlPersist 10m) leaves a detached master
+    that keeps brev's stdout/stderr open: the answer comes back when brev exits."""
+    world.sim.set_timing(control_persist_s=3600, control_master_holds=holds)
+    brev, sleeps, _ = make_brev(world)
+    result = brev.exec("box", "echo answered; echo to-stderr >&2", timeout=60)
+    assert (result.exit_code, result.stdout, result.stderr, result.attempts) == (0, "answered\n", "to-stderr\n", 1)
+    assert master_alive(world), "the child holding brev's pipes is still alive: the call did not wait for it"
+    assert brev.exec("box", "echo again", timeout=60).stdout == "again\n" and sleeps == []
+
+
+def test_a_timeout_kills_brev_without_waiting_for_the_pipe_holding_master(world):
+    world.sim.set_timing(hang_s=3600, control_persist_s=3600, control_master_holds="both")
+    world.sim.add_fault("hang-marker", "hang")
+    brev, _, _ = make_brev(world)
+    with pytest.raises(TransportError) as failed:
+        brev.exec("box", "echo hang-marker", timeout=1)
+    assert failed.value.code == "TRANSPORT_TIMEOUT" and master_alive(world)
+    pid = [r for r in world.sim.audit() if r["tool"] == "brev"][-1]["pid"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_refused_ssh_key_fails_fast_with_a_fix_about_brevs_key(world):
+    world.sim.set_instance("box", ssh_key_rejected=True)
+    brev, sleeps, _ = make_brev(world)
+    with pytest.raises(TransportError) as failed:
+        brev.exec("box", "echo never-marker", idempotent=True)
+    err = failed.value
+    assert (err.code, err.exit_code, brev.exec_calls, sleeps) == ("SSH_KEY_REJECTED", 3, 1, [])
+    assert "Permission denied (publickey)" in err.message and "brev refresh" in err.fix
+    assert 'brev exec box "echo ok"' in err.fix and "NAME" not in err.fix
+    assert ran(world, "never-marker") == 0
+
+
+@pytest.mark.parametrize("auth", [{"logged_in": False}, {"expired": True}])
+def test_the_logged_out_prompt_with_a_failed_ssh_means_one_headless_login(world, auth):
+    """Token gone and ssh failing: brev prints its login prompt on stdout and names only the
+    failed lookup on stderr ("could not look up instance"): that is an auth failure."""
+    world.sim.set_auth(token=TOKEN, **auth)
+    world.sim.add_fault("prompt-marker", "reset_before", times=1)
+    brev, sleeps, logs = make_brev(world, BREV_API_TOKEN=TOKEN)
+    result = brev.exec("box", "echo prompt-marker", idempotent=True)
+    assert (result.stdout, brev.logins, brev.exec_calls, sleeps) == ("prompt-marker\n", 1, 1, [])
+    assert ran(world, "prompt-marker") == 1 and TOKEN not in "\n".join(logs)
+
+
+def test_the_simulated_prompt_is_brevs(world):
+    """What the transport must recognise, as the simulated brev prints it (auth.go shouldLogin)."""
+    import subprocess
+
+    world.sim.set_auth(logged_in=False)
+    world.sim.add_fault("x-marker", "reset_before", times=1)
+    done = subprocess.run(["brev", "exec", "box", "echo x-marker"], env=world.env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stdout == "You are currently logged out, would you like to log in? [Y/n]: "
+    assert 'ssh connection failed and could not look up instance "box"' in done.stderr

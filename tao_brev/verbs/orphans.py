@@ -47,6 +47,10 @@ RUNNING_STATUSES = ("RUNNING", "UNHEALTHY")      # the instance runs and bills i
 IDLE_OWNED_STATUSES = ("STOPPED", "FAILURE")    # no GPU billed, the disk is; orphans only when owned
 LIVE_CONTAINER_STATES = ("running", "paused", "restarting", "created")
 MAX_WORKERS = 8
+# --orphans has no --force (by design): the only way past a blocker is to clear it
+ORPHAN_REFUSED_FIX = ("Clear the blockers first: run teardown.py JOB_ID for each job named in them (it uploads and "
+                      "verifies the results), then run teardown.py --orphans --delete again (with the same "
+                      "--instance names); --orphans never deletes past a blocker.")
 
 
 def orphans(ctx: Context, delete: bool = False, names: list[str] | None = None,
@@ -82,7 +86,8 @@ def orphans(ctx: Context, delete: bool = False, names: list[str] | None = None,
         answer["deleted"].append(orphan["instance"])
     if refused:
         code = refused[0][0]
-        err = TaoBrevError(code, "not deleted: " + "; ".join(message for _c, message in refused))
+        fix = ORPHAN_REFUSED_FIX if code == "INSTANCE_DELETE_REFUSED" else None
+        err = TaoBrevError(code, "not deleted: " + "; ".join(message for _c, message in refused), fix)
         return {"ok": False, **answer, "error": err.to_json()}, err.exit_code
     if failure:
         return {"ok": False, **answer, "error": failure.to_json()}, failure.exit_code
@@ -122,7 +127,30 @@ def survey(ctx: Context, price_per_hour: float | None = None) -> tuple[list[dict
             why = "all its jobs ended" if jobs else "never used by this bundle"
             found.append(_orphan(ctx, entry, jobs, f"{entry.get('status')} with no tao-job container running; "
                                                    + why, price_per_hour))
+    _note_pending_deletes(ctx, found, kept)
     return sorted(found, key=lambda o: o["instance"]), sorted(kept, key=lambda k: k["instance"])
+
+
+def _note_pending_deletes(ctx: Context, found: list[dict], kept: list[dict]) -> None:
+    """A ``brev delete`` that failed (``delete_pending`` in the instance memory) stays
+    visible until a delete succeeds: the orphan carries it, a kept instance names it;
+    one that ``brev ls`` no longer lists was deleted since - nothing is pending any more."""
+    listed = {o["instance"]: o for o in found}
+    held = {k["instance"]: k for k in kept}
+    for path in sorted(ctx.sidecars.instances_dir.glob("*.json")) if ctx.sidecars.instances_dir.is_dir() else []:
+        name = path.stem
+        pending = ctx.sidecars.instance(name).get("delete_pending") if INSTANCE_RE.match(name) else None
+        if not pending:
+            continue
+        if name in listed:
+            listed[name]["delete_pending"] = pending
+            listed[name]["advice"] = (f"brev delete failed at {pending.get('last_attempt_at')} ({pending.get('error')}); "
+                                      f"it still bills: run `brev delete {name}`, or " + listed[name]["advice"])
+        elif name in held:
+            held[name]["reason"] += (f"; a brev delete of it is pending since {pending.get('since')} "
+                                     f"(run `brev delete {name}` once nothing on it is needed)")
+        else:
+            teardown_mod.forget_pending_delete(ctx, name)
 
 
 def _live_containers(ctx: Context, instance: str) -> tuple[list[str], str | None]:

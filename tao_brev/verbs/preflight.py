@@ -26,6 +26,7 @@ messages classified by :func:`tao_brev.docker_state.docker_error_code`.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -40,6 +41,7 @@ PROBE_INTERVAL_S = 5.0               # between readiness probes (each brev exec 
 INSTANCE_POLL_S = 10.0               # between `brev ls --json` polls while an instance starts
 MIN_ATTEMPT_TIMEOUT_S = 5.0          # an attempt in flight gets at least this long
 MAX_PROBE_TIMEOUT_S = 120.0          # one probe attempt never waits longer than this
+KEY_REJECTED_ATTEMPTS = 2            # probes refused with `Permission denied (publickey)` before giving up
 PULL_TIMEOUT_S = 3600.0              # `docker pull` of a multi-GB image
 SMOKE_TIMEOUT_S = 600.0              # small image pull + `nvidia-smi` in a container
 DEFAULT_IMAGE_BYTES = 20 * GIB       # a TAO pyt image extracted, when its size is unknown
@@ -47,6 +49,8 @@ EXTRACT_FACTOR = 2                   # registry layers are compressed; extracted
 DISK_HEADROOM_BYTES = 20 * GIB       # warn when less stays free for results and checkpoints
 GPU_SMOKE_KEY = "images.gpu_smoke"
 GPU_SMOKE_DEFAULT = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+# `docker run` could not get its image (docker/cli run.go: "Unable to find image ... locally", then the pull error)
+PULL_FAILED = re.compile(r"Unable to find image|Error response from daemon: (Get|Head) \"https://", re.I)
 
 BROKEN_STATES = {
     "FAILURE": "The instance failed to deploy or start: read its error in the Brev console, then replace it "
@@ -58,6 +62,8 @@ BROKEN_STATES = {
 STOPPED_FIX = ("Start it: rerun preflight.py --instance {name} --start (runs `brev start {name}` and waits), "
                "or run `brev start {name}` yourself.")
 NO_MANIFEST = "no such manifest"     # `docker manifest inspect` on a missing tag: "no such manifest: REF"
+# docker login --password-stdin with an empty stdin (docker/cli cli/command/registry/login.go)
+NON_TTY_LOGIN = "Cannot perform an interactive login from a non TTY device"
 
 
 @dataclass
@@ -360,9 +366,13 @@ def check_exec_ready(report: Report, ctx: Context, req: PreflightRequest, deadli
 
 
 def _probe_until_ready(ctx: Context, req: PreflightRequest, deadline: float) -> int:
-    """Return the number of attempts; raise NOT_EXEC_READY at ``deadline``."""
+    """Return the number of attempts; raise NOT_EXEC_READY at ``deadline``.
+
+    ``Permission denied (publickey)`` is not a boot delay (brev's own wait for ssh
+    stops on it): the probe gives up with SSH_KEY_REJECTED after
+    KEY_REJECTED_ATTEMPTS such answers, whatever budget is left."""
     interval = _interval(deadline - ctx.clock(), PROBE_INTERVAL_S)
-    attempt, last = 0, "no attempt"
+    attempt, last, rejected = 0, "no attempt", 0
     while True:
         attempt += 1
         remaining = deadline - ctx.clock()
@@ -374,6 +384,9 @@ def _probe_until_ready(ctx: Context, req: PreflightRequest, deadline: float) -> 
             last = f"the probe printed {result.stdout.strip()[:80]!r} (exit {result.exit_code})"
         except TransportError as exc:
             last = exc.message
+            rejected = rejected + 1 if exc.code == "SSH_KEY_REJECTED" else 0
+            if rejected >= KEY_REJECTED_ATTEMPTS:
+                raise TransportError(exc.code, f"{exc.message} ({attempt} attempts)", exc.fix) from None
         if ctx.clock() + interval > deadline:
             raise TaoBrevError("NOT_EXEC_READY", f"{req.instance} did not run `echo ok` within the "
                                f"--exec-timeout budget ({attempt} attempts); last: {last}")
@@ -387,6 +400,7 @@ class Answers:
 
     sections: dict
     elapsed_s: float
+    instance: str = "NAME"
 
     def get(self, name: str) -> remote.Section | None:
         return self.sections.get(name)
@@ -430,7 +444,7 @@ def check_on_instance(report: Report, ctx: Context, req: PreflightRequest, image
         if isinstance(exc, TransportError):
             report.stop("docker", exc)
         raise
-    answers = Answers(remote.parse_sections(result.stdout, token), result.elapsed_s)
+    answers = Answers(remote.parse_sections(result.stdout, token), result.elapsed_s, req.instance)
     facts = image_facts(answers, image) if image else None
     docker = check_docker(report, answers)
     check_gpu(report, answers)
@@ -438,7 +452,8 @@ def check_on_instance(report: Report, ctx: Context, req: PreflightRequest, image
     ngc_check = check_ngc(report, answers, key, facts.present) if ngc else None
     if facts:
         blocker = next((c for c in (docker, disk, ngc_check) if c is not None and not c.ok), None)
-        check_image(report, ctx, req, answers, facts, blocker)
+        authed = ngc_check is not None and ngc_check.data.get("status") == "AUTH_OK"
+        check_image(report, ctx, req, answers, facts, blocker, logged_in=authed)
     if req.gpu_smoke:
         check_gpu_smoke(report, ctx, req, docker)
 
@@ -465,6 +480,7 @@ def combined_script(token: str, image: str | None, results_root: str,
     parts = [credentials.remove_on_exit(key_file)] if key_file else []
     parts += [
         remote.section(token, "docker", "docker info --format '{{json .}}'"),
+        remote.section(token, "docker_path", DOCKER_WHERE),
         remote.section(token, "gpu", "nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
         remote.section(token, "disk_docker", _free_space(
             "$(docker info --format '{{.DockerRootDir}}' 2>/dev/null || echo /var/lib/docker)")),
@@ -477,6 +493,27 @@ def combined_script(token: str, image: str | None, results_root: str,
             parts.append(remote.section(token, "ngc_login", credentials.ngc_login_command(key_file)))
         parts.append(remote.section(token, "manifest", f"docker manifest inspect {quoted}"))
     return "\n".join(parts)
+
+
+# Where docker is when the non-interactive ssh shell cannot find it: usual places, and the
+# PATH of a login shell (which reads ~/.profile; `ssh HOST 'command'` does not).
+DOCKER_WHERE = (
+    "if command -v docker >/dev/null 2>&1; then command -v docker; else echo TAO_DOCKER_NOT_ON_PATH; "
+    'for __tb_d in /usr/bin/docker /usr/local/bin/docker /snap/bin/docker /opt/bin/docker "$HOME/bin/docker" '
+    '"$HOME/.local/bin/docker"; do [ -x "$__tb_d" ] && echo "found $__tb_d"; done; '
+    "__tb_l=$(\"${SHELL:-sh}\" -lc 'command -v docker' </dev/null 2>/dev/null | tail -n 1); "
+    'case "$__tb_l" in /*) echo "login $__tb_l";; esac; fi')
+
+
+def docker_elsewhere(section: remote.Section | None) -> str | None:
+    """The path of a docker that a login shell or a usual place has, when the
+    non-interactive PATH has none (the ``docker_path`` section); else None."""
+    if section is None or "TAO_DOCKER_NOT_ON_PATH" not in section.output:
+        return None
+    lines = section.output.splitlines()
+    found = [line.split(" ", 1)[1].strip() for prefix in ("login /", "found /")   # the login shell's first
+             for line in lines if line.startswith(prefix)]
+    return found[0] if found else None
 
 
 def _free_space(path_expr: str) -> str:
@@ -494,6 +531,12 @@ def check_docker(report: Report, answers: Answers) -> Check:
     sec = answers.get("docker")
     t = answers.elapsed_s
     if sec is not None and sec.exit_code == 127:
+        where = docker_elsewhere(answers.get("docker_path"))
+        if where:
+            fix = CODES["DOCKER_NOT_ON_PATH"].fix.replace("NAME", answers.instance).replace("DOCKER_PATH", where)
+            return report.fail("docker", "DOCKER_NOT_ON_PATH", f"docker is installed at {where} but not on the "
+                               "PATH of non-interactive ssh shells, which brev exec uses (`docker`: command not "
+                               "found)", fix, elapsed_s=t, docker_path=where)
         return report.fail("docker", "DOCKER_NOT_FOUND", f"docker: command not found ({_tail(sec)})", elapsed_s=t)
     info = _json_line(sec.output) if sec is not None else None
     info = info if isinstance(info, dict) else {}
@@ -653,11 +696,15 @@ def classify_ngc(login: remote.Section | None, manifest: remote.Section | None, 
     is already logged in (or the image is public): AUTH_OK.
     """
     logged_in = login is not None and login.exit_code == 0
+    if login is not None and (credentials.NGC_KEY_FILE_EMPTY in login.output or NON_TTY_LOGIN in login.output):
+        return ("UNKNOWN", "NGC_KEY_NOT_DELIVERED",
+                f"the NGC key file reached the instance empty, so no key was sent to nvcr.io: {_tail(login)}")
     if login is not None and not logged_in and credentials.NGC_KEY_FILE_MISSING not in login.output:
-        code = docker_state.docker_error_code(login.output, "NGC_NOT_AUTHENTICATED")
-        if code == "DOCKER_DAEMON_DOWN":
+        code = docker_state.registry_error_code(login.output, credentials.NGC_REGISTRY,
+                                                default="NGC_NOT_AUTHENTICATED")
+        if code != "NGC_NOT_AUTHENTICATED":
             return "UNKNOWN", code, f"cannot log in: {_tail(login)}"
-        return "NOT_AUTHENTICATED", "NGC_NOT_AUTHENTICATED", f"nvcr.io refused NGC_KEY: {_tail(login)}"
+        return "NOT_AUTHENTICATED", code, f"nvcr.io refused NGC_KEY: {_tail(login)}"
     if logged_in:
         how = "logged in with NGC_KEY"
     elif login is not None:
@@ -669,11 +716,11 @@ def classify_ngc(login: remote.Section | None, manifest: remote.Section | None, 
     if manifest is not None and manifest.exit_code == 0:
         return "AUTH_OK", None, f"{how}; docker manifest inspect answers"
     text = _tail(manifest)
-    code = docker_state.docker_error_code(text, "REMOTE_COMMAND_FAILED")
-    if code == "IMAGE_PULL_UNAUTHORIZED":
-        if logged_in or "denied" in text.lower():
-            return "NOT_ENTITLED", "NGC_NOT_ENTITLED", f"{how}, but the registry refuses the image: {text}"
-        return "NOT_AUTHENTICATED", "NGC_NOT_AUTHENTICATED", f"{how}; the registry asks for a login: {text}"
+    code = docker_state.registry_error_code(text, credentials.NGC_REGISTRY, logged_in=logged_in)
+    if code == "NGC_NOT_ENTITLED":
+        return "NOT_ENTITLED", code, f"{how}, but the registry refuses the image: {text}"
+    if code == "NGC_NOT_AUTHENTICATED":
+        return "NOT_AUTHENTICATED", code, f"{how}; the registry asks for a login: {text}"
     if code == "IMAGE_NOT_FOUND" or NO_MANIFEST in text.lower():
         if logged_in:   # the key was accepted; the image check reports the missing image
             return "AUTH_OK", None, f"{how}; the registry has no such image: {text}"
@@ -682,7 +729,7 @@ def classify_ngc(login: remote.Section | None, manifest: remote.Section | None, 
 
 
 def check_image(report: Report, ctx: Context, req: PreflightRequest, answers: Answers, facts: ImageFacts,
-                blocker: Check | None) -> None:
+                blocker: Check | None, logged_in: bool = False) -> None:
     """``image``: on the instance (``docker image inspect``); with ``--pull`` and
     no failed docker/disk/ngc_auth check (``blocker``), pulled in its own round trip."""
     t, image = answers.elapsed_s, facts.image
@@ -709,11 +756,13 @@ def check_image(report: Report, ctx: Context, req: PreflightRequest, answers: An
         report.fail("image", blocker.code, f"{image} is not on the instance; not pulled because the "
                     f"{blocker.name} check failed", blocker.fix, elapsed_s=t, image=image, present=False)
         return
-    pull_image(report, ctx, req, image)
+    pull_image(report, ctx, req, image, logged_in)
 
 
-def pull_image(report: Report, ctx: Context, req: PreflightRequest, image: str) -> None:
-    """``docker pull IMAGE`` as its own brev exec (PULL_TIMEOUT_S); failures mapped to codes."""
+def pull_image(report: Report, ctx: Context, req: PreflightRequest, image: str, logged_in: bool = False) -> None:
+    """``docker pull IMAGE`` as its own brev exec (PULL_TIMEOUT_S); failures mapped to codes
+    (:func:`tao_brev.docker_state.registry_error_code`; ``logged_in``: the ngc_auth check
+    logged in to this image's registry, so a refusal means not entitled)."""
     say(f"preflight: pulling {image} on {req.instance} (up to {PULL_TIMEOUT_S:.0f} s)")
     started = ctx.clock()
     try:
@@ -729,8 +778,9 @@ def pull_image(report: Report, ctx: Context, req: PreflightRequest, image: str) 
         report.passed("image", f"{image} pulled in {took:.1f} s", elapsed_s=took, **data)
         return
     text = redact.tail(result.stdout + "\n" + result.stderr, 400)
-    code = docker_state.docker_error_code(text)
-    report.fail("image", code, f"docker pull {image} failed after {took:.1f} s: {text}", elapsed_s=took, **data)
+    code = docker_state.registry_error_code(text, bank.image_registry(image), logged_in=logged_in)
+    report.fail("image", code, f"docker pull {image} failed after {took:.1f} s: {text}",
+                _fix(code, req.instance), elapsed_s=took, **data)
 
 
 def check_gpu_smoke(report: Report, ctx: Context, req: PreflightRequest, docker: Check) -> None:
@@ -756,9 +806,15 @@ def check_gpu_smoke(report: Report, ctx: Context, req: PreflightRequest, docker:
                       image=image, gpus=gpus)
         return
     text = redact.tail(result.stdout + "\n" + result.stderr, 400)
-    code = docker_state.docker_error_code(text, "GPU_NOT_FOUND")
-    report.fail("gpu_smoke", code, f"`{command}` failed (exit {result.exit_code}): {text}", elapsed_s=took,
-                image=image)
+    code = (docker_state.registry_error_code(text, bank.image_registry(image), default="GPU_NOT_FOUND")
+            if result.exit_code == 125 or PULL_FAILED.search(text) else docker_state.docker_error_code(text, "GPU_NOT_FOUND"))
+    report.fail("gpu_smoke", code, f"`{command}` failed (exit {result.exit_code}): {text}",
+                _fix(code, req.instance), elapsed_s=took, image=image)
+
+
+def _fix(code: str, instance: str) -> str:
+    """The default fix of ``code`` for this instance (its NAME placeholder filled in)."""
+    return CODES[code].fix.replace("NAME", instance)
 
 
 def gpu_smoke_image(env: dict) -> str:

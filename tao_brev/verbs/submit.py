@@ -250,8 +250,16 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     from ..docker_state import docker_error_code
 
     docker_code = docker_error_code(result.stderr + out, default="SUBMIT_REFUSED")   # e.g. the daemon is down
+    fix = None
     if result.exit_code == 4 and "TAO_IMAGE_MISSING" in out and docker_code == "SUBMIT_REFUSED":
         code, why = "IMAGE_NOT_PULLED", f"image {resolved['image']} is not on {req.instance}"
+    elif result.exit_code == 127 and remote.DOCKER_MISSING in out:
+        command = out.split(remote.DOCKER_MISSING, 1)[1].strip().splitlines()[0]
+        code = "DOCKER_NOT_FOUND"
+        why = (f"`{command}` failed on {req.instance}: docker: command not found on the PATH of the "
+               "non-interactive ssh shell (nothing was launched)")
+        fix = (f"Run preflight.py --instance {req.instance}: its docker check tells a missing Docker from one "
+               "that only a login shell finds, with the fix for each.")
     elif result.exit_code == 5 and "TAO_INPUT_MISSING" in out:
         code, why = "INPUT_NOT_FOUND", "input path missing on the instance: " + out.split("TAO_INPUT_MISSING", 1)[1].strip()
     elif result.exit_code == staging.STAGE_FAILED_EXIT and "TAO_STAGE_FAILED" in out:
@@ -262,7 +270,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         code = docker_code
         why = f"docker run failed (exit {result.exit_code}): {redact.tail(result.stderr or out, 500)}"
     _mark_never_launched(ctx, job_id, why)
-    raise TaoBrevError(code, f"submit refused: {why}",
+    raise TaoBrevError(code, f"submit refused: {why}", fix,
                        answer={**answer, "state": "ERROR", "backend_ref": None})
 
 

@@ -28,6 +28,7 @@ lost since its verification blocks the delete and names the file.
 from __future__ import annotations
 
 import json
+import re
 
 from .. import cost, redact, remote
 from ..cli import Context, say
@@ -43,6 +44,9 @@ DELETE_REFUSED_FIX = ("Run teardown.py {job_id} --delete-instance again once the
 
 
 SAVED_LOG_LINES = 500   # kept in $TAO_STATE_DIR/brev/logs/<id>.log when the container is removed
+# `docker rm -f` of a container that is already gone: Docker CLI >= 20.10 prints this and exits 0,
+# older CLIs exit 1 (docker/cli cli/command/container/rm.go): either way, already removed.
+NO_SUCH_CONTAINER = re.compile(r"No such container", re.IGNORECASE)
 
 
 def _observe_and_remove(ctx: Context, instance: str, job_id: str,
@@ -69,7 +73,7 @@ def _observe_and_remove(ctx: Context, instance: str, job_id: str,
         say(f"teardown {job_id}: could not hand the results to the instance user: {redact.tail(own.output, 300)}")
     if "state" not in sections or "rm" not in sections:
         raise TransportError("TRANSPORT_FAILED", f"incomplete answer from {instance} for teardown of {job_id}")
-    if sections["rm"].exit_code != 0:
+    if sections["rm"].exit_code != 0 and not NO_SUCH_CONTAINER.search(sections["rm"].output):
         from ..docker_state import docker_error_code
 
         raise TaoBrevError(docker_error_code(sections["rm"].output),
@@ -151,12 +155,44 @@ def delete_and_record(ctx: Context, instance: str) -> None:
     """``brev delete`` and remember it: every job on the instance gets ``instance_deleted_at``
     (so a rerun deletes nothing twice) and the instance memory ``deleted_at``."""
     jobs = jobs_on(ctx, instance)
-    ctx.brev.delete(instance)
+    try:
+        ctx.brev.delete(instance)
+    except TaoBrevError as exc:
+        raise delete_pending(ctx, instance, exc) from None
     deleted_at = cost.now_precise()
-    ctx.sidecars.note_instance(instance, deleted_at=deleted_at)
+    ctx.sidecars.note_instance(instance, deleted_at=deleted_at, delete_pending=None)
     for side in jobs:
-        ctx.sidecars.update(side["job_id"], instance_deleted_at=deleted_at)
+        ctx.sidecars.update(side["job_id"], instance_deleted_at=deleted_at, delete_pending=None)
     say(f"teardown: instance {instance} deleted")
+
+
+def delete_pending(ctx: Context, instance: str, exc: TaoBrevError) -> TaoBrevError:
+    """``brev delete`` failed (the transport already logged in again once when brev
+    reported an auth failure): remember the pending delete - the instance memory and
+    every job on it carry ``delete_pending`` until a later delete succeeds, and
+    ``teardown.py --orphans`` lists it - and return INSTANCE_DELETE_PENDING saying
+    that the instance still bills, with the exact manual command."""
+    pending = {"since": (ctx.sidecars.instance(instance).get("delete_pending") or {}).get("since") or now_iso(),
+               "last_attempt_at": now_iso(), "error": exc.code, "message": exc.message,
+               "manual_command": f"brev delete {instance}"}
+    ctx.sidecars.note_instance(instance, delete_pending=pending)
+    for side in jobs_on(ctx, instance):
+        ctx.sidecars.update(side["job_id"], delete_pending=pending)
+    say(f"teardown: brev delete {instance} failed ({exc.code}); cleanup pending, the instance still bills")
+    return TaoBrevError("INSTANCE_DELETE_PENDING",
+                        f"instance {instance} was NOT deleted and still bills: brev delete failed ({exc.code}: "
+                        f"{exc.message}). Cleanup is pending (kept in the sidecar; teardown.py --orphans lists it).",
+                        f"Run `brev delete {instance}` yourself (in a terminal where brev is logged in), or rerun "
+                        "this teardown once brev answers; then teardown.py --orphans no longer lists it.",
+                        manual_command=f"brev delete {instance}")
+
+
+def forget_pending_delete(ctx: Context, instance: str) -> None:
+    """The instance is gone (deleted by hand, or by someone else): nothing is pending any more."""
+    if ctx.sidecars.instance(instance).get("delete_pending"):
+        ctx.sidecars.note_instance(instance, delete_pending=None)
+        for side in jobs_on(ctx, instance):
+            ctx.sidecars.update(side["job_id"], delete_pending=None)
 
 
 def _finalize_results(ctx: Context, job_id: str, sidecar: dict, instance_gone: bool, answer: dict) -> None:
@@ -225,6 +261,7 @@ def _remove_container(ctx: Context, instance: str, job_id: str, sidecar: dict,
         if ctx.brev.instance(instance) is not None:
             raise
         answer["warnings"].append(f"instance {instance} no longer exists; nothing to remove")
+        forget_pending_delete(ctx, instance)
         return None, True
     return docker_state, False
 
@@ -259,7 +296,9 @@ def _delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool,
     try:
         delete_and_record(ctx, instance)
     except TaoBrevError as exc:   # the container is removed and the record closed: say so, then fail
-        return {"ok": False, **answer, "error": exc.to_json()}, exc.exit_code
+        pending = {"cleanup_pending": True, "still_billing": True, "manual_command": f"brev delete {instance}"} \
+            if exc.code == "INSTANCE_DELETE_PENDING" else {}
+        return {"ok": False, **answer, **pending, "error": exc.to_json()}, exc.exit_code
     answer.update(instance_deleted=True, deleted=[instance], forced=bool(blockers))
     return {"ok": True, **answer}, 0
 

@@ -11,6 +11,14 @@ StartWorkspaceIfStopped), ``pkg/cmd/ls/ls.go`` (``--json`` shape),
 "ssh" is simulated: the command string runs as ``bash -c COMMAND`` in the
 instance home with a clean environment and stdin from /dev/null. Faults added
 with ``simctl.Simulator.add_fault`` are consumed one per ssh connection.
+
+Also from brev-cli: ``pkg/ssh/sshconfigurer.go`` (ControlMaster auto +
+ControlPersist 10m: a detached master outlives the first ssh and can hold
+brev's pipes), ``pkg/store/ssh.go`` SatisfactorySSHErrMessage (brev's wait for
+ssh retries only "Connection refused"/"timed out"; ``Permission denied
+(publickey)`` ends it at once), ``pkg/auth/auth.go`` shouldLogin (a logged-out
+brev prints ``You are currently logged out, would you like to log in? [Y/n]: ``
+on stdout and reads the answer from stdin: EOF from /dev/null).
 """
 
 from __future__ import annotations
@@ -27,9 +35,12 @@ from pathlib import Path
 import real_host
 from containers import ContainerStore
 from pflag import FlagError, FlagSpec, parse
-from simstate import STATE_ENV, World, is_char_device
+from simstate import MASTER_MARK, STATE_ENV, World, is_char_device, master_alive
 
 VERSION = "v0.6.316"
+LOGIN_PROMPT = "You are currently logged out, would you like to log in? [Y/n]: "   # auth.go shouldLogin
+# pkg/store/ssh.go SatisfactorySSHErrMessage: the only ssh errors brev's wait for ssh retries on
+SATISFACTORY_SSH_ERRORS = ("Connection refused", "Operation timed out", "Warning:", "Connection timed out")
 STATUSES = ("RUNNING", "STARTING", "STOPPING", "DEPLOYING", "STOPPED", "DELETING", "FAILURE", "UNHEALTHY")
 
 
@@ -72,6 +83,7 @@ class Brev:
         self.world = world
         self.argv = argv
         self.audited = False
+        self.auth_failure: str | None = None   # brev exec: the API would refuse (checked after an ssh failure)
 
     # bookkeeping -----------------------------------------------------------
     def audit(self, **extra) -> None:
@@ -86,19 +98,42 @@ class Brev:
         text = sys.stdin.read()
         return [line.strip() for line in text.splitlines() if line.strip()], text
 
-    def require_auth(self) -> None:
-        """Headless login state: no tty to prompt on, or a 401 from the API."""
+    def auth_problem(self) -> str | None:
+        """Headless login state: None when an API call is authorised, else brev's error
+        (no tty to prompt on, or a 401 from the API). Counts one authenticated call."""
         with self.world.edit_state() as state:
             auth = state["auth"]
             if not auth.get("logged_in"):
-                raise BrevError("Error: EOF\n(brev tried to prompt for login, but there is no tty: "
-                                "run `brev login --token <token>`)")
+                return ("Error: EOF\n(brev tried to prompt for login, but there is no tty: "
+                        "run `brev login --token <token>`)")
             limit = auth.get("expires_after_calls")
             auth["calls"] = int(auth.get("calls") or 0) + 1
             if limit is not None and auth["calls"] > int(limit):
                 auth["expired"] = True
             if auth.get("expired"):
-                raise BrevError("Error: 401 Unauthorized: token expired, run brev login")
+                return "Error: 401 Unauthorized: token expired, run brev login"
+        return None
+
+    def require_auth(self) -> None:
+        problem = self.auth_problem()
+        if problem:
+            if problem.startswith("Error: EOF"):
+                out(LOGIN_PROMPT, end="")   # auth.go shouldLogin prompts on stdout, then reads EOF
+            raise BrevError(problem)
+
+    def take_brev_fault(self, command: str) -> None:
+        """A failure the Brev API answers for this command (``simctl.add_brev_fault``)."""
+        if not any(f["remaining"] > 0 and f["command"] == command for f in self.world.state()["brev_faults"]):
+            return
+        message = None
+        with self.world.edit_state() as state:
+            for fault in state["brev_faults"]:
+                if fault["remaining"] > 0 and fault["command"] == command:
+                    fault["remaining"] -= 1
+                    message = fault["message"]
+                    break
+        if message is not None:   # raised once the consumed fault is saved
+            raise BrevError(message)
 
     def flags(self, args: list[str], spec: FlagSpec) -> tuple[dict, list[str]]:
         merged = FlagSpec(spec.bools | self.GLOBAL.bools, spec.values | self.GLOBAL.values, spec.multi,
@@ -155,7 +190,16 @@ class Brev:
         command = file_content if file_content is not None else command_arg
         if command == "":
             raise BrevError("command is required")
-        self.require_auth()
+        # Real brev exec fires ssh first and calls the API only after an ssh failure
+        # (exec.go runExecCommand); when the token is gone then, the lookup prompts
+        # (stdout) and fails, and brev's error names only the lookup. The simulator
+        # does exactly that when the ssh fails; when it would connect, it refuses up
+        # front with the EOF/401 error (stricter than brev, which would run it).
+        self.auth_failure = self.auth_problem()
+        if self.auth_failure and not any(self.ssh_would_fail(name, command) for name in names):
+            if self.auth_failure.startswith("Error: EOF"):
+                out(LOGIN_PROMPT, end="")
+            raise BrevError(self.auth_failure)
         errors = []
         for name in names:
             if len(names) > 1:
@@ -180,6 +224,11 @@ class Brev:
         if code == 0:
             return
         err("Connection failed, checking instance status...")
+        if self.auth_failure:   # GetUserWorkspaceByNameOrIDErr needs the API: prompt, EOF, lookup fails
+            if self.auth_failure.startswith("Error: EOF") or "expired" in self.auth_failure:
+                out(LOGIN_PROMPT, end="")
+            raise BrevError(f'ssh connection failed and could not look up instance "{name}": exit status {code}\n'
+                            f"Please check your instances with: brev ls")
         inst = self.world.find_instance(name)
         if inst is None:
             raise BrevError(f'ssh connection failed and could not look up instance "{name}": exit status {code}\n'
@@ -218,7 +267,17 @@ class Brev:
             return f"ssh: connect to host {fake_ip(inst)} port 22: Connection timed out"
         if time.time() < float(inst.get("running_since") or 0) + float(inst.get("ssh_delay_s") or 0):
             return f"ssh: connect to host {fake_ip(inst)} port 22: Connection refused"
+        if inst.get("ssh_key_rejected"):   # sshd answers, but not for brev's key
+            return f"{self.world.settings().get('ssh_user', 'ubuntu')}@{fake_ip(inst)}: Permission denied (publickey)."
         return None
+
+    def ssh_would_fail(self, name: str, command: str) -> bool:
+        """The next ssh connection for ``command`` to ``name`` fails (no side effect)."""
+        inst = self.world.find_instance(name)
+        if inst is None or self.ssh_problem(inst["name"]):
+            return True
+        return any(f["remaining"] > 0 and f["match"] in command and f["kind"] != "reset_after"
+                   for f in self.world.state()["faults"])
 
     def wait_for_ssh(self, name: str) -> str | None:
         """util.WaitForSSHToBeAvailable: probe until ssh connects, at most ``ssh_probe_limit`` retries."""
@@ -227,10 +286,30 @@ class Brev:
             problem = self.ssh_problem(name)
             if problem is None:
                 return None
-            if counter == int(settings["ssh_probe_limit"]):
+            if counter == int(settings["ssh_probe_limit"]) or not any(
+                    s in problem for s in SATISFACTORY_SSH_ERRORS):   # e.g. publickey: no point waiting
                 return problem
             time.sleep(float(settings["ssh_probe_interval_s"]))
         return None
+
+    def control_master(self, name: str) -> None:
+        """ControlMaster auto + ControlPersist (sshconfigurer.go): the first connection to an
+        instance forks a detached master (own session: a kill of brev's group misses it) that
+        inherits this ssh's stdout/stderr and keeps them open for ``control_persist_s``."""
+        settings = self.world.settings()
+        linger = float(settings.get("control_persist_s") or 0)
+        if linger <= 0:
+            return
+        with self.world.edit_state() as state:
+            if master_alive(state["ssh_masters"].get(name), self.world.root):
+                return   # later connections reuse the master: their pipes are not held
+            holds = settings.get("control_master_holds", "stderr")
+            keep = lambda stream: None if holds in (stream, "both") else subprocess.DEVNULL  # noqa: E731
+            master = subprocess.Popen(
+                [sys.executable, "-c", "import sys, time; time.sleep(float(sys.argv[1]))", str(linger),
+                 MASTER_MARK, str(self.world.root)],
+                stdin=subprocess.DEVNULL, stdout=keep("stdout"), stderr=keep("stderr"), start_new_session=True)
+            state["ssh_masters"][name] = master.pid
 
     def take_fault(self, command: str) -> str | None:
         if not any(f["remaining"] > 0 and f["match"] in command for f in self.world.state()["faults"]):
@@ -250,6 +329,7 @@ class Brev:
             return 255
         inst = self.world.instance(name)
         ip = fake_ip(inst)
+        self.control_master(name)
         fault = self.take_fault(command)
         if fault == "hang":
             time.sleep(float(self.world.settings()["hang_s"]))
@@ -316,6 +396,7 @@ class Brev:
         _, positionals = self.flags(args, FlagSpec.make())
         names = self.names_from(positionals)
         self.require_auth()
+        self.take_brev_fault("delete")
         errors = []
         for name in names:
             try:
@@ -436,10 +517,33 @@ class Brev:
             raise BrevError("exit status 1")
         if src.is_dir():
             shutil.copytree(src, target, dirs_exist_ok=True)
+        elif self.take_copy_fault(" ".join(positionals)) == "empty":
+            target.write_bytes(b"")   # the file arrives, its content does not
+            target.chmod(src.stat().st_mode & 0o777)
         else:
             shutil.copy2(src, target)
         if inst.get("remote_user") and remote[0] is sides[1]:
             real_host.chown_tree(inst, target)   # scp wrote it as the instance user
+        return 0
+
+    def take_copy_fault(self, args: str) -> str | None:
+        if not any(f["remaining"] > 0 and f["match"] in args for f in self.world.state()["copy_faults"]):
+            return None
+        with self.world.edit_state() as state:
+            for fault in state["copy_faults"]:
+                if fault["remaining"] > 0 and fault["match"] in args:
+                    fault["remaining"] -= 1
+                    return fault["kind"]
+        return None
+
+    # refresh ----------------------------------------------------------------------------
+    def cmd_refresh(self, args: list[str]) -> int:
+        """``brev refresh``: rewrites brev's ssh config (refresh.go); the instance's
+        authorized keys are not brev's to change, so a rejected key stays rejected."""
+        self.flags(args, FlagSpec.make())
+        self.audit()
+        self.require_auth()
+        out("refreshing brev...\nbrev has been refreshed")
         return 0
 
     @staticmethod

@@ -9,6 +9,16 @@ switches come from ``instance.json``:
 - ``docker_daemon: "down"``  -> ``Cannot connect to the Docker daemon ...``
 - ``gpu_runtime: false``      -> ``run --gpus`` fails (no nvidia runtime)
 - ``disk_free_bytes: N``      -> pulls larger than N fail with "no space left on device"
+- ``registry_reachable: false`` -> every registry request fails in DNS (``dial tcp: lookup HOST
+  on 127.0.0.53:53: no such host``; ``docker run`` then exits 125)
+- ``docker_version: "19.03.15"`` -> ``rm -f`` of a missing container exits 1 (docker/cli
+  ``cli/command/container/rm.go``: before 20.10 a not-found error failed the command even with
+  ``--force``; since 20.10 it is printed on stderr and the exit status is 0)
+
+nvcr.io refuses a valid key whose org is not entitled with
+``denied: {"errors": [{"code": "DENIED", "message": "Access Denied"}]}`` (the distribution
+registry's error envelope, ``registry/api/errcode``; older answers said ``unauthorized``), a
+missing tag with ``manifest unknown``.
 
 Containers are real processes supervised by ``container_runner.py``; images
 come from the simulated registry in ``state.json`` (see ``simctl.add_image``).
@@ -46,6 +56,7 @@ DAEMON_DOWN = ("Cannot connect to the Docker daemon at unix:///var/run/docker.so
 NGC_REGISTRY = "nvcr.io"
 NGC_USER = "$oauthtoken"
 TAO_REPO = "nvcr.io/nvidia/tao/tao-toolkit"
+NGC_DENIED = 'denied: {"errors": [{"code": "DENIED", "message": "Access Denied"}]}'   # not entitled
 
 # Container volume names (daemon/names.go RestrictedNamePattern).
 VOLUME_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]+$")
@@ -140,6 +151,7 @@ class Docker:
         self.store = ContainerStore(self.docker_dir)
         self.config_dir = Path(os.environ.get("DOCKER_CONFIG") or Path(os.environ.get("HOME", "/")) / ".docker")
         self.cwd = Path.cwd()
+        self.version = str(self.instance.get("docker_version") or SERVER_VERSION)
 
     # helpers -------------------------------------------------------------
     @staticmethod
@@ -198,15 +210,31 @@ class Docker:
     def registry_entry(self, ref: str) -> dict | None:
         return self.world.state()["registry"].get(normalize_ref(ref))
 
+    def reach_registry(self, ref_or_registry: str, prefix: str = "Error response from daemon: ") -> None:
+        """DNS on the instance fails for every registry (``registry_reachable: false``)."""
+        if self.instance.get("registry_reachable", True):
+            return
+        host = ref_or_registry if "/" not in ref_or_registry and ":" not in ref_or_registry \
+            else registry_of(ref_or_registry)
+        host = "registry-1.docker.io" if host == "docker.io" else host
+        raise DockerExit(1, f'{prefix}Get "https://{host}/v2/": dial tcp: lookup {host} on 127.0.0.53:53: '
+                            "no such host")
+
+    def version_tuple(self) -> tuple[int, ...]:
+        return tuple(int(p) for p in re.findall(r"\d+", self.version)[:2])
+
     def pull(self, ref: str, progress) -> None:
         """Pull ``ref`` into the local image store; raise DockerExit(1, reason) on failure."""
         ref = normalize_ref(ref)
+        self.reach_registry(ref)
         entry = self.registry_entry(ref)
         if entry is None:
             raise DockerExit(1, f"Error response from daemon: manifest for {ref} not found: manifest unknown: "
                                 f"manifest unknown")
-        if entry.get("requires_auth") and not (self.authenticated(ref) and entry.get("entitled", True)):
+        if entry.get("requires_auth") and not self.authenticated(ref):
             raise DockerExit(1, "Error response from daemon: unauthorized: authentication required")
+        if entry.get("requires_auth") and not entry.get("entitled", True):
+            raise DockerExit(1, f"Error response from daemon: {NGC_DENIED}")
         if entry.get("pull_fails"):
             raise DockerExit(1, f"Error response from daemon: {entry['pull_fails']}")
         tag = tag_of(ref)
@@ -751,7 +779,8 @@ class Docker:
             if cid is not None:
                 found.append((name, cid))
             elif report_missing:
-                self.err(f"Error response from daemon: No such container: {name}")
+                old = self.version_tuple() < (20, 10)   # older CLIs: "Error: No such container: X"
+                self.err(f"{'Error' if old else 'Error response from daemon'}: No such container: {name}")
                 status = 1
         return found, status
 
@@ -763,7 +792,9 @@ class Docker:
             raise DockerExit(1, '"docker rm" requires at least 1 argument.')
         self.require_daemon()
         with locked(self.store.lock_file):
-            found, status = self.find_containers(names, report_missing=not flags.get("force"))
+            found, status = self.find_containers(names)
+            if flags.get("force") and self.version_tuple() >= (20, 10):
+                status = 0   # the not-found error is printed, the command succeeds
             for name, cid in found:
                 if self.store.state(cid).get("Running") and not flags.get("force"):
                     self.err(f'Error response from daemon: cannot remove container "/{name.lstrip("/")}": container '
@@ -874,6 +905,7 @@ class Docker:
         if len(refs) != 1:
             raise DockerExit(1, '"docker manifest inspect" requires at least 1 and at most 2 arguments.')
         ref = normalize_ref(refs[0])
+        self.reach_registry(ref, prefix="")
         entry = self.registry_entry(ref)
         if entry is None:
             raise DockerExit(1, f"no such manifest: {ref}")
@@ -881,7 +913,7 @@ class Docker:
             if not self.authenticated(ref):
                 raise DockerExit(1, "errors:\nunauthorized: authentication required")
             if not entry.get("entitled", True):
-                raise DockerExit(1, "errors:\ndenied: requested access to the resource is denied")
+                raise DockerExit(1, f"errors:\n{NGC_DENIED}")
         size = int(entry.get("size_bytes", 0))
         manifest = {"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
                     "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 7023,
@@ -910,6 +942,7 @@ class Docker:
         if not user or not password:
             raise DockerExit(1, "Error: Cannot perform an interactive login from a non TTY device")
         self.require_daemon()
+        self.reach_registry(registry)
         if not self.credentials_valid(registry, user, password):
             raise DockerExit(1, f'Error response from daemon: Get "https://{registry}/v2/": unauthorized: '
                                 f"authentication required")
@@ -948,7 +981,7 @@ class Docker:
         return {"ID": digest(self.instance_name)[7:43], "Containers": len(ids),
                 "ContainersRunning": states.count("running"), "ContainersPaused": states.count("paused"),
                 "ContainersStopped": states.count("exited"), "Images": len(self.images()),
-                "Driver": "overlay2", "DockerRootDir": str(self.docker_dir), "ServerVersion": SERVER_VERSION,
+                "Driver": "overlay2", "DockerRootDir": str(self.docker_dir), "ServerVersion": self.version,
                 "Runtimes": runtimes, "DefaultRuntime": "runc", "OperatingSystem": "Ubuntu 22.04.4 LTS",
                 "OSType": "linux", "Architecture": "x86_64", "NCPU": 12, "MemTotal": 89_000_000_000,
                 "Name": self.instance_name, "KernelVersion": "5.15.0-105-generic"}

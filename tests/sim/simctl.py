@@ -28,7 +28,7 @@ if str(_SIM_DIR) not in sys.path:
 
 from containers import ContainerStore  # noqa: E402
 from pflag import FlagError, FlagSpec, parse  # noqa: E402
-from simstate import STATE_ENV, World, write_json_atomic  # noqa: E402
+from simstate import STATE_ENV, World, master_alive, write_json_atomic  # noqa: E402
 
 TAO_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt"
 DEFAULT_IMAGES = {
@@ -60,7 +60,8 @@ class Simulator:
     def __init__(self, root: Path | str, default_images: bool = True):
         self.world = World(root)
         self.root = self.world.root
-        for directory in (self.root, self.world.bin_dir, self.world.remote_bin, self.world.instances_dir):
+        for directory in (self.root, self.world.bin_dir, self.world.remote_bin, self.world.remote_bin_nodocker,
+                          self.world.instances_dir):
             directory.mkdir(parents=True, exist_ok=True)
         if not self.world.state_file.exists():
             with self.world.edit_state():
@@ -83,6 +84,10 @@ class Simulator:
                 f"from {module} import {call.split('(')[0]}\n"
                 f"sys.exit({call.format(root=str(self.root))})\n")
             path.chmod(0o755)
+            if dir_attr == "remote_bin" and tool != "docker":   # every remote tool but docker
+                twin = self.world.remote_bin_nodocker / tool
+                if not twin.exists():
+                    twin.symlink_to(path)
 
     def __enter__(self) -> "Simulator":
         return self
@@ -113,7 +118,37 @@ class Simulator:
                                    ssh_delay_s=ssh_delay_s, **opts)
         for ref in images:
             self.preload_image(name, ref)
+        self._login_profile(name)
         return self.instance_home(name)
+
+    def _login_profile(self, name: str) -> None:
+        """``docker_on_path: False``: docker is reachable from a login shell only
+        (``~/.profile`` puts it on PATH; ``ssh HOST 'command'`` reads no profile)."""
+        if not self.instance(name).get("docker_on_path", True):
+            (self.instance_home(name) / ".profile").write_text(f'PATH="{self.world.remote_bin}:$PATH"\n')
+            self._system_tools_without_docker()
+
+    def _system_tools_without_docker(self) -> None:
+        """ROOT/remote-sysbin: the system's executables minus any real docker, so an
+        instance without docker on its PATH cannot reach one installed on this machine."""
+        target = self.world.remote_sysbin
+        if target.is_dir():
+            return
+        tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        for directory in ("/usr/local/bin", "/usr/bin", "/bin"):
+            if not os.path.isdir(directory):
+                continue
+            for entry in os.listdir(directory):
+                link = tmp / entry
+                if entry.startswith("docker") or os.path.lexists(link):
+                    continue
+                link.symlink_to(os.path.join(directory, entry))
+        try:
+            tmp.rename(target)
+        except OSError:   # another process made it first
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def set_instance(self, name: str, **fields: Any) -> None:
         """Change instance fields; ``status="RUNNING"`` from another state restarts the ssh-delay clock."""
@@ -122,6 +157,7 @@ class Simulator:
             data.update(fields)
             if status is not None:
                 self.world.set_status(data, status)
+        self._login_profile(name)
 
     def instance(self, name: str) -> dict:
         inst = self.world.instance(name)
@@ -182,6 +218,25 @@ class Simulator:
             raise ValueError(f"fault kind must be one of {FAULT_KINDS}")
         with self.world.edit_state() as state:
             state["faults"].append({"match": match, "kind": kind, "remaining": int(times)})
+
+    def add_brev_fault(self, command: str, message: str, times: int = 1) -> None:
+        """Make the next ``times`` invocations of ``brev COMMAND`` (e.g. ``delete``) fail
+        with ``message`` (exit 1, after the login check), as when the Brev API refuses
+        or errs: brev prints the API's error and exits 1 (cmderrors)."""
+        with self.world.edit_state() as state:
+            state["brev_faults"].append({"command": command, "message": message, "remaining": int(times)})
+
+    def add_copy_fault(self, match: str, kind: str = "empty", times: int = 1) -> None:
+        """``brev copy`` whose arguments contain ``match``: ``empty`` leaves the
+        destination file EMPTY and still exits 0 (the content never arrived)."""
+        if kind != "empty":
+            raise ValueError("copy fault kind must be 'empty'")
+        with self.world.edit_state() as state:
+            state["copy_faults"].append({"match": match, "kind": kind, "remaining": int(times)})
+
+    def ssh_master_pid(self, instance: str) -> int | None:
+        """The pid of the detached ssh master (ControlPersist) of ``instance``, if one was left."""
+        return self.world.state()["ssh_masters"].get(instance)
 
     def set_timing(self, **settings: Any) -> None:
         """Override simulator settings (see ``simstate.DEFAULT_SETTINGS``)."""
@@ -316,6 +371,13 @@ class Simulator:
         """Kill every container process of every instance (call at the end of a test)."""
         for name in self.world.instance_names():
             self._store(name).kill_processes()
+        import signal
+        for pid in self.world.state()["ssh_masters"].values():   # detached ControlPersist masters
+            if master_alive(pid, self.root):
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
 
 def _cli(argv: list[str]) -> int:

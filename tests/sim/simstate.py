@@ -44,6 +44,11 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "hang_s": 3600.0,               # how long a `hang` fault sleeps
     "brev_error_stream": "stderr",  # "stderr" (reference doc) or "stdout" (cmderrors.go prints with fmt.Println)
     "ssh_user": "ubuntu",
+    # brev's ssh config: ControlMaster auto + ControlPersist 10m (brevdev/brev-cli pkg/ssh/sshconfigurer.go).
+    # > 0: the first ssh connection to an instance leaves a detached master that lives this long
+    # and keeps the pipes named by control_master_holds ("stdout", "stderr", "both", "none") open.
+    "control_persist_s": 0.0,
+    "control_master_holds": "stderr",
 }
 
 DEFAULT_INSTANCE: dict[str, Any] = {
@@ -60,6 +65,10 @@ DEFAULT_INSTANCE: dict[str, Any] = {
     "gpu_runtime": True,
     "disk_free_bytes": None,
     "disk_total_bytes": 500 * 10**9,
+    "ssh_key_rejected": False,      # sshd refuses brev's key: "Permission denied (publickey)."
+    "docker_on_path": True,         # False: docker only on a login shell's PATH (~/.profile), not on ssh's
+    "docker_version": "27.3.1",     # CLI + daemon; < 20.10 changes `docker rm -f` of a missing container
+    "registry_reachable": True,     # False: DNS for every registry fails on the instance
 }
 
 
@@ -133,6 +142,20 @@ def pid_alive(pid: int | None) -> bool:
         return False
 
 
+MASTER_MARK = "sim-ssh-master"   # in the argv of a simulated ControlPersist master
+
+
+def master_alive(pid: int | None, root: Path | str) -> bool:
+    """``pid`` is a live simulated ssh master of the world at ``root`` (not a reused pid)."""
+    if not pid_alive(pid):
+        return False
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return MASTER_MARK.encode() in argv and str(root).encode() in argv
+
+
 # ---------------------------------------------------------------------------
 # the world
 
@@ -164,6 +187,17 @@ class World:
         return self.root / "remote-bin"
 
     @property
+    def remote_bin_nodocker(self) -> Path:
+        """The remote tools but docker: the non-interactive PATH of an instance whose
+        docker is only on a login shell's PATH (``docker_on_path: False``)."""
+        return self.root / "remote-bin-nodocker"
+
+    @property
+    def remote_sysbin(self) -> Path:
+        """The system's executables without docker (see ``simctl._system_tools_without_docker``)."""
+        return self.root / "remote-sysbin"
+
+    @property
     def instances_dir(self) -> Path:
         return self.root / "instances"
 
@@ -187,6 +221,9 @@ class World:
         data.setdefault("registry", {})
         data.setdefault("ngc_key", None)
         data.setdefault("faults", [])
+        data.setdefault("brev_faults", [])
+        data.setdefault("copy_faults", [])
+        data.setdefault("ssh_masters", {})
         settings = dict(DEFAULT_SETTINGS)
         settings.update(data.get("settings") or {})
         data["settings"] = settings
@@ -303,10 +340,13 @@ class World:
             import real_host
             return real_host.env(inst)
         user = self.settings().get("ssh_user", "ubuntu")
+        inst = self.instance(name) or {}
+        path = (f"{self.remote_bin}:/usr/local/bin:/usr/bin:/bin" if inst.get("docker_on_path", True)
+                else f"{self.remote_bin_nodocker}:{self.remote_sysbin}")
         return {
             "HOME": str(self.instance_home(name)),
             "USER": user,
-            "PATH": f"{self.remote_bin}:/usr/local/bin:/usr/bin:/bin",
+            "PATH": path,
             "LANG": "C.UTF-8",
         }
 
