@@ -30,8 +30,17 @@ brev starts a STOPPED instance by itself when an exec fails on it and then
 runs the command; :attr:`RemoteResult.instance_started` says so, because the
 containers that ran before the stop were killed by it.
 
-Auth: an answer that mentions 401/unauthorized, or a prompt without a terminal
-(EOF, no tty), triggers one headless ``brev login --token`` with
+brev's ssh config keeps a detached master connection (ControlPersist) that can
+hold brev's stdout/stderr open after brev exited: a call ends when brev's
+PROCESS ends (:func:`run_until_exit`), and every wait is bounded.
+``Permission denied (publickey)`` is not a boot delay: SSH_KEY_REJECTED, never
+retried here.
+
+Auth: an answer that mentions 401/unauthorized, a prompt without a terminal
+(EOF, no tty), or brev's ``You are currently logged out`` prompt (printed on
+stdout when the token is gone and an ssh failure made ``brev exec`` need the
+API; its stderr then names only "could not look up instance"), triggers one
+headless ``brev login --token`` with
 ``BREV_API_TOKEN`` and one repeat of the call. brev's only headless login takes
 the token as a flag, so it is used only after such a failure (the one residual
 argv exposure; see ``references/redaction.md``).
