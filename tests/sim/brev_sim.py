@@ -123,17 +123,9 @@ class Brev:
 
     def take_brev_fault(self, command: str) -> None:
         """A failure the Brev API answers for this command (``simctl.add_brev_fault``)."""
-        if not any(f["remaining"] > 0 and f["command"] == command for f in self.world.state()["brev_faults"]):
-            return
-        message = None
-        with self.world.edit_state() as state:
-            for fault in state["brev_faults"]:
-                if fault["remaining"] > 0 and fault["command"] == command:
-                    fault["remaining"] -= 1
-                    message = fault["message"]
-                    break
-        if message is not None:   # raised once the consumed fault is saved
-            raise BrevError(message)
+        fault = self.consume("brev_faults", lambda f: f["command"] == command)
+        if fault is not None:
+            raise BrevError(fault["message"])
 
     def flags(self, args: list[str], spec: FlagSpec) -> tuple[dict, list[str]]:
         merged = FlagSpec(spec.bools | self.GLOBAL.bools, spec.values | self.GLOBAL.values, spec.multi,
@@ -311,15 +303,21 @@ class Brev:
                 stdin=subprocess.DEVNULL, stdout=keep("stdout"), stderr=keep("stderr"), start_new_session=True)
             state["ssh_masters"][name] = master.pid
 
-    def take_fault(self, command: str) -> str | None:
-        if not any(f["remaining"] > 0 and f["match"] in command for f in self.world.state()["faults"]):
+    def consume(self, key: str, matches) -> dict | None:
+        """Take one use of the first fault in ``state[key]`` with uses left that ``matches``;
+        the decrement is saved before the fault is acted on."""
+        if not any(f["remaining"] > 0 and matches(f) for f in self.world.state()[key]):
             return None
         with self.world.edit_state() as state:
-            for fault in state["faults"]:
-                if fault["remaining"] > 0 and fault["match"] in command:
+            for fault in state[key]:
+                if fault["remaining"] > 0 and matches(fault):
                     fault["remaining"] -= 1
-                    return fault["kind"]
+                    return dict(fault)
         return None
+
+    def take_fault(self, command: str) -> str | None:
+        fault = self.consume("faults", lambda f: f["match"] in command)
+        return fault["kind"] if fault else None
 
     def ssh(self, name: str, command: str, host: bool) -> int:
         """``ssh -T -o ConnectTimeout=5 -o LogLevel=ERROR ALIAS 'COMMAND'`` against the simulated host."""
@@ -527,14 +525,8 @@ class Brev:
         return 0
 
     def take_copy_fault(self, args: str) -> str | None:
-        if not any(f["remaining"] > 0 and f["match"] in args for f in self.world.state()["copy_faults"]):
-            return None
-        with self.world.edit_state() as state:
-            for fault in state["copy_faults"]:
-                if fault["remaining"] > 0 and fault["match"] in args:
-                    fault["remaining"] -= 1
-                    return fault["kind"]
-        return None
+        fault = self.consume("copy_faults", lambda f: f["match"] in args)
+        return fault["kind"] if fault else None
 
     # refresh ----------------------------------------------------------------------------
     def cmd_refresh(self, args: list[str]) -> int:
