@@ -58,10 +58,17 @@ class ScriptResult:
 
 
 def run_script(name: str, *args: str, env: dict | None = None, timeout: float = 120) -> ScriptResult:
-    """Run ``scripts/<name>`` as a user would (stdin closed), return its result."""
+    """Run ``scripts/<name>`` as a user would (stdin closed), return its result. Every
+    fix text of its answer that names a flag must be accepted by the script it names,
+    in the context of this command (tests/fixtexts.py)."""
+    from tests.fixtexts import violations
+
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / name), *args], capture_output=True,
                           text=True, env=env, timeout=timeout, stdin=subprocess.DEVNULL)
-    return ScriptResult(done)
+    result = ScriptResult(done)
+    wrong = violations(name, list(args), result.json)
+    assert not wrong, "\n".join(wrong)
+    return result
 
 
 @pytest.fixture

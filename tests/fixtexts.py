@@ -1,0 +1,207 @@
+"""Every ``fix`` an answer gives that names a flag must be accepted by the parser
+(and the argument checks of ``main``) of the script it names, in the context it is
+given: ``teardown.py --orphans --delete --instance NAME`` must not advise "pass
+--force", which ``--orphans`` rejects.
+
+:func:`violations` takes the script and argv that produced an answer and the
+answer itself, and returns what its fix texts get wrong:
+
+* an explicit command (``poll_status.py JOB_ID --wait --teardown``) is run through
+  that script's ``main()`` with its verbs replaced by a stub, placeholders
+  (``JOB_ID``, ``NAME``, ``IMAGE``, ``USD``) filled in and missing required
+  options supplied, so a flag that does not exist or that contradicts another
+  one is reported;
+* a flag named without a script ("pass --force") is added to the argv of the
+  answer's own command and checked the same way (only flags that script has:
+  others belong to docker, brev or another tool).
+
+``conftest.run_script`` applies it to every answer of every test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import os
+import re
+import sys
+import types
+from pathlib import Path
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ("preflight.py", "submit.py", "poll_status.py", "teardown.py", "tao_job_record.py", "redact_secrets.py")
+_SCRIPT = re.compile(r"\b(" + "|".join(re.escape(s) for s in SCRIPTS) + r")\b")
+_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
+_PLACEHOLDERS = {"JOB_ID": "visual_changenet-train-1a2b3c", "IMAGE": "images.tao_toolkit.pyt", "USD": "2.5",
+                 "S": "600", "PATH": "~/tao-results", "BUCKET": "tao-bucket", "GLOB": "*.tmp"}
+_MODULES: dict = {}
+
+
+class _Reached(Exception):
+    """main() got past its argument checks and called a verb."""
+
+
+def _module(script: str):
+    if script not in _MODULES:
+        spec = importlib.util.spec_from_file_location(f"_fixcheck_{script[:-3]}", ROOT / "scripts" / script)
+        module = importlib.util.module_from_spec(spec)
+        if str(ROOT / "scripts") not in sys.path:
+            sys.path.insert(0, str(ROOT / "scripts"))
+        with mock.patch.dict(os.environ, {"TAO_BREV_NO_REEXEC": "1"}):
+            spec.loader.exec_module(module)
+        _MODULES[script] = module
+    return _MODULES[script]
+
+
+def _parser(script: str) -> argparse.ArgumentParser | None:
+    module = _module(script)
+    return module.build_parser() if hasattr(module, "build_parser") else None
+
+
+def _value_flags(script: str) -> set[str]:
+    parser = _parser(script)
+    if parser is None:
+        return set()
+    return {opt for action in parser._actions if action.nargs != 0 for opt in action.option_strings}
+
+
+def _flags(script: str) -> set[str]:
+    parser = _parser(script)
+    return {opt for action in parser._actions for opt in action.option_strings} if parser else set()
+
+
+def _reach(*_args, **_kwargs):
+    raise _Reached()
+
+
+PARSE_ONLY = ("tao_job_record.py", "redact_secrets.py")   # their main() does the work itself: parser only
+
+
+def rejection(script: str, argv: list[str]) -> str | None:
+    """None when ``script``'s main() accepts ``argv`` (it reaches a verb), else why not."""
+    from tao_brev.errors import TaoBrevError
+
+    if script in PARSE_ONLY:
+        parser = _parser(script)
+        if parser is None:
+            return None
+        with mock.patch("sys.stdout"), mock.patch("sys.stderr") as err:
+            try:
+                parser.parse_args(list(argv))
+            except SystemExit as exc:
+                return None if exc.code == 0 else "".join(str(c.args[0]) for c in err.write.call_args_list).strip()
+        return None
+    module = _module(script)
+    stubs = {}
+    for name, obj in vars(module).items():
+        if inspect.isfunction(obj) and obj.__module__.startswith("tao_brev.verbs"):
+            stubs[name] = _reach
+        elif inspect.ismodule(obj) and obj.__name__.startswith("tao_brev.verbs"):
+            stubs[name] = types.SimpleNamespace(**{n: _reach for n, f in vars(obj).items() if callable(f)})
+    with mock.patch.multiple(module, **stubs) if stubs else mock.patch.dict({}), \
+            mock.patch("sys.stdout"), mock.patch("sys.stderr") as err:
+        try:
+            module.main(list(argv))
+        except _Reached:
+            return None
+        except TaoBrevError as exc:
+            return exc.message
+        except SystemExit as exc:
+            if exc.code == 0:
+                return None
+            return "".join(str(c.args[0]) for c in err.write.call_args_list).strip() or f"exit {exc.code}"
+    return None
+
+
+def _fill(token: str, instance: str) -> str:
+    word = token.strip("$<>{}")
+    if word in ("NAME", "INSTANCE"):
+        return instance
+    return _PLACEHOLDERS.get(word, token)
+
+
+def commands(text: str, instance: str = "box") -> list[tuple[str, list[str], tuple[int, int]]]:
+    """(script, argv, span) of each explicit script command in ``text``: the script
+    name, then the words that are its arguments (flags, their values, placeholders,
+    ids), up to the first word of prose."""
+    found = []
+    for match in _SCRIPT.finditer(text):
+        script = match.group(1)
+        takes_value = _value_flags(script)
+        argv, pos, expect_value = [], match.end(), False
+        for word in re.finditer(r"[^\s]+", text[match.end():]):
+            token = word.group(0)
+            clean = token.rstrip(".,;:)`\"'")
+            if expect_value:
+                argv.append(_fill(clean, instance))
+                expect_value = False
+            elif clean.startswith("--") and _FLAG.fullmatch(clean.split("=", 1)[0]):
+                argv.append(clean)
+                expect_value = "=" not in clean and clean in takes_value
+            elif re.fullmatch(r"\$?[A-Z][A-Z_]*|[a-z0-9][a-z0-9_.]*-[a-z0-9_.-]+|lint|scan|redact|show|list|mark|"
+                              r"--", clean) and not argv[-1:] == ["--"]:
+                argv.append(_fill(clean, instance))
+            else:
+                break
+            pos = match.end() + word.end()
+            if clean != token:   # punctuation ends the command
+                break
+        found.append((script, argv, (match.start(), pos)))
+    return found
+
+
+def _complete(script: str, argv: list[str], instance: str) -> tuple[list[str], str | None]:
+    """argv with the options argparse says are missing supplied; and main()'s verdict."""
+    why = rejection(script, argv)
+    for _ in range(3):
+        missing = re.search(r"the following arguments are required: (.*)", why or "")
+        if not missing:
+            break
+        for opt in re.findall(r"--[a-z][a-z0-9-]*", missing.group(1)):
+            argv = [*argv, opt, instance if opt == "--instance" else "x"]
+        why = rejection(script, argv)
+    return argv, why
+
+
+def fix_texts(answer) -> list[str]:
+    """Every fix / advice text in an answer (nested answers included)."""
+    out = []
+    if isinstance(answer, dict):
+        for key, value in answer.items():
+            if key in ("fix", "advice") and isinstance(value, str):
+                out.append(value)
+            else:
+                out += fix_texts(value)
+    elif isinstance(answer, list):
+        for item in answer:
+            out += fix_texts(item)
+    return out
+
+
+def violations(script: str, argv: list[str], answer, instance: str | None = None) -> list[str]:
+    """What the fix texts of ``answer`` (produced by ``script argv``) get wrong."""
+    if script not in SCRIPTS or not isinstance(answer, (dict, list)):
+        return []
+    if instance is None:
+        instance = argv[argv.index("--instance") + 1] if "--instance" in argv[:-1] else "box"
+    wrong = []
+    for text in fix_texts(answer):
+        spans = []
+        for named, args, span in commands(text, instance):
+            spans.append(span)
+            _, why = _complete(named, args, instance)
+            if why:
+                wrong.append(f"fix {text!r}: `{named} {' '.join(args)}` is rejected: {why}")
+        outside = "".join(ch if not any(a <= i < b for a, b in spans) else " " for i, ch in enumerate(text))
+        own = _flags(script)
+        for flag in dict.fromkeys(_FLAG.findall(outside)):
+            if flag not in own or flag in argv:
+                continue
+            extra = [flag] + (["x"] if flag in _value_flags(script) else [])
+            _, why = _complete(script, [*argv, *extra], instance)
+            if why:
+                wrong.append(f"fix {text!r} (answer of `{script} {' '.join(argv)}`): adding {flag} is rejected: "
+                             f"{why}")
+    return wrong
