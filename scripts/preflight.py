@@ -14,8 +14,10 @@ Checks, in this order (stable names; a check that does not apply is absent):
               missing login is renewed headlessly once (the token is never printed)
   instance    listed, RUNNING; STARTING/DEPLOYING are waited for; STOPPED is
               started only with --start; FAILURE/UNHEALTHY/DELETING fail
-  exec_ready  the probe `echo ok` prints exactly `ok` (sshd starts after RUNNING)
-  docker      `docker info` answers (server version, runtimes)
+  exec_ready  the probe `echo ok` prints exactly `ok` (sshd starts after RUNNING);
+              `Permission denied (publickey)` stops it after 2 attempts (SSH_KEY_REJECTED)
+  docker      `docker info` answers (server version, runtimes); DOCKER_NOT_ON_PATH when
+              only a login shell finds docker (data.docker_path names it)
   gpu         nvidia-smi: GPU count, model, memory, driver
   disk        free bytes where Docker keeps images and under the results root,
               against the image size (registry layers x2, else local, else 20 GiB);
@@ -23,7 +25,9 @@ Checks, in this order (stable names; a check that does not apply is absent):
   ngc_auth    nvcr.io images: NGC_KEY travels in a 0600 file (brev copy), docker
               login -u '$oauthtoken' --password-stdin reads it, the file is removed;
               `docker manifest inspect` then says AUTH_OK / NOT_AUTHENTICATED /
-              NOT_ENTITLED (a warning only when the image is already there)
+              NOT_ENTITLED (a warning only when the image is already there); a key
+              file that arrives empty is NGC_KEY_NOT_DELIVERED, a registry the
+              instance cannot reach REGISTRY_UNREACHABLE (also for --pull, --gpu-smoke)
   image       on the instance; with --pull, pulled as its own step (timed)
   gpu_smoke   with --gpu-smoke: `docker run --rm --gpus all <images.gpu_smoke> nvidia-smi -L`
 
@@ -44,7 +48,8 @@ Output: {"ok", "instance", "image", "checks": [{"name", "ok", "detail", "fix",
 Exit codes: 0 every check passed; 1 a check failed (error PREFLIGHT_FAILED, or
   UNKNOWN_INSTANCE / INSTANCE_NOT_RUNNING when the instance stopped the run);
   2 bad input (flags, an unknown versions key, a missing credential variable);
-  3 brev missing / not logged in / instance not exec-ready within --exec-timeout.
+  3 brev missing / not logged in / instance not exec-ready within --exec-timeout /
+  brev's ssh key refused (SSH_KEY_REJECTED).
 """
 
 import sys

@@ -42,17 +42,20 @@ Cost facts (JOB_ID): `cost` = {submit_to_running_s, image_pull_s, run_s,
 Output: one JSON object on stdout:
   JOB_ID: {"ok", "job_id", "instance", "state", "backend_ref", "results_dir",
    "container_removed", "instance_deleted", "deleted": [names], "warnings",
-   ["instance_kept": why], ["results": {kind, destination, uploaded, verified,
+   ["instance_kept": why], ["cleanup_pending": true, "still_billing": true,
+   "manual_command": "brev delete NAME"] (brev delete failed), ["results": {kind, destination, uploaded, verified,
    files, bytes, missing, mismatched, ...}], "cost": {...}, ["blockers"], ["error"]}
   --orphans: {"ok", "orphans": [{instance, id, status, instance_type, ours, owned,
    jobs, reason, idle_since, idle_s, price_per_hour_usd, estimated_idle_cost_usd,
-   blockers, advice, deleted, [error]}], "kept": [{instance, reason}],
+   blockers, advice, deleted, [delete_pending], [error]}], "kept": [{instance, reason}],
    "deleted": [names], ["error"]}
   (schema: references/schemas/teardown.schema.json)
 Exit codes: 0 done, 1 a deletion was refused (INSTANCE_DELETE_REFUSED: blockers
   listed; NOT_AN_ORPHAN: a named instance may not be deleted), 2 bad input
   (JOB_ID and --orphans together or neither, --delete without --orphans, ...),
-  3 brev or the instance could not be reached (rerun: it is safe).
+  3 brev or the instance could not be reached (rerun: it is safe); INSTANCE_DELETE_PENDING:
+  `brev delete` failed even after a fresh login - the instance still bills, run
+  `brev delete NAME` or rerun; --orphans lists it (delete_pending) until a delete succeeds.
 """
 
 import sys
