@@ -85,13 +85,16 @@ def test_the_simulated_brev_stops_waiting_for_ssh_on_a_refused_key(box):
     assert 'could not connect to instance "keyless"' in done.stderr
 
 
-def test_a_logged_out_brev_with_a_failing_ssh_is_logged_in_once_by_preflight(box):
-    box.sim.add_fault("echo ok", "reset_before", times=1)
+def test_a_logged_out_brev_with_a_failing_ssh_is_logged_in_once_by_a_poll(box):
+    """poll_status starts with brev exec (no brev ls first): the prompt is the only sign."""
+    box.sim.set_auth(token=TOKEN)
+    job = box.submit().json["job_id"]
     box.sim.set_auth(token=TOKEN, logged_in=False)
-    res = run(box, "preflight.py", "--instance", "box", "--exec-timeout", "60", BREV_API_TOKEN=TOKEN)
-    assert res.code == 0, res
-    assert res.json["brev_logins"] == 1 and check(res, "exec_ready")["data"]["attempts"] == 1
-    assert TOKEN not in res.stdout + res.stderr
+    box.sim.add_fault(job, "reset_before", times=3)   # every attempt of the read would fail logged out
+    res = run(box, "poll_status.py", job, BREV_API_TOKEN=TOKEN)
+    assert res.code in (0, 1) and res.json["state"] in ("RUNNING", "COMPLETE"), res
+    assert "logging in headlessly" in res.stderr and TOKEN not in res.stdout + res.stderr
+    assert len([r for r in box.sim.audit() if r["tool"] == "brev" and r["argv"][:1] == ["login"]]) == 1
 
 
 # -- teardown -------------------------------------------------------------------------------
