@@ -67,6 +67,13 @@ def _value_flags(script: str) -> set[str]:
     return {opt for action in parser._actions if action.nargs != 0 for opt in action.option_strings}
 
 
+def _numeric_flags(script: str) -> set[str]:
+    parser = _parser(script)
+    if parser is None:
+        return set()
+    return {opt for action in parser._actions if action.type in (int, float) for opt in action.option_strings}
+
+
 def _flags(script: str) -> set[str]:
     parser = _parser(script)
     return {opt for action in parser._actions for opt in action.option_strings} if parser else set()
@@ -129,13 +136,16 @@ def commands(text: str, instance: str = "box") -> list[tuple[str, list[str], tup
     found = []
     for match in _SCRIPT.finditer(text):
         script = match.group(1)
-        takes_value = _value_flags(script)
+        takes_value, numeric = _value_flags(script), _numeric_flags(script)
         argv, pos, expect_value = [], match.end(), False
         for word in re.finditer(r"[^\s]+", text[match.end():]):
             token = word.group(0)
             clean = token.rstrip(".,;:)`\"'")
             if expect_value:
-                argv.append(_fill(clean, instance))
+                value = _fill(clean, instance)
+                if argv[-1] in numeric and re.fullmatch(r"\$?[A-Z][A-Z_]*", value):
+                    value = "1"   # a numeric placeholder (SECONDS, N, ...)
+                argv.append(value)
                 expect_value = False
             elif clean.startswith("--") and _FLAG.fullmatch(clean.split("=", 1)[0]):
                 argv.append(clean)
