@@ -67,11 +67,16 @@ def _value_flags(script: str) -> set[str]:
     return {opt for action in parser._actions if action.nargs != 0 for opt in action.option_strings}
 
 
-def _numeric_flags(script: str) -> set[str]:
+def _value(script: str, flag: str, word: str) -> str:
+    """A value for ``flag`` from the word that follows it in the text: kept when the
+    parser would take it, else one it takes (a choice, a number, a placeholder filled)."""
     parser = _parser(script)
-    if parser is None:
-        return set()
-    return {opt for action in parser._actions if action.type in (int, float) for opt in action.option_strings}
+    action = next((a for a in parser._actions if flag in a.option_strings), None) if parser else None
+    if action is not None and action.choices:
+        return word if word in action.choices else list(action.choices)[0]
+    if action is not None and action.type in (int, float):
+        return word if re.fullmatch(r"-?\d+(\.\d+)?", word) else "1"
+    return word or "x"
 
 
 def _flags(script: str) -> set[str]:
@@ -136,16 +141,13 @@ def commands(text: str, instance: str = "box") -> list[tuple[str, list[str], tup
     found = []
     for match in _SCRIPT.finditer(text):
         script = match.group(1)
-        takes_value, numeric = _value_flags(script), _numeric_flags(script)
+        takes_value = _value_flags(script)
         argv, pos, expect_value = [], match.end(), False
         for word in re.finditer(r"[^\s]+", text[match.end():]):
             token = word.group(0)
             clean = token.rstrip(".,;:)`\"'")
             if expect_value:
-                value = _fill(clean, instance)
-                if argv[-1] in numeric and re.fullmatch(r"\$?[A-Z][A-Z_]*", value):
-                    value = "1"   # a numeric placeholder (SECONDS, N, ...)
-                argv.append(value)
+                argv.append(_value(script, argv[-1], _fill(clean, instance)))
                 expect_value = False
             elif clean.startswith("--") and _FLAG.fullmatch(clean.split("=", 1)[0]):
                 argv.append(clean)
@@ -208,10 +210,11 @@ def violations(script: str, argv: list[str], answer, instance: str | None = None
                 wrong.append(f"fix {text!r}: `{named} {' '.join(args)}` is rejected: {why}")
         outside = "".join(ch if not any(a <= i < b for a, b in spans) else " " for i, ch in enumerate(text))
         own = _flags(script)
-        for flag in dict.fromkeys(_FLAG.findall(outside)):
+        for found in re.finditer(r"(?<![\w-])(--[a-z][a-z0-9-]*)(?:[ =]([^\s,;)]+))?", outside):
+            flag, word = found.group(1), (found.group(2) or "").strip("`'\".")
             if flag not in own or flag in argv:
                 continue
-            extra = [flag] + (["x"] if flag in _value_flags(script) else [])
+            extra = [flag] + ([_value(script, flag, _fill(word, instance))] if flag in _value_flags(script) else [])
             _, why = _complete(script, [*argv, *extra], instance)
             if why:
                 wrong.append(f"fix {text!r} (answer of `{script} {' '.join(argv)}`): adding {flag} is rejected: "

@@ -230,8 +230,8 @@ def test_unhealthy_instance_fails_with_its_reason(box):
 
 # -- exec readiness ------------------------------------------------------------------------------
 def test_probe_waits_for_sshd_after_running(box):
-    fresh(box, "booting", ssh_delay_s=1.0)
-    res = preflight(box, "--exec-timeout", "10", instance="booting")
+    fresh(box, "booting", ssh_delay_s=6.0)   # longer than the script's start-up, even on a loaded machine
+    res = preflight(box, "--exec-timeout", "30", instance="booting")
     assert res.code == 0, res
     ready = check(res, "exec_ready")
     assert ready["data"]["attempts"] >= 2 and res.json["round_trips"]["probe"] == ready["data"]["attempts"]
