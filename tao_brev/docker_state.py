@@ -1,48 +1,177 @@
 """Docker container state -> the fixed status vocabulary, and failure hints.
 
-The mapping (from the TAO bank's docker contract) is :data:`STATE_ROWS`; the
-failure classification is :data:`LOG_PATTERNS`; docker's own error messages
-map to error codes through :data:`DOCKER_ERRORS`. ``references/failure-classes.md``
+ONE table, :data:`STATE_ROWS`, maps every ``.State.Status`` docker can report
+(moby ``container/state.go`` ``StateString``: created, running, paused,
+restarting, removing, exited, dead) and every combination of ``ExitCode`` /
+``OOMKilled`` / ``Error`` to the status vocabulary and, for a failure, to a
+hint. :func:`from_inspect` reads only that table. The failure classification
+of log lines is :data:`LOG_PATTERNS`; docker's own error messages map to
+error codes through :data:`DOCKER_ERRORS`. ``references/failure-classes.md``
 embeds the tables printed by ``python -m tao_brev.docker_state --markdown``
-(a test keeps the two equal).
+(a test keeps the two equal, another runs every documented example row).
 
-The failure classification is a *hint* with the log lines that support it;
-the decision to retry stays with the caller. Infrastructure faults
-(``ERR_INFRA``) are retriable, program faults (``ERR_PROGRAM``) are not.
+Facts the table rests on (moby sources):
+
+* ``daemon/start.go``: when starting a created container fails (device
+  driver, NVIDIA hook, missing executable), the container stays ``created``
+  with ``State.Error`` set and ``ExitCode`` 128 (127/126 for a missing / not
+  executable command); the CLI exits 125. So ``created`` + Error is a failed
+  launch, never "pending".
+* ``container/state.go``: ``removing`` and ``dead`` are reported for a
+  container that is not running; ``dead`` is what a failed removal leaves.
+  ``OOMKilled`` is docker's own record of the cgroup OOM killer; an exit 137
+  without it is a SIGKILL whose sender docker does not know (``docker kill``,
+  a stop timeout, the host's OOM killer, a VM stop).
+
+A hint is ``{"err_class", "reason", "advice", "evidence": [lines]}``. Its
+class is ``ERR_INFRA`` (retriable), ``ERR_PROGRAM`` (not retried blindly) or
+null when the facts do not decide (an exit 137 without OOMKilled; an exit
+code without a known log pattern). A job that ends ERROR always carries a hint.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import sys
 from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 STATES = ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
 
 INFRA_ADVICE = "retriable: resubmit with --retry-of, preferably on another instance"
 PROGRAM_ADVICE = "fix the spec/data/code before resubmitting"
+GPU_RESET_ADVICE = ("the GPU needs a reset: stop and start the instance (brev stop INSTANCE, then brev start "
+                    "INSTANCE) or use another instance, then resubmit with --retry-of; reinstalling the NVIDIA "
+                    "Container Toolkit does not help")
+DISK_ADVICE = ("free disk space on the instance (brev exec INSTANCE \"df -h ~ /var/lib/docker\"; remove old "
+               "results, docker image prune) or use a larger disk, then resubmit with --retry-of")
+LOGS_ADVICE = "read the last log lines: poll_status.py JOB_ID --logs 200"
+KILL_ADVICE = ("if nobody killed it (docker kill / docker stop / teardown), it was most likely the host's OOM "
+               "killer: check `dmesg | grep -i oom` on the instance, then resubmit with --retry-of with a smaller "
+               "batch size or num_workers, or on an instance with more RAM")
 
-# docker ``.State`` -> state: (condition as documented, an example .State or
-# None for "no container", the state). ``from_inspect`` implements it; a test
-# runs every example through it.
-STATE_ROWS: tuple[tuple[str, dict | None, str], ...] = (
-    ("created", {"Status": "created"}, "PENDING"),
-    ("restarting", {"Status": "restarting"}, "PENDING"),
-    ("running", {"Status": "running"}, "RUNNING"),
-    ("paused", {"Status": "paused"}, "RUNNING"),
-    ("exited, ExitCode 0", {"Status": "exited", "ExitCode": 0}, "COMPLETE"),
-    ("exited, ExitCode != 0", {"Status": "exited", "ExitCode": 2}, "ERROR"),
-    ("exited, OOMKilled (named OOM, hint ERR_PROGRAM)",
-     {"Status": "exited", "ExitCode": 137, "OOMKilled": True}, "ERROR"),
-    ("exited, ExitCode 137 without OOMKilled (SIGKILL from outside: docker stop/kill/rm -f; not named OOM)",
-     {"Status": "exited", "ExitCode": 137, "OOMKilled": False}, "ERROR"),
-    ("created, ExitCode != 0 or Error set (the start failed: no container process ever ran)",
-     {"Status": "created", "ExitCode": 127, "Error": "exec: \"x\": executable file not found in $PATH"}, "ERROR"),
-    ("dead", {"Status": "dead"}, "UNKNOWN"),
-    ("no such container", None, "UNKNOWN"),
+SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
+           9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The parts of docker's ``.State`` the table decides on."""
+
+    status: str
+    exit_code: Optional[int]
+    oom_killed: bool
+    error: str
+
+
+@dataclass(frozen=True)
+class StateRow:
+    """One row: docker ``.State.Status`` + a condition on ExitCode / OOMKilled / Error -> state and hint."""
+
+    status: str                          # docker .State.Status ("*" = anything not listed; "none" = no container)
+    when: str                            # the condition on ExitCode / OOMKilled / Error, in words
+    match: Callable[[Facts], bool]
+    state: str                           # the status vocabulary
+    err_class: Optional[str]             # the hint's class; None: no hint, or the facts do not decide
+    reason: str                          # why, in a few words ("" for states without a hint)
+    advice: str
+    example: Optional[dict]              # an example .State (None = no container); the tests run each
+    hint: bool = False                   # the row carries a hint
+    logs_refine: bool = False            # a known log pattern replaces this row's hint
+    kind: str = ""                       # "start": State.Error names the cause; "signal" / "exit": reason by code
+
+
+def _code(f: Facts) -> int:
+    return f.exit_code if isinstance(f.exit_code, int) else 0
+
+
+def _signal_name(code: int) -> str:
+    return SIGNALS.get(code - 128, f"signal {code - 128}")
+
+
+_ANY = lambda f: True   # noqa: E731
+
+# The table (first matching row of a status wins). Every row is documented in
+# references/failure-classes.md and tested with its example.
+STATE_ROWS: tuple[StateRow, ...] = (
+    StateRow("none", "no such container", lambda f: True, "UNKNOWN", None, "", "",
+             None),
+    StateRow("created", "Error set or ExitCode != 0 (docker could not start it; an Error saying the command is "
+             "not found is ERR_PROGRAM, the command is not in the image)",
+             lambda f: bool(f.error) or _code(f) != 0, "ERROR", "ERR_INFRA",
+             "failed launch: docker created the container but could not start it",
+             "read State.Error (evidence); fix the instance (see the error code's fix), then resubmit with --retry-of",
+             {"Status": "created", "ExitCode": 128,
+              "Error": 'could not select device driver "" with capabilities: [[gpu]]'}, hint=True, kind="start"),
+    StateRow("created", "no Error, ExitCode 0", _ANY, "PENDING", None, "", "",
+             {"Status": "created", "ExitCode": 0, "Error": ""}),
+    StateRow("restarting", "any", _ANY, "PENDING", None, "", "",
+             {"Status": "restarting", "ExitCode": 1}),
+    StateRow("running", "any", _ANY, "RUNNING", None, "", "",
+             {"Status": "running"}),
+    StateRow("paused", "any (docker pause: no progress until docker unpause)", _ANY, "RUNNING", None, "", "",
+             {"Status": "paused"}),
+    StateRow("removing", "any (docker rm in progress)", _ANY, "UNKNOWN", None,
+             "container being removed (docker rm)",
+             "poll again: once it is gone the job answers CONTAINER_GONE; teardown.py JOB_ID closes the record",
+             {"Status": "removing", "ExitCode": 137}, hint=False),
+    StateRow("exited", "ExitCode 0, OOMKilled false", lambda f: _code(f) == 0 and not f.oom_killed and not f.error,
+             "COMPLETE", None, "", "",
+             {"Status": "exited", "ExitCode": 0}),
+    StateRow("exited", "ExitCode 0, OOMKilled true (a process inside was OOM-killed; the job still exited 0)",
+             lambda f: _code(f) == 0 and not f.error, "COMPLETE", None, "", "",
+             {"Status": "exited", "ExitCode": 0, "OOMKilled": True}),
+    StateRow("exited", "Error set (a later start failed)", lambda f: bool(f.error) and not f.oom_killed,
+             "ERROR", "ERR_INFRA", "docker could not start the container again",
+             "read State.Error (evidence); fix the instance, then resubmit with --retry-of",
+             {"Status": "exited", "ExitCode": 128, "Error": "error gathering device information while adding "
+              "custom device \"/dev/nvidia0\": no such file or directory"}, hint=True, kind="start"),
+    StateRow("exited", "OOMKilled true, ExitCode != 0", lambda f: f.oom_killed, "ERROR", "ERR_PROGRAM",
+             "out of memory (OOM): docker's OOM killer record (OOMKilled true)",
+             "reduce the batch size or num_workers, or use an instance with more RAM, then resubmit with --retry-of",
+             {"Status": "exited", "ExitCode": 137, "OOMKilled": True}, hint=True),
+    StateRow("exited", "ExitCode 137, OOMKilled false", lambda f: _code(f) == 137, "ERROR", None,
+             "killed by SIGKILL (exit 137) without docker's OOM record: out of memory (the host's OOM killer) or "
+             "an external kill (docker kill, a stop timeout, a VM stop); not a program error",
+             KILL_ADVICE, {"Status": "exited", "ExitCode": 137, "OOMKilled": False}, hint=True),
+    StateRow("exited", "ExitCode 143, OOMKilled false", lambda f: _code(f) == 143, "ERROR", None,
+             "stopped by SIGTERM (exit 143): docker stop, a shutdown or a cancel from outside; not a program error",
+             "if nobody stopped it, check the instance's uptime (a reboot); resubmit with --retry-of",
+             {"Status": "exited", "ExitCode": 143}, hint=True),
+    StateRow("exited", "ExitCode 126 or 127", lambda f: _code(f) in (126, 127), "ERROR", "ERR_PROGRAM",
+             "the container's command is missing or not executable (exit 126/127)",
+             "check --network-arch / --action and the image: the TAO entrypoint must exist in it",
+             {"Status": "exited", "ExitCode": 127}, hint=True, logs_refine=True),
+    StateRow("exited", "ExitCode 129-159 (killed by another signal), OOMKilled false",
+             lambda f: 128 < _code(f) < 160, "ERROR", None,
+             "killed by a signal (exit 128+N)", LOGS_ADVICE,
+             {"Status": "exited", "ExitCode": 139}, hint=True, logs_refine=True, kind="signal"),
+    StateRow("exited", "any other ExitCode != 0", _ANY, "ERROR", None,
+             "no known pattern", LOGS_ADVICE,
+             {"Status": "exited", "ExitCode": 2}, hint=True, logs_refine=True, kind="exit"),
+    StateRow("dead", "any (docker could not remove it)", _ANY, "UNKNOWN", "ERR_INFRA",
+             "docker marked the container dead (its removal failed); it will never run again",
+             "teardown.py JOB_ID removes it (docker rm -f); if that fails too, stop and start the instance "
+             "(the storage driver holds it); resubmit with --retry-of",
+             {"Status": "dead", "ExitCode": 137, "Dead": True}, hint=True),
+    StateRow("*", "a status docker does not document", _ANY, "UNKNOWN", None, "", "",
+             {"Status": "frozen"}),
 )
-_BY_STATUS = {"created": "PENDING", "restarting": "PENDING", "running": "RUNNING", "paused": "RUNNING"}
+
+DOCKER_STATUSES = ("created", "restarting", "running", "paused", "removing", "exited", "dead")
+
+
+def row_for(state: Optional[dict]) -> tuple[StateRow, Facts]:
+    """The :data:`STATE_ROWS` row of a ``.State`` (None: no container), with the facts it read."""
+    if not state:
+        return STATE_ROWS[0], Facts("none", None, False, "")
+    code = state.get("ExitCode")
+    facts = Facts(str(state.get("Status", "")).lower(), code if isinstance(code, int) else None,
+                  bool(state.get("OOMKilled")), str(state.get("Error") or "").strip())
+    status = facts.status if facts.status in DOCKER_STATUSES else "*"
+    return next(row for row in STATE_ROWS if row.status == status and row.match(facts)), facts
 
 
 @dataclass(frozen=True)
@@ -51,11 +180,13 @@ class LogPattern:
     pattern: re.Pattern
     reason: str
     advice: str
+    example: str     # a real message it must match (documented, and tested)
 
 
-def _p(err_class: str, regex: str, reason: str, advice: str | None = None, flags: int = re.I) -> LogPattern:
+def _p(err_class: str, regex: str, reason: str, example: str, advice: Optional[str] = None,
+       flags: int = re.I) -> LogPattern:
     default = INFRA_ADVICE if err_class == "ERR_INFRA" else PROGRAM_ADVICE
-    return LogPattern(err_class, re.compile(regex, flags), reason, advice or default)
+    return LogPattern(err_class, re.compile(regex, flags), reason, advice or default, example)
 
 
 # Log patterns. They must match the real messages (NVIDIA driver Xid lines,
@@ -63,38 +194,54 @@ def _p(err_class: str, regex: str, reason: str, advice: str | None = None, flags
 # "loss: nan", "xid" in a file name or "ECCV" in a dataset name.
 # Infrastructure patterns win over program ones (an Xid often ends in a traceback too).
 LOG_PATTERNS: tuple[LogPattern, ...] = (
-    _p("ERR_INFRA", r"NVRM: Xid|\bXid \(PCI:", "NVIDIA driver Xid error (GPU fault)", flags=0),
-    _p("ERR_INFRA", r"fallen off the bus", "GPU has fallen off the bus"),
-    _p("ERR_INFRA", r"uncorrectable ECC|\bECC error", "GPU ECC error"),
+    _p("ERR_INFRA", r"NVRM: Xid|\bXid \(PCI:", "NVIDIA driver Xid error (GPU fault)",
+       "NVRM: Xid (PCI:0000:00:04): 79, pid=1234, GPU has fallen off the bus.", GPU_RESET_ADVICE, flags=0),
+    _p("ERR_INFRA", r"fallen off the bus|\bGPU is lost\b", "GPU has fallen off the bus",
+       "RuntimeError: CUDA error: GPU has fallen off the bus", GPU_RESET_ADVICE),
+    _p("ERR_INFRA", r"uncorrectable ECC|\bECC error", "GPU ECC error",
+       "RuntimeError: CUDA error: uncorrectable ECC error encountered", GPU_RESET_ADVICE),
     _p("ERR_INFRA", r"CUDA driver version is insufficient|driver version is insufficient",
        "NVIDIA driver too old for the container's CUDA",
+       "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version",
        "use an instance whose NVIDIA driver supports the image's CUDA version"),
     _p("ERR_INFRA", r"No CUDA GPUs are available|CUDA-capable device\(s\) is/are busy or unavailable",
-       "no usable GPU in the container",
+       "no usable GPU in the container", "RuntimeError: No CUDA GPUs are available",
        "check the instance's GPUs with preflight.py, then resubmit with --retry-of"),
     _p("ERR_INFRA", r"NCCL (WARN|error).*(transport|socket|timeout|unhandled system error)",
-       "NCCL transport fault"),
-    _p("ERR_INFRA", r"No space left on device", "instance disk full",
-       "free disk space on the instance (old results, docker image prune) or use a larger disk, "
-       "then resubmit with --retry-of"),
+       "NCCL transport fault", "NCCL WARN NET/Socket : socket timeout, unhandled system error"),
+    # A full disk: the OS says ENOSPC, but PyTorch's checkpoint writer (caffe2
+    # serialize/inline_container.cc) reports only "file write failed" or
+    # "unexpected pos N vs M" when a write came up short.
+    _p("ERR_INFRA", r"No space left on device|\[Errno 28\]|\bENOSPC\b|Disk quota exceeded|"
+       r"PytorchStreamWriter failed writing|inline_container\.cc.*unexpected pos|unexpected pos \d+ vs \d+",
+       "instance disk full",
+       "RuntimeError: [enforce fail at inline_container.cc:603] . PytorchStreamWriter failed writing file "
+       "data/17: file write failed", DISK_ADVICE),
     _p("ERR_PROGRAM", r"CUDA out of memory|OutOfMemoryError", "CUDA out of memory",
+       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
        "reduce the batch size or the input size, or use a GPU with more memory"),
     _p("ERR_PROGRAM", r"device-side assert", "CUDA device-side assert",
+       "RuntimeError: CUDA error: device-side assert triggered",
        "check the labels/classes in the data against the spec (an index out of range)"),
     _p("ERR_PROGRAM", r"DataLoader worker .* (Bus error|killed by signal)|\bBus error\b",
-       "data loader ran out of shared memory", "raise --shm-size (e.g. 32g) or lower num_workers"),
+       "data loader ran out of shared memory", "RuntimeError: DataLoader worker (pid 77) is killed by signal: "
+       "Bus error.", "raise --shm-size (e.g. 32g) or lower num_workers"),
     # an NGC entrypoint wrapper's `exec "$@"` (exit 127), or docker's own start error
     _p("ERR_PROGRAM", r"exec: .*: not found|executable file not found in \$PATH",
-       "the command is not in the image",
-       "check --network-arch/--action against the TAO image (each network arch is an executable in it) "
-       "and the image tag"),
+       "the command is not in the image", "/opt/nvidia/nvidia_entrypoint.sh: line 67: exec: visual_changenet_v9: "
+       "not found", "check --network-arch/--action against the TAO image (each network arch is an executable in "
+       "it) and the image tag"),
     _p("ERR_PROGRAM", r"FileNotFoundError|No such file or directory", "missing file",
+       "FileNotFoundError: [Errno 2] No such file or directory: '/data/x'",
        "check the dataset paths in the spec against the mounts (/data/NAME)"),
-    _p("ERR_PROGRAM", r"^Traceback \(most recent call last\)", "Python traceback", flags=re.M),
+    _p("ERR_PROGRAM", r"^Traceback \(most recent call last\)", "Python traceback",
+       "Traceback (most recent call last):", flags=re.M),
 )
 
 OOM_HINT_REASON = "out of memory (OOM)"
 STOP_EXIT_CODES = (137, 143, 255)   # SIGKILL, SIGTERM, daemon restart: how a VM stop ends a container
+MAX_EVIDENCE = 5
+EVIDENCE_CHARS = 400
 
 
 @dataclass
@@ -103,46 +250,100 @@ class JobState:
 
     state: str
     message: str
-    docker_status: str | None = None
-    exit_code: int | None = None
+    docker_status: Optional[str] = None
+    exit_code: Optional[int] = None
     oom_killed: bool = False
-    started_at: str | None = None
-    finished_at: str | None = None
-    hint: dict | None = field(default=None)
+    started_at: Optional[str] = None
+    finished_at: Optional[str] = None
+    error: Optional[str] = None          # docker's State.Error (a failed start)
+    hint: Optional[dict] = field(default=None)
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
-def from_inspect(state: dict | None) -> JobState:
-    """Map ``docker inspect --format '{{json .State}}'`` (or None: no container)."""
-    if not state:
+def from_inspect(state: Optional[dict], logs: Optional[str] = None) -> JobState:
+    """Map ``docker inspect --format '{{json .State}}'`` (None: no container) by :data:`STATE_ROWS`.
+
+    ``logs``: the last log lines of an exited container, when read; a known
+    pattern in them refines the hint of rows that allow it (``logs_refine``),
+    and adds evidence to the others. Every ERROR carries a hint.
+    """
+    row, facts = row_for(state)
+    if state is None or not state:
         return JobState("UNKNOWN", "no such container on the instance (removed, or never launched)")
-    status = str(state.get("Status", "")).lower()
-    code = state.get("ExitCode")
-    oom = bool(state.get("OOMKilled"))
-    common = dict(docker_status=status, exit_code=code, oom_killed=oom,
-                  started_at=_ts(state.get("StartedAt")), finished_at=_ts(state.get("FinishedAt")))
-    if status == "created" and (code or state.get("Error")):
-        # `docker run` created it, then the start failed (e.g. exit 127: the
-        # command is not in an image without an entrypoint wrapper): it never runs.
-        return JobState("ERROR", f"docker status created, the start failed (exit code {code}): "
-                        f"{str(state.get('Error') or '')[:300]}", **common)
-    if status in _BY_STATUS:
-        return JobState(_BY_STATUS[status], f"docker status {status}", **common)
-    if status == "exited":
-        if code == 0:
-            return JobState("COMPLETE", "docker status exited, exit code 0", **common)
-        if oom:   # the daemon saw the cgroup's OOM kill: a fact, not a guess from 137
-            return JobState("ERROR", f"docker status exited, exit code {code}: OOMKilled; out of memory",
-                            hint={"err_class": "ERR_PROGRAM", "reason": OOM_HINT_REASON,
-                                  "advice": "reduce the batch size or use a larger instance",
-                                  "evidence": [f"OOMKilled={oom}", f"ExitCode={code}"]}, **common)
-        if code == 137:   # `docker stop` of a PID 1 that ignores SIGTERM ends 137 too (after its timeout)
-            return JobState("ERROR", f"docker status exited, exit code 137: killed by SIGKILL (docker stop, "
-                            "docker kill or rm -f; OOMKilled=false)", **common)
-        return JobState("ERROR", f"docker status exited, exit code {code}", **common)
-    return JobState("UNKNOWN", f"docker status {status or '?'}; confirm with docker ps -a", **common)
+    common = dict(docker_status=facts.status or None, exit_code=facts.exit_code, oom_killed=facts.oom_killed,
+                  started_at=_ts(state.get("StartedAt")), finished_at=_ts(state.get("FinishedAt")),
+                  error=facts.error or None)
+    message = _message(row, facts)
+    hint = _hint(row, facts, logs) if row.hint or row.state == "ERROR" else None
+    return JobState(row.state, message, hint=hint, **common)
+
+
+def _message(row: StateRow, f: Facts) -> str:
+    code = f.exit_code
+    if row.status == "*":
+        return f"docker status {f.status or '?'}; confirm with docker ps -a"
+    base = f"docker status {f.status}"
+    if row.state == "COMPLETE":
+        text = f"{base}, exit code 0"
+        return text + ("; note: OOMKilled is true (a process inside was OOM-killed), the job still exited 0"
+                       if f.oom_killed else "")
+    if row.status == "created" and row.state == "ERROR":
+        return f"{base}, exit code {code}: docker could not start the container (failed launch): {_short(f.error)}"
+    if row.status == "created":
+        return f"{base}: not started yet"
+    if row.status == "paused":
+        return f"{base}: the job makes no progress until `docker unpause`"
+    if row.status == "restarting":
+        return f"{base} (last exit code {code})"
+    if row.status in ("removing", "dead"):
+        return f"{base} (exit code {code}): {row.reason}; confirm with docker ps -a"
+    if row.status == "exited":
+        if f.oom_killed:
+            return f"{base}, exit code {code}: OOMKilled; out of memory"
+        if f.error:
+            return f"{base}, exit code {code}: {_short(f.error)}"
+        if code == 137:
+            return f"{base}, exit code 137 (SIGKILL, OOMKilled false): an external kill or the host's OOM killer"
+        if code is not None and 128 < code < 160:
+            return f"{base}, exit code {code} ({_signal_name(code)})"
+        return f"{base}, exit code {code}"
+    return base
+
+
+def _hint(row: StateRow, f: Facts, logs: Optional[str]) -> dict:
+    evidence = [f"ExitCode={f.exit_code}", f"OOMKilled={str(f.oom_killed).lower()}"]
+    if f.error:
+        evidence.insert(0, f"State.Error={_short(f.error)}")
+    from_logs = classify_logs(logs or "")
+    if from_logs and row.logs_refine:
+        return {**from_logs, "evidence": (from_logs["evidence"] + evidence)[:MAX_EVIDENCE + 2]}
+    reason, advice = row.reason, row.advice
+    if row.kind == "start":
+        code = docker_error_code(f.error, default="")
+        missing = classify_logs(f.error) if not code else None
+        if code:
+            from .errors import CODES
+
+            reason = f"{reason} ({code})"
+            advice = CODES[code].fix
+        elif missing and missing["reason"] == "the command is not in the image":
+            return {**missing, "evidence": evidence}   # exit 127/126 at start: the spec names no command
+    elif row.kind == "signal":
+        reason = f"killed by {_signal_name(_code(f))} (exit {f.exit_code}), no known pattern in the logs"
+    elif row.kind == "exit":
+        reason = f"exit {f.exit_code}, no known pattern: read the last log lines"
+    if from_logs:
+        evidence += from_logs["evidence"]
+    elif logs and row.kind in ("signal", "exit"):
+        evidence += [ln.strip()[:EVIDENCE_CHARS] for ln in logs.splitlines() if ln.strip()][-3:]
+    return {"err_class": row.err_class, "reason": reason, "advice": advice, "evidence": evidence}
+
+
+def _short(text: str) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= EVIDENCE_CHARS else text[:EVIDENCE_CHARS - 3] + "..."
 
 
 def after_instance_start(observed: JobState, instance: str) -> JobState:
@@ -165,11 +366,11 @@ def after_instance_start(observed: JobState, instance: str) -> JobState:
         hint={"err_class": "ERR_INFRA", "reason": "instance stopped while the job ran",
               "advice": f"resubmit with --retry-of (checkpoints under the results dir survive); if nothing else "
                         f"needs {instance}, stop it again (brev stop {instance}) or delete it with teardown.py",
-              "evidence": [f"ExitCode={observed.exit_code}", f"OOMKilled={observed.oom_killed}",
+              "evidence": [f"ExitCode={observed.exit_code}", f"OOMKilled={str(observed.oom_killed).lower()}",
                            f"brev: instance {instance} is starting"]})
 
 
-def classify_logs(log_text: str, max_evidence: int = 5) -> dict | None:
+def classify_logs(log_text: str, max_evidence: int = MAX_EVIDENCE) -> Optional[dict]:
     """A failure hint ``{"err_class", "reason", "advice", "evidence": [lines]}``
     from the logs, or None. Infrastructure patterns win over program patterns."""
     lines = log_text.splitlines()
@@ -177,14 +378,14 @@ def classify_logs(log_text: str, max_evidence: int = 5) -> dict | None:
         for item in LOG_PATTERNS:
             if item.err_class != wanted:
                 continue
-            evidence = [ln.strip() for ln in lines if item.pattern.search(ln)]
+            evidence = [ln.strip()[:EVIDENCE_CHARS] for ln in lines if item.pattern.search(ln)]
             if evidence:
                 return {"err_class": item.err_class, "reason": item.reason, "advice": item.advice,
                         "evidence": evidence[:max_evidence]}
     return None
 
 
-def _ts(value) -> str | None:
+def _ts(value) -> Optional[str]:
     if not value or str(value).startswith("0001-01-01"):
         return None
     return str(value)
@@ -197,6 +398,11 @@ DOCKER_ERRORS: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"Cannot connect to the Docker daemon|Is the docker daemon running", re.I), "DOCKER_DAEMON_DOWN"),
     # nvidia-container-cli: "device error: 3: unknown device" = --gpus named an id the host lacks
     (re.compile(r"nvidia-container-cli: device error: .*unknown device", re.I), "GPU_IDS_UNKNOWN"),
+    # After an Xid (e.g. 79, fallen off the bus) NVML reports the GPU lost / an unknown error and the
+    # runtime hook refuses every new container; a driver upgraded under a running kernel module says
+    # "driver/library version mismatch". Only a reset (stop/start of the VM) helps, not the toolkit.
+    (re.compile(r"nvml error: (gpu is lost|unknown error)|GPU is lost|fallen off the bus|\bXid\b|"
+                r"Failed to initialize NVML: Unknown Error|driver/library version mismatch", re.I), "GPU_UNHEALTHY"),
     (re.compile(r'could not select device driver "" with capabilities: \[\[gpu\]\]|nvidia-container-cli|'
                 r"unknown or invalid runtime name: nvidia", re.I), "NVIDIA_RUNTIME_MISSING"),
     (re.compile(r"no space left on device", re.I), "DISK_FULL"),
@@ -250,14 +456,25 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _example_cell(example: Optional[dict]) -> str:
+    return "none" if example is None else f"`{_cell(json.dumps(example, separators=(',', ':')))}`"
+
+
 def markdown() -> str:
     """The generated part of ``references/failure-classes.md``."""
-    out = ["### Docker state -> status", "", "| docker `.State` | state |", "|---|---|"]
-    out += [f"| {_cell(cond)} | {state} |" for cond, _example, state in STATE_ROWS]
+    out = ["### Docker state -> status (first matching row of a status wins)", "",
+           "| `.State.Status` | ExitCode / OOMKilled / Error | state | hint class | reason | advice | example `.State` |",
+           "|---|---|---|---|---|---|---|"]
+    for row in STATE_ROWS:
+        klass = (row.err_class or "null") if row.hint else "-"
+        if row.logs_refine:
+            klass += " (a log pattern wins)"
+        out.append(f"| {row.status} | {_cell(row.when)} | {row.state} | {klass} | {_cell(row.reason) or '-'} | "
+                   f"{_cell(row.advice) or '-'} | {_example_cell(row.example)} |")
     out += ["", "### Log patterns -> failure class (first class wins: ERR_INFRA before ERR_PROGRAM)", "",
-            "| class | pattern (regex) | reason | advice |", "|---|---|---|---|"]
-    out += [f"| {p.err_class} | `{_cell(p.pattern.pattern)}` | {_cell(p.reason)} | {_cell(p.advice)} |"
-            for p in LOG_PATTERNS]
+            "| class | pattern (regex) | reason | advice | example evidence line |", "|---|---|---|---|---|"]
+    out += [f"| {p.err_class} | `{_cell(p.pattern.pattern)}` | {_cell(p.reason)} | {_cell(p.advice)} | "
+            f"`{_cell(p.example)}` |" for p in LOG_PATTERNS]
     out += ["", "### Docker error messages -> error code (first match wins)", "",
             "| pattern (regex, case-insensitive) | code |", "|---|---|"]
     out += [f"| `{_cell(pattern.pattern)}` | `{code}` |" for pattern, code in DOCKER_ERRORS]

@@ -106,6 +106,11 @@ CODES: dict[str, Code] = {
                                    "Install/configure the NVIDIA Container Toolkit on the instance "
                                    "(sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker), "
                                    "or use a Brev GPU instance image that ships it."),
+    "GPU_UNHEALTHY": Code(1, "The GPU is in a failed state (an Xid such as 79 'fallen off the bus', NVML 'GPU is lost' / "
+                             "'Unknown Error', a driver/library version mismatch): the NVIDIA runtime refuses new containers.",
+                          "Reset the GPU: stop and start the instance (brev stop NAME, then brev start NAME) or use "
+                          "another instance, then submit again with --retry-of JOB_ID; reinstalling the NVIDIA "
+                          "Container Toolkit does not help."),
     "IMAGE_PULL_UNAUTHORIZED": Code(1, "The registry refused the image pull (unauthorized / denied).",
                                     "Export NGC_KEY and run preflight.py --image IMAGE (it logs in safely and tells "
                                     "NOT_AUTHENTICATED from NOT_ENTITLED)."),

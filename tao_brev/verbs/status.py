@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from .. import cost, redact, remote
 from .. import progress as progress_mod
 from ..cli import Context, say
-from ..docker_state import JobState, after_instance_start, classify_logs, docker_error_code, from_inspect
+from ..docker_state import JobState, after_instance_start, docker_error_code, from_inspect
 from ..errors import CODES, TaoBrevError, TransportError
 from ..records import current_state, is_terminal
 from . import reconcile
@@ -119,21 +119,20 @@ def read_job(sections: dict, job_id: str, log_lines: int) -> tuple[JobState, str
     state_sec = sections.get(f"{job_id}:state")
     if state_sec is None:
         raise TransportError("TRANSPORT_FAILED", f"the answer for {job_id} was incomplete")
+    logs = sections[f"{job_id}:logs"].output if log_lines > 0 and f"{job_id}:logs" in sections else None
+    tail = logs if logs is not None else (sections.get(f"{job_id}:tail").output
+                                          if sections.get(f"{job_id}:tail") else "")
     if state_sec.exit_code == 0:
         try:
-            observed = from_inspect(json.loads(state_sec.output.strip().splitlines()[-1]))
+            state = json.loads(state_sec.output.strip().splitlines()[-1])
         except (json.JSONDecodeError, IndexError):
             raise TransportError("TRANSPORT_FAILED", f"docker inspect printed no JSON for {job_id}") from None
+        observed = from_inspect(state, tail)   # the table of docker_state; the log tail refines an ERROR's hint
     elif "No such" in state_sec.output:
         observed = from_inspect(None)
     else:
         code = docker_error_code(state_sec.output)
         raise TaoBrevError(code, f"docker inspect {job_id} failed: {redact.tail(state_sec.output, 400)}")
-    logs = sections[f"{job_id}:logs"].output if log_lines > 0 and f"{job_id}:logs" in sections else None
-    tail = logs if logs is not None else (sections.get(f"{job_id}:tail").output
-                                          if sections.get(f"{job_id}:tail") else "")
-    if observed.state == "ERROR" and observed.hint is None:
-        observed.hint = classify_logs(tail or "")
     return observed, logs
 
 
