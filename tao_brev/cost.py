@@ -6,16 +6,26 @@ record's RUNNING and terminal transitions, docker's ``.State.StartedAt`` /
 ``FinishedAt`` (noted in the sidecar by every poll and teardown that reads
 them, :func:`note_container_times`), the deletion (sidecar
 ``instance_deleted_at``, written by teardown) and the last image pull
-(instance memory ``last_pull_s`` / ``last_pull_at``, :func:`note_pull`). The
-docker times are the instance's clock, the others this machine's: a negative
-difference (clock skew) counts as 0.
+(instance memory ``last_pull_s`` / ``last_pull_at``, :func:`note_pull`).
+
+Two clocks: docker's times are the INSTANCE's clock, all others THIS
+machine's. No difference ever mixes the two: ``run_s`` is FinishedAt -
+StartedAt (instance) or the terminal mark - the RUNNING mark (here); every
+other duration is taken on this machine's clock, the job's end there being
+the earlier of its terminal mark and (the launch's RUNNING mark + ``run_s``).
+When docker's times fall outside the window this machine saw them in (a start
+before the submit or after the first mark that saw the container; an end
+after the terminal mark), the clocks disagree: ``clock_skew_s`` is the least
+skew that explains it (instance minus this machine, seconds; null when none
+is seen), a bound rather than a measurement.
 
 The ``cost`` object (in the answers of poll_status once the job ended and of
 teardown, and in the sidecar under ``cost``), every value null when unknown:
 
-``submit_to_running_s``  record opened -> container started (StartedAt, else the RUNNING mark)
+``submit_to_running_s``  record opened -> the RUNNING mark (this machine's clock)
 ``image_pull_s``         the last pull recorded on the instance before the submit (preflight --pull)
-``run_s``                container started -> ended (FinishedAt, else the terminal mark)
+``run_s``                container started -> ended (docker's StartedAt -> FinishedAt, else the marks)
+``clock_skew_s``         instance clock minus this machine's, when docker's times prove a skew (a bound)
 ``idle_billed_s``        job ended -> instance deleted by teardown, or -> now while it still bills
                          (``still_billing``); null for a reused instance this bundle does not own
 ``billed_s``             the instance time this job caused: submit -> deletion (owned instance,
@@ -36,7 +46,7 @@ Computing the facts never fails a verb: what cannot be known stays null.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Optional
 
@@ -132,20 +142,36 @@ def learn_instance_type(ctx: Context, job_id: str) -> None:
 
 
 # -- the facts --------------------------------------------------------------------
+_TS = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
+                 r"\s*(Z|[+-]\d{2}:?\d{2})?$", re.I)
+
+
 def parse_ts(value: Optional[str]) -> Optional[datetime]:
-    """An ISO 8601 / RFC 3339 time (docker's nanoseconds too) as an aware datetime; None if unset."""
+    """An ISO 8601 / RFC 3339 time as an aware datetime (UTC when it names no zone); None if
+    unset or unreadable. Any fraction length is read: docker's RFC3339Nano trims trailing zeros
+    (``12:00:00.5Z``, ``12:00:00.1234Z``) or has nine digits; Python 3.9/3.10's
+    ``fromisoformat`` takes only 3 or 6, so this parser does not use it."""
     if not value or str(value).startswith("0001-01-01"):
         return None
-    text = re.sub(r"(\.\d{6})\d+", r"\1", str(value).replace("Z", "+00:00"))   # docker's nanoseconds
+    match = _TS.match(str(value).strip())
+    if not match:
+        return None
+    year, month, day, hour, minute, sec, frac, zone = match.groups()
+    micro = int((frac or "0")[:6].ljust(6, "0"))
+    if not zone or zone.upper() == "Z":
+        tz = timezone.utc
+    else:
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
     try:
-        ts = datetime.fromisoformat(text)
+        return datetime(int(year), int(month), int(day), int(hour), int(minute), int(sec or 0), micro, tzinfo=tz)
     except ValueError:
         return None
-    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
 
 
 def seconds(start: Optional[datetime], end: Optional[datetime]) -> Optional[float]:
-    """``end - start`` in seconds (>= 0: clock skew between instance and laptop), or None."""
+    """``end - start`` in seconds (>= 0), or None. Both must come from the same clock."""
     if start is None or end is None:
         return None
     return round(max(0.0, (end - start).total_seconds()), 3)
@@ -156,9 +182,46 @@ def _transition_ts(record: dict, states) -> Optional[datetime]:
     return next((parse_ts(t.get("ts")) for t in record.get("transitions") or [] if t.get("state") in states), None)
 
 
+def _first_transition(record: dict, states) -> Optional[dict]:
+    return next((t for t in record.get("transitions") or [] if t.get("state") in states), None)
+
+
 def ended_at(record: dict, sidecar: dict) -> Optional[datetime]:
-    """When the job ended: docker's FinishedAt, else its terminal mark (None while it runs)."""
+    """When the job ended, for display: docker's FinishedAt (the instance's clock), else its terminal
+    mark (this machine's); None while it runs. Never subtract it from a time of the other clock."""
     return parse_ts((sidecar.get("cost") or {}).get("finished_at")) or _transition_ts(record, TERMINAL_STATES)
+
+
+MARK_SLACK_S = 2.0   # record marks have whole seconds; submit and a poll add a round trip
+
+
+def clock_skew(submitted: Optional[datetime], record: dict, started: Optional[datetime],
+               finished: Optional[datetime]) -> Optional[float]:
+    """The least skew (instance minus this machine, s) that explains docker's times, or None.
+
+    The container started after the submit and before the first mark that saw it (RUNNING or
+    terminal); it finished before the terminal mark. A docker time outside that window, by more
+    than MARK_SLACK_S, proves the clocks disagree by at least that much."""
+    first = _first_transition(record, ("RUNNING", *TERMINAL_STATES))
+    terminal = _transition_ts(record, TERMINAL_STATES)
+    lower, upper = [], []   # bounds of (instance - here)
+    if started is not None:
+        if first is not None and parse_ts(first.get("ts")) is not None:
+            lower.append((started - parse_ts(first["ts"])).total_seconds() - MARK_SLACK_S)
+        if submitted is not None:
+            upper.append((started - submitted).total_seconds() + MARK_SLACK_S)
+    if finished is not None:
+        if terminal is not None:
+            lower.append((finished - terminal).total_seconds() - MARK_SLACK_S)
+        if submitted is not None:
+            upper.append((finished - submitted).total_seconds() + MARK_SLACK_S)
+    low = max(lower) if lower else None
+    high = min(upper) if upper else None
+    if low is not None and low > 0:
+        return round(low, 3)
+    if high is not None and high < 0:
+        return round(high, 3)
+    return None
 
 
 def _pull_seconds(ctx: Context, instance: Optional[str], submitted: Optional[datetime]) -> Optional[float]:
@@ -190,30 +253,49 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     explicit = stored.get("price_flag_usd")
     deleted_at = parse_ts(sidecar.get("instance_deleted_at"))
 
-    submitted = parse_ts(stored.get("submitted_at")) or parse_ts(record.get("submitted_at"))
-    running = parse_ts(stored.get("started_at")) or _transition_ts(record, ("RUNNING",))
+    submitted = parse_ts(stored.get("submitted_at")) or parse_ts(record.get("submitted_at"))   # here
+    running_mark = _transition_ts(record, ("RUNNING",))                                         # here
+    terminal_mark = _transition_ts(record, TERMINAL_STATES)                                     # here
+    started, finished = parse_ts(stored.get("started_at")), parse_ts(stored.get("finished_at"))   # instance
+    running = started or running_mark
     ended = ended_at(record, {"cost": stored})
-    owned = owned or deleted_at is not None
-    still_billing = owned and deleted_at is None and ended is not None
-    billing_end = (deleted_at or datetime.now(timezone.utc)) if owned else ended
+    run_s = seconds(started, finished) if started and finished else seconds(running_mark, terminal_mark)
+    end_here = _end_here(record, running_mark, terminal_mark, run_s if started and finished else None)
+    never_existed = (sidecar.get("launch") or {}).get("instance_missing") is True   # brev ls: no such instance
+    owned = (owned or deleted_at is not None) and not never_existed
+    still_billing = owned and deleted_at is None and end_here is not None
+    billing_end = (deleted_at or datetime.now(timezone.utc)) if owned else end_here
     pull_s = _pull_seconds(ctx, sidecar.get("instance"), submitted)
-    billed = seconds(submitted, billing_end)
+    billed = 0.0 if never_existed else seconds(submitted, billing_end)
     if billed is not None and owned and pull_s:
         billed = round(billed + pull_s, 3)
     price, source = hourly_price(explicit, stored.get("instance_type"))
     out = {
         "submitted_at": _iso(submitted), "running_at": _iso(running), "ended_at": _iso(ended),
         "instance_deleted_at": _iso(deleted_at),
-        "submit_to_running_s": seconds(submitted, running), "image_pull_s": pull_s,
-        "run_s": seconds(running, ended), "idle_billed_s": seconds(ended, billing_end) if owned else None,
+        "submit_to_running_s": seconds(submitted, running_mark), "image_pull_s": pull_s,
+        "run_s": run_s, "idle_billed_s": seconds(end_here, billing_end) if owned else None,
         "billed_s": billed, "instance_owned": owned, "still_billing": still_billing,
         "instance_type": stored.get("instance_type"), "price_per_hour_usd": price, "price_source": source,
         "estimated_cost_usd": round(billed / 3600 * price, 4) if billed is not None and price is not None else None,
+        "clock_skew_s": clock_skew(submitted, record, started, finished),
     }
     if stored.get("stalled_s") is not None:   # torn down as stalled (poll_status --wait --teardown --stall-after)
         out["stalled_s"] = stored["stalled_s"]
     ctx.sidecars.update(job_id, cost=out)
     return out
+
+
+def _end_here(record: dict, running_mark: Optional[datetime], terminal_mark: Optional[datetime],
+              docker_run_s: Optional[float]) -> Optional[datetime]:
+    """The job's end on THIS machine's clock: its terminal mark (a poll saw it ended), or earlier,
+    the launch's RUNNING mark + docker's run time (both known only when the submit marked RUNNING)."""
+    if terminal_mark is None:
+        return None
+    first_running = _first_transition(record, ("RUNNING",))
+    if running_mark is not None and docker_run_s is not None and (first_running or {}).get("source") == "agent":
+        return min(terminal_mark, running_mark + timedelta(seconds=docker_run_s))
+    return terminal_mark
 
 
 def _iso(ts: Optional[datetime]) -> Optional[str]:

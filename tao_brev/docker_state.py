@@ -255,7 +255,7 @@ class JobState:
     oom_killed: bool = False
     started_at: Optional[str] = None
     finished_at: Optional[str] = None
-    error: Optional[str] = None          # docker's State.Error (a failed start)
+    docker_error: Optional[str] = None   # docker's State.Error (a failed start)
     hint: Optional[dict] = field(default=None)
 
     def to_json(self) -> dict:
@@ -274,7 +274,7 @@ def from_inspect(state: Optional[dict], logs: Optional[str] = None) -> JobState:
         return JobState("UNKNOWN", "no such container on the instance (removed, or never launched)")
     common = dict(docker_status=facts.status or None, exit_code=facts.exit_code, oom_killed=facts.oom_killed,
                   started_at=_ts(state.get("StartedAt")), finished_at=_ts(state.get("FinishedAt")),
-                  error=facts.error or None)
+                  docker_error=facts.error or None)
     message = _message(row, facts)
     hint = _hint(row, facts, logs) if row.hint or row.state == "ERROR" else None
     return JobState(row.state, message, hint=hint, **common)

@@ -45,11 +45,14 @@ def _load(path: Path) -> dict:
     return data["files"]
 
 
-def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM) -> tuple[list[dict], list[dict]]:
+def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM,
+                 keep=None) -> tuple[list[dict], list[dict]]:
     """(non-terminal records of ``platform``, corrupt files as ``{"id", "error"}``), both sorted by id.
 
     Reads only files that are new or changed since the last scan (plus the
     live and corrupt ones); updates the index when something changed.
+    ``keep(record)``: terminal records it selects are returned with the live
+    ones and read on every scan (a few, e.g. never-ran jobs not closed yet).
     """
     if not store.jobs_dir.is_dir():
         return [], []
@@ -79,7 +82,7 @@ def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM)
                 continue
             if record.get("platform") != platform:
                 fresh[name] = key + ["foreign"]
-            elif is_terminal(record.get("terminal_state")):
+            elif is_terminal(record.get("terminal_state")) and not (keep and keep(record)):
                 fresh[name] = key + ["terminal"]
             else:
                 live.append(record)

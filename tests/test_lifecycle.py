@@ -1,6 +1,7 @@
 """The whole life of a job on the simulated Brev instance, through the scripts."""
 
 import json
+import os
 from pathlib import Path
 
 from conftest import TAO_IMAGE, validate
@@ -25,7 +26,10 @@ def test_full_lifecycle_ends_complete_with_checkpoints_and_no_container(world):
     validate("poll_status", logs.json)
 
     results = world.sim.instance_home("box") / "tao-results" / job_id / "train"
-    assert sorted(p.name for p in results.glob("*.pth")) == [f"model_epoch_{i:03d}.pth" for i in range(3)]
+    checkpoints = [f"model_epoch_{i:03d}_step_{(i + 1) * 25:05d}.pth" for i in range(3)]
+    assert sorted(p.name for p in results.glob("model_epoch_*.pth")) == checkpoints
+    latest = results / "changenet_model_classify_latest.pth"   # TAO's relative *_latest.pth symlink
+    assert latest.is_symlink() and os.readlink(latest) == checkpoints[-1]
     assert json.loads((results / "status.json").read_text().splitlines()[-1])["status"] == "SUCCESS"
 
     down = world.run("teardown.py", job_id)

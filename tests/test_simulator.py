@@ -347,7 +347,7 @@ def test_completed_run_and_failures_are_inspectable(sim):
     assert states["xid"]["ExitCode"] == 1 and states["bad"]["ExitCode"] == 3
     assert "GPU has fallen off the bus" in sim.container_logs("box", "xid")
     results = home / "results" / "train"
-    assert (results / "model_epoch_001.pth").exists()
+    assert (results / "model_epoch_001_step_00050.pth").exists()
     last = json.loads((results / "status.json").read_text().splitlines()[-1])
     assert last["status"] in ("SUCCESS", "FAILURE")
 

@@ -115,7 +115,7 @@ def test_tier_b_stages_inputs_verifies_results_and_guards_the_instance(s3world, 
     assert results["excluded"] == 1 and results["missing"] == [] and results["files"] >= 4
     assert wait.execs == wait.json["polls"] + 1              # one more round trip: manifest + upload
     uploaded = s3world.keys(f"results/{job}/")
-    assert "train/model_epoch_002.pth" in uploaded and "train/status.json" not in uploaded
+    assert "train/model_epoch_002_step_00075.pth" in uploaded and "train/status.json" not in uploaded
     assert env_seen(s3world, job) == {"AWS_ACCESS_KEY_ID": None}   # tier B keeps the keys from the job
 
     again = s3world.run("poll_status.py", job, schema="poll_status")
@@ -131,17 +131,17 @@ def test_tier_b_stages_inputs_verifies_results_and_guards_the_instance(s3world, 
 
     # A result lost in S3 after its verification (and cleaned up on the instance, so no upload can
     # bring it back) blocks the delete and is named; --force deletes anyway.
-    s3world.s3.delete_object(Bucket=s3world.bucket, Key=f"results/{job}/train/model_epoch_001.pth")
-    (s3world.results_dir(job) / "train" / "model_epoch_001.pth").unlink()
+    s3world.s3.delete_object(Bucket=s3world.bucket, Key=f"results/{job}/train/model_epoch_001_step_00050.pth")
+    (s3world.results_dir(job) / "train" / "model_epoch_001_step_00050.pth").unlink()
     refused = s3world.run("teardown.py", job, "--delete-instance", schema="teardown")
     assert refused.code == 1 and refused.json["error"]["code"] == "INSTANCE_DELETE_REFUSED", refused
-    assert any("train/model_epoch_001.pth" in b for b in refused.json["blockers"])
+    assert any("train/model_epoch_001_step_00050.pth" in b for b in refused.json["blockers"])
     assert "--force" in refused.json["error"]["fix"]
     assert refused.json["results"]["verified"] is False
     assert s3world.sim.world.instance("box") is not None
     forced = s3world.run("teardown.py", job, "--delete-instance", "--force", schema="teardown")
     assert forced.code == 0 and forced.json["instance_deleted"] and forced.json["forced"], forced
-    assert forced.json["results"]["missing"] == ["train/model_epoch_001.pth"]
+    assert forced.json["results"]["missing"] == ["train/model_epoch_001_step_00050.pth"]
     assert s3world.sim.world.instance("box") is None
     s3world.assert_no_secret_anywhere()
 
@@ -164,13 +164,13 @@ def test_tier_c_gives_the_container_its_credentials_and_repairs_a_loss(s3world, 
     assert "env_seen.json" in s3world.keys(f"results/{job}/")
 
     # A loss is caught before the delete; the next teardown uploads it again from the instance.
-    s3world.s3.delete_object(Bucket=s3world.bucket, Key=f"results/{job}/train/model_epoch_000.pth")
+    s3world.s3.delete_object(Bucket=s3world.bucket, Key=f"results/{job}/train/model_epoch_000_step_00025.pth")
     refused = s3world.run("teardown.py", job, "--delete-instance", schema="teardown")
-    assert refused.code == 1 and any("train/model_epoch_000.pth" in b for b in refused.json["blockers"]), refused
+    assert refused.code == 1 and any("train/model_epoch_000_step_00025.pth" in b for b in refused.json["blockers"]), refused
     repaired = s3world.run("teardown.py", job, "--delete-instance", schema="teardown")
     assert repaired.code == 0 and repaired.json["instance_deleted"], repaired
     assert repaired.json["results"]["verified"] and "forced" in repaired.json and not repaired.json["forced"]
-    assert "train/model_epoch_000.pth" in s3world.keys(f"results/{job}/")
+    assert "train/model_epoch_000_step_00025.pth" in s3world.keys(f"results/{job}/")
     s3world.assert_no_secret_anywhere()
 
 

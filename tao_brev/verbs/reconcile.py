@@ -5,30 +5,50 @@ PENDING (the agent was killed between ``open`` and the launch). The instance
 is asked, under the job's launch lock (:func:`remote.reconcile_launch`), for
 the container named after the job id - an idempotent read, retried with backoff:
 
-* it exists -> adopt it: mark RUNNING with backend ref ``<instance>/<id>``;
+* it exists and ran (or runs) -> adopt it: mark RUNNING with backend ref ``<instance>/<id>``;
+* it exists but docker could not start it (``created`` with ``State.Error``,
+  moby ``daemon/start.go``) -> a failed launch: ERROR, ``ERR_INFRA``, the
+  docker error as evidence and its code (e.g. ``NVIDIA_RUNTIME_MISSING``);
 * it does not -> mark ERROR with ``ERR_INFRA`` "never launched"; the instance
   keeps a tombstone so a launch still on its way (a killed agent's brev retry,
   a timed-out exec whose script still runs) refuses instead of starting a
   second copy; a new submit with ``--retry-of <id>`` is safe;
-* the instance no longer exists (``brev ls``) -> ERROR "never launched" too;
+* the instance does not exist (``brev ls``) -> ERROR "never launched" too
+  (``UNKNOWN_INSTANCE``); when brev itself says it could not look the
+  instance up, ``brev ls`` is asked at once, before any retry;
 * no answer, docker down, or the lock busy -> leave the record PENDING; the
   next poll tries again.
 
 A launch still in progress (the sidecar names a live submit process on this
 machine) is left alone.
+
+A job whose launch failed or never happened (sidecar ``launch.state`` in
+:data:`NEVER_RAN`) gets ONE answer from then on, from its record and sidecar
+with no round trip (:func:`launch_failure_answer`): every poll, with or
+without ``--wait``, and ``--all`` until ``teardown.py JOB_ID`` closes it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 from .. import redact, remote
 from ..cli import Context, say
-from ..docker_state import docker_error_code
+from ..docker_state import docker_error_code, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..records import now_iso
 
-NEVER_LAUNCHED_FIX = "Nothing runs under this id: submit again with --retry-of {job_id}."
+NEVER_LAUNCHED_FIX = ("Nothing runs under this id: submit again with --retry-of {job_id}; "
+                      "teardown.py {job_id} closes this record.")
+UNKNOWN_INSTANCE_FIX = ("No instance named {instance} exists (brev ls). Check the name with `brev ls`, then submit "
+                        "again with the right --instance; teardown.py {job_id} closes this record.")
+FAILED_START_FIX = "{fix} Then submit again with --retry-of {job_id}; teardown.py {job_id} removes the container."
+# Sidecar launch states of a job that never ran: refused by the instance (submit saw docker run
+# fail), never launched (reconciled: no container, or no instance), failed start (a created
+# container docker could not start). Such a job wrote nothing.
+NEVER_RAN = ("refused", "never_launched", "start_failed")
+BREV_LOOKUP_FAILED = "could not look up instance"   # brev exec.go, after an ssh failure
 UNSETTLED_FIX = ("Run poll_status.py {job_id} later: it asks the instance again and adopts or closes this "
                  "launch. Do not resubmit yet.")
 EXIT_EXISTS, EXIT_DOCKER_FAILED, EXIT_NONE, EXIT_BUSY = 0, 2, 5, 7
@@ -49,20 +69,35 @@ def launch_in_progress(sidecar: dict) -> bool:
     return True
 
 
-def pending_launch(ctx: Context, record: dict, instance: str | None, source: str) -> dict:
-    """Settle a launch of unknown outcome. Returns ``{"answer": {...}, "exit_code": n}``."""
+def pending_launch(ctx: Context, record: dict, instance: str | None, source: str,
+                   cause: TaoBrevError | None = None) -> dict:
+    """Settle a launch of unknown outcome. Returns ``{"answer": {...}, "exit_code": n}``.
+
+    ``cause``: the transport failure that made the launch ambiguous, if any. When
+    brev said it could not look the instance up (there or on the first ask here),
+    ``brev ls`` decides at once: an instance it does not list never ran anything
+    (``UNKNOWN_INSTANCE``, no retries spent on it)."""
     job_id = record["id"]
     if instance is None:
         return _never_launched(ctx, job_id, source, "the job was never sent to an instance (no instance recorded)")
+    if _brev_lookup_failed(cause) and _instance_gone(ctx, instance):
+        return _no_instance(ctx, job_id, instance, source)
     try:
-        result = ctx.brev.exec(instance, remote.reconcile_launch(job_id), idempotent=True)
+        try:
+            result = ctx.brev.exec(instance, remote.reconcile_launch(job_id))
+        except TransportError as first:
+            if _brev_lookup_failed(first) and _instance_gone(ctx, instance):
+                return _no_instance(ctx, job_id, instance, source)
+            result = ctx.brev.exec(instance, remote.reconcile_launch(job_id), idempotent=True)
     except TransportError as exc:
         if _instance_gone(ctx, instance):
-            return _never_launched(ctx, job_id, source, f"instance {instance} does not exist (not in brev ls)",
-                                   code="UNKNOWN_INSTANCE")
+            return _no_instance(ctx, job_id, instance, source)
         say(f"reconcile {job_id}: instance {instance} did not answer; the record stays PENDING")
         return _unsettled(job_id, exc)
     if result.exit_code == EXIT_EXISTS:
+        failed = _failed_start(result.stdout)
+        if failed is not None:
+            return _start_failed(ctx, job_id, instance, source, failed)
         backend_ref = f"{instance}/{job_id}"
         current = ctx.records.load(job_id)
         if not current.get("backend_ref") and not current.get("terminal_state"):   # not settled by another poller
@@ -86,6 +121,50 @@ def pending_launch(ctx: Context, record: dict, instance: str | None, source: str
     return _unsettled(job_id, exc)
 
 
+def _brev_lookup_failed(exc: TaoBrevError | None) -> bool:
+    """brev's own words after an ssh failure: it could not find the instance. Only a reason to
+    ask ``brev ls`` at once (the fact); a logged-out brev says the same."""
+    return exc is not None and BREV_LOOKUP_FAILED in exc.message
+
+
+def _failed_start(stdout: str):
+    """The JobState of a container docker created but could not start (``created`` + Error), else None."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            state = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(state, dict):
+            return None
+        observed = from_inspect(state)
+        return observed if observed.state == "ERROR" and observed.docker_status == "created" else None
+    return None
+
+
+def _start_failed(ctx: Context, job_id: str, instance: str, source: str, observed) -> dict:
+    """A created container docker could not start: a failed launch (ERROR, ERR_INFRA), its error as evidence."""
+    backend_ref = f"{instance}/{job_id}"
+    code = docker_error_code(observed.docker_error or "", default="SUBMIT_REFUSED")
+    error = TaoBrevError(code, f"job {job_id} failed to launch on {instance}: docker created the container but "
+                         f"could not start it (exit code {observed.exit_code}): {redact.tail(observed.docker_error or '', 400)}")
+    error.fix = FAILED_START_FIX.format(fix=error.fix, job_id=job_id)
+    current = ctx.records.load(job_id)
+    if not current.get("terminal_state"):
+        ctx.records.mark(job_id, "ERROR", message=f"failed launch: {observed.message}", source=source,
+                         backend_ref=backend_ref, err_class="ERR_INFRA")
+    ctx.sidecars.update(job_id, launch={"state": "start_failed", "finished_at": now_iso(), "reconciled": True,
+                                        "error": error.to_json(), "hint": observed.hint})
+    say(f"reconcile {job_id}: {error.message}")
+    return {"answer": {"ok": False, "state": "ERROR", "backend_ref": backend_ref, "reconciled": "never_launched",
+                       "message": observed.message, "hint": observed.hint, "error": error.to_json()},
+            "exit_code": error.exit_code}
+
+
+def _no_instance(ctx: Context, job_id: str, instance: str, source: str) -> dict:
+    return _never_launched(ctx, job_id, source, f"instance {instance} does not exist (not in brev ls)",
+                           code="UNKNOWN_INSTANCE", instance=instance)
+
+
 def _instance_gone(ctx: Context, instance: str) -> bool:
     """True only when ``brev ls`` answers and does not list ``instance``."""
     try:
@@ -100,12 +179,69 @@ def _unsettled(job_id: str, exc: TaoBrevError) -> dict:
                        "error": {**exc.to_json(), "fix": fix}}, "exit_code": exc.exit_code}
 
 
-def _never_launched(ctx: Context, job_id: str, source: str, why: str, code: str = "NEVER_LAUNCHED") -> dict:
-    ctx.records.mark(job_id, "ERROR", message=f"never launched: {why}", source=source, err_class="ERR_INFRA")
-    ctx.sidecars.update(job_id, launch={"state": "never_launched", "finished_at": now_iso()})
+def _never_launched(ctx: Context, job_id: str, source: str, why: str, code: str = "NEVER_LAUNCHED",
+                    instance: str | None = None) -> dict:
+    current = ctx.records.load(job_id)
+    if not current.get("terminal_state"):
+        ctx.records.mark(job_id, "ERROR", message=f"never launched: {why}", source=source, err_class="ERR_INFRA")
     fix = NEVER_LAUNCHED_FIX.format(job_id=job_id)
     if code == "UNKNOWN_INSTANCE":
-        fix = "Check the instance name with `brev ls`. " + fix
+        fix = UNKNOWN_INSTANCE_FIX.format(instance=instance, job_id=job_id)
     error = TaoBrevError(code, f"job {job_id} was never launched: {why}", fix).to_json()
-    return {"answer": {"ok": False, "state": "ERROR", "backend_ref": None, "reconciled": "never_launched",
-                       "error": error}, "exit_code": 1}
+    ctx.sidecars.update(job_id, launch={"state": "never_launched", "finished_at": now_iso(), "error": error,
+                                        **({"instance_missing": True} if code == "UNKNOWN_INSTANCE" else {})})
+    return {"answer": launch_failure_answer(ctx, ctx.records.load(job_id), ctx.sidecars.load(job_id)),
+            "exit_code": 1}
+
+
+def launch_failed(sidecar: dict) -> bool:
+    """The job never ran: its launch was refused, never happened, or docker could not start it."""
+    return (sidecar.get("launch") or {}).get("state") in NEVER_RAN
+
+
+def container_may_exist(sidecar: dict) -> bool:
+    """A refused launch or a failed start may have left a ``created`` container (moby keeps it):
+    worth reading until a teardown removed it; never for an instance that did not exist."""
+    launch = sidecar.get("launch") or {}
+    return (launch.get("state") in ("refused", "start_failed") and not launch.get("instance_missing")
+            and not sidecar.get("teardown") and not sidecar.get("instance_deleted_at"))
+
+
+def never_ran_record(record: dict) -> bool:
+    """A record this bundle closed ERROR because the job never ran (its terminal message says so);
+    its sidecar's ``launch`` is the fact, this only picks the few records worth reading it for."""
+    return record.get("terminal_state") == "ERROR" and any(
+        str(t.get("message", "")).startswith(("never launched", "failed launch"))
+        for t in record.get("transitions") or [])
+
+
+def instance_missing(sidecar: dict) -> bool:
+    """``brev ls`` did not list the job's instance when its launch was settled: it never existed."""
+    return bool((sidecar.get("launch") or {}).get("instance_missing"))
+
+
+def launch_failure_answer(ctx: Context, record: dict, sidecar: dict) -> dict:
+    """THE answer for a job whose launch failed or never happened, from its record and sidecar
+    (no round trip): the same state, error code and fix on every poll, with or without --wait.
+    ``ok`` false, exit 1 (the error's class). No logs advice: nothing ran."""
+    job_id = record["id"]
+    launch = sidecar.get("launch") or {}
+    why = _last_message(record) or "never launched"
+    error = launch.get("error") or TaoBrevError(
+        launch.get("code") or "NEVER_LAUNCHED", f"job {job_id} never ran: {why}",
+        NEVER_LAUNCHED_FIX.format(job_id=job_id)).to_json()
+    hint = launch.get("hint") or {"err_class": "ERR_INFRA", "reason": "never launched: nothing ran under this id",
+                                  "advice": error["fix"], "evidence": [why]}
+    out = {"ok": False, "state": "ERROR", "terminal_state": record.get("terminal_state"),
+           "backend_ref": record.get("backend_ref"), "reconciled": "never_launched", "message": why,
+           "hint": hint, "error": error}
+    if sidecar.get("teardown"):
+        out["closed_at"] = sidecar["teardown"].get("at")
+    return out
+
+
+def _last_message(record: dict) -> str:
+    for transition in reversed(record.get("transitions") or []):
+        if transition.get("state") == record.get("terminal_state") and transition.get("message"):
+            return transition["message"]
+    return ""

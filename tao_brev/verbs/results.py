@@ -36,10 +36,10 @@ from ..cli import Context, say
 from ..errors import TaoBrevError
 from ..fsio import atomic_write_json
 from ..records import is_terminal, now_iso
+from . import reconcile
 
 RESULTS_TIMEOUT_S = 3600.0   # one round trip uploads the whole results dir
 LISTED = 20                  # file names shown in answers and messages
-NEVER_RAN = ("refused", "never_launched")   # sidecar launch states of a job that wrote nothing
 
 
 def summary(results: dict) -> dict:
@@ -88,7 +88,7 @@ def finalize(ctx: Context, job_id: str) -> Optional[dict]:
     record = ctx.records.load(job_id)
     if not is_terminal(record.get("terminal_state")):
         return summary(results)
-    if (sidecar.get("launch") or {}).get("state") in NEVER_RAN:
+    if reconcile.launch_failed(sidecar):
         return summary(ctx.sidecars.update(job_id, results={
             "uploaded": False, "verified": True, "files": 0, "bytes": 0, "error": None,
             "verified_at": now_iso(), "note": "never launched: nothing to upload"})["results"])

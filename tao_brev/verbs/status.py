@@ -178,7 +178,7 @@ def _lost_hint(reason: str, evidence: str, advice: str) -> dict:
 
 
 def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float | None = None,
-            metrics: int | None = None, stall_after: float | None = None) -> dict:
+            metrics: int | None = None, stall_after: float | None = None, read_failed: bool = True) -> dict:
     """One poll of one job. Returns the JSON answer (without ``ok``): the docker state,
     the progress from the job's status file, read in the same round trip, ``metrics``
     (the last N epochs' KPIs) when asked, and for a RUNNING job whether it stalled
@@ -189,10 +189,16 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
     answer = {"job_id": job_id, "instance": instance, "backend_ref": record.get("backend_ref"),
               "results_dir": record["results_dir"]}
 
+    if reconcile.launch_failed(sidecar) and is_terminal(record.get("terminal_state")):
+        return _never_ran(ctx, job_id, answer, record, sidecar, price_per_hour, log_lines, read_failed)
     if current_state(record) == "PENDING" and not record.get("backend_ref") and not record.get("terminal_state"):
         if reconcile.launch_in_progress(sidecar):
             return {**answer, "state": "PENDING", "message": "launch in progress (submit is running)"}
         outcome = reconcile.pending_launch(ctx, record, instance, source="poller")
+        sidecar = ctx.sidecars.load(job_id)
+        if reconcile.launch_failed(sidecar):
+            return _never_ran(ctx, job_id, answer, ctx.records.load(job_id), sidecar, price_per_hour, log_lines,
+                              read_failed)
         if outcome["answer"].get("state") != "RUNNING":
             return {**answer, **outcome["answer"]}
         record = ctx.records.load(job_id)
@@ -230,6 +236,32 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
 
         out["cost"] = cost.facts(ctx, job_id, owned=not deleted_at and owns(ctx, instance),
                                  price_per_hour=price_per_hour, lookup=False)   # polls add no brev call
+    return out
+
+
+def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: dict,
+               price_per_hour: float | None, log_lines: int = 0, read_failed: bool = True) -> dict:
+    """A job whose launch failed or never happened: the same answer on every poll (``reconcile``).
+    When docker may have left a container (a refused or failed start), its ``.State`` is read as
+    ``observed`` (facts only: the answer stays the same; ``read_failed`` False, as in ``--all``:
+    not read); else no round trip at all."""
+    out = {**answer, **reconcile.launch_failure_answer(ctx, record, sidecar)}
+    if read_failed and reconcile.container_may_exist(sidecar) and answer.get("instance"):
+        token = remote.new_token()
+        try:
+            result = ctx.brev.exec(answer["instance"], job_sections(token, job_id, log_lines), idempotent=True)
+            observed, logs = read_job(remote.parse_sections(result.stdout, token), job_id, log_lines)
+        except TaoBrevError as exc:
+            say(f"poll {job_id}: its container could not be read ({exc.message}); the answer stands")
+        else:
+            if observed.docker_status:
+                out["observed"] = observed.to_json()
+            if logs is not None:
+                out["logs"] = logs
+    results = results_mod.finalize(ctx, job_id)
+    if results is not None:
+        out["results"] = results
+    out["cost"] = cost.facts(ctx, job_id, owned=False, price_per_hour=price_per_hour, lookup=False)
     return out
 
 
@@ -341,8 +373,8 @@ def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[di
     for job_id in job_ids:
         record = ctx.records.load(job_id)
         instance = job_instance(record, ctx.sidecars.load(job_id))
-        if instance is None or not record.get("backend_ref"):
-            answers.append(observe_safely(ctx, job_id))   # reconciliation path, one job at a time
+        if instance is None or not record.get("backend_ref") or reconcile.launch_failed(ctx.sidecars.load(job_id)):
+            answers.append(observe_safely(ctx, job_id))   # reconciliation / never ran: one job at a time
         else:
             by_instance.setdefault(instance, []).append(record)
 
@@ -416,8 +448,10 @@ def poll_all(ctx: Context) -> tuple[dict, int]:
     """
     from ..record_index import live_records
 
-    live, corrupt = live_records(ctx.records, ctx.state_root)
-    ids = [record["id"] for record in live]
+    # live: non-terminal records, and never-ran ones (kept in the scan until teardown closes them)
+    live, corrupt = live_records(ctx.records, ctx.state_root, keep=reconcile.never_ran_record)
+    ids = [record["id"] for record in live
+           if not is_terminal(record.get("terminal_state")) or _never_ran_unclosed(ctx, record)]
     jobs = [{"job_id": bad["id"], "ok": False, "error": TaoBrevError("CORRUPT_RECORD", bad["error"]).to_json()}
             for bad in corrupt]
     if ids:
@@ -434,8 +468,21 @@ def poll_all(ctx: Context) -> tuple[dict, int]:
     return {"ok": False, "jobs": jobs, "error": error}, code
 
 
+def _never_ran_unclosed(ctx: Context, record: dict) -> bool:
+    """A terminal job that never ran and that no teardown closed yet: ``--all`` lists it (with its
+    one answer) until ``teardown.py JOB_ID`` closes it. The sidecar is read only for ERROR records
+    that this bundle closed as never launched."""
+    if not reconcile.never_ran_record(record):
+        return False
+    try:
+        sidecar = ctx.sidecars.load(record["id"])
+    except TaoBrevError:
+        return False
+    return reconcile.launch_failed(sidecar) and not sidecar.get("teardown")
+
+
 def observe_safely(ctx: Context, job_id: str) -> dict:
     try:
-        return {"ok": True, **observe(ctx, job_id)}
+        return {"ok": True, **observe(ctx, job_id, read_failed=False)}
     except TaoBrevError as exc:
         return {"job_id": job_id, "ok": False, "error": exc.to_json()}

@@ -228,7 +228,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                                timeout=STAGE_TIMEOUT_S if stage else None)
     except TransportError as exc:
         say(f"submit: launch of {job_id} is ambiguous ({exc.message}); asking the instance")
-        outcome = reconcile.pending_launch(ctx, record, req.instance, source="agent")
+        outcome = reconcile.pending_launch(ctx, record, req.instance, source="agent", cause=exc)
         return {**answer, **outcome["answer"]}, outcome["exit_code"]
     except TaoBrevError as exc:   # e.g. BREV_NOT_LOGGED_IN: the record stays PENDING, poll_status reconciles it
         exc.details.setdefault("answer", {**answer, "state": "PENDING"})
@@ -269,7 +269,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     else:
         code = docker_code
         why = f"docker run failed (exit {result.exit_code}): {redact.tail(result.stderr or out, 500)}"
-    _mark_never_launched(ctx, job_id, why)
+    _mark_never_launched(ctx, job_id, why, code)
     raise TaoBrevError(code, f"submit refused: {why}", fix,
                        answer={**answer, "state": "ERROR", "backend_ref": None})
 
@@ -281,9 +281,11 @@ def _interrupted(answer: dict) -> TaoBrevError:
                         "or closes the record as never launched).", answer={**answer, "state": "PENDING"})
 
 
-def _mark_never_launched(ctx: Context, job_id: str, why: str) -> None:
+def _mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None = None) -> None:
+    """Close a launch that was refused (``code``: the answer's error code; later polls repeat it)."""
     ctx.records.mark(job_id, "ERROR", message=f"never launched: {why}", source="agent")
-    ctx.sidecars.update(job_id, launch={"state": "refused", "finished_at": now_iso()})
+    ctx.sidecars.update(job_id, launch={"state": "refused", "finished_at": now_iso(),
+                                        **({"code": code} if code else {})})
 
 
 def _run_spec(req: SubmitRequest, image: str, job_id: str, routing, mounts, env_file) -> RunSpec:

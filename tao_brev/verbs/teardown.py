@@ -35,6 +35,7 @@ from ..cli import Context, say
 from ..docker_state import after_instance_start, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..records import current_state, is_terminal, now_iso
+from . import reconcile
 from . import results as results_mod
 from . import status
 
@@ -223,6 +224,15 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
     if instance is None:
         record = close_record(ctx, record, None, "canceled before launch (no instance recorded)")
         return {"ok": True, **answer, "state": record.get("terminal_state")}, 0
+    if reconcile.launch_failed(sidecar) and reconcile.instance_missing(sidecar):
+        # brev ls did not list the instance when the launch was settled: nothing exists to remove or ask
+        answer["warnings"].append(f"job {job_id} never ran: no instance {instance} existed (brev ls); "
+                                  "nothing to remove; the record is closed")
+        record = close_record(ctx, record, None, f"never launched: no instance {instance}")
+        ctx.sidecars.update(job_id, teardown={"at": now_iso(), "container_removed": False})
+        out = {"ok": True, **answer, "state": record.get("terminal_state")}
+        out["cost"] = cost.facts(ctx, job_id, owned=False, price_per_hour=price_per_hour, lookup=False)
+        return out, 0
 
     docker_state, gone = _remove_container(ctx, instance, job_id, sidecar, answer, record.get("image"))
     present = answer["container_removed"]

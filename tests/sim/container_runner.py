@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 
 from containers import ContainerStore, empty_state
-from simstate import now_iso, world_from_home, write_json_atomic
+from simstate import now_iso as sim_now_iso, world_from_home, write_json_atomic
 
 
 def supervise(cdir: Path, echo: bool = False) -> int:
@@ -32,12 +32,18 @@ def supervise(cdir: Path, echo: bool = False) -> int:
     cid = cdir.name
     config = store.config(cid)
     plan = config["_sim"]
+    offset = 0.0   # the instance's clock error (simctl add_instance(clock_offset_s=...)): docker's times use it
     try:
         world, instance = world_from_home(str(cdir / "home"))
         world.audit("container", plan["logical_argv"], instance, stdin_is_tty_or_chardev=True,
                     container=config.get("Name", "").lstrip("/"), image=config["Config"]["Image"])
+        offset = float((world.instance(instance) or {}).get("clock_offset_s") or 0.0)
     except SystemExit:
         pass
+
+    def now_iso() -> str:
+        return sim_now_iso(offset)
+
     try:
         child = subprocess.Popen(plan["argv"], env=plan["env"], cwd=plan["cwd"], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)

@@ -8,6 +8,16 @@ switches come from ``instance.json``:
 
 - ``docker_daemon: "down"``  -> ``Cannot connect to the Docker daemon ...``
 - ``gpu_runtime: false``      -> ``run --gpus`` fails (no nvidia runtime)
+- ``gpu_lost: true``          -> ``run --gpus`` fails in the NVIDIA hook (NVML "unknown error",
+  as after an Xid 79 "fallen off the bus"; only a reset of the VM clears it)
+
+Failures of the daemon while *starting* a created container (device driver,
+NVIDIA hook, missing executable) leave the container ``created`` with
+``State.Error`` set and ``ExitCode`` 128 (127 / 126 for a missing / not
+executable command) and the CLI exits 125 (moby ``daemon/start.go``: the
+deferred ``container.SetError(err)`` and ``SetExitCode(exitUnknown)`` when it
+was 0; docker/cli ``container/run.go`` returns status 125 for a start error).
+With ``--rm`` the container is removed instead (``AutoRemove``).
 - ``disk_free_bytes: N``      -> pulls larger than N fail with "no space left on device"
 - ``registry_reachable: false`` -> every registry request fails in DNS (``dial tcp: lookup HOST
   on 127.0.0.53:53: no such host``; ``docker run`` then exits 125)
@@ -63,6 +73,14 @@ VOLUME_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]+$")
 CONTAINER_NAME = re.compile(r"^/?[a-zA-Z0-9][a-zA-Z0-9_.-]+$")
 # go-units RAMInBytes: "64m", "2g", "1.5GB", "1024".
 RAM_SIZE = re.compile(r"^(\d+(?:\.\d+)?) ?([kKmMgGtTpP])?[iI]?[bB]?$")
+
+
+class StartError(Exception):
+    """The daemon failed to start a created container (its ``State.Error``)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
 
 
 class DockerExit(Exception):
@@ -334,7 +352,7 @@ class Docker:
         fail = lambda msg: DockerExit(125, f"docker: {msg}")  # noqa: E731
 
         env = self.run_env(flags, fail)
-        gpus = self.select_gpus(flags.get("gpus"), fail) if flags.get("gpus") is not None else []
+        gpu_request = self.parse_gpus(flags.get("gpus"), fail) if flags.get("gpus") is not None else None
         mounts, binds = self.run_mounts(flags, fail)
         labels = dict(self.split_kv(item) for item in flags["label"])
         shm = 64 * 1024**2
@@ -364,9 +382,10 @@ class Docker:
             raise fail(f"Error response from daemon: No such image: {ref}.")
 
         device_requests = None
-        if flags.get("gpus") is not None:
-            device_requests = [{"Driver": "", "Count": -1 if not gpus else len(gpus),
-                                "DeviceIDs": None, "Capabilities": [["gpu"]], "Options": {}}]
+        if gpu_request is not None:
+            count, device_ids = gpu_request
+            device_requests = [{"Driver": "", "Count": count if count is not None else (0 if device_ids else -1),
+                                "DeviceIDs": device_ids, "Capabilities": [["gpu"]], "Options": {}}]
         config = {
             "Name": "",
             "Image": self.images()[self.find_image(ref)]["Id"],
@@ -390,7 +409,22 @@ class Docker:
                            f"reuse that name.")
             config["Name"] = "/" + name
             cid = self.store.create(config)
+        try:   # daemon side, at start (moby daemon/start.go): the container exists from here on
+            gpus = self.select_gpus(*gpu_request) if gpu_request is not None else []
+        except StartError as exc:
+            self.fail_start(cid, flags, exc.message, 128)
         return self.start_container(cid, image, cmd, env, flags, gpus)
+
+    def fail_start(self, cid: str, flags: dict, message: str, exit_code: int, cli_code: int = 125) -> None:
+        """A start that failed: the container stays ``created`` with ``State.Error`` and ``ExitCode``
+        (moby daemon/start.go), or is removed with ``--rm``; the CLI exits ``cli_code``."""
+        if flags.get("rm"):
+            self.store.remove(cid)
+        else:
+            state = self.store.state(cid)
+            state.update(ExitCode=exit_code, Error=message)
+            self.store.write_state(cid, state)
+        raise DockerExit(cli_code, f"docker: Error response from daemon: {message}.")
 
     def run_env(self, flags: dict, fail) -> dict[str, str]:
         """--env-file entries first, then -e, as docker/cli opts.ReadKVEnvStrings does."""
@@ -426,8 +460,8 @@ class Docker:
                 env[key] = os.environ[key]
         return env
 
-    def select_gpus(self, value: str, fail) -> list[str]:
-        """docker/cli opts.GpuOpts.Set, then the nvidia runtime picking devices."""
+    def parse_gpus(self, value: str, fail) -> tuple[int | None, list[str] | None]:
+        """docker/cli opts.GpuOpts.Set (client side, before anything is created): (count, device ids)."""
         try:
             fields = next(csv.reader([value]))
         except (csv.Error, StopIteration):
@@ -455,24 +489,30 @@ class Docker:
                 raise fail(f'invalid argument "{value}" for "--gpus" flag: unexpected key \'{key}\' in \'{item}\'')
         if count is not None and device_ids is not None:
             raise fail("Error response from daemon: cannot set both Count and DeviceIDs on device request.")
+        return count, device_ids
+
+    HOOK_FAILED = ("failed to create task for container: failed to create shim task: OCI runtime create failed: "
+                   "runc create failed: unable to start container process: error during container init: error "
+                   "running hook #0: error running hook: exit status 1, stdout: , stderr: ")
+
+    def select_gpus(self, count: int | None, device_ids: list[str] | None) -> list[str]:
+        """The daemon picking devices at start (moby daemon/devices.go, the nvidia hook); raises StartError."""
         if not self.instance.get("gpu_runtime", True):
-            raise fail('Error response from daemon: could not select device driver "" with capabilities: [[gpu]].')
+            # moby registers the nvidia driver only with nvidia-container-runtime-hook on its PATH
+            raise StartError('could not select device driver "" with capabilities: [[gpu]]')
+        if self.instance.get("gpu_lost"):
+            raise StartError(self.HOOK_FAILED + "Auto-detected mode as 'legacy'\nnvidia-container-cli: "
+                             "initialization error: nvml error: unknown error: unknown")
         available = list(self.instance.get("gpus") or [])
         if not available:
-            raise fail("Error response from daemon: failed to create task for container: failed to create shim task: "
-                       "OCI runtime create failed: runc create failed: unable to start container process: error "
-                       "during container init: error running hook #0: error running hook: exit status 1, stdout: , "
-                       "stderr: Auto-detected mode as 'legacy'\nnvidia-container-cli: initialization error: "
-                       "nvml error: driver not loaded: unknown.")
+            raise StartError(self.HOOK_FAILED + "Auto-detected mode as 'legacy'\nnvidia-container-cli: "
+                             "initialization error: nvml error: driver not loaded: unknown")
         if device_ids is not None:
             chosen = []
             for dev in device_ids:
                 if not dev.isdigit() or int(dev) >= len(available):
-                    raise fail("Error response from daemon: failed to create task for container: failed to create "
-                               "shim task: OCI runtime create failed: runc create failed: unable to start container "
-                               "process: error during container init: error running hook #0: error running hook: "
-                               f"exit status 1, stdout: , stderr: nvidia-container-cli: device error: {dev}: "
-                               "unknown device: unknown.")
+                    raise StartError(self.HOOK_FAILED + f"nvidia-container-cli: device error: {dev}: "
+                                     "unknown device: unknown")
                 chosen.append(available[int(dev)])
             return chosen
         if count is None or count < 0:
@@ -587,14 +627,10 @@ class Docker:
         run_env = {"PATH": self.container_path(), "HOME": str(cdir / "home"), **env}
         config["_sim"] = {"argv": argv, "logical_argv": logical, "env": run_env, "cwd": cwd, "gpus": gpus}
         write_json_atomic(cdir / "config.json", config)
-        if argv is None:
-            state = self.store.state(cid)
-            state.update(ExitCode=127, Error=f'exec: "{logical[0]}": executable file not found in $PATH')
-            self.store.write_state(cid, state)
-            raise DockerExit(127, "docker: Error response from daemon: failed to create task for container: failed to "
-                                  "create shim task: OCI runtime create failed: runc create failed: unable to start "
-                                  f'container process: exec: "{logical[0]}": executable file not found in $PATH: '
-                                  "unknown.")
+        if argv is None:   # docker/cli run.go: 127 for a command not found (moby sets ExitCode 127 too)
+            self.fail_start(cid, flags, "failed to create task for container: failed to create shim task: OCI runtime "
+                            "create failed: runc create failed: unable to start container process: exec: "
+                            f'"{logical[0]}": executable file not found in $PATH: unknown', 127, cli_code=127)
         if flags.get("detach"):
             subprocess.Popen([sys.executable, str(RUNNER), str(cdir)], start_new_session=True, cwd="/",
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

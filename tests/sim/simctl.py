@@ -111,7 +111,9 @@ class Simulator:
         ``opts``: ``docker_daemon`` ("up"/"down"), ``gpu_runtime`` (bool),
         ``disk_free_bytes`` (int or None), ``banner`` (text printed before each
         exec's output), ``build_status``, ``health_status``, ``driver_version``,
-        ``gpu_memory_mib``, ``id``, ``images`` (refs already pulled).
+        ``gpu_memory_mib``, ``id``, ``images`` (refs already pulled), ``gpu_lost`` (bool: the NVIDIA
+        hook refuses new containers, as after an Xid), ``clock_offset_s`` (the instance clock's error:
+        docker's StartedAt / FinishedAt / log times are that far off this machine's).
         """
         images = opts.pop("images", ())
         self.world.create_instance(name, status=status, gpus=list(gpus), instance_type=instance_type,

@@ -107,11 +107,19 @@ def locked(lock_path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def now_iso() -> str:
-    """Docker-style RFC 3339 timestamp with nanoseconds, UTC."""
-    t = time.time()
-    base = _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{base}.{int((t % 1) * 1e9):09d}Z"
+def now_iso(offset_s: float = 0.0) -> str:
+    """Docker-style timestamp, UTC: Go's ``time.RFC3339Nano`` layout
+    (``2006-01-02T15:04:05.999999999Z07:00``), which TRIMS trailing zeros of the
+    fraction (``...:00.5Z``, ``...:00.1234Z``, no dot at all on a whole second), as
+    moby marshals ``State.StartedAt`` / ``FinishedAt``. ``offset_s``: the instance's
+    clock error (``clock_offset_s`` of an instance)."""
+    return rfc3339nano(time.time() + offset_s)
+
+
+def rfc3339nano(t: float) -> str:
+    base = _dt.datetime.fromtimestamp(int(t), _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    frac = f"{int(round((t % 1) * 1e9)) % 1_000_000_000:09d}".rstrip("0")
+    return f"{base}.{frac}Z" if frac else f"{base}Z"
 
 
 def parse_iso(ts: str) -> float:

@@ -8,11 +8,16 @@ and fails the way TAO does: a Python traceback ending in ``FileNotFoundError``
 ``OSError`` on a read-only results mount.
 
 It writes ``<results_dir>/<action>/`` (``results_dir`` is a top-level spec key;
-``<action>.results_dir`` and ``key=value`` overrides win): tiny
-``model_epoch_NNN.pth`` checkpoints and ``status.json`` as TAO writes it
-(:class:`StatusLog`: STARTED, per epoch the KPI lines and the epoch line with
-``time_per_epoch``, the last one ``SUCCESS``/``FAILURE``), and prints
-``Epoch i/N`` per epoch.
+``<action>.results_dir`` and ``key=value`` overrides win) as TAO 5+ PyTorch
+does: tiny checkpoints ``model_epoch_<EEE>_step_<SSSSS>.pth`` (older archs,
+``simulate: {checkpoint_names: epoch}``: ``model_epoch_<EEE>.pth``), a
+relative symlink ``<model>_latest.pth`` to the newest one (TAO's checkpoint
+connector over PyTorch Lightning ``ModelCheckpoint._link_checkpoint``, which
+writes ``os.symlink(os.path.relpath(target, dir), link)``; for
+visual_changenet ``changenet_model_classify_latest.pth``), and
+``status.json`` as TAO writes it (:class:`StatusLog`: STARTED, per epoch the
+KPI lines and the epoch line with ``time_per_epoch``, the last one
+``SUCCESS``/``FAILURE``), and prints ``Epoch i/N`` per epoch.
 
 In a real container (the real-Docker tier's image, ``tests/real_docker/setup.sh``)
 it runs as ``<arch>`` executables on PATH behind an NGC-style entrypoint and
@@ -23,7 +28,12 @@ A ``simulate:`` block in the spec (tests only) steers the run:
 ``xid`` (NVRM Xid 79 line, exit 1), ``epoch_seconds`` (default 0.05),
 ``hang`` (run until killed, after the last epoch), ``hang_after_epoch: N`` (no
 output at all after epoch N), ``diverge`` (rising losses), ``write_env_hashes: [NAMES]`` (sha256 of each
-variable's value into ``env_seen.json``, never the value).
+variable's value into ``env_seen.json``, never the value), ``latest_link``
+(``valid`` by default; ``dangling``: the link names a checkpoint that is not
+there, as after a cleanup of old checkpoints; ``none``: no link),
+``disk_full_at_epoch: N`` (the checkpoint write of epoch N fails the way
+PyTorch's writer reports ENOSPC: ``PytorchStreamWriter failed writing file
+data/N: file write failed``, exit 1).
 """
 
 from __future__ import annotations
@@ -180,6 +190,34 @@ class RealContainer:
         return [] if visible in ("", "void", "none") else ["NVIDIA A100-SXM4-80GB"]
 
 
+STEPS_PER_EPOCH = 25
+
+
+def checkpoint_name(epoch: int, sim: dict) -> str:
+    """TAO 5+ PyTorch names (older archs: epoch only)."""
+    if sim.get("checkpoint_names") == "epoch":
+        return f"model_epoch_{epoch:03d}.pth"
+    return f"model_epoch_{epoch:03d}_step_{(epoch + 1) * STEPS_PER_EPOCH:05d}.pth"
+
+
+def latest_name(arch: str) -> str:
+    return "changenet_model_classify_latest.pth" if arch == "visual_changenet" else f"{arch}_model_latest.pth"
+
+
+def link_latest(out_dir: Path, name: str, target: str, mode: str) -> None:
+    """The ``*_latest.pth`` symlink, relative, replaced atomically as Lightning does (``valid``),
+    pointing at a checkpoint that is not there (``dangling``), or none."""
+    if mode == "none":
+        return
+    if mode == "dangling":
+        target = "model_epoch_999_step_99999.pth"
+    tmp = out_dir / f".{name}.tmp"
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    os.symlink(target, tmp)
+    os.replace(tmp, out_dir / name)
+
+
 def main(argv: list[str]) -> int:
     if argv == ["--list-arches"]:
         print(" ".join(TAO_ARCHES))
@@ -256,7 +294,13 @@ def main(argv: list[str]) -> int:
         print(f"Epoch {epoch + 1}/{epochs}", flush=True)
         began = time.time()
         time.sleep(epoch_seconds)
-        (out_dir / f"model_epoch_{epoch:03d}.pth").write_bytes(b"sim-checkpoint " + str(epoch).encode())
+        if sim.get("disk_full_at_epoch") is not None and int(sim["disk_full_at_epoch"]) == epoch:
+            status.write(status="FAILURE", message="file write failed")
+            return traceback_exit(arch, action, "RuntimeError: [enforce fail at inline_container.cc:603] . "
+                                  f"PytorchStreamWriter failed writing file data/{17 + epoch}: file write failed")
+        checkpoint = out_dir / checkpoint_name(epoch, sim)
+        checkpoint.write_bytes(b"sim-checkpoint " + str(epoch).encode())
+        link_latest(out_dir, latest_name(arch), checkpoint.name, sim.get("latest_link", "valid"))
         if action == "train":
             status.epoch_end(epoch + 1, epochs, time.time() - began, simulated_kpis(epoch + 1, sim))
         if sim.get("hang_after_epoch") is not None and epoch + 1 >= int(sim["hang_after_epoch"]):
