@@ -289,14 +289,27 @@ def results_script(carrier: Carrier, results_dir: str, destination: str, exclude
     newline or CR and marks the line with a leading backslash); an unreadable
     file prints ``TAO_UNREADABLE <path>``; no results dir prints
     ``TAO_NO_RESULTS``. The credential file is removed on every path.
+
+    Symbolic links (TAO writes ``*_latest.pth`` beside its checkpoints; a link
+    can dangle) are recorded as links, never uploaded: ``TAO_LINK <1|0 target
+    exists> <path>`` then ``TAO_LINK_TO <target>``. ``find -type f`` does not
+    follow them, and ``aws s3 sync --no-follow-symlinks`` skips them before its
+    existence check (aws-cli ``filegenerator.should_ignore_file``), so a dangling
+    link no longer makes sync exit 2 ("File does not exist") and the manifest and
+    the upload hold the same files. A link's target inside the results dir is a
+    regular file of the manifest, uploaded and verified under its own name.
     """
     quoted = remote.rpath(results_dir)
     hash_files = ('for f; do s=$(stat -c %s -- "$f") && h=$(sha256sum -- "$f") '
                   '|| { printf "TAO_UNREADABLE %s\\n" "$f"; continue; }; printf "%s %s\\n" "$s" "$h"; done')
+    list_links = ('for f; do if [ -e "$f" ]; then e=1; else e=0; fi; printf "TAO_LINK %s %s\\n" "$e" "$f"; '
+                  'printf "TAO_LINK_TO %s\\n" "$(readlink -- "$f")"; done')
     manifest = (f"if [ -d {quoted} ]; then cd {quoted} && "
-                f"find . -type f -exec sh -c {shlex.quote(hash_files)} sh {{}} +; else echo TAO_NO_RESULTS; fi")
+                f"find . -type f -exec sh -c {shlex.quote(hash_files)} sh {{}} + && "
+                f"find . -type l -exec sh -c {shlex.quote(list_links)} sh {{}} +; else echo TAO_NO_RESULTS; fi")
     upload = carrier.run(results_dir, "/results", ["s3", "sync", "--only-show-errors", "--no-progress",
-                                                   *aws_excludes(excludes), "/results", destination],
+                                                   "--no-follow-symlinks", *aws_excludes(excludes), "/results",
+                                                   destination],
                          read_only=True)
     upload = f"if [ -d {quoted} ]; then {upload}; fi"
     lines = [remove_on_exit([carrier.env_file])]
@@ -316,16 +329,22 @@ class InstanceManifest:
     entries: list[dict]
     unreadable: list[str]
     present: bool
+    links: list[dict] = field(default_factory=list)   # {"path", "target", "dangling"}
 
 
 def parse_manifest(text: str) -> InstanceManifest:
     """Read the ``manifest`` section of :func:`results_script` (paths made relative, sorted)."""
-    entries, unreadable, present = [], [], True
+    entries, unreadable, present, links = [], [], True, []
     for line in text.splitlines():
         if line == "TAO_NO_RESULTS":
             present = False
         elif line.startswith("TAO_UNREADABLE "):
             unreadable.append(_relative(line[len("TAO_UNREADABLE "):]))
+        elif line.startswith(("TAO_LINK 0 ", "TAO_LINK 1 ")):
+            links.append({"path": _relative(line[len("TAO_LINK 0 "):]), "target": None,
+                          "dangling": line[len("TAO_LINK ")] == "0"})
+        elif line.startswith("TAO_LINK_TO ") and links and links[-1]["target"] is None:
+            links[-1]["target"] = line[len("TAO_LINK_TO "):]
         else:
             match = _MANIFEST_LINE.match(line)
             if match:
@@ -333,7 +352,8 @@ def parse_manifest(text: str) -> InstanceManifest:
                 if escaped:
                     path = _unescape(path)
                 entries.append({"path": _relative(path), "size": int(size), "sha256": digest})
-    return InstanceManifest(sorted(entries, key=lambda e: e["path"]), sorted(unreadable), present)
+    return InstanceManifest(sorted(entries, key=lambda e: e["path"]), sorted(unreadable), present,
+                            sorted(links, key=lambda e: e["path"]))
 
 
 def _relative(path: str) -> str:

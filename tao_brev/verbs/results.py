@@ -18,6 +18,16 @@ with a bucket) writes them on the instance disk (its results dir, mounted at
    manifest into that one: a file once listed stays required, so a result
    lost both in S3 and on the instance is reported, never forgotten.
 
+Verified means by content: every file of the instance-side manifest is in the
+destination with its size and sha256, whoever put it there - a failed upload
+step does not unverify files that are there (say, uploaded by hand); its
+error is kept as ``upload_error``. Symbolic links are recorded as links
+(``links``: path, target, dangling), not uploaded (see
+``staging.results_script``); a dangling ``*_latest.pth`` blocks nothing.
+
+Once per job: an attempt runs under a per-job lock; a poller that waited for
+it takes the outcome of the attempt made meanwhile instead of uploading again.
+
 It is idempotent: verified results are never uploaded again. Callers:
 ``poll_status`` when it sees the job terminal, ``teardown`` after removing the
 container. Before an instance is deleted, :func:`recheck` LISTs the
@@ -34,7 +44,7 @@ from typing import Optional
 from .. import credentials, redact, remote, staging, storage
 from ..cli import Context, say
 from ..errors import TaoBrevError
-from ..fsio import atomic_write_json
+from ..fsio import atomic_write_json, locked
 from ..records import is_terminal, now_iso
 from . import reconcile
 
@@ -49,12 +59,15 @@ def summary(results: dict) -> dict:
     if results.get("kind") == "s3":
         out.update(uploaded=bool(results.get("uploaded")), verified=bool(results.get("verified")))
         for key in ("files", "bytes", "excluded", "verified_at", "note"):
-            if key in results:
+            if results.get(key) is not None:
                 out[key] = results[key]
         for key in ("missing", "mismatched", "unreadable"):
             out[key] = list(results.get(key) or [])[:LISTED]
-        if results.get("error"):
-            out["error"] = results["error"]
+        if results.get("links"):
+            out["links"] = list(results["links"])[:LISTED]
+        for key in ("error", "upload_error"):
+            if results.get(key):
+                out[key] = results[key]
     return out
 
 
@@ -92,12 +105,20 @@ def finalize(ctx: Context, job_id: str) -> Optional[dict]:
         return summary(ctx.sidecars.update(job_id, results={
             "uploaded": False, "verified": True, "files": 0, "bytes": 0, "error": None,
             "verified_at": now_iso(), "note": "never launched: nothing to upload"})["results"])
-    try:
-        results = _upload_and_verify(ctx, job_id, sidecar, record)
-    except TaoBrevError as exc:
-        say(f"results {job_id}: {exc.message}")
-        results = ctx.sidecars.update(job_id, results={"verified": False, "error": exc.to_json(),
-                                                       "checked_at": now_iso()})["results"]
+    seen = int(results.get("attempts") or 0)
+    lock = _manifest_path(ctx, job_id).with_suffix(".upload")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with locked(lock):   # one attempt at a time per job, whichever process sees the end first
+        results = ctx.sidecars.load(job_id).get("results") or {}
+        if results.get("verified") or int(results.get("attempts") or 0) > seen:
+            return summary(results)   # another poller made an attempt while this one waited: its outcome
+        ctx.sidecars.update(job_id, results={"attempts": seen + 1})
+        try:
+            results = _upload_and_verify(ctx, job_id, ctx.sidecars.load(job_id), record)
+        except TaoBrevError as exc:
+            say(f"results {job_id}: {exc.message}")
+            results = ctx.sidecars.update(job_id, results={"verified": False, "error": exc.to_json(),
+                                                           "checked_at": now_iso()})["results"]
     return summary(results)
 
 
@@ -114,21 +135,39 @@ def _upload_and_verify(ctx: Context, job_id: str, sidecar: dict, record: dict) -
     kept = [e for e in reported.entries if not storage.is_excluded(e["path"], excludes)]
     manifest = _merge(_load_manifest(ctx, job_id) or [], kept)
     _save_manifest(ctx, job_id, manifest)
+    links = [link for link in reported.links if not storage.is_excluded(link["path"], excludes)]
 
     report = storage.verify_against_manifest(settings, destination, manifest)
     mismatched = [m["path"] for m in report["mismatched"]]
-    verified = report["verified"] and not reported.unreadable and upload_error is None
+    # By content: every manifest file is there with its sha256, whoever uploaded it.
+    verified = report["verified"] and not reported.unreadable
     update = {"uploaded": upload_error is None and reported.present, "verified": verified,
               "files": report["files"], "bytes": report["bytes"], "excluded": len(reported.entries) - len(kept),
               "missing": report["missing"], "mismatched": mismatched, "unreadable": reported.unreadable,
-              "error": upload_error, "checked_at": now_iso()}
+              "links": links, "upload_error": upload_error, "error": None if verified else upload_error,
+              "checked_at": now_iso()}
+    notes = [_links_note(links)] if links else []
     if verified:
         update["verified_at"] = update["checked_at"]
+        if upload_error is not None:
+            notes.append("the upload step failed (upload_error), yet every file of the manifest is in the "
+                         "destination with its sha256: verified by content")
     elif upload_error is None:
         update["error"] = TaoBrevError("S3_VERIFY_FAILED", f"{destination}: {describe_loss(update)}").to_json()
+    update["note"] = "; ".join(notes) if notes else None
     say(f"results {job_id}: {report['files']} files, {report['bytes']} bytes in {destination}: "
         + ("verified" if verified else f"NOT verified ({describe_loss(update)})"))
     return ctx.sidecars.update(job_id, results=update)["results"]
+
+
+def _links_note(links: list[dict]) -> str:
+    """What the answer says about the symbolic links of a results dir."""
+    dangling = [link["path"] for link in links if link.get("dangling")]
+    text = (f"{len(links)} symbolic link(s) recorded as links, not uploaded (a target inside the results dir is "
+            f"uploaded and verified under its own name)")
+    if dangling:
+        text += f"; dangling, ignored: {', '.join(dangling[:LISTED])}"
+    return text
 
 
 def _upload(ctx: Context, job_id: str, instance: str, results_dir: str, destination: str,

@@ -321,6 +321,10 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
             return {"ok": True, **out, "polls": polls}, 0
         if is_terminal(state):
             if state == "COMPLETE":
+                unverified = _unverified_results(job_id, out.get("results"))
+                if unverified is not None:   # the documented contract: the job ended, its S3 results did not
+                    code = CODES.get(unverified["code"])
+                    return {"ok": False, **out, "polls": polls, "error": unverified}, code.exit_code if code else 1
                 return {"ok": True, **out, "polls": polls}, 0
             code = "JOB_FAILED" if state == "ERROR" else "JOB_CANCELED"
             err = TaoBrevError(code, f"job {job_id} ended {state}: {out.get('message', '')}")
@@ -357,6 +361,16 @@ def progress_note(progress: dict | None) -> str:
         return ""
     eta = f", ETA {progress['eta_s']} s" if progress.get("eta_s") is not None else ""
     return f" - epoch {progress['epoch']}/{progress.get('max_epoch') or '?'} ({progress.get('percent', '?')}%){eta}"
+
+
+def _unverified_results(job_id: str, results: dict | None) -> dict | None:
+    """The error of S3-routed results that are not verified (RESULTS_UPLOAD_FAILED, S3_VERIFY_FAILED,
+    or what stopped the attempt), else None."""
+    if not results or results.get("kind") != "s3" or results.get("verified"):
+        return None
+    return results.get("error") or TaoBrevError(
+        "RESULTS_UPLOAD_FAILED", f"the results of {job_id} are not uploaded to {results.get('destination')} yet: "
+        + results_mod.describe_loss(results)).to_json()
 
 
 def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[dict]:
