@@ -1,0 +1,90 @@
+"""Cost facts never mix the laptop's clock with the instance's; docker's timestamps parse on every Python."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from conftest import validate
+from tao_brev import cost
+from tao_brev.cli import Context
+from tao_brev.fsio import atomic_write_json
+
+UTC = timezone.utc
+T0 = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)   # the submit, on this machine's clock
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2024-05-01T12:00:00.5Z", datetime(2024, 5, 1, 12, 0, 0, 500000, tzinfo=UTC)),
+    ("2024-05-01T12:00:00.1234Z", datetime(2024, 5, 1, 12, 0, 0, 123400, tzinfo=UTC)),
+    ("2024-05-01T12:00:00.12Z", datetime(2024, 5, 1, 12, 0, 0, 120000, tzinfo=UTC)),
+    ("2024-05-01T12:00:00Z", datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)),
+    ("2024-05-01T12:00:00.123456789Z", datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)),
+    ("2024-05-01T12:00:00.5+02:00", datetime(2024, 5, 1, 10, 0, 0, 500000, tzinfo=UTC)),
+    ("2026-11-29T16:57:47.298+00:00", datetime(2026, 11, 29, 16, 57, 47, 298000, tzinfo=UTC)),
+    ("2026-11-29T16:57:47", datetime(2026, 11, 29, 16, 57, 47, tzinfo=UTC)),
+])
+def test_docker_rfc3339nano_times_parse_whatever_their_fraction(text, expected):
+    assert cost.parse_ts(text) == expected
+
+
+@pytest.mark.parametrize("text", [None, "", "0001-01-01T00:00:00Z", "yesterday", "2024-13-01T00:00:00Z"])
+def test_unset_or_unreadable_times_are_none(text):
+    assert cost.parse_ts(text) is None
+
+
+def _iso(ts: datetime) -> str:
+    return ts.isoformat(timespec="seconds")
+
+
+def job_with_clocks(tmp_path: Path, instance_offset: timedelta, run: timedelta = timedelta(minutes=30)):
+    """A reused-instance job submitted at T0, started 10 s later and run for ``run``, as its record
+    (this machine's marks) and its sidecar (docker's times, ``instance_offset`` off) say."""
+    ctx = Context(env={"TAO_STATE_DIR": str(tmp_path / "state")})
+    record = ctx.records.open(image="img:1", network_arch="visual_changenet", action="train",
+                              storage_tier="A", results_root="~/tao-results")
+    job_id = record["id"]
+    ctx.records.mark(job_id, "RUNNING", message="container started", source="agent", backend_ref=f"box/{job_id}")
+    ctx.records.mark(job_id, "COMPLETE", message="docker status exited, exit code 0", source="poller")
+    path = ctx.state_root / "jobs" / f"{job_id}.json"
+    data = json.loads(path.read_text())
+    data["submitted_at"] = _iso(T0)
+    marks = [T0, T0 + timedelta(seconds=11), T0 + timedelta(seconds=10) + run + timedelta(seconds=25)]
+    for transition, ts in zip(data["transitions"], marks):
+        transition["ts"] = _iso(ts)
+    atomic_write_json(path, data)
+    started, finished = T0 + timedelta(seconds=10) + instance_offset, T0 + timedelta(seconds=10) + run + instance_offset
+    ctx.sidecars.update(job_id, instance="box", cost={
+        "submitted_at": T0.isoformat(timespec="milliseconds"),
+        "started_at": started.strftime("%Y-%m-%dT%H:%M:%S.5Z"), "finished_at": finished.strftime("%Y-%m-%dT%H:%M:%S.5Z")})
+    return ctx, job_id
+
+
+@pytest.mark.parametrize("offset_h", [-1, 0, 1])
+def test_an_instance_clock_off_by_an_hour_changes_no_duration(tmp_path, offset_h):
+    ctx, job_id = job_with_clocks(tmp_path, timedelta(hours=offset_h))
+    facts = cost.facts(ctx, job_id, owned=False, price_per_hour=3.6, lookup=False)
+    validate("cost", facts)
+    assert facts["run_s"] == 1800.0                     # docker - docker
+    assert facts["submit_to_running_s"] == 11.0         # here - here
+    assert 1800 < facts["billed_s"] <= 1800 + 11 + 25   # here: submit -> the job's end seen here
+    assert facts["estimated_cost_usd"] == round(facts["billed_s"] / 3600 * 3.6, 4) > 0
+    if offset_h == 0:
+        assert facts["clock_skew_s"] is None
+    else:
+        assert facts["clock_skew_s"] == pytest.approx(offset_h * 3600, abs=40)
+
+
+def test_a_job_on_an_instance_whose_clock_is_behind_bills_its_time_on_the_simulator(world):
+    world.sim.set_instance("box", clock_offset_s=-3600)
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.3}))
+    assert sub.code == 0, sub
+    wait = world.run("poll_status.py", sub.json["job_id"], "--wait", "--interval", "0.2", "--timeout", "60")
+    assert wait.code == 0, wait
+    facts = wait.json["cost"]
+    validate("cost", facts)
+    assert facts["run_s"] >= 0.9 and facts["billed_s"] >= facts["run_s"]
+    assert facts["clock_skew_s"] is not None and facts["clock_skew_s"] < -3000
