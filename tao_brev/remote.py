@@ -161,7 +161,7 @@ def submit_script(run: RunSpec, spec_text: str, checks: str = "") -> str:
     """The whole submit in one round trip: write the spec, guard, launch.
 
     Idempotent: if a container named after the job id exists, print
-    ``TAO_ALREADY_SUBMITTED`` and launch nothing. Refuses (``TAO_IMAGE_MISSING``,
+    ``TAO_ALREADY_SUBMITTED`` and its ``.State`` JSON, and launch nothing. Refuses (``TAO_IMAGE_MISSING``,
     exit 4) when the image is not on the instance: pulling inside ``docker
     run`` is billed GPU-idle time; preflight.py --pull pulls it first. The
     credential file, if any, is removed on every path (trap on EXIT).
@@ -181,8 +181,8 @@ def submit_script(run: RunSpec, spec_text: str, checks: str = "") -> str:
         heredoc_file(join(job, "spec", "spec.yaml"), spec_text).rstrip("\n"),
         launch_lock(run.job_id),
         f"if [ -e {rpath(join(job, ABANDONED))} ]; then echo TAO_LAUNCH_ABANDONED; exit 6; fi",
-        f"if docker inspect --type container {shlex.quote(run.job_id)} >/dev/null 2>&1; then "
-        "echo TAO_ALREADY_SUBMITTED; exit 0; fi",
+        f"if __tb_s=$({inspect_state(run.job_id)} 2>/dev/null); then "
+        "echo TAO_ALREADY_SUBMITTED; printf '%s\\n' \"$__tb_s\"; exit 0; fi",
         f"docker image inspect {shlex.quote(run.image)} >/dev/null || {{ __tb_rc=$?; "
         f"[ \"$__tb_rc\" = 127 ] && {{ echo {DOCKER_MISSING} docker image inspect; exit 127; }}; "
         "echo TAO_IMAGE_MISSING; exit 4; }",

@@ -43,11 +43,13 @@ def test_an_outside_sigkill_is_oom_or_external_kill_never_a_program_error(world)
     assert record["terminal_state"] == "ERROR" and record.get("err_class") is None
 
 
-def test_a_lost_launch_answer_with_a_failed_start_is_a_failed_launch_not_pending(world):
+@pytest.mark.parametrize("breaks", [1, 2])
+def test_a_lost_launch_answer_with_a_failed_start_is_a_failed_launch_not_pending(world, breaks):
     """docker run created the container, the start failed (no nvidia driver), and the ssh
-    connection broke before the answer came back (twice: brev's own retry too)."""
+    connection broke before the answer came back: brev's own second run then finds the container
+    (breaks=1), or that breaks too and reconciliation asks (breaks=2)."""
     world.sim.set_instance("box", gpu_runtime=False)
-    world.sim.add_fault("docker run", "reset_after", times=2)
+    world.sim.add_fault("docker run", "reset_after", times=breaks)
     sub = world.submit(**FAST)
     assert sub.code == 1, sub
     validate("submit", sub.json)

@@ -95,9 +95,9 @@ def pending_launch(ctx: Context, record: dict, instance: str | None, source: str
         say(f"reconcile {job_id}: instance {instance} did not answer; the record stays PENDING")
         return _unsettled(job_id, exc)
     if result.exit_code == EXIT_EXISTS:
-        failed = _failed_start(result.stdout)
+        failed = failed_start(result.stdout)
         if failed is not None:
-            return _start_failed(ctx, job_id, instance, source, failed)
+            return start_failed(ctx, job_id, instance, source, failed)
         backend_ref = f"{instance}/{job_id}"
         current = ctx.records.load(job_id)
         if not current.get("backend_ref") and not current.get("terminal_state"):   # not settled by another poller
@@ -127,7 +127,7 @@ def _brev_lookup_failed(exc: TaoBrevError | None) -> bool:
     return exc is not None and BREV_LOOKUP_FAILED in exc.message
 
 
-def _failed_start(stdout: str):
+def failed_start(stdout: str):
     """The JobState of a container docker created but could not start (``created`` + Error), else None."""
     for line in reversed(stdout.strip().splitlines()):
         try:
@@ -141,7 +141,7 @@ def _failed_start(stdout: str):
     return None
 
 
-def _start_failed(ctx: Context, job_id: str, instance: str, source: str, observed) -> dict:
+def start_failed(ctx: Context, job_id: str, instance: str, source: str, observed) -> dict:
     """A created container docker could not start: a failed launch (ERROR, ERR_INFRA), its error as evidence."""
     backend_ref = f"{instance}/{job_id}"
     code = docker_error_code(observed.docker_error or "", default="SUBMIT_REFUSED")

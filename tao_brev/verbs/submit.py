@@ -239,6 +239,10 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     out = result.stdout
     if result.ok:
         adopted = "TAO_ALREADY_SUBMITTED" in out
+        failed = reconcile.failed_start(out) if adopted else None
+        if failed is not None:   # brev's own retry found the container a first run created but could not start
+            outcome = reconcile.start_failed(ctx, job_id, req.instance, "agent", failed)
+            return {**answer, **outcome["answer"]}, outcome["exit_code"]
         container_id = out.strip().splitlines()[-1] if out.strip() and not adopted else None
         ctx.records.mark(job_id, "RUNNING", message="container started" if not adopted else
                          "container already existed; adopted", source="agent", backend_ref=backend_ref)
