@@ -372,9 +372,14 @@ def test_missing_spec_or_dataset_fails_like_tao(sim):
 def test_gpu_runtime_missing_and_daemon_down(sim):
     write_spec(sim)
     sim.set_instance("box", gpu_runtime=False)
-    result = remote(sim, tao_run("g") + "; echo rc=$?")
+    result = remote(sim, tao_run("gpu-job") + "; echo rc=$?")
     assert "rc=125" in result.stdout and 'could not select device driver "" with capabilities: [[gpu]]' \
         in result.stderr
+    # moby daemon/start.go: the start failed after the create; the container stays, created, with the error
+    state = sim.container("box", "gpu-job")["State"]
+    assert (state["Status"], state["ExitCode"]) == ("created", 128)
+    assert state["Error"] == 'could not select device driver "" with capabilities: [[gpu]]'
+    assert "created" in remote(sim, "docker ps -a --format '{{.Names}} {{.State}}'").stdout
     sim.set_instance("box", docker_daemon="down")
     result = remote(sim, "docker ps; echo rc=$?")
     assert "rc=1" in result.stdout and "Cannot connect to the Docker daemon" in result.stderr
