@@ -440,12 +440,10 @@ def _from_probe(job_id: str, probe) -> JobState:
     if probe is None:
         return from_inspect(None)
     try:
-        observed = from_inspect(json.loads(probe.state))
+        state = json.loads(probe.state)
     except json.JSONDecodeError:
         raise TransportError("TRANSPORT_FAILED", f"docker inspect printed no JSON for {job_id}") from None
-    if observed.state == "ERROR" and observed.hint is None:
-        observed.hint = classify_logs(probe.tail or "")
-    return observed
+    return from_inspect(state, probe.tail or "")   # the log tail refines an ERROR's hint
 
 
 def poll_all(ctx: Context) -> tuple[dict, int]:
