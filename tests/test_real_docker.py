@@ -331,7 +331,8 @@ def test_a_command_missing_from_an_image_without_wrapper_leaves_a_created_contai
 
 # -- the simulator's docker against the real one -------------------------------------------
 # Every docker subcommand and output format the bundle sends to an instance
-# runs on both, through `brev exec`, and what the bundle PARSES from each
+# (including `poll_status --all`'s `ps -aq` + `inspect` with its Go template and
+# `logs --timestamps`) runs on both, through `brev exec`, and what the bundle PARSES from each
 # answer is compared. Not compared, with the reason (tests/sim/README.md):
 # `docker pull`, `docker manifest inspect`, `docker login` and `docker run` of
 # the S3 carrier need a registry, which the real tier cannot reach; `docker
@@ -408,6 +409,20 @@ def _parsed(world, job_done: str, job_hung: str, plain_image: str) -> dict:
     wrapped = _section(world, remote.logs_if_exited("wrapped", 20))
     facts["wrapper_127"] = (waited[1].strip(), docker_state.classify_logs(wrapped.output)["reason"],
                             "NVIDIA Release" in wrapped.output)
+    from tao_brev import progress
+    token = remote.new_token()
+    _, out, _ = _exec(world, remote.progress_functions(token) + "\n"
+                      + remote.section(token, "jobs", remote.read_all_jobs()))
+    sec = remote.parse_sections(out, token)["jobs"]
+    found, noise = progress.parse_jobs(sec.output, token)
+    facts["all_jobs"] = (sec.exit_code, noise.strip(), {
+        roles[job]: (docker_state.from_inspect(json.loads(probe.state)).state,
+                     sorted(f.path for f in probe.files), [json.loads(line)["status"] for f in probe.files
+                                                           for line in f.lines[-1:]], probe.tail is not None)
+        for job, probe in found.items() if job in roles})
+    last = _section(world, remote.last_log_line(job_done))
+    stamp, _, text = last.output.strip().partition(" ")
+    facts["last_log_line"] = (last.exit_code, progress.rfc3339_epoch(stamp) is not None, text)
     rm = _section(world, remote.remove_container(job_done))
     rm_missing = _section(world, remote.remove_container(job_done))
     facts["rm"] = (rm.exit_code, rm.output.strip() == job_done, rm_missing.exit_code)
@@ -438,5 +453,7 @@ def test_the_simulators_docker_answers_as_the_real_engine_does(real, tmp_path, s
     differences = {key: {"sim": from_sim[key], "real": from_real.get(key)}
                    for key in from_sim if from_sim[key] != from_real.get(key)}
     assert differences == {}, json.dumps(differences, indent=1)
+    assert set(from_real["all_jobs"][2]) == {"done", "stopped"} and from_real["all_jobs"][2]["done"][1]
+    assert from_real["last_log_line"][1] and from_real["last_log_line"][2]
     assert from_real["state_stopped"][2]["exit_code"] == 137          # docker stop of a PID 1 without handler
     assert from_real["wrapper_127"][0] == "127" and from_real["run_missing_command"][2] == 127
