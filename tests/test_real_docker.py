@@ -161,7 +161,7 @@ def test_plain_submit_runs_to_complete_with_wait_logs_and_teardown(real):
     assert logs.code == 0, logs
     assert "Epoch 3/3" in logs.json["logs"] and "Execution status: PASS" in logs.json["logs"]
     results = real.home / "tao-results" / job_id / "train"
-    assert sorted(p.name for p in results.glob("*.pth")) == [f"model_epoch_{i:03d}.pth" for i in range(3)]
+    assert list(results.glob("model_epoch_002*.pth")) and (results / "changenet_model_classify_latest.pth").exists()
     assert (results / "status.json").stat().st_uid == 0   # written by the container, as root
     down = real.run("teardown.py", job_id)
     assert down.code == 0, down
@@ -201,7 +201,7 @@ def test_submit_with_overrides_reaches_the_tao_command(real):
     cmd = json.loads(docker("inspect", "--format", "{{json .Config.Cmd}}", job_id).stdout)
     assert cmd[-1] == "train.num_epochs=4"
     results = real.home / "tao-results" / job_id / "train"
-    assert len(list(results.glob("model_epoch_*.pth"))) == 4
+    assert list(results.glob("model_epoch_003*.pth")) and not list(results.glob("model_epoch_004*.pth"))
 
 
 def test_poll_logs_of_a_running_job_then_teardown_cancels_it(real):
@@ -307,7 +307,7 @@ def test_results_written_by_root_are_handed_to_the_user_at_teardown(real):
     user = pwd.getpwnam(USER)
     owners = {(p.stat().st_uid, p.stat().st_gid) for p in [results, *results.rglob("*")]}
     assert owners == {(user.pw_uid, user.pw_gid)}
-    assert sorted(p.name for p in (results / "train").glob("*.pth")) == [f"model_epoch_{i:03d}.pth" for i in range(3)]
+    assert list((results / "train").glob("model_epoch_002*.pth"))
     mine = real.as_user(f"cat ~/tao-results/{job_id}/private/ckpt && rm -rf ~/tao-results/{job_id}/private")
     assert mine.returncode == 0 and mine.stdout.startswith("x"), mine.stderr
     again = real.run("teardown.py", job_id)
