@@ -67,9 +67,9 @@ Exit codes: 0 answered (any state without --wait; COMPLETE with --wait, and
   3 the instance or brev could not be reached (rerun: it is safe).
 """
 
-import sys
+import _bootstrap  # noqa: I001  (first: SIGINT/SIGTERM get a JSON answer from here on)
 
-import _bootstrap
+import sys  # noqa: E402
 
 _bootstrap.setup()
 

@@ -52,9 +52,9 @@ Exit codes: 0 every check passed; 1 a check failed (error PREFLIGHT_FAILED, or
   brev's ssh key refused (SSH_KEY_REJECTED).
 """
 
-import sys
+import _bootstrap  # noqa: I001  (first: SIGINT/SIGTERM get a JSON answer from here on)
 
-import _bootstrap
+import sys  # noqa: E402
 
 _bootstrap.setup()
 

@@ -27,13 +27,15 @@ Output: one JSON object on stdout:
    ["error": {"code","message","fix"}]}
   (schema: references/schemas/submit.schema.json). Progress on stderr.
 Exit codes: 0 launched (or adopted), 1 launch refused / never launched,
-  2 bad input (nothing recorded), 3 backend unreachable (the record stays
-  PENDING and poll_status.py reconciles it).
+  2 bad input (nothing recorded), 3 backend unreachable ("state" PENDING: the
+  record stays PENDING and poll_status.py reconciles it; "state" ERROR: the
+  credential copy failed before any launch, submit again with --retry-of),
+  130 interrupted. Every answer once the record is open names its job_id.
 """
 
-import sys
+import _bootstrap  # noqa: I001  (first: SIGINT/SIGTERM get a JSON answer from here on)
 
-import _bootstrap
+import sys  # noqa: E402
 
 _bootstrap.setup()
 

@@ -21,13 +21,14 @@ Subcommands:
 Every write is atomic (temp + fsync + rename + directory fsync) under a
 per-record lock and passes the redactor. Schema:
 references/schemas/job_record.schema.json.
-Exit codes: 0 done, 2 bad input (invalid/unknown id, corrupt record, refused
-terminal transition). Errors print {"ok": false, "error": {...}} on stdout.
+Exit codes: 0 done, 2 bad input (invalid/unknown id, damaged record - moved to
+jobs/quarantine/, see poll_status.py / teardown.py -, refused terminal transition),
+130 interrupted. Errors print {"ok": false, "error": {...}} on stdout.
 """
 
-import sys
+import _bootstrap  # noqa: I001  (first: SIGINT/SIGTERM get a JSON answer from here on)
 
-import _bootstrap
+import sys  # noqa: E402
 
 _bootstrap.setup()
 
@@ -90,30 +91,18 @@ def main(argv=None):
         return {"ok": True, "job_id": args.id, "state": records.current_state(record),
                 "terminal_state": record.get("terminal_state")}, 0
     if args.cmd == "show":
-        return store.load(args.id), 0
+        cli.emit(store.load(args.id))   # the record itself, bank-format (no "ok" added)
+        return None, 0
     rows = store.list()
     if args.json:
         return {"ok": True, "jobs": rows}, 0
     for r in rows:
         if r.get("corrupt"):
-            print(f"{r['id']}\t<corrupt>", file=sys.stderr)
+            print(f"{r['id']}\t<corrupt> (quarantined: {r.get('quarantined')})", file=sys.stderr)
             continue
         print(f"{r['id']}\t{r.get('platform', '?')}\t{records.current_state(r)}\t{r.get('results_dir', '?')}")
     return None, 0
 
 
-def run(argv=None) -> int:
-    """Like cli.run, but `open` (bare id) and `list` (TSV) print bank-format text."""
-    try:
-        result, code = main(argv)
-    except cli.TaoBrevError as exc:
-        cli.say(f"tao_job_record.py: {exc.message}")
-        cli.emit({"ok": False, "error": exc.to_json()})
-        return exc.exit_code
-    if result is not None:
-        cli.emit(result)
-    return code
-
-
 if __name__ == "__main__":
-    sys.exit(run())
+    sys.exit(cli.run(main))   # `open` (bare id) and `list` (TSV) print bank-format text themselves

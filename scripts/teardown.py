@@ -58,9 +58,9 @@ Exit codes: 0 done, 1 a deletion was refused (INSTANCE_DELETE_REFUSED: blockers
   `brev delete NAME` or rerun; --orphans lists it (delete_pending) until a delete succeeds.
 """
 
-import sys
+import _bootstrap  # noqa: I001  (first: SIGINT/SIGTERM get a JSON answer from here on)
 
-import _bootstrap
+import sys  # noqa: E402
 
 _bootstrap.setup()
 

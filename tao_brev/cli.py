@@ -9,6 +9,7 @@ string in it passed through the redactor, and exits 0/1/2/3 as documented in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -79,34 +80,109 @@ def emit(result: dict) -> None:
     print(json.dumps(redact.redact_obj(result), indent=2, default=str), flush=True)
 
 
+# -- interrupts: every run signalled after the script's first line answers in JSON ----------
+# scripts/_bootstrap.py answers a signal that arrives before run() (nothing done yet);
+# run() installs _interrupt: the first SIGINT/SIGTERM raises KeyboardInterrupt (the verbs
+# settle what they can and answer), a second one answers at once; once the answer is being
+# printed, signals are ignored (exactly one JSON document).
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_RUN: dict = {}
+
+
+def _reset() -> None:
+    _RUN.update(job_id=None, fix=None, signal=None, deferred=0, pending=None, answering=False)
+
+
+_reset()
+
+
+def note_job(job_id: str, interrupted_fix: str | None = None) -> None:
+    """From now on every answer of this run names ``job_id`` (an interrupt's too);
+    ``interrupted_fix`` is what an interrupted run tells the agent to do next."""
+    _RUN["job_id"] = job_id
+    if interrupted_fix:
+        _RUN["fix"] = interrupted_fix
+
+
+@contextlib.contextmanager
+def deferred_interrupts():
+    """A SIGINT/SIGTERM arriving inside is acted on when the block ends: what the block
+    makes (a record) and what names it (:func:`note_job`) exist together or not at all."""
+    _RUN["deferred"] += 1
+    try:
+        yield
+    finally:
+        _RUN["deferred"] -= 1
+        if not _RUN["deferred"] and _RUN["pending"] is not None:
+            signum, _RUN["pending"] = _RUN["pending"], None
+            _interrupt(signum, None)
+
+
 def _interrupt(signum, _frame):
+    if _RUN["answering"]:
+        return
+    if _RUN["deferred"]:
+        _RUN["pending"] = signum
+        return
+    if _RUN["signal"] is not None:   # a second signal while winding down: answer now
+        _RUN["answering"] = True
+        os.write(1, (json.dumps(redact.redact_obj(interrupted_answer()), indent=2) + "\n").encode())
+        os._exit(130)
+    _RUN["signal"] = signum
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def run(main: Callable[[list[str] | None], tuple[dict, int]], argv: list[str] | None = None) -> int:
+def interrupted_answer() -> dict:
+    """``INTERRUPTED`` (exit 130), naming the job this run worked on, if any."""
+    name = signal.Signals(_RUN["signal"]).name if _RUN["signal"] else "SIGINT"
+    job_id = _RUN["job_id"]
+    if job_id is None:
+        return {"ok": False, "error": TaoBrevError("INTERRUPTED", f"interrupted ({name})").to_json()}
+    fix = _RUN["fix"] or f"Run the same command again (it is safe); poll_status.py {job_id} shows the job's state."
+    return {"ok": False, "job_id": job_id,
+            "error": TaoBrevError("INTERRUPTED", f"interrupted ({name}) while working on job {job_id}",
+                                  fix).to_json()}
+
+
+def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[str] | None = None) -> int:
     """Call ``main(argv) -> (result, exit_code)``; print its JSON; return the exit code.
 
     A :class:`TaoBrevError` becomes ``{"ok": false, "error": ...}`` with its exit
     code (``details["answer"]`` fields are merged into the answer); an
     unexpected exception is a bug, reported as ``INTERNAL_ERROR`` (exit 1)
-    with the traceback on stderr.
+    with the traceback on stderr; SIGINT/SIGTERM is ``INTERRUPTED`` (exit 130).
+    Once a job was noted (:func:`note_job`) the answer names it. A ``None``
+    result means ``main`` printed its own (non-JSON, bank-format) answer.
     """
-    signal.signal(signal.SIGTERM, _interrupt)   # an agent's tool timeout: answer like Ctrl-C
+    _reset()
+    for signum in _SIGNALS:   # an agent's tool timeout: answer like Ctrl-C
+        signal.signal(signum, _interrupt)
     try:
-        result, code = main(argv)
-    except TaoBrevError as exc:
-        result = {"ok": False, "error": exc.to_json(), **exc.details.get("answer", {})}
-        code = exc.exit_code
-    except KeyboardInterrupt:
-        result, code = {"ok": False, "error": TaoBrevError("INTERRUPTED", "interrupted").to_json()}, 130
-    except SystemExit:
-        raise
-    except Exception as exc:  # a bug: still one JSON answer, never a silent traceback on stdout
-        import traceback
+        try:
+            from .credentials import sweep_local
 
-        say(traceback.format_exc())
-        result = {"ok": False, "error": TaoBrevError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}").to_json()}
-        code = EXIT_FAILURE
+            sweep_local()   # credential files that killed runs left on this machine
+            result, code = main(argv)
+        except TaoBrevError as exc:
+            result = {"ok": False, "error": exc.to_json(), **exc.details.get("answer", {})}
+            code = exc.exit_code
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # a bug: still one JSON answer, never a silent traceback on stdout
+            import traceback
+
+            say(traceback.format_exc())
+            result = {"ok": False, "error": TaoBrevError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}").to_json()}
+            code = EXIT_FAILURE
+        _RUN["answering"] = True   # from here on signals are ignored: this answer is printed
+    except KeyboardInterrupt:
+        _RUN["answering"] = True
+        _RUN["signal"] = _RUN["signal"] or signal.SIGINT
+        result, code = interrupted_answer(), 130
+    if result is None:
+        return code
     result.setdefault("ok", code == EXIT_OK)
+    if _RUN["job_id"] and not result.get("job_id"):
+        result["job_id"] = _RUN["job_id"]
     emit(result)
     return code

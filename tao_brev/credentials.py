@@ -11,7 +11,11 @@ carrier is therefore a FILE:
 3. read by the remote command (``docker run --env-file F`` or
    ``docker login --password-stdin < F``) and removed by that same command on
    every path (``trap 'rm -f F' EXIT``),
-4. the local copy removed right after the copy.
+4. the local copy removed right after the copy (it exists only while ``brev
+   copy`` runs). Its directory holds ``.owner``, locked (``flock``) by the
+   writing process for as long as it lives: a process killed before its
+   cleanup (SIGKILL) leaves the directory unlocked, and the next run of any
+   script removes it (:func:`sweep_local`, called by ``cli.run``).
 
 Residual exposure (cannot be avoided, kept small): ``docker inspect`` on the
 instance shows a container's environment to whoever can run docker there;
@@ -22,6 +26,8 @@ argv (brev's only headless login, used only after an auth failure).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shlex
 import shutil
@@ -71,14 +77,21 @@ def env_file_text(values: dict[str, str]) -> str:
     return "".join(f"{name}={value}\n" for name, value in values.items())
 
 
+LOCAL_PREFIX = "tao-cred-"
+OWNER = ".owner"
+
+
 def push(brev: Brev, instance: str, label: str, content: str) -> RemoteSecretFile:
     """Copy ``content`` to a fresh 0600 file on ``instance``; return its path.
 
     The remote command that reads it must remove it (``trap 'rm -f F' EXIT``).
     """
     remote = RemoteSecretFile(f"~/.tao-cred-{label}-{uuid.uuid4().hex[:10]}")
-    local_dir = tempfile.mkdtemp(prefix="tao-cred-")
+    local_dir = tempfile.mkdtemp(prefix=LOCAL_PREFIX)
+    owner = None
     try:
+        owner = os.open(os.path.join(local_dir, OWNER), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fcntl.flock(owner, fcntl.LOCK_EX)   # released by the kernel however this process ends
         local = os.path.join(local_dir, "cred")
         fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
@@ -87,7 +100,33 @@ def push(brev: Brev, instance: str, label: str, content: str) -> RemoteSecretFil
         brev.copy(local, f"{instance}:{remote.path[2:]}")
     finally:
         shutil.rmtree(local_dir, ignore_errors=True)
+        if owner is not None:
+            os.close(owner)
     return remote
+
+
+def sweep_local(tmp_dir: str | None = None) -> list[str]:
+    """Remove the local credential directories (``$TMPDIR/tao-cred-*``) of this user whose
+    writing process is gone (their ``.owner`` lock is free). Returns the removed paths;
+    never raises. A directory without ``.owner`` holds no credential yet and is left alone."""
+    removed = []
+    base = tmp_dir or tempfile.gettempdir()
+    try:
+        entries = [e for e in os.scandir(base) if e.name.startswith(LOCAL_PREFIX)]
+    except OSError:
+        return removed
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            fd = os.open(os.path.join(entry.path, OWNER), os.O_RDONLY | os.O_NOFOLLOW)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # BlockingIOError: its writer is alive
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(entry.path)
+            finally:
+                os.close(fd)
+    return removed
 
 
 def discard(brev: Brev, instance: str, secret: RemoteSecretFile) -> bool:

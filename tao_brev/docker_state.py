@@ -257,6 +257,8 @@ class JobState:
     finished_at: Optional[str] = None
     docker_error: Optional[str] = None   # docker's State.Error (a failed start)
     hint: Optional[dict] = field(default=None)
+    gone: Optional[str] = None   # a fact, set where it was learnt: "container" (docker: no such
+    #                              container) or "instance" (brev ls: deleted / not RUNNING)
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -271,7 +273,8 @@ def from_inspect(state: Optional[dict], logs: Optional[str] = None) -> JobState:
     """
     row, facts = row_for(state)
     if state is None or not state:
-        return JobState("UNKNOWN", "no such container on the instance (removed, or never launched)")
+        return JobState("UNKNOWN", "no such container on the instance (removed, or never launched)",
+                        gone="container")
     common = dict(docker_status=facts.status or None, exit_code=facts.exit_code, oom_killed=facts.oom_killed,
                   started_at=_ts(state.get("StartedAt")), finished_at=_ts(state.get("FinishedAt")),
                   docker_error=facts.error or None)

@@ -45,9 +45,11 @@ CODES: dict[str, Code] = {
     "UNKNOWN_JOB": Code(2, "No job record exists for this id.",
                         "List the known jobs with scripts/tao_job_record.py list."),
     "CORRUPT_RECORD": Code(2, "A job record or sidecar file is not valid JSON or misses required fields.",
-                           "Restore the file named in the message (it is JSON) from a backup. The job may still run: "
-                           "check its instance (brev exec NAME \"docker ps -a --filter label=tao-job\") before "
-                           "submitting again."),
+                           "A damaged job record is moved, bytes intact, to jobs/quarantine/ (named in the message) "
+                           "and blocks no other job; teardown.py JOB_ID removes the job's container and closes it. "
+                           "A damaged sidecar: restore the file named in the message (it is JSON) from a backup. "
+                           "The job may still run: check its instance (brev exec NAME \"docker ps -a --filter "
+                           "label=tao-job\") before submitting again."),
     "BAD_NAME": Code(2, "A name that reaches the remote shell holds characters outside [A-Za-z0-9._-].",
                      "Use only letters, digits, '.', '_' and '-' (instance, network arch, action, env names)."),
     "SPEC_NOT_FOUND": Code(2, "The spec file does not exist or cannot be read.",
@@ -151,7 +153,8 @@ CODES: dict[str, Code] = {
                                "launch. Do not resubmit yet."),
     "INSTANCE_LOST": Code(1, "The job's instance was deleted or stopped while the job ran.",
                           "Results not yet uploaded are lost (deleted) or frozen (stopped); resubmit with --retry-of."),
-    "CONTAINER_GONE": Code(1, "The job's container no longer exists on the instance (removed outside this tool).",
+    "CONTAINER_GONE": Code(1, "The job's container no longer exists on the instance (removed outside this tool; "
+                              "docker answered: no such container).",
                            "Its state cannot be read any more; close it with teardown.py JOB_ID, resubmit with --retry-of."),
     "INSTANCE_DELETE_REFUSED": Code(1, "The instance was not deleted: a job on it is still live or has results "
                                        "not verified in S3.",
@@ -163,7 +166,8 @@ CODES: dict[str, Code] = {
                           "did not run a job on: check with its owner, who can run brev delete NAME."),
     "INTERNAL_ERROR": Code(1, "An unexpected exception: a bug in tao-run-on-brev.",
                            "Report it with the stderr output; records already written are intact."),
-    "INTERRUPTED": Code(130, "The script was interrupted (Ctrl-C / SIGINT / SIGTERM).",
+    "INTERRUPTED": Code(130, "The script was interrupted (Ctrl-C / SIGINT / SIGTERM); the answer names the job "
+                             "it worked on (job_id), if any.",
                         "Run the same command again (preflight, status and teardown are safe to repeat); after an "
                         "interrupted submit do NOT resubmit: run poll_status.py JOB_ID with the job id it printed."),
     # -- S3 (storage.py) ---------------------------------------------------

@@ -1,59 +1,145 @@
 """Atomic, locked JSON files: the only way the bundle writes state to disk.
 
-Write = temp file in the same directory + flush + fsync + rename over the
-target + fsync of the directory, so a reader sees the old file or the new one,
-never a torn one, even across a crash. ``locked(path)`` holds an exclusive
-``flock`` on a sibling ``.<name>.lock`` across a read-modify-write, so an agent
-and background pollers can update the same file.
+Invariant: a reader never sees a file half-written, even when the writer is
+SIGKILLed at any instruction. Every write first puts the whole content in a
+temp file in the same directory (flush + fsync), then makes it visible under
+its final name in one step:
+
+* :func:`atomic_write_json` replaces: ``rename`` over the target;
+* :func:`create_json` creates exclusively: ``link`` of the temp file to the
+  final name fails when that name exists (``O_EXCL`` semantics without an
+  empty file ever being visible);
+
+then fsyncs the directory. A writer killed before that step leaves only a
+hidden ``.<name>.<pid>.<random>.tmp`` file, which :func:`sweep_temp` removes
+once its process is gone. ``locked(path)`` holds an exclusive ``flock`` on a
+sibling ``.<name>.lock`` across a read-modify-write, so an agent and
+background pollers can update the same file.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
+import re
+import threading
+import uuid
 from pathlib import Path
 
+_TEMP_RE = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
+# link(2) unsupported by the filesystem: fall back to a check under the directory lock
+_NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK}
 
-def atomic_write_json(path: Path, obj, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``obj`` as indented JSON, atomically and durably."""
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+
+def _write_temp(path: Path, obj, mode: int) -> Path:
+    """The full JSON text of ``obj`` in a fresh temp file beside ``path`` (fsynced)."""
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         with os.fdopen(fd, "w") as fh:
             json.dump(obj, fh, indent=2, sort_keys=False)
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
+    except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-    dfd = os.open(path.parent, os.O_RDONLY)
+        raise
+    return tmp
+
+
+def _fsync_dir(directory: Path) -> None:
+    dfd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dfd)
     finally:
         os.close(dfd)
 
 
-def reserve(path: Path) -> bool:
-    """Create ``path`` exclusively (O_EXCL). False when it already exists."""
+def atomic_write_json(path: Path, obj, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``obj`` as indented JSON, atomically and durably."""
+    tmp = _write_temp(path, obj, mode)
     try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        return False
-    os.close(fd)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    _fsync_dir(path.parent)
+
+
+def create_json(path: Path, obj, mode: int = 0o644) -> bool:
+    """Create ``path`` holding ``obj`` only if no file has that name; False when one has.
+
+    The content is complete before the name appears (``link`` of a fsynced temp
+    file), so no reader ever sees ``path`` empty or partial, whatever kills the writer.
+    """
+    tmp = _write_temp(path, obj, mode)
+    try:
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno not in _NO_LINK:
+                raise
+            with locked(path.parent / ".create"):   # every writer of this bundle creates under this lock
+                if os.path.lexists(path):
+                    return False
+                os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    _fsync_dir(path.parent)
     return True
+
+
+def pid_alive(pid: int) -> bool:
+    """True unless no process ``pid`` exists (a process of another user counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_temp(directory: Path) -> list[Path]:
+    """Remove the temp files that writers killed before their rename/link left in
+    ``directory`` (those whose process no longer exists). Returns what was removed."""
+    removed = []
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for entry in os.scandir(directory):
+            match = _TEMP_RE.match(entry.name)
+            if match and int(match.group(1)) != os.getpid() and not pid_alive(int(match.group(1))):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+    return removed
+
+
+_held = threading.local()
 
 
 @contextlib.contextmanager
 def locked(path: Path):
-    """Exclusive lock for a read-modify-write of ``path`` (blocks until held)."""
+    """Exclusive lock for a read-modify-write of ``path`` (blocks until held).
+
+    Re-entrant within one thread (a second ``flock`` on a new descriptor of the
+    same file would wait for the first forever); other threads and processes wait."""
     lock_path = path.parent / f".{path.name}.lock"
+    held = _held.__dict__.setdefault("paths", set())
+    if lock_path in held:
+        yield
+        return
     with open(lock_path, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
+        held.add(lock_path)
         try:
             yield
         finally:
+            held.discard(lock_path)
             fcntl.flock(fh, fcntl.LOCK_UN)

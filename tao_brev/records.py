@@ -4,10 +4,19 @@ Invariant: records written here are byte-for-byte readable by the bank's
 ``scripts/tao_job_record.py`` and vice versa (``$TAO_STATE_DIR/jobs/<id>.json``,
 ``schema_version`` 1; schema in ``references/schemas/job_record.schema.json``).
 Every write is atomic, under a per-record lock, and passes the redactor.
-``open`` reserves the id with an exclusive create before anything is launched
-(record-then-launch); ``mark`` appends transitions; a terminal state never
-changes (a repeated mark of the same terminal state may only add ``err_class``
-or ``backend_ref``).
+``open`` creates the record exclusively before anything is launched
+(record-then-launch): the whole PENDING record is written to a temp file first
+and then linked under ``<id>.json`` (``fsio.create_json``), so a record is never
+visible empty or half-written, whatever kills the writer; ``mark`` appends
+transitions; a terminal state never changes (a repeated mark of the same
+terminal state may only add ``err_class`` or ``backend_ref``).
+
+A damaged record (not JSON, not an object, required fields missing - written
+by some other tool, or by a crash of an older version) is moved, bytes intact,
+to ``jobs/quarantine/<id>.json`` by the first reader that finds it, and
+answered as ``CORRUPT_RECORD`` naming that path: it never blocks the other
+jobs (``list`` reports it apart). ``teardown.py <id>`` closes it
+(:meth:`RecordStore.close_quarantined` moves it to ``jobs/quarantine/closed/``).
 
 Records answer "what was submitted, where do results live, how did it end";
 what is running now is always read from the backend. Brev-specific state
@@ -25,7 +34,7 @@ from pathlib import Path
 
 from . import redact
 from .errors import TaoBrevError
-from .fsio import atomic_write_json, locked, reserve
+from .fsio import atomic_write_json, create_json, locked, sweep_temp
 
 SCHEMA_VERSION = 1
 STATES = ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
@@ -127,11 +136,18 @@ class RecordStore:
         self._ensure_dir()
         for _ in range(8):
             job_id = f"{_slug(network_arch)}-{_slug(action)}-{uuid.uuid4().hex[:6]}"
+            record = self._new_record(job_id, image=image, network_arch=network_arch, action=action,
+                                      results_dir=results_dir or os.path.join(results_root, job_id),
+                                      storage_tier=storage_tier, upload_excludes=upload_excludes,
+                                      parent_job=parent_job, retry_of=retry_of, platform=platform)
             path = self.path(job_id)
-            if reserve(path):
-                break
-        else:  # pragma: no cover - 8 collisions of 24 random bits
-            raise TaoBrevError("BAD_ARGUMENT", "could not reserve a fresh job id")
+            if self.quarantined(job_id) is None and create_json(path, _redact_record(record)):
+                return record
+        raise TaoBrevError("BAD_ARGUMENT", "could not reserve a fresh job id")  # pragma: no cover - 8 collisions
+
+    @staticmethod
+    def _new_record(job_id: str, *, image, network_arch, action, results_dir, storage_tier, upload_excludes,
+                    parent_job, retry_of, platform) -> dict:
         ts = now_iso()
         record = {
             "schema_version": SCHEMA_VERSION,
@@ -141,7 +157,7 @@ class RecordStore:
             "image": image,
             "network_arch": network_arch,
             "action": action,
-            "results_dir": results_dir or os.path.join(results_root, job_id),
+            "results_dir": results_dir,
             "storage_tier": storage_tier,
             "upload_excludes": list(upload_excludes or []),
             "submitted_at": ts,
@@ -154,18 +170,26 @@ class RecordStore:
             record["parent_job"] = parent_job
         if retry_of:
             record["retry_of"] = retry_of
-        with locked(path):
-            self._write(path, record)
         return record
 
     def load(self, job_id: str) -> dict:
-        """Read one record. Raises BAD_JOB_ID, UNKNOWN_JOB, CORRUPT_RECORD."""
+        """Read one record. Raises BAD_JOB_ID, UNKNOWN_JOB, CORRUPT_RECORD (a damaged
+        record is quarantined first: see the module doc)."""
         path = self.path(job_id)
         try:
             text = path.read_text()
         except FileNotFoundError:
+            quarantined = self.quarantined(job_id) or self._closed(job_id)
+            if quarantined is not None:
+                raise _quarantine_error(job_id, quarantined, "it was damaged") from None
             raise TaoBrevError("UNKNOWN_JOB", f"no job record for {job_id!r} in {self.jobs_dir}") from None
-        return self._parse(path, text)
+        try:
+            return self._parse(path, text)
+        except TaoBrevError as exc:
+            where = self.quarantine(job_id)
+            if where is None:   # rewritten intact meanwhile
+                return self.load(job_id)
+            raise _quarantine_error(job_id, where, exc.message) from None
 
     @staticmethod
     def _parse(path: Path, text: str) -> dict:
@@ -177,6 +201,51 @@ class RecordStore:
         if missing:
             raise TaoBrevError("CORRUPT_RECORD", f"{path} misses required fields: {', '.join(missing)}")
         return record
+
+    # -- damaged records ------------------------------------------------------
+    @property
+    def quarantine_dir(self) -> Path:
+        return self.jobs_dir / "quarantine"
+
+    def quarantined(self, job_id: str) -> Path | None:
+        """The quarantined (damaged, not yet closed) record of ``job_id``, or None."""
+        path = self.quarantine_dir / f"{check_job_id(job_id)}.json"
+        return path if path.exists() else None
+
+    def _closed(self, job_id: str) -> Path | None:
+        path = self.quarantine_dir / "closed" / f"{check_job_id(job_id)}.json"
+        return path if path.exists() else None
+
+    def quarantine(self, job_id: str) -> Path | None:
+        """Move the damaged ``jobs/<id>.json`` (bytes intact) to ``jobs/quarantine/<id>.json``
+        under the record lock; returns where it is now, or None when the record reads
+        intact (repaired meanwhile: nothing moved)."""
+        path = self.path(job_id)
+        target = self.quarantine_dir / path.name
+        with locked(path):
+            try:
+                self._parse(path, path.read_text())
+                return None
+            except FileNotFoundError:
+                return self.quarantined(job_id) or self._closed(job_id) or target
+            except TaoBrevError:
+                pass
+            self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+            if target.exists():   # an earlier damaged copy under this id stays as it is
+                target = self.quarantine_dir / f"{path.stem}.{uuid.uuid4().hex[:6]}.damaged"
+            os.replace(path, target)
+        return target
+
+    def close_quarantined(self, job_id: str) -> Path | None:
+        """Close a quarantined record (its job was torn down): it moves to
+        ``jobs/quarantine/closed/<id>.json`` and is no longer listed. None when there was none."""
+        source = self.quarantined(job_id)
+        if source is None:
+            return self._closed(job_id)
+        closed = self.quarantine_dir / "closed"
+        closed.mkdir(parents=True, exist_ok=True)
+        os.replace(source, closed / source.name)
+        return closed / source.name
 
     def mark(self, job_id: str, state: str, *, message: str = "", source: str = "agent",
              backend_ref: str | None = None, err_class: str | None = None) -> dict:
@@ -222,17 +291,49 @@ class RecordStore:
             return _redact_record(record)
 
     def list(self) -> list[dict]:
-        """Every readable record, sorted by id; corrupt files come back as
-        ``{"id", "corrupt": True, "error"}`` rather than failing the listing."""
+        """Every readable record, sorted by id. A damaged record is quarantined and,
+        like one quarantined before and not closed, comes back as
+        ``{"id", "corrupt": True, "quarantined": path, "error"}`` rather than failing the listing."""
         if not self.jobs_dir.is_dir():
             return []
-        out = []
+        sweep_temp(self.jobs_dir)   # temp files of writers killed before their link/rename
+        out = {}
         for path in sorted(self.jobs_dir.glob("*.json")):
             try:
-                out.append(self._parse(path, path.read_text()))
+                out[path.stem] = self._parse(path, path.read_text())
             except (TaoBrevError, OSError) as exc:
-                out.append({"id": path.stem, "corrupt": True, "error": str(exc)})
-        return out
+                if not ID_RE.match(path.stem):
+                    continue
+                where = self.quarantine(path.stem)
+                if where is None:
+                    out[path.stem] = self._parse(path, path.read_text())
+                    continue
+                out[path.stem] = {"id": path.stem, "corrupt": True, "quarantined": str(where),
+                                  "error": _quarantine_error(path.stem, where, str(exc)).message}
+        for entry in self.quarantined_entries():
+            out.setdefault(entry["id"], entry)
+        return [out[k] for k in sorted(out)]
+
+    def quarantined_entries(self) -> list[dict]:
+        """``{"id", "corrupt": True, "quarantined": path, "error"}`` for each quarantined record not closed."""
+        if not self.quarantine_dir.is_dir():
+            return []
+        return [{"id": path.stem, "corrupt": True, "quarantined": str(path),
+                 "error": _quarantine_error(path.stem, path, "it was damaged").message}
+                for path in sorted(self.quarantine_dir.glob("*.json")) if ID_RE.match(path.stem)]
+
+
+def _quarantine_error(job_id: str, where: Path, why: str) -> TaoBrevError:
+    closed = where.parent.name == "closed"
+    state = ("closed by teardown: nothing of this job is left to remove" if closed else
+             "quarantined so that it blocks no other job")
+    fix = (f"Nothing to do for {job_id}; submit again (--retry-of cannot name it) if the job is still wanted."
+           if closed else
+           f"Run teardown.py {job_id}: it removes any container of the job (its instance is in the sidecar) "
+           "and closes the record; then submit again if the job is still wanted. The damaged bytes are kept "
+           f"in {where}.")
+    return TaoBrevError("CORRUPT_RECORD", f"the record of {job_id} is damaged ({why}); {state}: {where}", fix,
+                        answer={"job_id": job_id})
 
 
 def current_state(record: dict) -> str:

@@ -67,10 +67,13 @@ def test_unknown_and_corrupt_records_are_named(state_env, tmp_path):
     assert res.code == 2 and res.json["error"]["code"] == "UNKNOWN_JOB"
     job_id = run_script("tao_job_record.py", *open_args(), env=state_env).stdout.strip()
     path = tmp_path / "state" / "jobs" / f"{job_id}.json"
-    path.write_text(path.read_text()[:40])  # truncated by a crash of some other tool
+    damaged = path.read_text()[:40]
+    path.write_text(damaged)  # truncated by a crash of some other tool
     res = run_script("tao_job_record.py", "mark", job_id, "--state", "RUNNING", env=state_env)
-    assert res.code == 2 and res.json["error"]["code"] == "CORRUPT_RECORD"
-    assert path.read_text().startswith("{")  # not overwritten
+    assert res.code == 2 and res.json["error"]["code"] == "CORRUPT_RECORD" and res.json["job_id"] == job_id
+    quarantined = tmp_path / "state" / "jobs" / "quarantine" / f"{job_id}.json"
+    assert not path.exists() and quarantined.read_text() == damaged  # moved aside, bytes intact
+    assert str(quarantined) in res.json["error"]["message"] and f"teardown.py {job_id}" in res.json["error"]["fix"]
     listed = run_script("tao_job_record.py", "list", env=state_env)
     assert listed.code == 0 and "<corrupt>" in listed.stderr
 

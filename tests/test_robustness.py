@@ -498,7 +498,9 @@ def test_malformed_job_ids_are_refused_by_every_script(world, argv):
 
 
 @pytest.mark.parametrize("damage", ["truncated", "not_an_object", "missing_fields", "sidecar"])
-def test_corrupt_records_are_named_and_left_untouched(world, damage):
+def test_corrupt_records_are_named_and_kept(world, damage):
+    """A damaged record is named (with its job id) and its bytes are kept: moved aside to
+    jobs/quarantine/ (a record) or left in place (a sidecar)."""
     job_id = pending_record(world, pid=os.getpid())
     path = records(world).path(job_id)
     if damage == "sidecar":
@@ -506,11 +508,12 @@ def test_corrupt_records_are_named_and_left_untouched(world, damage):
     text = {"truncated": path.read_text()[:50], "not_an_object": "[1, 2]",
             "missing_fields": json.dumps({"id": job_id}), "sidecar": "{not json"}[damage]
     path.write_text(text)
-    for script in ("poll_status.py", "teardown.py"):
+    kept = path if damage == "sidecar" else records(world).quarantine_dir / path.name
+    for script in ("poll_status.py", "teardown.py") if damage == "sidecar" else ("poll_status.py",):
         res = world.run(script, job_id)
-        assert res.code == 2 and res.json["error"]["code"] == "CORRUPT_RECORD", res
+        assert res.code == 2 and res.json["error"]["code"] == "CORRUPT_RECORD" and res.json["job_id"] == job_id, res
         validate("error", res.json)
-        assert path.read_text() == text
+        assert kept.read_text() == text
     assert world.sim.exec_count() == 0
 
 

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 
 from .. import cost, redact, remote
 from .. import progress as progress_mod
-from ..cli import Context, say
+from ..cli import Context, note_job, say
 from ..docker_state import JobState, after_instance_start, docker_error_code, from_inspect
 from ..errors import CODES, TaoBrevError, TransportError
-from ..records import current_state, is_terminal
+from ..records import check_job_id, current_state, is_terminal
 from . import reconcile
 from . import results as results_mod
 
@@ -136,11 +136,31 @@ def read_job(sections: dict, job_id: str, log_lines: int) -> tuple[JobState, str
     return observed, logs
 
 
+def settle_interrupted_cancel(observed: JobState, cancel: dict | None) -> None:
+    """Turn ``observed`` into CANCELED (in place) when it is what a teardown that recorded
+    its intent (sidecar ``cancel``) and was then interrupted leaves: the container removed
+    (``gone == "container"``), or killed by ``docker rm -f`` before its removal (exit 137
+    without ``OOMKilled``: SIGKILL, not the OOM killer). Anything else is the job's own state."""
+    if not cancel or observed.state not in ("UNKNOWN", "ERROR"):
+        return
+    killed = observed.state == "ERROR" and observed.exit_code == 137 and not observed.oom_killed
+    if observed.gone != "container" and not killed:
+        return
+    what = "its container is gone" if observed.gone == "container" else "its container was killed (exit 137)"
+    observed.state, observed.hint = "CANCELED", None
+    observed.message = (f"canceled: a teardown requested at {cancel.get('requested_at')} was interrupted before "
+                        f"it closed the record; {what}")
+
+
 def apply(ctx: Context, record: dict, observed: JobState) -> dict:
     """Mark the record when the backend's state differs from its last transition
-    (an ERROR carries its hint's failure class as ``err_class``)."""
+    (an ERROR carries its hint's failure class as ``err_class``; an interrupted
+    teardown's leftovers are CANCELED: :func:`settle_interrupted_cancel`)."""
     cost.note_container_times(ctx, record["id"], observed.started_at, observed.finished_at)
-    if is_terminal(record.get("terminal_state")) or observed.state == current_state(record):
+    if is_terminal(record.get("terminal_state")):
+        return record
+    settle_interrupted_cancel(observed, ctx.sidecars.load(record["id"]).get("cancel"))
+    if observed.state == current_state(record):
         return record
     err_class = (observed.hint or {}).get("err_class") if observed.state == "ERROR" else None
     return ctx.records.mark(record["id"], observed.state, message=observed.message, source="poller",
@@ -158,7 +178,7 @@ def _instance_lost(ctx: Context, instance: str, exc: TransportError) -> JobState
     status = str(entry.get("status", "")).upper()
     if status != "RUNNING":
         return JobState("UNKNOWN", f"instance {instance} is {status}: the job's container is not running; "
-                                   "instance files survive a stop, not a delete",
+                                   "instance files survive a stop, not a delete", gone="instance",
                         hint=_lost_hint(f"instance {instance} is {status}", f"brev ls: {instance} {status}",
                                         f"poll again once {instance} is RUNNING (a stop killed the container; "
                                         "checkpoints on its disk survive), or resubmit with --retry-of"))
@@ -167,7 +187,7 @@ def _instance_lost(ctx: Context, instance: str, exc: TransportError) -> JobState
 
 def _deleted(instance: str, evidence: str) -> JobState:
     return JobState("UNKNOWN", f"instance {instance} no longer exists (deleted): the container and any "
-                               "results not uploaded are lost",
+                               "results not uploaded are lost", gone="instance",
                     hint=_lost_hint(f"instance {instance} deleted", evidence,
                                     "resubmit with --retry-of on a live instance; close this record with "
                                     "teardown.py JOB_ID"))
@@ -308,6 +328,7 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
     RUNNING with no status line and no log output for longer than the threshold)."""
     cost.check_price(price_per_hour)
     check_watch(metrics, stall_after)
+    note_job(check_job_id(job_id))   # every answer of this run names the job, an interrupt's too
     started = ctx.clock()
     polls = 0
     while True:
@@ -330,7 +351,8 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
             err = TaoBrevError(code, f"job {job_id} ended {state}: {out.get('message', '')}")
             return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
         if state == "UNKNOWN":
-            err = TaoBrevError("INSTANCE_LOST" if "instance" in out.get("message", "") else "CONTAINER_GONE",
+            lost = (out.get("observed") or {}).get("gone") == "instance"   # a fact, never the message's words
+            err = TaoBrevError("INSTANCE_LOST" if lost else "CONTAINER_GONE",
                                f"job {job_id} is UNKNOWN: {out.get('message', '')}")
             return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
         if out.get("stalled"):
@@ -453,10 +475,11 @@ def poll_all(ctx: Context) -> tuple[dict, int]:
     only when its file changed since the last scan (terminal records are
     not read again on every call).
 
-    A corrupt record is listed with CORRUPT_RECORD (it may hide a job that
-    still bills), never skipped. Exit 0 when every job answered; else the
-    worst class among the failures: 3 (the backend could not be reached), 2
-    (a corrupt record), 1.
+    A damaged record is quarantined (``records``) and listed under
+    ``quarantined`` with the instance its sidecar names and the command that
+    closes it (it may hide a job that still bills), never skipped - and never a
+    failure of the other jobs. Exit 0 when every job answered; else the worst
+    class among the failures: 3 (the backend could not be reached), 2, 1.
     """
     from ..record_index import live_records
 
@@ -464,20 +487,39 @@ def poll_all(ctx: Context) -> tuple[dict, int]:
     live, corrupt = live_records(ctx.records, ctx.state_root, keep=reconcile.never_ran_record)
     ids = [record["id"] for record in live
            if not is_terminal(record.get("terminal_state")) or _never_ran_unclosed(ctx, record)]
-    jobs = [{"job_id": bad["id"], "ok": False, "error": TaoBrevError("CORRUPT_RECORD", bad["error"]).to_json()}
-            for bad in corrupt]
+    jobs = []
+    for bad in corrupt:
+        try:
+            ctx.records.quarantine(bad["id"])   # moved aside: listed below with the earlier ones
+        except TaoBrevError:   # a file name that is no job id: not ours to move
+            continue
+    quarantined = [_quarantined_entry(ctx, entry) for entry in ctx.records.quarantined_entries()]
     if ids:
         ctx.brev.path()   # BREV_NOT_FOUND: the whole answer is exit 3, not one error per job
     jobs = sorted(jobs + poll_many(ctx, ids), key=lambda a: a["job_id"])
+    extra = {"quarantined": quarantined} if quarantined else {}
     failed = [j for j in jobs if not j.get("ok")]
     if not failed:
-        return {"ok": True, "jobs": jobs}, 0
+        return {"ok": True, "jobs": jobs, **extra}, 0
     classes = {CODES[j["error"]["code"]].exit_code for j in failed if j["error"]["code"] in CODES}
     code = 3 if 3 in classes else 2 if 2 in classes else 1
     first = failed[0]["error"]
     error = {**first, "message": f"{len(failed)} of {len(jobs)} jobs answered with an error; "
                                  f"{failed[0]['job_id']}: {first['message']}"}
-    return {"ok": False, "jobs": jobs, "error": error}, code
+    return {"ok": False, "jobs": jobs, **extra, "error": error}, code
+
+
+def _quarantined_entry(ctx: Context, listed: dict) -> dict:
+    """``--all``'s entry for a damaged record: where it is, its instance (sidecar), what closes it."""
+    job_id = listed["id"]
+    try:
+        instance = ctx.sidecars.load(job_id).get("instance")
+    except TaoBrevError:
+        instance = None
+    return {"job_id": job_id, "instance": instance, "path": listed.get("quarantined"),
+            "message": listed["error"],
+            "fix": f"teardown.py {job_id} removes its container{' on ' + instance if instance else ''} "
+                   "and closes the record"}
 
 
 def _never_ran_unclosed(ctx: Context, record: dict) -> bool:

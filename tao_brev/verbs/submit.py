@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .. import bank, cost, credentials, redact, remote, staging, storage
 from .. import routing as routing_mod
-from ..cli import Context, say
+from ..cli import Context, deferred_interrupts, note_job, say
 from ..errors import TaoBrevError, TransportError
 from ..records import now_iso
 from ..remote import RunSpec
@@ -188,11 +188,13 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     if stage:
         stage.prepare()   # uploads before the record opens: a failed upload leaves nothing behind
 
-    record = ctx.records.open(image=resolved["image"], network_arch=req.network_arch, action=req.action,
-                              storage_tier=req.storage_tier, results_dir=None,
-                              results_root=routing.record_root, upload_excludes=req.upload_excludes,
-                              retry_of=req.retry_of)
-    job_id = record["id"]
+    with deferred_interrupts():   # the record and the note that names it in every answer appear together
+        record = ctx.records.open(image=resolved["image"], network_arch=req.network_arch, action=req.action,
+                                  storage_tier=req.storage_tier, results_dir=None,
+                                  results_root=routing.record_root, upload_excludes=req.upload_excludes,
+                                  retry_of=req.retry_of)
+        job_id = record["id"]
+        note_job(job_id, interrupted_fix=INTERRUPTED_FIX.format(job_id=job_id))
     backend_ref = f"{req.instance}/{job_id}"
     ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral,
                         results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
@@ -215,9 +217,12 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         elif secret_values:
             env_file = credentials.push(ctx.brev, req.instance, job_id,
                                         credentials.env_file_text(secret_values)).path
-    except TaoBrevError as exc:
+    except TaoBrevError as exc:   # nothing was launched: the record is closed, the answer names it
         _mark_never_launched(ctx, job_id, f"credential copy failed: {exc.message}")
-        raise
+        raise TaoBrevError(exc.code, f"submit of {job_id}: copying the credentials to {req.instance} failed, "
+                           f"nothing was launched (the record is closed as ERROR): {exc.message}",
+                           f"{exc.fix} Then submit again with --retry-of {job_id}; nothing runs under {job_id}.",
+                           answer={**answer, "state": "ERROR", "backend_ref": None}) from None
     except KeyboardInterrupt:
         raise _interrupted(answer) from None
     mounts = stage.mounts(job_id) if stage else mounts
@@ -278,11 +283,15 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                        answer={**answer, "state": "ERROR", "backend_ref": None})
 
 
+INTERRUPTED_FIX = ("Do NOT resubmit: run poll_status.py {job_id} (it adopts the container or closes the record "
+                   "as never launched).")
+
+
 def _interrupted(answer: dict) -> TaoBrevError:
     job_id = answer["job_id"]
     return TaoBrevError("INTERRUPTED", f"submit of {job_id} was interrupted while launching: the container may "
-                        "or may not start", f"Do NOT resubmit: run poll_status.py {job_id} (it adopts the container "
-                        "or closes the record as never launched).", answer={**answer, "state": "PENDING"})
+                        "or may not start", INTERRUPTED_FIX.format(job_id=job_id),
+                        answer={**answer, "state": "PENDING"})
 
 
 def _mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None = None) -> None:

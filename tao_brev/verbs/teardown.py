@@ -4,7 +4,13 @@ an instance this bundle owns so it stops billing.
 One round trip reads the container's last state and removes it
 (``docker rm -f``). The record is then closed: a job that had already exited
 keeps the state the backend reports (COMPLETE/ERROR); one still running (or
-gone) becomes CANCELED; a terminal record never changes.
+gone) becomes CANCELED; a terminal record never changes. The intent to cancel
+is written (sidecar ``cancel``) before the round trip, so a teardown killed
+half-way leaves a job that the next poll or teardown closes as CANCELED - not
+as the exit 137 of ``docker rm -f``'s SIGKILL read as out-of-memory
+(``status.settle_interrupted_cancel``). A damaged (quarantined) record is
+torn down too: its container, if the sidecar names an instance, is removed and
+the record closed (``records.close_quarantined``).
 
 Ownership is per instance: the bundle owns an instance when a job on it was
 submitted with ``--ephemeral`` (:func:`owns`); a reused instance is deleted
@@ -31,7 +37,7 @@ import json
 import re
 
 from .. import cost, redact, remote
-from ..cli import Context, say
+from ..cli import Context, note_job, say
 from ..docker_state import after_instance_start, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..records import current_state, is_terminal, now_iso
@@ -92,16 +98,20 @@ def _observe_and_remove(ctx: Context, instance: str, job_id: str,
     return ({**state, "TaoInstanceStarted": True} if result.instance_started else state), True
 
 
-def close_record(ctx: Context, record: dict, docker_state: dict | None, why: str) -> dict:
-    """Close a non-terminal record from the container's last state."""
+def close_record(ctx: Context, record: dict, docker_state: dict | None, why: str,
+                 earlier_cancel: dict | None = None) -> dict:
+    """Close a non-terminal record from the container's last state (``earlier_cancel``:
+    the intent of an earlier teardown, interrupted, whose SIGKILL that state may show)."""
     if is_terminal(record.get("terminal_state")):
         return record
     observed = from_inspect(docker_state)
     if (docker_state or {}).get("TaoInstanceStarted"):
         observed = after_instance_start(observed, status.job_instance(record, ctx.sidecars.load(record["id"])) or "?")
+    status.settle_interrupted_cancel(observed, earlier_cancel)
     if observed.state in ("COMPLETE", "ERROR"):
         return ctx.records.mark(record["id"], observed.state, message=observed.message, source="agent")
-    return ctx.records.mark(record["id"], "CANCELED", message=why, source="agent")
+    return ctx.records.mark(record["id"], "CANCELED", message=observed.message if observed.state == "CANCELED"
+                            else why, source="agent")
 
 
 def jobs_on(ctx: Context, instance: str) -> list[dict]:
@@ -128,7 +138,8 @@ def live_jobs(ctx: Context, instance: str, except_job: str | None = None) -> lis
         try:
             record = ctx.records.load(job_id)
         except TaoBrevError as exc:
-            live.append(f"job {job_id} on {instance}: record unreadable ({exc.code})")
+            if not (side.get("teardown") or {}).get("record_closed"):   # a damaged record, not torn down
+                live.append(f"job {job_id} on {instance}: record unreadable ({exc.code})")
             continue
         if not is_terminal(record.get("terminal_state")):
             live.append(f"job {job_id} on {instance} is {current_state(record)}")
@@ -214,7 +225,13 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
     """Tear one job down (see the module doc). ``delete_instance``: True = asked by name
     (``--delete-instance``), False = never (``--keep-instance``), None = when this bundle owns it."""
     cost.check_price(price_per_hour)
-    record = ctx.records.load(job_id)
+    try:
+        record = ctx.records.load(job_id)
+    except TaoBrevError as exc:
+        if exc.code == "CORRUPT_RECORD" and ctx.records.quarantined(job_id):
+            return _teardown_damaged(ctx, job_id, exc)
+        raise
+    note_job(job_id)
     cost.note_price(ctx, job_id, price_per_hour)   # a known price spares the brev ls for the type
     sidecar = ctx.sidecars.load(job_id)
     instance = status.job_instance(record, sidecar)
@@ -234,10 +251,13 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
         out["cost"] = cost.facts(ctx, job_id, owned=False, price_per_hour=price_per_hour, lookup=False)
         return out, 0
 
+    earlier_cancel = sidecar.get("cancel")
+    if not is_terminal(record.get("terminal_state")) and not earlier_cancel:   # intent first, then act
+        ctx.sidecars.update(job_id, cancel={"requested_at": now_iso(), "by": "teardown"})
     docker_state, gone = _remove_container(ctx, instance, job_id, sidecar, answer, record.get("image"))
     present = answer["container_removed"]
     record = close_record(ctx, record, docker_state, "canceled by teardown" if present
-                          else "container not found at teardown")
+                          else "container not found at teardown", earlier_cancel)
     ctx.sidecars.update(job_id, teardown={"at": now_iso(), "container_removed": present})
     if docker_state:
         seen = from_inspect(docker_state)
@@ -253,6 +273,28 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
         out, code = {"ok": True, **answer}, 0
     out["cost"] = cost.facts(ctx, job_id, owned=owned, price_per_hour=price_per_hour, lookup=not gone)
     return out, code
+
+
+def _teardown_damaged(ctx: Context, job_id: str, damaged: TaoBrevError) -> tuple[dict, int]:
+    """Teardown of a quarantined (damaged) record: remove the job's container when the
+    sidecar names its instance (the record cannot say whether one runs), then close the
+    record (``jobs/quarantine/closed/``). The instance is never deleted from here."""
+    note_job(job_id)
+    sidecar = ctx.sidecars.load(job_id)
+    instance = sidecar.get("instance")
+    answer = {"job_id": job_id, "instance": instance, "backend_ref": None, "container_removed": False,
+              "instance_deleted": False, "deleted": [], "state": None,
+              "warnings": [f"{damaged.message}; its state cannot be known"]}
+    if instance:
+        ctx.sidecars.update(job_id, cancel={"requested_at": now_iso(), "by": "teardown"})
+        _remove_container(ctx, instance, job_id, sidecar, answer)
+    closed = ctx.records.close_quarantined(job_id)
+    ctx.sidecars.update(job_id, teardown={"at": now_iso(), "container_removed": answer["container_removed"],
+                                          "record_closed": str(closed)})
+    answer["warnings"].append(f"record closed: {closed}" + (f"; instance {instance} kept (teardown.py --orphans "
+                                                             "lists it when nothing else runs on it)"
+                                                             if instance else ""))
+    return {"ok": True, **answer}, 0
 
 
 def _remove_container(ctx: Context, instance: str, job_id: str, sidecar: dict,
