@@ -33,9 +33,12 @@ def _interrupted(signum, _frame):
     os._exit(130)
 
 
-for _signum in _SIGNALS:
-    signal.signal(_signum, _interrupted)
-signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)   # a signal held across the re-exec arrives now
+# only when a script of this directory runs: a tool that imports one keeps its own handlers
+_main = getattr(sys.modules.get("__main__"), "__file__", None) or ""
+if _main and os.path.dirname(os.path.abspath(_main)) == os.path.dirname(os.path.abspath(__file__)):
+    for _signum in _SIGNALS:
+        signal.signal(_signum, _interrupted)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)   # a signal held across the re-exec arrives now
 
 from pathlib import Path  # noqa: E402
 

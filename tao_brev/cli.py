@@ -155,10 +155,10 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
     result means ``main`` printed its own (non-JSON, bank-format) answer.
     """
     _reset()
-    for signum in _SIGNALS:   # an agent's tool timeout: answer like Ctrl-C
-        signal.signal(signum, _interrupt)
     try:
         try:
+            for signum in _SIGNALS:   # an agent's tool timeout: answer like Ctrl-C (a signal that
+                signal.signal(signum, _interrupt)   # arrived just before is handled here, inside the try)
             from .credentials import sweep_local
 
             sweep_local()   # credential files that killed runs left on this machine
@@ -179,6 +179,9 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
         _RUN["answering"] = True
         _RUN["signal"] = _RUN["signal"] or signal.SIGINT
         result, code = interrupted_answer(), 130
+    # hold any later signal until exit: Python resets the handlers while it shuts down, and a
+    # signal then would turn this answered run into a death by signal
+    signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     if result is None:
         return code
     result.setdefault("ok", code == EXIT_OK)

@@ -179,7 +179,7 @@ class RecordStore:
         try:
             text = path.read_text()
         except FileNotFoundError:
-            quarantined = self.quarantined(job_id) or self._closed(job_id)
+            quarantined = self.quarantined(job_id) or self.closed_quarantine(job_id)
             if quarantined is not None:
                 raise _quarantine_error(job_id, quarantined, "it was damaged") from None
             raise TaoBrevError("UNKNOWN_JOB", f"no job record for {job_id!r} in {self.jobs_dir}") from None
@@ -212,7 +212,8 @@ class RecordStore:
         path = self.quarantine_dir / f"{check_job_id(job_id)}.json"
         return path if path.exists() else None
 
-    def _closed(self, job_id: str) -> Path | None:
+    def closed_quarantine(self, job_id: str) -> Path | None:
+        """The damaged record of ``job_id`` that a teardown closed, or None."""
         path = self.quarantine_dir / "closed" / f"{check_job_id(job_id)}.json"
         return path if path.exists() else None
 
@@ -227,7 +228,7 @@ class RecordStore:
                 self._parse(path, path.read_text())
                 return None
             except FileNotFoundError:
-                return self.quarantined(job_id) or self._closed(job_id) or target
+                return self.quarantined(job_id) or self.closed_quarantine(job_id) or target
             except TaoBrevError:
                 pass
             self.quarantine_dir.mkdir(parents=True, exist_ok=True)
@@ -241,7 +242,7 @@ class RecordStore:
         ``jobs/quarantine/closed/<id>.json`` and is no longer listed. None when there was none."""
         source = self.quarantined(job_id)
         if source is None:
-            return self._closed(job_id)
+            return self.closed_quarantine(job_id)
         closed = self.quarantine_dir / "closed"
         closed.mkdir(parents=True, exist_ok=True)
         os.replace(source, closed / source.name)

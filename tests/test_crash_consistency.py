@@ -103,6 +103,8 @@ def test_a_damaged_record_is_quarantined_and_blocks_no_other_job(world, damage):
     assert down.code == 0 and down.json["job_id"] == job_id, down
     validate("teardown", down.json)
     assert "quarantined" not in world.run("poll_status.py", "--all").json
+    rerun = world.run("teardown.py", job_id)
+    assert rerun.code == 0 and rerun.json["container_removed"] is False, rerun   # safe to repeat
     again = world.run("poll_status.py", job_id)
     assert again.code == 2 and "closed by teardown" in again.json["error"]["message"], again
     assert world.run("poll_status.py", healthy).json["state"] == "RUNNING"
@@ -195,6 +197,14 @@ def test_a_signal_during_the_reexec_into_the_bundle_environment_is_answered(stat
                           stdin=subprocess.DEVNULL)
     assert marker.exists(), done                         # it did re-exec
     assert done.returncode == 130 and json.loads(done.stdout)["error"]["code"] == "INTERRUPTED", done
+
+
+def test_a_tool_importing_a_script_keeps_its_own_signal_handlers():
+    code = (f"import signal, sys\nsys.path.insert(0, {str(ROOT / 'scripts')!r})\nimport _bootstrap\n"
+            "print(signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, "
+            "signal.getsignal(signal.SIGINT) == signal.default_int_handler)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["True", "True"], done
 
 
 def test_an_interrupted_wait_names_its_job(world, tmp_path):

@@ -228,7 +228,8 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
     try:
         record = ctx.records.load(job_id)
     except TaoBrevError as exc:
-        if exc.code == "CORRUPT_RECORD" and ctx.records.quarantined(job_id):
+        if exc.code == "CORRUPT_RECORD" and (ctx.records.quarantined(job_id) or
+                                             ctx.records.closed_quarantine(job_id)):
             return _teardown_damaged(ctx, job_id, exc)
         raise
     note_job(job_id)
@@ -285,7 +286,8 @@ def _teardown_damaged(ctx: Context, job_id: str, damaged: TaoBrevError) -> tuple
     answer = {"job_id": job_id, "instance": instance, "backend_ref": None, "container_removed": False,
               "instance_deleted": False, "deleted": [], "state": None,
               "warnings": [f"{damaged.message}; its state cannot be known"]}
-    if instance:
+    already = ctx.records.closed_quarantine(job_id)
+    if instance and not already:   # a rerun after the close has nothing left to remove
         ctx.sidecars.update(job_id, cancel={"requested_at": now_iso(), "by": "teardown"})
         _remove_container(ctx, instance, job_id, sidecar, answer)
     closed = ctx.records.close_quarantined(job_id)
