@@ -146,6 +146,37 @@ def test_preflight_gpu_smoke_with_the_smoke_image(real):
     assert smoke["data"]["gpus"] == ["GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-5a1f0c2e-7b3d-4e8f-9a6b-1c2d3e4f5a6b)"]
 
 
+def test_preflight_gpu_smoke_without_the_smoke_image_names_the_registry_not_the_gpu(real):
+    """The smoke image cannot be pulled (no registry reachable here; `docker run`
+    ends 125 with "dial tcp: lookup HOST ...: no such host"): the answer names the
+    unreachable registry, never a false "no GPU" (nvidia-smi on the host lists it)."""
+    docker("rmi", SMOKE_IMAGE)
+    try:
+        pre = real.run("preflight.py", "--instance", "box", "--gpu-smoke")
+    finally:
+        docker("tag", SMOKE_SOURCE, SMOKE_IMAGE)
+    validate("preflight", pre.json)
+    checks = {c["name"]: c for c in pre.json["checks"]}
+    assert checks["gpu"]["ok"]
+    smoke = checks["gpu_smoke"]
+    assert not smoke["ok"] and pre.code == 1
+    assert smoke["code"] == "REGISTRY_UNREACHABLE", smoke
+    assert "no such host" in smoke["detail"]
+
+
+@pytest.mark.parametrize("image", ["ubuntu:22.04", "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt"])
+def test_preflight_pull_against_an_unreachable_registry_names_it(real, image):
+    """`preflight.py --pull` of an image the instance lacks, with no registry
+    reachable: REGISTRY_UNREACHABLE (not REMOTE_COMMAND_FAILED "read the
+    message", not an NGC login problem)."""
+    pre = real.run("preflight.py", "--instance", "box", "--image", image, "--pull")
+    validate("preflight", pre.json)
+    checks = {c["name"]: c for c in pre.json["checks"]}
+    assert not checks["image"]["ok"] and checks["image"]["code"] == "REGISTRY_UNREACHABLE", checks["image"]
+    assert pre.code == 1 and checks["image"]["data"]["present"] is False
+    assert docker("image", "inspect", image, check=False).returncode != 0
+
+
 # -- submit, poll, teardown ------------------------------------------------------------
 def test_plain_submit_runs_to_complete_with_wait_logs_and_teardown(real):
     sub = real.submit()
