@@ -174,6 +174,22 @@ def clean_kpi(kpi) -> dict:
     return out
 
 
+# Fields of a status line that are not metrics (TAO's logger fields, progress and mmlab bookkeeping).
+_NOT_KPI_FIELDS = frozenset({"date", "time", "status", "verbosity", "message", "epoch", "max_epoch", "time_per_epoch",
+                             "eta", "kpi", "graphical", "categorical", "mode", "phase", "iter", "cur_iter",
+                             "max_iter", "max_iters", "step", "global_step", "memory", "data_time"})
+
+
+def line_kpi(item: dict) -> dict:
+    """A line's metrics: ``kpi``, else numbers under ``graphical`` and numbers at the top
+    level (TAO's mmlab loggers write ``loss`` and ``lr`` there), ``kpi`` winning."""
+    loose = {k: v for k, v in item.items() if k not in _NOT_KPI_FIELDS and isinstance(v, (int, float))}
+    graphical = item.get("graphical") if isinstance(item.get("graphical"), dict) else {}
+    graphical = {k: v for k, v in graphical.items() if isinstance(v, (int, float))}
+    merged = {**clean_kpi(loose), **clean_kpi(graphical), **clean_kpi(item.get("kpi"))}
+    return dict(list(merged.items())[:MAX_KPIS])
+
+
 def _line_time(entry: dict) -> float | None:
     """The line's own time as seconds on the container's (unknown-zone) clock: only for differences."""
     try:
@@ -257,11 +273,10 @@ def summarize(file: StatusFile | None, now: float | None, action: str = "") -> d
     if last.get("message"):
         out["message"] = str(last["message"])[:200]
     epoch_items = [x for x in items if _int(x.get("epoch")) is not None]
-    kpi_items = [x for x in items if clean_kpi(x.get("kpi"))]
-    if kpi_items:   # the latest value of each KPI name (validation and training lines differ)
-        latest_kpi: dict = {}
-        for item in kpi_items:
-            latest_kpi.update(clean_kpi(item["kpi"]))
+    latest_kpi: dict = {}
+    for item in items:   # the latest value of each KPI name (validation and training lines differ)
+        latest_kpi.update(line_kpi(item))
+    if latest_kpi:
         out["kpi"] = dict(list(latest_kpi.items())[-MAX_KPIS:])
     if not epoch_items:
         out["note"] = "no epoch line yet (before the first epoch, or an action without epochs)"
@@ -314,7 +329,7 @@ def epoch_table(items: list[dict]) -> list[tuple[int, dict]]:
     rows: list[tuple[int, dict]] = []
     pending: dict = {}
     for item in items:
-        kpi = clean_kpi(item.get("kpi"))
+        kpi = line_kpi(item)
         epoch = _int(item.get("epoch"))
         if epoch is not None:
             if rows and rows[-1][0] == epoch:
@@ -372,15 +387,18 @@ def stall_threshold(explicit: float | None, time_per_epoch_s: float | None) -> t
 
 
 def assess_stall(job_id: str, now: float | None, progress: dict, started_at: str | None,
-                 explicit: float | None = None, last_log: str | None = None) -> dict | None:
-    """The ``stall`` object of a RUNNING job, or None when the instance clock is unknown.
+                 explicit: float | None = None, last_log: str | None = None,
+                 status_only: bool = False) -> dict | None:
+    """The ``stall`` object of a RUNNING job, or None when the instance clock is unknown
+    or, with ``status_only`` (``--all``: no log call per job), when there is no status
+    file to judge by (an arch that writes none may be logging happily).
 
     Idle time = instance now minus the latest sign of life: the status file's
     mtime, the last log line's docker timestamp (``last_log``: ``docker logs
     --timestamps --tail 1`` output; None in ``--all``, which reads the status
     file alone), else the container's StartedAt.
     """
-    if now is None:
+    if now is None or (status_only and not progress.get("available")):
         return None
     status_at = (now - progress["since_update_s"]) if progress.get("since_update_s") is not None else None
     log_at, log_line = None, None

@@ -314,3 +314,29 @@ def test_wait_teardown_with_explicit_stall_after_removes_the_hung_job(world):
     assert res.json["teardown"]["container_removed"] is True
     assert world.sim.container("box", job_id) is None
     assert world.run("poll_status.py", job_id).json["terminal_state"] == "CANCELED"
+
+
+def test_mmlab_shaped_lines_per_iteration_with_top_level_metrics():
+    """TAO's mmlab loggers: the current epoch on every iteration line, no max_epoch,
+    loss and lr at the top level, time_per_epoch as HH:MM:SS, a validation kpi."""
+    lines = [json.dumps({"epoch": e, "lr": 0.01, "loss": 1.0 / e, "time_per_epoch": "00:02:00", "eta": eta,
+                         "graphical": {"loss": 1.0 / e}, "status": "RUNNING"})
+             for e, eta in ((1, "0:08:00"), (1, "0:07:00"), (2, "0:06:00"))]
+    lines.insert(2, json.dumps({"epoch": 1, "phase": "val", "accuracy_top-1": 71.5, "kpi": {"accuracy_top-1": 71.5},
+                                "status": "RUNNING"}))
+    file = StatusFile("train/status.json", int(T0), 1, lines)
+    got = progress.summarize(file, T0 + 60, "train")
+    assert got["epoch"] == 2 and got["max_epoch"] is None and "percent" not in got
+    assert got["eta_s"] == 300 and got["eta_source"] == "eta_field"
+    assert got["kpi"] == {"lr": 0.01, "loss": 0.5, "accuracy_top-1": 71.5}
+    table = progress.metrics(file)
+    assert [(r["epoch"], r["kpi"]["loss"]) for r in table["epochs"]] == [(1, 1.0), (2, 0.5)]
+    assert table["best"]["accuracy_top-1"]["best"] == {"value": 71.5, "epoch": 1}
+
+
+def test_all_judges_stalls_only_from_a_status_file():
+    started = "2026-11-30T10:00:00Z"
+    later = progress.rfc3339_epoch(started) + 99_999
+    nothing = progress.summarize(None, later, "train")
+    assert progress.assess_stall("j", later, nothing, started, status_only=True) is None
+    assert progress.assess_stall("j", later, nothing, started)["stalled"] is True

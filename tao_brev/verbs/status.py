@@ -82,6 +82,7 @@ class Probe:
     now: float | None = None                  # the instance's clock, epoch seconds
     files: list | None = None                 # [progress.StatusFile] of the results dir
     last_log: str | None = None               # ``docker logs --timestamps --tail 1``
+    status_only: bool = False                 # --all: stalls judged from the status file alone
 
 
 def watch_fields(ctx: Context, record: dict, observed: JobState, probe: Probe | None, *,
@@ -108,7 +109,8 @@ def watch_fields(ctx: Context, record: dict, observed: JobState, probe: Probe | 
         out["metrics"] = progress_mod.metrics(file, metrics)
     if observed.state == "RUNNING" and not terminal and probe is not None and probe.files is not None:
         stall = progress_mod.assess_stall(job_id, probe.now, out["progress"], observed.started_at,
-                                          explicit=stall_after, last_log=probe.last_log)
+                                          explicit=stall_after, last_log=probe.last_log,
+                                          status_only=probe.status_only)
         if stall is not None:
             out.update(stalled=stall["stalled"], stall=stall)
     return out
@@ -442,7 +444,8 @@ def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[di
                 terminal = record.get("terminal_state")
                 results = results_mod.finalize(ctx, record["id"]) if terminal else None
                 watched = watch_fields(ctx, record, observed,
-                                       Probe(now=now, files=probe.files if probe else []), terminal=terminal)
+                                       Probe(now=now, files=probe.files if probe else [], status_only=True),
+                                       terminal=terminal)
                 out.append({"job_id": record["id"], "instance": instance, "ok": True,
                             "state": terminal or observed.state,
                             "message": observed.message, **({"hint": observed.hint} if observed.hint else {}),
