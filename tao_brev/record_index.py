@@ -15,6 +15,10 @@ inode) or by hand - changes the (inode, mtime, size) key, so the file is read
 again. Non-terminal Brev records and corrupt files are never cached: they are
 read on every scan. A missing, unreadable or foreign-version index is
 rebuilt; the index is advisory, never a source of truth.
+
+A damaged record that a reader already moved to ``jobs/quarantine/`` (see
+``records``) is still named among the corrupt ones until a teardown closes
+it: it may hide a job that still bills just the same.
 """
 
 from __future__ import annotations
@@ -47,8 +51,11 @@ def _load(path: Path) -> dict:
 
 def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM,
                  keep=None) -> tuple[list[dict], list[dict]]:
-    """(non-terminal records of ``platform``, corrupt files as ``{"id", "error"}``), both sorted by id.
+    """(non-terminal records of ``platform``, corrupt records as ``{"id", "error"}``), both sorted by id.
 
+    Corrupt: a damaged file in the jobs dir, and each quarantined record not
+    closed yet (``{"id", "error", "quarantined": path}``, from
+    ``RecordStore.quarantined_entries``; an id damaged in both places is named once).
     Reads only files that are new or changed since the last scan (plus the
     live and corrupt ones); updates the index when something changed.
     ``keep(record)``: terminal records it selects are returned with the live
@@ -88,6 +95,9 @@ def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM,
                 live.append(record)
     if fresh != cached:
         _save(path, fresh)
+    named = {bad["id"] for bad in corrupt}
+    corrupt += [{"id": q["id"], "error": q["error"], "quarantined": q["quarantined"]}
+                for q in store.quarantined_entries() if q["id"] not in named]
     return sorted(live, key=lambda r: r["id"]), sorted(corrupt, key=lambda r: r["id"])
 
 

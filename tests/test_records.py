@@ -175,3 +175,31 @@ def test_all_scan_reads_only_changed_records_and_names_every_corrupt_one(tmp_pat
     record_index.index_path(tmp_path).write_text("{not json")
     live, corrupt, reads_now = scan()
     assert live == ["bank-made-abc123"] and corrupt == [ids[5]] and len(reads_now) == 14
+
+
+def test_all_scan_names_a_quarantined_record_until_teardown_closes_it(tmp_path):
+    """A reader moves a damaged record to jobs/quarantine/: the --all scan still names it
+    (its job may still bill), once per id, until close_quarantined (teardown) closes it."""
+    from tao_brev import record_index
+
+    store = RecordStore(tmp_path)
+    opened = [store.open(image="img", network_arch="arch", action="train", storage_tier="A",
+                         results_root="~/r")["id"] for _ in range(2)]
+    healthy, bad = sorted(opened)
+    store.path(bad).write_text("")   # the 0-byte record a killed writer of an older version left
+    with pytest.raises(TaoBrevError) as exc:
+        store.load(bad)
+    assert exc.value.code == "CORRUPT_RECORD" and not store.path(bad).exists()
+    where = str(store.quarantine_dir / f"{bad}.json")
+
+    def scan():
+        live, corrupt = record_index.live_records(store, tmp_path)
+        return [r["id"] for r in live], [(c["id"], c.get("quarantined")) for c in corrupt]
+
+    for _ in range(2):   # named on this scan and every later one
+        assert scan() == ([healthy], [(bad, where)])
+    store.path(bad).write_text("{")   # damaged again under the same id: named once, the jobs dir's copy
+    assert scan() == ([healthy], [(bad, None)])
+    store.path(bad).unlink()
+    assert store.close_quarantined(bad) is not None
+    assert scan() == ([healthy], [])

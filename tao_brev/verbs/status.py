@@ -492,6 +492,8 @@ def poll_all(ctx: Context) -> tuple[dict, int]:
            if not is_terminal(record.get("terminal_state")) or _never_ran_unclosed(ctx, record)]
     jobs = []
     for bad in corrupt:
+        if bad.get("quarantined"):   # moved aside by an earlier reader
+            continue
         try:
             ctx.records.quarantine(bad["id"])   # moved aside: listed below with the earlier ones
         except TaoBrevError:   # a file name that is no job id: not ours to move
