@@ -16,15 +16,21 @@ credential; 2 bad input (unknown mode, unreadable FILE).
 Same command line as the TAO skill bank's scripts/redact_secrets.py, e.g.
   redact_secrets.py lint <<<"$REMOTE_CMD"   # creds as -e VAR, never values
 
-Caught: NAME=literal for credential names (SECRET PASSWORD PASSWD TOKEN
-API_KEY ACCESS_KEY NGC_KEY CREDENTIAL), ${NAME:-literal}, --password/--token/
---api-key values, -p on login lines, Authorization headers, Kubernetes env
-value: literals, credential keys in JSON/YAML, presigned-URL signatures, URL
-userinfo passwords, known token shapes (nvapi- hf_ ghp_ github_pat_ AKIA xox
-sk-). Not caught: secrets split across variables or built at run time,
-base64/encoded values, secrets under names without a credential word, a
-literal piped to --password-stdin, secrets in binary files or in files named
-by path. See references/redaction.md.
+Caught (advice, by shape and name; never raises): NAME=literal for
+credential names (SECRET PASSWORD TOKEN API_KEY ACCESS_KEY ... camelCase too;
+not *_file/*_path/*_id-of-token descriptors nor tokenizer keys such as
+pad_token), ${NAME:-literal}, credential flags (--password --token --secret
+...), -p after login, mysql -pX, sshpass -p, curl -u user:X, aws configure
+set, Authorization headers, Kubernetes env value: literals, credential keys in
+JSON/YAML and flow mappings, presigned-URL signatures, URL userinfo, PEM
+private keys, known token shapes (nvapi- hf_ ghp_ github_pat_ glpat- npm_
+pypi- AKIA AIza xox sk-). Literals shorter than 8 characters, references
+(${oc.env:X}, $VAR, $(cmd)) and special tokens ([PAD], </s>) pass.
+Not caught: secrets split across variables or built at run time, encoded
+values, secrets under names without a credential word, a literal piped to
+--password-stdin, secrets in binary files or in files named by path. redact
+also replaces every secret value set in this shell's environment, in every
+encoding. See references/redaction.md.
 """
 
 import sys

@@ -8,7 +8,13 @@ of that name already exists (idempotent; never --rm). Marks the record RUNNING
 with backend ref <instance>/<job_id>.
 
 Credentials named with --env travel in a 0600 file copied with `brev copy` and
-removed by the launch command; no value is ever on a command line.
+removed by the launch command; no value is ever on a command line. Every
+secret value this process knows (--env values, the bundle's credentials,
+variables named like credentials) is refused in the spec, the overrides and
+the names (SECRET_IN_COMMAND / SECRET_IN_IDENTIFIER) and redacted from every
+output; --env BREV_API_TOKEN / NGC_KEY needs --allow-bundle-credential-env;
+values shorter than 8 characters are refused (SECRET_TOO_SHORT).
+See references/redaction.md.
 
 Storage tiers (references/storage.md): A = inputs already on the instance;
 B = local inputs uploaded to S3 (content-addressed, never twice), copied onto
@@ -67,6 +73,9 @@ def build_parser():
     p.add_argument("--gpus", default="all", help="'all' or GPU ids such as 0,1 (default all)")
     p.add_argument("--env", action="append", default=[], metavar="NAME",
                    help="pass this local environment variable to the container (value never on argv; repeatable)")
+    p.add_argument("--allow-bundle-credential-env", action="store_true",
+                   help="let --env pass BREV_API_TOKEN / NGC_KEY / NGC_API_KEY to the container (refused otherwise: "
+                        "docker inspect on the instance shows a container's environment)")
     p.add_argument("--shm-size", default="16g", help="container /dev/shm size (default 16g; PyTorch loaders need it)")
     p.add_argument("--ephemeral", action="store_true",
                    help="this job owns the instance: the teardown of its last job deletes it (sidecar records it)")
@@ -88,7 +97,8 @@ def main(argv=None):
                         env_names=args.env, shm_size=args.shm_size, inputs=args.inputs,
                         upload_excludes=args.upload_exclude, ephemeral=args.ephemeral,
                         dry_run=args.dry_run, retry_of=args.retry_of, overrides=args.overrides,
-                        price_per_hour=args.price_per_hour)
+                        price_per_hour=args.price_per_hour,
+                        allow_bundle_credential_env=args.allow_bundle_credential_env)
     return submit(cli.Context(), req)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import redact
+from . import known_secrets, redact
 from .errors import EXIT_FAILURE, EXIT_OK, TaoBrevError
 from .records import RecordStore, now_iso, state_root
 from .sidecar import SidecarStore
@@ -52,6 +52,9 @@ class Context:
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
     _brev: Brev | None = None
+
+    def __post_init__(self):
+        known_secrets.observe_env(self.env)   # its secret values are redacted from every output
 
     @property
     def state_root(self) -> Path:

@@ -62,8 +62,19 @@ CODES: dict[str, Code] = {
                           "Point TAO_SKILL_BANK_PATH at a TAO skill bank (or unset it to use this bundle's own)."),
     "BAD_STATE_DIR": Code(2, "TAO_STATE_DIR is set but empty, relative, or not a directory.",
                           "Unset TAO_STATE_DIR or set it to an absolute directory path."),
-    "SECRET_IN_COMMAND": Code(2, "A command the bundle was about to send holds a literal credential.",
+    "SECRET_IN_COMMAND": Code(2, "A spec, override or command the bundle was about to send holds a credential: "
+                              "the value of a secret this process knows, or a literal the lint recognises.",
                               "Pass credentials only as environment variable names (--env NAME), never as values."),
+    "SECRET_IN_IDENTIFIER": Code(2, "A name the bundle stores (instance, network arch, action, results root, "
+                                 "bucket, input name) contains the value of a known secret.",
+                                 "Choose names that are not (and do not contain) a credential's value."),
+    "SECRET_TOO_SHORT": Code(2, "An --env value or one of the bundle's credentials is shorter than the minimum "
+                             "length the redactor searches for (8 characters).",
+                             "Use a credential of at least 8 characters, or unset the variable."),
+    "BUNDLE_CREDENTIAL_ENV": Code(2, "--env names one of the bundle's own credentials (BREV_API_TOKEN, NGC_KEY, "
+                                  "NGC_API_KEY), which never reach a container by default.",
+                                  "Drop that --env; if the container really needs it, add "
+                                  "--allow-bundle-credential-env (docker inspect on the instance then shows it)."),
     "TERMINAL_STATE": Code(2, "The job already ended; its terminal state cannot change.",
                            "Submit a new job (with --retry-of JOB_ID to link it) instead of changing this one."),
     "MISSING_CREDENTIAL": Code(2, "A credential the step needs is not set in the environment.",

@@ -1,11 +1,12 @@
-"""Atomic, locked JSON files: the only way the bundle writes state to disk.
+"""Atomic, locked, private files: the only way the bundle writes state to disk.
 
 Invariant: a reader never sees a file half-written, even when the writer is
 SIGKILLed at any instruction. Every write first puts the whole content in a
 temp file in the same directory (flush + fsync), then makes it visible under
 its final name in one step:
 
-* :func:`atomic_write_json` replaces: ``rename`` over the target;
+* :func:`atomic_write_json` / :func:`atomic_write_text` replace: ``rename``
+  over the target;
 * :func:`create_json` creates exclusively: ``link`` of the temp file to the
   final name fails when that name exists (``O_EXCL`` semantics without an
   empty file ever being visible);
@@ -15,6 +16,10 @@ hidden ``.<name>.<pid>.<random>.tmp`` file, which :func:`sweep_temp` removes
 once its process is gone. ``locked(path)`` holds an exclusive ``flock`` on a
 sibling ``.<name>.lock`` across a read-modify-write, so an agent and
 background pollers can update the same file.
+
+Private: the state directory is 0700 (:func:`private_dir`), every file 0600;
+a temp file has a unique random name and is created with ``O_EXCL |
+O_NOFOLLOW``, so a planted file or symlink is never written through.
 """
 
 from __future__ import annotations
@@ -25,23 +30,42 @@ import fcntl
 import json
 import os
 import re
+import stat
 import threading
 import uuid
 from pathlib import Path
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+CREATE_PRIVATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 _TEMP_RE = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 # link(2) unsupported by the filesystem: fall back to a check under the directory lock
 _NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK}
 
 
-def _write_temp(path: Path, obj, mode: int) -> Path:
-    """The full JSON text of ``obj`` in a fresh temp file beside ``path`` (fsynced)."""
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+def private_dir(path: Path) -> Path:
+    """Create ``path`` (and missing parents) with mode 0700, and tighten it to
+    0700 when it exists with a wider mode and belongs to us."""
+    missing = [d for d in (path, *path.parents) if not d.exists()]
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(d, DIR_MODE)
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(str(path))
+    if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) != DIR_MODE:
+        os.chmod(path, DIR_MODE)
+    return path
+
+
+def _write_temp(path: Path, text: str, mode: int) -> Path:
+    """``text`` in a fresh private temp file beside ``path`` (fsynced)."""
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
+    fd = os.open(tmp, CREATE_PRIVATE, mode)
     try:
         with os.fdopen(fd, "w") as fh:
-            json.dump(obj, fh, indent=2, sort_keys=False)
-            fh.write("\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
     except BaseException:
@@ -49,6 +73,10 @@ def _write_temp(path: Path, obj, mode: int) -> Path:
             tmp.unlink()
         raise
     return tmp
+
+
+def _json_text(obj) -> str:
+    return json.dumps(obj, indent=2, sort_keys=False) + "\n"
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -59,9 +87,9 @@ def _fsync_dir(directory: Path) -> None:
         os.close(dfd)
 
 
-def atomic_write_json(path: Path, obj, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``obj`` as indented JSON, atomically and durably."""
-    tmp = _write_temp(path, obj, mode)
+def atomic_write_text(path: Path, text: str, mode: int = FILE_MODE) -> None:
+    """Replace ``path`` with ``text``, atomically and durably, mode 0600."""
+    tmp = _write_temp(path, text, mode)
     try:
         os.replace(tmp, path)
     finally:
@@ -70,13 +98,19 @@ def atomic_write_json(path: Path, obj, mode: int = 0o644) -> None:
     _fsync_dir(path.parent)
 
 
-def create_json(path: Path, obj, mode: int = 0o644) -> bool:
-    """Create ``path`` holding ``obj`` only if no file has that name; False when one has.
+def atomic_write_json(path: Path, obj, mode: int = FILE_MODE) -> None:
+    """Replace ``path`` with ``obj`` as indented JSON, atomically and durably, mode 0600."""
+    atomic_write_text(path, _json_text(obj), mode)
+
+
+def create_json(path: Path, obj, mode: int = FILE_MODE) -> bool:
+    """Create ``path`` holding ``obj`` (mode 0600) only if no file has that name;
+    False when one has (a planted symlink included: it is never written through).
 
     The content is complete before the name appears (``link`` of a fsynced temp
     file), so no reader ever sees ``path`` empty or partial, whatever kills the writer.
     """
-    tmp = _write_temp(path, obj, mode)
+    tmp = _write_temp(path, _json_text(obj), mode)
     try:
         try:
             os.link(tmp, path)
@@ -128,14 +162,16 @@ _held = threading.local()
 def locked(path: Path):
     """Exclusive lock for a read-modify-write of ``path`` (blocks until held).
 
-    Re-entrant within one thread (a second ``flock`` on a new descriptor of the
-    same file would wait for the first forever); other threads and processes wait."""
+    The lock file is 0600 and never opened through a symlink. Re-entrant within
+    one thread (a second ``flock`` on a new descriptor of the same file would
+    wait for the first forever); other threads and processes wait."""
     lock_path = path.parent / f".{path.name}.lock"
     held = _held.__dict__.setdefault("paths", set())
     if lock_path in held:
         yield
         return
-    with open(lock_path, "a") as fh:
+    fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+    with os.fdopen(fd, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         held.add(lock_path)
         try:

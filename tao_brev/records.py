@@ -34,7 +34,7 @@ from pathlib import Path
 
 from . import redact
 from .errors import TaoBrevError
-from .fsio import atomic_write_json, create_json, locked, sweep_temp
+from .fsio import atomic_write_json, create_json, locked, private_dir, sweep_temp
 
 SCHEMA_VERSION = 1
 STATES = ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
@@ -104,7 +104,8 @@ class RecordStore:
 
     def _ensure_dir(self) -> None:
         try:
-            self.jobs_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.root)           # 0700: records, sidecars and logs are private
+            private_dir(self.jobs_dir)
         except (NotADirectoryError, FileExistsError):
             raise TaoBrevError("BAD_STATE_DIR", f"not a directory: {self.root}") from None
 
@@ -231,7 +232,7 @@ class RecordStore:
                 return self.quarantined(job_id) or self.closed_quarantine(job_id) or target
             except TaoBrevError:
                 pass
-            self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.quarantine_dir)   # 0700, like the state dir
             if target.exists():   # an earlier damaged copy under this id stays as it is
                 target = self.quarantine_dir / f"{path.stem}.{uuid.uuid4().hex[:6]}.damaged"
             os.replace(path, target)
@@ -244,7 +245,7 @@ class RecordStore:
         if source is None:
             return self.closed_quarantine(job_id)
         closed = self.quarantine_dir / "closed"
-        closed.mkdir(parents=True, exist_ok=True)
+        private_dir(closed)
         os.replace(source, closed / source.name)
         return closed / source.name
 

@@ -1,86 +1,166 @@
-"""Secret lint and redaction. Invariant: the secret value never survives the output.
+"""Secret lint (ADVICE) and redaction. Invariant: a secret value the process
+knows never survives an output.
 
-A deterministic, dependency-free PATTERN lint over shell commands, scripts,
-Kubernetes manifests (YAML or JSON), JSON documents, logs and job-record text.
-``lint`` names what it found (variable, flag, key or pattern name, and line),
-never the value; ``redact`` replaces every literal credential with
-``<redacted>`` and keeps the name, so ``NGC_KEY=abc`` becomes
-``NGC_KEY=<redacted>``. ``redact_values`` is the backstop every output of the
-bundle passes through: it replaces the values of the credential variables set
-in the environment wherever they appear.
+Two layers, kept apart (``references/redaction.md``):
 
-Caught (a "literal" is any value that is not only ``$VAR`` / ``${VAR}`` /
-``$(...)`` references, placeholders such as ``<redacted>``, booleans or
-numbers of at most four digits):
-  1. ``NAME=literal`` where NAME holds a credential word (SECRET, PASSWORD,
-     PASSWD, TOKEN, API_KEY/APIKEY, ACCESS_KEY, NGC_KEY, CREDENTIAL, with
-     letter boundaries), plain, ``export``, ``docker -e``/``--env``,
-     ``--export=ALL,NAME=...``, URL queries and dotted overrides
-     (``train.wandb.api_key=...``); ``${NAME:-literal}`` defaults.
-  2. ``--password`` / ``--token`` / ``--api-key`` values (space, ``=`` or the
-     JSON-array form ``["--token", "abc"]``); ``-p value`` on a line that
-     contains ``login`` (port maps such as ``-p 8080:80`` pass).
+* The GUARANTEE rests on values: :mod:`tao_brev.known_secrets` collects every
+  secret value this process knows (the bundle's credential variables, every
+  ``--env`` value, every environment variable whose name looks like a
+  credential) and checks every exit for them, in every common encoding.
+  :func:`redact_values` is that check applied to text.
+* The ADVICE is this module's pattern lint over text the bundle did not
+  produce (specs, overrides, logs, commands): ``lint`` names what it found
+  (variable, flag, key or pattern name, and line), never the value;
+  ``redact`` replaces every literal credential with ``<redacted>`` and keeps
+  the name, so ``NGC_KEY=abc`` becomes ``NGC_KEY=<redacted>``. Neither ever
+  raises, on any input.
+
+A name is a credential name when its words (split at ``_ . -``, camelCase and
+digits) hold a credential word - SECRET, PASSWORD, PASSWD, PASSPHRASE, TOKEN,
+CREDENTIAL(S), API KEY, ACCESS KEY, SECRET KEY, PRIVATE KEY, ACCOUNT KEY, AUTH
+KEY, NGC KEY, or one word ending in PASSWORD / APIKEY / ... (``PGPASSWORD``,
+``authtoken``) - and no descriptor word follows it (``_file``, ``_path``,
+``_id`` after TOKEN, ``_dropout``, ``_ref``, ``_stdin``, ... : anything but a
+value word such as ``_value``, ``_id`` after KEY, an environment or a number),
+and TOKEN is not a tokenizer role (``pad_token``, ``eos_token``, ``num_token``).
+
+Caught (a "literal" is any value of at least MIN_VALUE_LENGTH (8)
+characters that is not only references - ``$VAR``,
+``${VAR}``, ``$(...)``, ``${oc.env:VAR}`` and other ``${...}`` interpolations,
+``{{ ... }}`` templates -, placeholders such as ``<redacted>``, tokenizer
+special tokens such as ``[PAD]`` / ``</s>`` / ``<|im_end|>``, booleans,
+nulls, floats or integers of at most four digits):
+  1. ``NAME=literal`` for credential names: plain, ``export``, ``docker
+     -e``/``--env``, ``--export=ALL,NAME=...``, URL queries, dotted and Hydra
+     overrides (``train.wandb.api_key=...``, ``+a.token=...``), npm
+     ``:_authToken=``; ``${NAME:-literal}`` defaults.
+  2. ``--NAME value`` for credential flag names (``--password``, ``--token``,
+     ``--api-key``, ``--secret``, ``--secret-key``, ``--client-secret``, ...;
+     space, ``=`` or ``["--token", "abc"]``); ``-p value`` after a ``login``
+     word, ``mysql -pVALUE``, ``sshpass -p``, ``curl -u user:VALUE``,
+     ``aws configure set <credential key> VALUE``.
   3. ``Authorization: Bearer|Basic|Token literal`` headers.
   4. Kubernetes env entries: a literal ``value:`` paired with a credential
-     ``name:`` in block, flow (``{name: X, value: Y}``) and JSON forms, any key
-     order, block scalars too. ``valueFrom.secretKeyRef`` and ``$(VAR)`` pass.
-  5. A literal under a credential key: ``"api_key": "..."`` anywhere,
-     ``password: ...`` at the start of a YAML line.
+     ``name:`` in block, flow and JSON forms, any key order, block scalars.
+  5. A literal under a credential key: quoted keys anywhere (JSON, STS
+     ``"SecretAccessKey"``, docker config ``"auth"``), YAML ``key: value``
+     lines, and ``key: value`` pairs inside flow mappings.
   6. Presigned-URL query credentials (``X-Amz-Signature``, ``X-Amz-Credential``,
-     ``X-Amz-Security-Token``) and passwords in URL userinfo
-     (``https://user:pass@host``).
+     ``X-Amz-Security-Token``, SigV2 ``Signature``, SAS ``sig``), passwords in
+     URL userinfo (``https://user:pass@host``) and a token as the URL user
+     (``https://<20+ letters and digits>@host``).
   7. Well-known token shapes anywhere: ``nvapi-``, ``hf_``, ``ghp_`` (and
-     ``gho_ ghu_ ghs_ ghr_``), ``github_pat_``, ``AKIA``/``ASIA`` + 16,
-     ``xox[abpr]-``, ``sk-``.
+     ``gho_ ghu_ ghs_ ghr_``), ``github_pat_``, ``glpat-``, ``npm_``,
+     ``pypi-``, ``AKIA``/``ASIA`` + 16, ``AIza`` + 35, ``xox[abpr]-``,
+     ``sk-``, ``sk_live_``/``rk_live_``, and PEM ``PRIVATE KEY`` blocks.
 Backslash-continued lines are one logical line; a finding reports the first
 physical line.
 
-Passes: ``$VAR``, ``${VAR}``, ``"$VAR"``, ``'$VAR'`` (expanded by the remote
-shell), ``NAME=$(cat FILE)`` (the value is read at run time, not written
-here), ``-e VAR``, ``--env-file F``, ``--password-stdin``, ``-u '$oauthtoken'``
-(NGC's literal user name), empty values, ``TOKENIZERS_PARALLELISM=false``,
-``max_new_tokens=5``, ``pad_token_id=0``.
-
-Deliberately not caught (use ``$VAR``, stdin or ``secretKeyRef`` instead):
-secrets split across variables or assembled at run time (``$(echo ...)``),
-base64 or otherwise encoded values, secrets under names without a credential
-word, a literal piped into ``--password-stdin``, code such as
-``os.environ["K"] = "v"``, multi-line quoted YAML values, ``-p`` values of
-commands on lines without ``login``, secrets in binary files or in files
-named by path. ``redact_obj`` sees strings one at a time: a bare value under
-a credential-named dict key is not recognised (the environment backstop
-still removes the bundle's own credentials).
+Deliberately not caught (use ``$VAR``, stdin or ``secretKeyRef``; the value
+guard covers every value the process knows): secrets split across variables
+or assembled at run time, encoded values, secrets under names without a
+credential word (``wandb.key``) unless shaped, a literal piped into
+``--password-stdin``, code such as ``os.environ["K"] = "v"``, multi-line
+quoted YAML values, sequences under a credential key, ``-p`` of other
+commands, secrets in binary files or files named by path. ``redact_obj``
+sees strings one at a time: a bare value under a credential-named dict key
+is not recognised by the lint (the value guard still removes known values).
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Iterator, Mapping, NamedTuple
-from urllib.parse import quote
 
 PLACEHOLDER = "<redacted>"
+# Shorter values are never treated as secrets in free text: not searched for
+# as known values, not reported by the lint (demo defaults such as
+# ``password: test2`` in public configs). submit.py refuses --env values and
+# the bundle's credentials shorter than this instead.
+MIN_VALUE_LENGTH = 8
 
+# The bundle's own credential variables (always secret, whatever their value's shape).
 SECRET_ENV_NAMES = ("BREV_API_TOKEN", "NGC_KEY", "NGC_API_KEY", "AWS_ACCESS_KEY_ID",
                     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "ACCESS_KEY", "SECRET_KEY",
                     "HF_TOKEN", "WANDB_API_KEY")
 
-# Environment values shorter than this are not searched for (too many false hits).
-MIN_VALUE_LENGTH = 6
+# --- names ------------------------------------------------------------------
+
+# Words of a name: ``AWS_SECRET_ACCESS_KEY`` -> aws secret access key,
+# ``clientSecret`` -> client secret, ``SecretAccessKey`` -> secret access key.
+_WORD_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# One word that is a credential by itself.
+_CREDENTIAL_WORDS = frozenset({
+    "secret", "secrets", "password", "passwords", "passwd", "passphrase", "token", "credential", "credentials",
+    "apikey", "secretkey", "accesskey", "privatekey", "authkey", "authtoken", "accesstoken", "apitoken",
+    "sessiontoken", "refreshtoken", "bearertoken", "idtoken", "identitytoken", "clientsecret"})
+_CREDENTIAL_SUFFIXES = ("password", "passwd", "passphrase", "apikey", "secretkey", "accesskey", "privatekey")
+# Two words that are a credential together (``api_key``, ``AccessKey``).
+_CREDENTIAL_PAIRS = frozenset({("api", "key"), ("access", "key"), ("secret", "key"), ("private", "key"),
+                               ("account", "key"), ("auth", "key"), ("ngc", "key"), ("master", "key"),
+                               ("signing", "key"), ("connection", "string"),
+                               # services whose API key is commonly written <service>_key
+                               ("wandb", "key"), ("kaggle", "key"), ("openai", "key"), ("comet", "key"),
+                               ("neptune", "key"), ("hf", "key"), ("huggingface", "key"), ("anthropic", "key"),
+                               ("cohere", "key"), ("pinecone", "key"), ("replicate", "key")})
+# An upper-case environment-style name ending in _KEY (``KAGGLE_KEY``) is a credential.
+_ENV_KEY_RE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY")
+# Words after the credential word that still name the value itself
+# (``AWS_ACCESS_KEY_ID``, ``SECRET_KEY_BASE``, ``API_KEY_PROD``); any other
+# word makes the name a descriptor (``password_file``, ``token_dropout``).
+_VALUE_TAILS = frozenset({"value", "val", "data", "string", "str", "b64", "base64", "hex", "raw", "plain",
+                          "plaintext", "base", "prod", "production", "dev", "staging", "test", "live", "new",
+                          "old", "current", "primary", "secondary", "v"})
+# Words before TOKEN that make it a tokenizer or counting term, not a credential.
+_TOKEN_ROLES = frozenset({
+    "pad", "eos", "bos", "unk", "sep", "cls", "mask", "start", "end", "image", "img", "video", "audio",
+    "vision", "special", "additional", "placeholder", "sot", "eot", "boi", "eoi", "boa", "eoa", "bov", "eov",
+    "im", "think", "tool", "prefix", "suffix", "middle", "fim", "eod", "eom", "eoh", "num", "max", "min", "n",
+    "stop", "patch", "box", "point", "quad", "obj", "object", "region", "frame", "lang", "timestamp", "split",
+    "newline", "blank", "dummy", "added", "vocab", "merge", "subword"})
+
+
+def name_words(name: str) -> tuple[str, ...]:
+    """The lower-case words of an identifier (snake, kebab, dotted, camelCase)."""
+    return tuple(w.lower() for w in _WORD_RE.findall(name or ""))
+
+
+def _credential_end(words: tuple[str, ...]) -> tuple[int, str] | None:
+    """(index of the last word of the LAST credential word/pair, that word), or None."""
+    found = None
+    for i, word in enumerate(words):
+        if word in _CREDENTIAL_WORDS or word.endswith(_CREDENTIAL_SUFFIXES):
+            found = (i, word)
+        elif i and (words[i - 1], word) in _CREDENTIAL_PAIRS:
+            found = (i, word)
+    return found
+
+
+@lru_cache(maxsize=4096)
+def is_secret_name(name: str) -> bool:
+    """True if ``name`` names a credential (see the module doc): ``HF_TOKEN``,
+    ``clientSecret``, ``PGPASSWORD``, ``AWS_ACCESS_KEY_ID``; not
+    ``pad_token_id``, ``password_file``, ``max_new_tokens``, ``secretKeyRef``."""
+    words = name_words(name)
+    found = _credential_end(words)
+    if found is None and _ENV_KEY_RE.fullmatch(name.rsplit(".", 1)[-1]):
+        found = (len(words) - 1, "key")
+    if found is None or words[0] == "no":
+        return False
+    end, word = found
+    if word == "token" and end and words[end - 1] in _TOKEN_ROLES:
+        return False
+    for tail in words[end + 1:]:
+        if tail.isdigit() or tail in _VALUE_TAILS or (tail == "id" and word != "token"):
+            continue
+        return False
+    return True
+
 
 # --- patterns ---------------------------------------------------------------
-
-# A credential word inside a name. Must match HF_TOKEN, NGC_KEY, NGC_API_KEY,
-# AWS_SECRET_ACCESS_KEY, db_password, apiKey, token. Must NOT match
-# TOKENIZERS_PARALLELISM, max_new_tokens, oauthtoken, secretKeyRef,
-# AWS_SHARED_CREDENTIALS_FILE (letters on either side break the word).
-SECRET_WORD_RE = re.compile(
-    r"(?i)(?<![A-Za-z])(?:SECRET|PASSWORD|PASSWD|TOKEN|API_?KEY|ACCESS_?KEY|NGC_KEY|CREDENTIAL)"
-    r"(?![A-Za-z])")
 
 # One shell word: quoted parts, ${...}, $(...) and unquoted runs glued together.
 # Unquoted runs stop at blanks, quotes and shell operators, and at a comma that
@@ -92,27 +172,37 @@ WORD_RE = re.compile(r"(?:\"(?:[^\"\\]|\\.)*\"|'[^']*'|\$\{[^}]*\}|\$\([^)]*\)"
 # A whole word that is one quoted string: redaction keeps its quotes.
 _QUOTED_RE = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'")
 
-# NAME= where NAME starts a word or follows ; & | , ? = ( [ { or a quote.
+# NAME= where NAME starts a word or follows ; & | , ? = ( [ { : + ~ or a quote.
 # Must match ``export A=``, ``-e A=``, ``--env=A=``, ``ALL,A=``, ``?token=``,
-# ``train.api_key=``. Must NOT match path segments (``/data/token=v1``), flag
-# names (``--token=``, ``X-Amz-Signature=``) or ``==`` comparisons.
-ASSIGNMENT_RE = re.compile(r"(?<![^\s\"'`;&|,?=(\[{])(?P<name>[A-Za-z_][\w.]*)=(?!=)")
+# ``train.api_key=``, ``+train.token=``, ``/:_authToken=``. Must NOT match path
+# segments (``/data/token=v1``), flag names (``--token=``) or ``==`` comparisons.
+ASSIGNMENT_RE = re.compile(r"(?<![^\s\"'`;&|,?=(\[{:+~])(?P<name>[A-Za-z_][\w.]*)=(?!=)")
 
 # ${NAME:-default}, ${NAME-default}, ${NAME:=default}, ${NAME:+alt}: the
 # default is a literal written into the text. ${NAME:?message} is not a value.
 PARAM_DEFAULT_RE = re.compile(r"\$\{(?P<name>[A-Za-z_]\w*):?[-=+](?P<val>[^}]*)\}")
 
-# Credential flags followed by =, blanks, or the JSON-array separator ``", "``.
-# Must NOT match --password-stdin, --token-file, --tokenizer.
-FLAG_RE = re.compile(
-    r"(?<![\w-])(?P<name>--(?:password|passwd|token|api[-_]?key))(?![\w-])"
-    r"(?:=|\s+|(?P<array>[\"']\s*,\s*))")
+# A long flag followed by =, blanks, or the JSON-array separator ``", "``;
+# the flag is a credential flag when its name is a credential name.
+FLAG_RE = re.compile(r"(?<![\w-])(?P<name>--[A-Za-z][A-Za-z0-9_-]*)(?:=|\s+|(?P<array>[\"']\s*,\s*))")
+# docker build --secret id=x,src=FILE / env=VAR: names a source, not a value.
+_BUILD_SECRET_RE = re.compile(r"[\"']?(?:id|type|src|source|env|required|target|mode|uid|gid)=")
 
-# ``-p value`` (or -p=value, -pvalue); only consulted on lines matching LOGIN_RE.
-LOGIN_RE = re.compile(r"\blogin\b")
+# ``-p value`` after a standalone ``login`` word (docker/podman/helm login).
+LOGIN_RE = re.compile(r"(?<![\w.-])login(?![\w.-])")
 LOGIN_P_RE = re.compile(r"(?<!\S)(?P<name>-p)(?:=|\s+)?")
 # Docker port maps, which ``-p`` also takes: 80, 8080:80, 127.0.0.1:8080:80/tcp.
 PORT_MAP_RE = re.compile(r"(?:[\d.]+:)?(?:\d{1,5}(?:-\d{1,5})?:)?\d{1,5}(?:-\d{1,5})?(?:/(?:tcp|udp|sctp))?")
+# mysql/mariadb take the password attached (``-pVALUE``; ``-p VALUE`` prompts).
+MYSQL_RE = re.compile(r"(?<![\w.-])(?:mysql\w*|mariadb\w*)(?![\w.-])")
+MYSQL_P_RE = re.compile(r"(?<!\S)(?P<name>-p)(?=[^\s-])")
+# sshpass -p VALUE / -pVALUE.
+SSHPASS_P_RE = re.compile(r"(?<![\w.-])sshpass\b[^;&|\n]*?(?<!\S)(?P<name>-p)(?:\s+|=)?")
+# curl/wget -u / --user user:password (only the password part is the value).
+CURL_RE = re.compile(r"(?<![\w.-])(?:curl|wget|http|https|xh)(?![\w.-])")
+USER_FLAG_RE = re.compile(r"(?<!\S)(?P<name>-u|--user)(?:=|\s+)")
+# aws configure set [profile.P.]aws_secret_access_key VALUE
+AWS_SET_RE = re.compile(r"\baws\s+configure\s+set\s+(?:--profile\s+\S+\s+)?(?P<name>[\w.-]+)\s+")
 
 # Authorization: Bearer <token> (also Basic/Token), in headers or JSON.
 AUTH_HEADER_RE = re.compile(
@@ -122,47 +212,63 @@ AUTH_HEADER_RE = re.compile(
 # ``value: Y``, ``"value": "Y",``. Must NOT match ``valueFrom:``.
 ENTRY_KEY_RE = re.compile(r"^(?P<lead>\s*(?:-\s+)?)(?P<q>[\"']?)(?P<key>name|value)(?P=q)\s*:\s*")
 # The scalar after a key: quoted, a block indicator (| >), or plain up to a
-# comment or trailing comma.
+# comment or trailing comma. No match (a flow collection follows): no scalar.
 SCALAR_RE = re.compile(
     r"(?P<val>\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|[|>][-+0-9]*|[^\s#,{}\[\]][^#]*?)?\s*,?\s*(?:#.*)?$")
 BLOCK_INDICATOR_RE = re.compile(r"[|>][-+0-9]*")
-# One flow / JSON object on a line, and its name/value pairs.
+# One flow / JSON object on a line (innermost), and its pairs.
 FLOW_OBJECT_RE = re.compile(r"\{[^{}]*\}")
 FLOW_PAIR_RE = re.compile(
     r"(?:^|[{,\s])(?P<q>[\"']?)(?P<key>name|value)(?P=q)\s*:\s*"
     r"(?P<val>\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^,}\s][^,}]*)")
+FLOW_ANY_PAIR_RE = re.compile(
+    r"(?:^|[{,])\s*(?P<q>[\"']?)(?P<key>[A-Za-z_][\w.-]*)(?P=q)\s*:\s+"
+    r"(?P<val>\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|[^,}\[\]\s][^,}]*)")
 
 # A quoted key with a quoted value anywhere (JSON, Python dicts), and a plain
-# YAML key at the start of a line. The key must hold a credential word.
+# YAML key at the start of a line. The key must be a credential name (or
+# docker's ``"auth"``).
 QUOTED_MAPPING_RE = re.compile(
     r"(?P<q>[\"'])(?P<name>[A-Za-z_][\w.-]*)(?P=q)\s*:\s*(?P<val>\"(?:[^\"\\]|\\.)*\"|'[^']*')")
 YAML_MAPPING_RE = re.compile(r"^\s*(?:-\s+)?(?P<name>[A-Za-z_][\w.-]*)\s*:[ \t]+")
 
-# Presigned-URL query credentials. The value stops at & and quotes.
+# Presigned-URL query credentials (SigV4, SigV2, Azure SAS). The value stops at & and quotes.
 PRESIGNED_RE = re.compile(
-    r"(?i)(?P<name>X-Amz-(?:Signature|Credential|Security-Token))=(?P<val>[^&\s\"'#<>]+)")
+    r"(?i:(?P<v4>X-Amz-(?:Signature|Credential|Security-Token)))=(?P<val4>[^&\s\"'#<>]+)"
+    r"|(?<=[?&])(?P<v2>Signature|sig)=(?P<val2>[^&\s\"'#<>]+)")
 
 # scheme://user:password@host -- only the password is replaced.
 # Must NOT match ``git@host:path``, ``host:8080/``, ``https://user@host``.
 URL_USERINFO_RE = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://[^\s:/@]*:(?P<val>[^\s/@]+)@")
+# scheme://TOKEN@host: a user part of 20+ letters/digits with both kinds is a token.
+URL_TOKEN_USER_RE = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://(?P<val>[A-Za-z0-9_-]{20,})@")
 
 # Well-known token shapes, valid anywhere (even inside paths and URIs).
 # Must NOT match inside longer words (``disk-...``, ``task-...``) nor
 # ``sk-learn-...``-style names.
 TOKEN_SHAPE_RE = re.compile(
     r"(?<![A-Za-z0-9_-])(?:nvapi-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
-    r"|github_pat_[A-Za-z0-9_]{20,}|(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])|xox[abpr]-[A-Za-z0-9-]{10,}"
+    r"|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{40,}"
+    r"|(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])|AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"
+    r"|xox[abpr]-[A-Za-z0-9-]{10,}|[sr]k_live_[A-Za-z0-9]{20,}"
     r"|sk-[A-Za-z0-9]{20,}|sk-(?:proj|svcacct|admin|ant)-[A-Za-z0-9_-]{20,})")
-TOKEN_PREFIX_RE = re.compile(r"nvapi-|hf_|gh[pousr]_|github_pat_|AKIA|ASIA|xox[abpr]-|sk-")
+TOKEN_PREFIX_RE = re.compile(r"nvapi-|hf_|gh[pousr]_|github_pat_|glpat-|npm_|pypi-|AKIA|ASIA|AIza|xox[abpr]-"
+                             r"|[sr]k_live_|sk-")
+# PEM private keys: the whole block is the value (matched over the whole text).
+PRIVATE_KEY_RE = re.compile(r"-----BEGIN (?P<name>(?:[A-Z0-9]+ )*PRIVATE KEY)-----"
+                            r"(?P<val>[\s\S]*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)")
 
 # What makes a value NOT literal: $VAR / ${VAR} / ${VAR:-default} / $(cmd)
-# references, <placeholders> (<redacted>, <your key>), and scalars that are
-# never credentials (booleans, nulls, numbers of at most four digits, so
-# pad_token_id=0 and use_cls_token: true pass).
+# references, ${oc.env:VAR[,default]} and other ${...} interpolations,
+# {{ templates }}, <placeholders> (<redacted>, <your key>), tokenizer special
+# tokens ([PAD], </s>, <|im_end|>), and scalars that are never credentials
+# (booleans, nulls, floats, integers of at most four digits).
 _REFERENCE_RE = re.compile(r"\$\{(?P<name>[A-Za-z_]\w*)(?:(?P<op>:?[-=+?])(?P<default>[^}]*))?\}"
-                           r"|\$\([^)]*\)|\$\{?[A-Za-z_]\w*\}?")
-_PLACEHOLDER_RE = re.compile(r"<[A-Za-z][\w .:-]*>")
-_NOT_SECRET_SCALAR_RE = re.compile(r"(?i)true|false|yes|no|on|off|null|none|~|\d{1,4}")
+                           r"|\$\{oc\.env:[^,}]*(?:,(?P<ocdefault>[^}]*))?\}"
+                           r"|\$\{[^{}]*\}|\{\{[^{}]*\}\}|\$\([^)]*\)|\$\{?[A-Za-z_]\w*\}?")
+_PLACEHOLDER_RE = re.compile(r"<[A-Za-z][\w .:-]*>|<\|[^|<>]*\|>|</[\w.:-]*>|\[[A-Za-z_]+\]")
+_NOT_SECRET_SCALAR_RE = re.compile(r"(?i)true|false|yes|no|on|off|null|none|~|[-+]?\d{1,4}"
+                                   r"|[-+]?(?:\d+\.\d*|\.\d+)(?:e[-+]?\d+)?|[-+]?\d+e[-+]?\d+")
 # A string redact_obj treats as a path or URI (no blanks): gets redact_uri.
 _PATH_LIKE_RE = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|/|~/|\./|\.\./)\S*")
 
@@ -186,7 +292,8 @@ KINDS: dict[str, _Kind] = {
                           "inline manifest credential; use valueFrom.secretKeyRef"),
     "mapping": _Kind("{name}: <literal>", "literal value under a credential key"),
     "presigned-url": _Kind("{name}=<literal>", "presigned-URL credential in a query string"),
-    "url-password": _Kind("{name}://user:<literal>@", "password in URL userinfo"),
+    "url-password": _Kind("{name}://user:<literal>@", "password or token in URL userinfo"),
+    "private-key": _Kind("-----BEGIN {name}-----", "PEM private key block"),
     "token-shape": _Kind("{name}<literal>", "well-known credential token shape"),
 }
 _PRIORITY = {kind: i for i, kind in enumerate(KINDS)}
@@ -222,24 +329,21 @@ class _Hit:
 
 # --- public API -------------------------------------------------------------
 
-@lru_cache(maxsize=1024)
-def is_secret_name(name: str) -> bool:
-    """True if ``name`` holds a credential word (letter boundaries, any case)."""
-    return SECRET_WORD_RE.search(name) is not None
-
-
 def lint(text: str) -> list[Finding]:
-    """The literal credentials in ``text``, one finding per value, in order."""
+    """The literal credentials in ``text``, one finding per value, in order.
+    Never raises; anything but a ``str`` is linted as empty text."""
     kept: list[_Hit] = []
     for hit in sorted(_scan(text, _TEXT_RULES), key=lambda h: (_PRIORITY[h.kind], h.start)):
         if not any(hit.start < k.end and k.start < hit.end for k in kept):
             kept.append(hit)
     kept.sort(key=lambda h: (h.line, h.start))
-    return [Finding(h.kind, h.name, h.line) for h in kept]
+    return [Finding(h.kind, _name_shown(h.name), h.line) for h in kept]
 
 
 def redact(text: str) -> str:
     """``text`` with every literal credential replaced by ``<redacted>``."""
+    if not isinstance(text, str):
+        return text
     return _replace(text, _scan(text, _TEXT_RULES))
 
 
@@ -247,18 +351,19 @@ def redact_uri(value: str) -> str:
     """The gentle mode for paths and URIs: only URL-userinfo passwords,
     presigned-URL query credentials and well-known token shapes are replaced,
     so ``/data/token=v1/run`` stays intact."""
+    if not isinstance(value, str):
+        return value
     return _replace(value, _scan(value, _URI_RULES, manifests=False))
 
 
 def redact_values(text: str, env: Mapping[str, str] | None = None) -> str:
-    """Replace the values of the credential variables set in ``env`` (default
-    ``os.environ``) wherever they appear: names in SECRET_ENV_NAMES or holding
-    a credential word, values of at least MIN_VALUE_LENGTH characters, also in
-    their URL-quoted and JSON-escaped forms."""
-    if not text:
-        return text
-    pattern = _values_pattern(_secret_values(os.environ if env is None else env))
-    return pattern.sub(PLACEHOLDER, text) if pattern else text
+    """Replace every secret value this process knows wherever it appears, in
+    each of its encodings (see :mod:`tao_brev.known_secrets`): values from
+    ``env`` when given, else from ``os.environ``, the environment of the
+    running verb and the ``--env`` names of the jobs it read."""
+    from . import known_secrets
+
+    return known_secrets.redact_text(text, env)
 
 
 def redact_obj(obj, env: Mapping[str, str] | None = None):
@@ -277,20 +382,32 @@ def redact_obj(obj, env: Mapping[str, str] | None = None):
     return obj
 
 
+def _name_shown(name: str) -> str:
+    """A finding's name, bounded (a name is never a value, but keep reports small)."""
+    return name if len(name) <= 80 else name[:77] + "..."
+
+
 # --- values -----------------------------------------------------------------
 
-def _is_literal(value: str) -> bool:
-    """True if ``value`` writes credential material into the text, rather than
-    referring to it ($VAR, ${VAR}, $(cmd)) or being a placeholder."""
+def _strip_references(value: str) -> str:
     def keep_default(m: re.Match) -> str:
+        if m.group("ocdefault") is not None:
+            return _REFERENCE_RE.sub(keep_default, m.group("ocdefault"))
         op = m.group("op")
         if op and op[-1] in "-=+":
             return _REFERENCE_RE.sub(keep_default, m.group("default"))
         return ""
 
-    rest = _REFERENCE_RE.sub(keep_default, value)
-    rest = _PLACEHOLDER_RE.sub("", rest).replace('"', "").replace("'", "").strip()
-    return re.search(r"[A-Za-z0-9]", rest) is not None and not _NOT_SECRET_SCALAR_RE.fullmatch(rest)
+    return _REFERENCE_RE.sub(keep_default, value)
+
+
+def _is_literal(value: str) -> bool:
+    """True if ``value`` writes credential material into the text, rather than
+    referring to it ($VAR, ${VAR}, ${oc.env:VAR}, $(cmd)) or being a
+    placeholder, a tokenizer special token or a plain number / boolean."""
+    rest = _PLACEHOLDER_RE.sub("", _strip_references(value)).replace('"', "").replace("'", "").strip()
+    return (len(rest) >= MIN_VALUE_LENGTH and re.search(r"[A-Za-z0-9]", rest) is not None
+            and not _NOT_SECRET_SCALAR_RE.fullmatch(rest))
 
 
 def _value_span(start: int, word: str) -> tuple[int, int]:
@@ -298,24 +415,6 @@ def _value_span(start: int, word: str) -> tuple[int, int]:
     if len(word) > 2 and _QUOTED_RE.fullmatch(word):
         return start + 1, start + len(word) - 1
     return start, start + len(word)
-
-
-def _secret_values(env: Mapping[str, str]) -> tuple[str, ...]:
-    found: set[str] = set()
-    for name, value in env.items():
-        if value and (name in SECRET_ENV_NAMES or is_secret_name(name)):
-            found.update(v for v in _value_forms(value) if len(v) >= MIN_VALUE_LENGTH)
-    return tuple(sorted(found, key=lambda v: (-len(v), v)))  # longest first
-
-
-@lru_cache(maxsize=256)
-def _value_forms(value: str) -> tuple[str, ...]:
-    return (value, value.strip(), quote(value, safe=""), json.dumps(value)[1:-1])
-
-
-@lru_cache(maxsize=16)
-def _values_pattern(values: tuple[str, ...]) -> re.Pattern | None:
-    return re.compile("|".join(map(re.escape, values))) if values else None
 
 
 # --- logical lines ----------------------------------------------------------
@@ -330,10 +429,10 @@ class _Line:
     origins: tuple[int, ...]   # offset in the original text of the same point
 
     def original(self, start: int, end: int) -> tuple[int, int]:
-        return self._at(start), self._at(end - 1) + 1
+        return self._at(start), self._at(max(start, end - 1)) + 1
 
     def _at(self, pos: int) -> int:
-        i = bisect_right(self.starts, pos) - 1
+        i = max(bisect_right(self.starts, pos) - 1, 0)
         return self.origins[i] + pos - self.starts[i]
 
 
@@ -368,10 +467,21 @@ def _word_after(text: str, pos: int) -> tuple[int, str] | None:
     return (pos, m.group()) if m else None
 
 
+def _scalar_after(text: str, pos: int) -> tuple[int, str] | None:
+    """(start, text) of the YAML scalar after a key, or None (no scalar: a flow
+    collection, a block indicator or nothing follows)."""
+    scalar = SCALAR_RE.match(text, pos)
+    if scalar is None or not scalar.group("val"):
+        return None
+    return scalar.start("val"), scalar.group("val")
+
+
 def _assignments(text: str) -> Iterator[tuple]:
     for m in ASSIGNMENT_RE.finditer(text):
+        if not is_secret_name(m.group("name")):
+            continue
         found = _word_after(text, m.end())
-        if found and is_secret_name(m.group("name")) and _is_literal(found[1]):
+        if found and _is_literal(found[1]):
             yield ("assignment", m.group("name"), *_value_span(*found))
 
 
@@ -383,22 +493,49 @@ def _parameter_defaults(text: str) -> Iterator[tuple]:
 
 def _flags(text: str) -> Iterator[tuple]:
     for m in FLAG_RE.finditer(text):
+        if not is_secret_name(m.group("name")[2:]):
+            continue
         if m.group("array"):  # ["--token", "value"]: the value is one quoted string
             quoted = _QUOTED_RE.match(text, m.end())
             found = (m.end(), quoted.group()) if quoted else None
         else:
             found = _word_after(text, m.end())
-        if found and not found[1].lstrip("\"'").startswith("-") and _is_literal(found[1]):
+        if (found and not found[1].lstrip("\"'").startswith("-") and _is_literal(found[1])
+                and not _BUILD_SECRET_RE.match(found[1])):
             yield ("flag", m.group("name"), *_value_span(*found))
 
 
 def _login_passwords(text: str) -> Iterator[tuple]:
-    if not LOGIN_RE.search(text):
-        return
-    for m in LOGIN_P_RE.finditer(text):
+    login = LOGIN_RE.search(text)
+    if login:
+        for m in LOGIN_P_RE.finditer(text, login.end()):
+            found = _word_after(text, m.end())
+            if found and not PORT_MAP_RE.fullmatch(found[1]) and _is_literal(found[1]):
+                yield ("login-password", "-p", *_value_span(*found))
+    mysql = MYSQL_RE.search(text)
+    if mysql:
+        for m in MYSQL_P_RE.finditer(text, mysql.end()):
+            found = _word_after(text, m.end())
+            if found and _is_literal(found[1]):
+                yield ("login-password", "-p", *_value_span(*found))
+    for m in SSHPASS_P_RE.finditer(text):
         found = _word_after(text, m.end())
-        if found and not PORT_MAP_RE.fullmatch(found[1]) and _is_literal(found[1]):
+        if found and _is_literal(found[1]):
             yield ("login-password", "-p", *_value_span(*found))
+    curl = CURL_RE.search(text)
+    if curl:
+        for m in USER_FLAG_RE.finditer(text, curl.end()):
+            found = _word_after(text, m.end())
+            if not found:
+                continue
+            start, end = _value_span(*found)
+            colon = text.find(":", start, end)
+            if colon >= 0 and _is_literal(text[colon + 1:end]):
+                yield ("login-password", m.group("name"), colon + 1, end)
+    for m in AWS_SET_RE.finditer(text):
+        found = _word_after(text, m.end())
+        if found and is_secret_name(m.group("name").split(".")[-1]) and _is_literal(found[1]):
+            yield ("flag", m.group("name"), *_value_span(*found))
 
 
 def _auth_headers(text: str) -> Iterator[tuple]:
@@ -410,46 +547,65 @@ def _auth_headers(text: str) -> Iterator[tuple]:
 def _flow_entries(text: str) -> Iterator[tuple]:
     for obj in FLOW_OBJECT_RE.finditer(text):
         pairs = {m.group("key"): m for m in FLOW_PAIR_RE.finditer(obj.group())}
-        if "name" not in pairs or "value" not in pairs:
-            continue
-        name = _unquote(pairs["name"].group("val").strip())
-        value = pairs["value"].group("val").rstrip()
-        if is_secret_name(name) and _is_literal(value):
-            yield ("manifest-env", name, *_value_span(obj.start() + pairs["value"].start("val"), value))
+        if "name" in pairs and "value" in pairs:
+            name = _unquote(pairs["name"].group("val").strip())
+            value = pairs["value"].group("val").rstrip()
+            if is_secret_name(name) and _is_literal(value):
+                yield ("manifest-env", name, *_value_span(obj.start() + pairs["value"].start("val"), value))
+        for m in FLOW_ANY_PAIR_RE.finditer(obj.group()):
+            value = m.group("val").rstrip()
+            if _is_mapping_key(m.group("key")) and _is_literal(value):
+                yield ("mapping", m.group("key"), *_value_span(obj.start() + m.start("val"), value))
+
+
+def _is_mapping_key(name: str) -> bool:
+    return is_secret_name(name) or name.lower() == "auth"   # docker config.json "auth": base64(user:password)
 
 
 def _mappings(text: str) -> Iterator[tuple]:
     for m in QUOTED_MAPPING_RE.finditer(text):
-        if is_secret_name(m.group("name")) and _is_literal(m.group("val")):
+        if _is_mapping_key(m.group("name")) and _is_literal(m.group("val")):
             yield ("mapping", m.group("name"), *_value_span(m.start("val"), m.group("val")))
     m = YAML_MAPPING_RE.match(text)
     if m and is_secret_name(m.group("name")):
-        scalar = SCALAR_RE.match(text, m.end())
-        value = scalar.group("val") or ""
-        if value and not BLOCK_INDICATOR_RE.fullmatch(value) and _is_literal(value):
-            yield ("mapping", m.group("name"), *_value_span(scalar.start("val"), value))
+        found = _scalar_after(text, m.end())
+        if found and not BLOCK_INDICATOR_RE.fullmatch(found[1]) and _is_literal(found[1]):
+            yield ("mapping", m.group("name"), *_value_span(*found))
 
 
 def _presigned(text: str) -> Iterator[tuple]:
     for m in PRESIGNED_RE.finditer(text):
-        if _is_literal(m.group("val")):
-            yield ("presigned-url", m.group("name"), m.start("val"), m.end("val"))
+        group = "val4" if m.group("v4") else "val2"
+        if _is_literal(m.group(group)):
+            yield ("presigned-url", m.group("v4") or m.group("v2"), m.start(group), m.end(group))
 
 
 def _url_passwords(text: str) -> Iterator[tuple]:
     for m in URL_USERINFO_RE.finditer(text):
         if _is_literal(m.group("val")):
             yield ("url-password", m.group("name"), m.start("val"), m.end("val"))
+    for m in URL_TOKEN_USER_RE.finditer(text):
+        user = m.group("val")
+        if re.search(r"[0-9]", user) and re.search(r"[A-Za-z]", user) and _is_literal(user):
+            yield ("url-password", m.group("name"), m.start("val"), m.end("val"))
 
 
 def _token_shapes(text: str) -> Iterator[tuple]:
     for m in TOKEN_SHAPE_RE.finditer(text):
-        yield ("token-shape", TOKEN_PREFIX_RE.match(m.group()).group(), m.start(), m.end())
+        prefix = TOKEN_PREFIX_RE.match(m.group())
+        yield ("token-shape", prefix.group() if prefix else "token", m.start(), m.end())
 
 
 _TEXT_RULES = (_assignments, _parameter_defaults, _flags, _login_passwords, _auth_headers,
                _flow_entries, _mappings, _presigned, _url_passwords, _token_shapes)
 _URI_RULES = (_presigned, _url_passwords, _token_shapes)
+
+
+def _private_keys(text: str) -> Iterator[_Hit]:
+    for m in PRIVATE_KEY_RE.finditer(text):
+        if _is_literal(m.group("val")):
+            yield _Hit("private-key", m.group("name"), text.count("\n", 0, m.start()) + 1,
+                       m.start("val"), m.end("val"))
 
 
 # --- Kubernetes env entries across lines ------------------------------------
@@ -493,15 +649,14 @@ def _manifest_entries(lines: Iterable[_Line]) -> Iterator[_Hit]:
         key_column = len(m.group("lead"))
         if "-" in m.group("lead") or key_column != column:
             column, name, pending = key_column, None, []
-        scalar = SCALAR_RE.match(text, m.end())
-        value = scalar.group("val") or ""
+        found = _scalar_after(text, m.end())
+        value = found[1] if found else ""
         if m.group("key") == "name":
             name = _unquote(value)
         elif BLOCK_INDICATOR_RE.fullmatch(value):
             block = (key_column, line.number)
         elif value and _is_literal(value):
-            pending.append(_Hit("manifest-env", "", line.number,
-                                *line.original(*_value_span(scalar.start("val"), value))))
+            pending.append(_Hit("manifest-env", "", line.number, *line.original(*_value_span(*found))))
         yield from flush()
 
 
@@ -514,13 +669,14 @@ def _unquote(value: str) -> str:
 # --- scanning and replacing -------------------------------------------------
 
 def _scan(text: str, rules, manifests: bool = True) -> list[_Hit]:
-    if not text:
+    if not text or not isinstance(text, str):
         return []
     lines = list(_logical_lines(text))
     hits = [_Hit(kind, name, line.number, *line.original(start, end))
-            for line in lines for rule in rules for kind, name, start, end in rule(line.text)]
+            for line in lines for rule in rules for kind, name, start, end in rule(line.text) if end > start]
     if manifests:
         hits.extend(_manifest_entries(lines))
+        hits.extend(_private_keys(text))
     return hits
 
 

@@ -13,28 +13,35 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import redact
+from . import known_secrets, redact
 from .errors import TaoBrevError
-from .fsio import atomic_write_json, locked
+from .fsio import atomic_write_json, atomic_write_text, locked, private_dir
 from .records import check_job_id, now_iso
 
 
 class SidecarStore:
     def __init__(self, state_root: Path):
+        self.root = state_root
         self.jobs_dir = state_root / "brev" / "jobs"
         self.instances_dir = state_root / "brev" / "instances"
 
     def path(self, job_id: str) -> Path:
         return self.jobs_dir / f"{check_job_id(job_id)}.json"
 
+    def _dir(self, path: Path) -> None:
+        private_dir(self.root)   # 0700
+        private_dir(path)
+
     def load(self, job_id: str) -> dict:
-        """The job's sidecar, ``{}`` when none was written (e.g. a bank-made record)."""
-        return _read(self.path(job_id))
+        """The job's sidecar, ``{}`` when none was written (e.g. a bank-made record).
+        Its ``env_names`` (the job's ``--env``) become known secrets: this verb
+        redacts their values wherever its environment has them set."""
+        return _watch(_read(self.path(job_id)))
 
     def update(self, job_id: str, **fields) -> dict:
         """Merge ``fields`` into the sidecar (nested dicts merged one level deep)."""
         path = self.path(job_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self._dir(path.parent)
         with locked(path):
             data = _read(path) or {"job_id": job_id, "created_at": now_iso()}
             for key, value in fields.items():
@@ -49,7 +56,7 @@ class SidecarStore:
     def all(self) -> list[dict]:
         if not self.jobs_dir.is_dir():
             return []
-        return [d for d in (_read(p, strict=False) for p in sorted(self.jobs_dir.glob("*.json"))) if d]
+        return [_watch(d) for d in (_read(p, strict=False) for p in sorted(self.jobs_dir.glob("*.json"))) if d]
 
     # -- logs saved at teardown ------------------------------------------------
     def logs_path(self, job_id: str) -> Path:
@@ -59,10 +66,9 @@ class SidecarStore:
         """Keep a job's last log lines (redacted): its container, and with it
         ``docker logs``, is gone after teardown."""
         path = self.logs_path(job_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(redact.redact_values(redact.redact(text)))
-        tmp.replace(path)
+        self._dir(path.parent)
+        self.load(job_id)   # the job's --env names: their values are redacted too
+        atomic_write_text(path, redact.redact_values(redact.redact(text)))
         return path
 
     def saved_logs(self, job_id: str) -> str | None:
@@ -87,10 +93,17 @@ class SidecarStore:
 
     def note_instance(self, name: str, **fields) -> None:
         path = self.instance_path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self._dir(path.parent)
         with locked(path):
             data = {**_read(path, strict=False), **fields, "updated_at": now_iso()}
             atomic_write_json(path, redact.redact_obj(data))
+
+
+def _watch(data: dict) -> dict:
+    names = data.get("env_names") if isinstance(data, dict) else None
+    if isinstance(names, list):
+        known_secrets.watch(n for n in names if isinstance(n, str))
+    return data
 
 
 def _read(path: Path, strict: bool = True) -> dict:

@@ -61,7 +61,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import redact
+from . import known_secrets, redact
 from .errors import CODES, RemoteCommandError, TaoBrevError, TransportError
 
 FIRST_EXEC_TIMEOUT_S = 600.0   # a fresh instance: sshd start + first contact (seed: ">= 600 s")
@@ -189,11 +189,14 @@ class Brev:
             raise TaoBrevError("BREV_NOT_FOUND", f"`{self.binary}` is not on PATH")
         return found
 
-    def _spawn(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    def _spawn(self, args: list[str], timeout: float, allow: str | None = None) -> subprocess.CompletedProcess:
         """Run brev with stdin from /dev/null (a character device, so brev reads
         no instance names from it), stdout/stderr captured, in its own process
         group so a timeout kills ssh too. The call ends when brev's process
-        ends (:func:`run_until_exit`), even if a child still holds its pipes."""
+        ends (:func:`run_until_exit`), even if a child still holds its pipes.
+        No argument may hold a known secret value (SECRET_IN_COMMAND), except
+        ``allow`` (``brev login --token``)."""
+        known_secrets.refuse_argv(args, f"`brev {args[0]}` command line", self.env, allow=allow)
         argv = [self.path(), *args]
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=brev_environment(self.env), start_new_session=True)
@@ -225,7 +228,7 @@ class Brev:
                                "and BREV_API_TOKEN is not set")
         self.log("brev: logging in headlessly with BREV_API_TOKEN")
         self.logins += 1
-        done = self._spawn(["login", "--token", token], BREV_TIMEOUT_S)
+        done = self._spawn(["login", "--token", token], BREV_TIMEOUT_S, allow=token)
         if done.returncode != 0:
             raise TaoBrevError("BREV_LOGIN_FAILED", "`brev login` with BREV_API_TOKEN failed: " + redact.tail(done.stderr, 600, token))
 
@@ -420,8 +423,9 @@ def brev_environment(env: dict) -> dict:
     (NGC, AWS, HF, W&B keys and the Brev token itself, which reaches brev only
     through ``brev login --token``). brev needs none of them, and a process
     environment is one more place a value could be read from."""
+    secret = set(known_secrets.values(env).values())
     return {name: value for name, value in env.items()
-            if name not in redact.SECRET_ENV_NAMES and not redact.is_secret_name(name)}
+            if name not in secret and not known_secrets.is_credential_env_name(name)}
 
 
 def _no_answer(instance: str, done: subprocess.CompletedProcess) -> TransportError:
@@ -452,9 +456,12 @@ def _auto_started(instance: str, brev_text: str) -> bool:
     return bool(re.search(rf"\b{re.escape(instance)} is starting\b", brev_text, re.IGNORECASE))
 
 
-def refuse_secrets(text: str, what: str) -> None:
-    """Lint ``text`` before it is sent; raise SECRET_IN_COMMAND naming the
-    findings (variable/flag and line, never the value)."""
+def refuse_secrets(text: str, what: str, env: dict | None = None) -> None:
+    """Check ``text`` before it is sent; raise SECRET_IN_COMMAND naming where
+    (variable/flag and line), never the value: first every secret value this
+    process knows, in any encoding (the guarantee, ``known_secrets``), then
+    the lint's literal credentials (advice)."""
+    known_secrets.refuse(text, what, env)
     findings = redact.lint(text)
     if findings:
         raise TaoBrevError("SECRET_IN_COMMAND", f"{what} holds a literal credential: "

@@ -33,7 +33,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import bank, cost, credentials, redact, remote, staging, storage
+from .. import bank, cost, credentials, known_secrets, redact, remote, staging, storage, yaml_bounded
 from .. import routing as routing_mod
 from ..cli import Context, deferred_interrupts, note_job, say
 from ..errors import TaoBrevError, TransportError
@@ -66,11 +66,10 @@ class SubmitRequest:
     retry_of: str | None = None
     overrides: list[str] = field(default_factory=list)
     price_per_hour: float | None = None   # USD; remembered for the job's cost facts
+    allow_bundle_credential_env: bool = False   # --env BREV_API_TOKEN / NGC_KEY reach the container
 
 
 def _read_spec(path: str) -> str:
-    import yaml
-
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
@@ -81,14 +80,11 @@ def _read_spec(path: str) -> str:
     if len(text.encode()) > MAX_SPEC_BYTES:
         raise TaoBrevError("BAD_SPEC", f"spec {path!r} is larger than {MAX_SPEC_BYTES} bytes",
                            "Keep large data out of the spec: put it in an input (--inputs) and reference its path.")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not valid YAML: {exc}") from None
+    data = yaml_bounded.load(text, f"spec {path!r}")   # bounded; errors give line and column only
     if not isinstance(data, dict):
         raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not a YAML mapping",
                            "A TAO spec is a mapping of sections (train:, model:, dataset:, ...).")
-    refuse_secrets(text, f"spec {path}")
+    refuse_secrets(text, f"spec {path}")   # known values (any encoding), then the lint
     nodes = _node_counts(data)
     if any(n > 1 for n in nodes.values()):
         raise TaoBrevError("MULTI_NODE_UNSUPPORTED", f"spec {path!r} asks for several nodes: "
@@ -112,7 +108,7 @@ def _refuse_multi_node_overrides(overrides: list[str]) -> None:
     for item in overrides:
         key, _, value = item.partition("=")
         if key.split(".")[-1] == "num_nodes" and value.strip().isdigit() and int(value) > 1:
-            raise TaoBrevError("MULTI_NODE_UNSUPPORTED", f"override {item!r} asks for several nodes")
+            raise TaoBrevError("MULTI_NODE_UNSUPPORTED", f"override {key} asks for several nodes")
 
 
 def _input_mounts(inputs: list[str]) -> list[tuple[str, str, bool]]:
@@ -128,9 +124,11 @@ def _input_mounts(inputs: list[str]) -> list[tuple[str, str, bool]]:
     return mounts
 
 
-def _refuse_secret_overrides(overrides: list[str]) -> None:
-    """Lint each ``-- KEY=VALUE`` override on its own, so the finding names it."""
+def _refuse_secret_overrides(overrides: list[str], env: dict) -> None:
+    """Check each ``-- KEY=VALUE`` override on its own, so the finding names it:
+    known secret values first, then the lint."""
     for number, item in enumerate(overrides, 1):
+        known_secrets.refuse(item, f"override {number}", env)
         findings = redact.lint(item)
         if findings:
             raise TaoBrevError("SECRET_IN_COMMAND", f"override {number} ({findings[0].name}) holds a literal "
@@ -142,7 +140,25 @@ def _inputs_check(mounts) -> str:
                      for host, _c, _ro in mounts)
 
 
+def _refuse_unsafe_credentials(ctx: Context, req: SubmitRequest) -> None:
+    """The --env values become known secrets; the bundle's own credentials stay
+    out of containers unless allowed; values too short to redact are refused;
+    no stored identifier may contain a known value."""
+    known_secrets.watch(req.env_names)
+    own = [n for n in req.env_names if n in known_secrets.BUNDLE_CREDENTIALS]
+    if own and not req.allow_bundle_credential_env:
+        raise TaoBrevError("BUNDLE_CREDENTIAL_ENV", f"--env {', '.join(own)}: the bundle's own credential never "
+                           "reaches a container unless --allow-bundle-credential-env says the job needs it")
+    known_secrets.refuse_short([*req.env_names, *redact.SECRET_ENV_NAMES], ctx.env)
+    names = {"--instance": req.instance, "--network-arch": req.network_arch, "--action": req.action,
+             "--image": req.image, "--results-root": req.results_root, "--bucket": req.bucket,
+             "--retry-of": req.retry_of}
+    names.update({f"--inputs {i}": item for i, item in enumerate(req.inputs, 1)})
+    known_secrets.refuse_in_identifiers(names, ctx.env)
+
+
 def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
+    _refuse_unsafe_credentials(ctx, req)
     check_instance(req.instance)
     remote.check_name(req.network_arch, "network arch")
     remote.check_name(req.action, "action")
@@ -155,7 +171,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     resolved = bank.resolve_image(req.image, ctx.env)
     spec_text = _read_spec(req.spec)
     _refuse_multi_node_overrides(req.overrides)
-    _refuse_secret_overrides(req.overrides)
+    _refuse_secret_overrides(req.overrides, ctx.env)
     if req.retry_of:
         ctx.records.load(req.retry_of)   # BAD_JOB_ID / UNKNOWN_JOB: a retry names a job we know
     secret_values = credentials.collect(ctx.env, req.env_names)
@@ -163,11 +179,13 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     stage = Staging.plan(ctx, req)
     placeholder = f"{req.network_arch}-{req.action}-dryrun"
     mounts = stage.mounts(placeholder) if stage else _input_mounts(req.inputs)
-    warnings = list(routing.warnings) + _credential_warnings(ctx, routing, stage)
+    warnings = list(routing.warnings) + _credential_warnings(ctx, routing, stage) + [
+        f"--env {name} reaches the container: `docker inspect` on the instance shows it while the container "
+        "exists (until teardown.py)" for name in req.env_names if name in known_secrets.BUNDLE_CREDENTIALS]
 
     run = _run_spec(req, resolved["image"], placeholder, routing, mounts, env_file=None)
     script = _script(run, spec_text, _inputs_check(mounts) if not stage else "")  # checks shm size, overrides...
-    refuse_secrets(script, "submit command")
+    refuse_secrets(script, "submit command", ctx.env)
     if req.dry_run:
         if stage:
             stage.prepare(upload=False)
@@ -196,7 +214,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         job_id = record["id"]
         note_job(job_id, interrupted_fix=INTERRUPTED_FIX.format(job_id=job_id))
     backend_ref = f"{req.instance}/{job_id}"
-    ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral,
+    ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral, env_names=list(req.env_names),
                         results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
                                  "destination": routing.destination(job_id)},
                         inputs=stage.answer()["inputs"] if stage else [],

@@ -33,19 +33,24 @@ variable's value into ``env_seen.json``, never the value), ``latest_link``
 there, as after a cleanup of old checkpoints; ``none``: no link),
 ``disk_full_at_epoch: N`` (the checkpoint write of epoch N fails the way
 PyTorch's writer reports ENOSPC: ``PytorchStreamWriter failed writing file
-data/N: file write failed``, exit 1).
+data/N: file write failed``, exit 1), ``print_env: [NAMES]`` (each value
+printed as a careless job would: verbatim, URL-encoded with lower-case
+escapes, JSON with ``\/``, and base64 on stderr).
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as _dt
 import hashlib
 import json
 import os
+import re
 import signal
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 try:
     from containers import ContainerContext
@@ -285,6 +290,14 @@ def main(argv: list[str]) -> int:
         seen = {name: (hashlib.sha256(os.environ[name].encode()).hexdigest() if name in os.environ else None)
                 for name in sim["write_env_hashes"]}
         ctx.host_path(top_results, cwd).joinpath("env_seen.json").write_text(json.dumps(seen, indent=1))
+
+    for name in sim.get("print_env") or []:   # a job that logs a credential, as jobs do, in several encodings
+        value = os.environ.get(name, "")
+        print(f"{name}={value}", flush=True)
+        lower = re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), quote(value, safe=""))
+        print(f"url: https://mirror.example/fetch?key={lower}", flush=True)
+        print(json.dumps({"config": {name.lower(): value}}).replace("/", "\\/"), flush=True)
+        print(f"auth: {base64.b64encode(value.encode()).decode()}", file=sys.stderr, flush=True)
 
     status.write(status="STARTED", message=f"Starting {arch} {action}.")
     if action == "train":

@@ -1,0 +1,235 @@
+"""The secret values this process knows, checked at every exit: the GUARANTEE.
+
+Patterns (``redact.lint``) only advise; this module rests on values the
+process holds for certain. Its sources, read at each check:
+
+1. the bundle's credential variables (``redact.SECRET_ENV_NAMES``: BREV_API_TOKEN,
+   NGC_KEY / NGC_API_KEY, the AWS keys, HF_TOKEN, WANDB_API_KEY, ...);
+2. every environment variable whose name looks like a credential
+   (:func:`is_credential_env_name`: ``redact.is_secret_name`` - camelCase
+   included - plus ``*_KEY``, ``*PASSWORD``, ``*_PWD``, ``*_PAT``, ``*_AUTH``,
+   ``*_DSN``, ``*_SAS``, ``*_CONNECTION_STRING``), except values that are
+   absolute paths (they name a file; the file is the secret);
+3. every ``--env NAME`` of a submit and the ``--env`` names a job's sidecar
+   remembers (:func:`watch`): a later verb redacts those values whenever they
+   are set in ITS environment (an agent's next shell may not have them).
+
+The environments searched are ``os.environ`` and the environment of the
+running verb (:func:`observe_env`, called by ``cli.Context``), or only the
+mapping a caller passes.
+
+Every value is searched in each common encoding (:func:`encodings`):
+verbatim; URL-encoded with upper- or lower-case escapes, with or without
+``/`` kept, ``+`` for blanks or not; JSON-escaped (``\\/`` too) and
+Python-repr escaped; base64 of the value, and base64 of ``user:value`` for the
+login the bundle builds (``$oauthtoken:NGC_KEY``, what ``docker login``
+stores). Values shorter than :data:`MIN_VALUE_LENGTH` are never searched as
+free text (too many false hits); ``submit.py`` refuses such short values for
+its ``--env`` names and the bundle's own credentials instead
+(:func:`refuse_short`).
+
+Outbound (commands, scripts, files and argv the bundle sends): :func:`refuse`
+raises SECRET_IN_COMMAND naming WHERE and WHICH variable, never the value.
+Inbound (JSON answers, stderr, records, sidecars, saved logs):
+:func:`redact_text` replaces each form with ``<redacted>``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+from functools import lru_cache
+from typing import Iterable, Mapping
+from urllib.parse import quote, quote_plus
+
+from . import redact
+from .errors import TaoBrevError
+
+MIN_VALUE_LENGTH = redact.MIN_VALUE_LENGTH   # 8
+# The bundle's own credentials: they never reach a container unless submit.py
+# is told so (--allow-bundle-credential-env).
+BUNDLE_CREDENTIALS = ("BREV_API_TOKEN", "NGC_KEY", "NGC_API_KEY")
+# Logins the bundle builds: docker stores base64("$oauthtoken:" + NGC_KEY).
+LOGIN_USERS = {"NGC_KEY": "$oauthtoken", "NGC_API_KEY": "$oauthtoken"}
+# Last words that make an environment variable's name a credential (``KAGGLE_KEY``).
+_ENV_LAST_WORDS = frozenset({"key", "pwd", "pass", "passcode", "auth", "pat", "dsn", "sas", "cookie"})
+
+_observed: list[Mapping[str, str]] = []   # the running verb's environment (latest Context)
+_watched: set[str] = set()                # --env names: secret whatever their name says
+
+
+def is_credential_env_name(name: str) -> bool:
+    """True for the bundle's credential variables and every name that looks
+    like a credential: ``HF_TOKEN``, ``clientSecret``, ``PGPASSWORD``,
+    ``KAGGLE_KEY``, ``MYSQL_PWD``, ``AZURE_STORAGE_CONNECTION_STRING``; not
+    ``AWS_SHARED_CREDENTIALS_FILE``, ``SSH_AUTH_SOCK``, ``KEY``."""
+    return _is_credential_env_name(name) if isinstance(name, str) else False
+
+
+@lru_cache(maxsize=4096)
+def _is_credential_env_name(name: str) -> bool:
+    if name in redact.SECRET_ENV_NAMES or redact.is_secret_name(name):
+        return True
+    words = redact.name_words(name)
+    return len(words) >= 2 and words[-1] in _ENV_LAST_WORDS
+
+
+def observe_env(env: Mapping[str, str]) -> None:
+    """Search ``env`` (the running verb's environment) too, from now on."""
+    if env is not os.environ:
+        _observed[:] = [env]
+
+
+def watch(names: Iterable[str] | None) -> None:
+    """Treat the values of ``names`` (``--env`` names) as secrets wherever set."""
+    _watched.update(n for n in names or () if isinstance(n, str) and n)
+
+
+def reset() -> None:
+    """Forget observed environments and watched names (tests)."""
+    _observed.clear()
+    _watched.clear()
+
+
+def values(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """{value: variable name} of every secret value known (see the module doc)."""
+    envs = [env] if env is not None else [os.environ, *_observed]
+    found: dict[str, str] = {}
+    for source in envs:
+        for name, value in source.items():
+            if not isinstance(value, str) or len(value.strip()) < MIN_VALUE_LENGTH:
+                continue
+            explicit = name in _watched or name in redact.SECRET_ENV_NAMES
+            if explicit or (is_credential_env_name(name) and not value.startswith("/")):
+                found.setdefault(value, name)
+    return found
+
+
+def _lower_escapes(text: str) -> str:
+    return re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), text)
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode("utf-8", "surrogatepass")).decode()
+
+
+@lru_cache(maxsize=512)
+def encodings(value: str, name: str = "") -> tuple[tuple[str, str], ...]:
+    """((form, encoding name), ...) of ``value``: every form at least
+    MIN_VALUE_LENGTH long, each once, longest first."""
+    forms: dict[str, str] = {}
+
+    def add(form: str, how: str) -> None:
+        if len(form) >= MIN_VALUE_LENGTH and form not in forms:
+            forms[form] = how
+
+    add(value, "verbatim")
+    add(value.strip(), "verbatim")
+    for safe in ("", "/"):
+        for encoded in (quote(value, safe=safe), quote_plus(value, safe=safe)):
+            add(encoded, "URL-encoded")
+            add(_lower_escapes(encoded), "URL-encoded")
+    for ascii_only in (True, False):
+        escaped = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
+        add(escaped, "JSON-escaped")
+        add(escaped.replace("/", "\\/"), "JSON-escaped")
+        add(json.dumps(escaped)[1:-1], "JSON-escaped")
+    add(repr(value)[1:-1], "escaped")
+    encoded = _b64(value)
+    add(encoded, "base64")
+    add(encoded.rstrip("="), "base64")
+    user = LOGIN_USERS.get(name)
+    if user:
+        add(_b64(f"{user}:{value}"), "base64 login")
+    return tuple(sorted(forms.items(), key=lambda item: (-len(item[0]), item[0])))
+
+
+@lru_cache(maxsize=32)
+def _pattern(forms: tuple[str, ...]) -> re.Pattern | None:
+    return re.compile("|".join(map(re.escape, forms))) if forms else None
+
+
+def _index(env: Mapping[str, str] | None) -> tuple[re.Pattern | None, dict[str, tuple[str, str]]]:
+    """(one regex of every form, {form: (variable name, encoding)})."""
+    owners: dict[str, tuple[str, str]] = {}
+    for value, name in values(env).items():
+        for form, how in encodings(value, name):
+            owners.setdefault(form, (name, how))
+    forms = tuple(sorted(owners, key=lambda f: (-len(f), f)))
+    return _pattern(forms), owners
+
+
+def redact_text(text: str, env: Mapping[str, str] | None = None) -> str:
+    """``text`` with every known secret value, in any of its encodings, replaced by ``<redacted>``."""
+    if not text or not isinstance(text, str):
+        return text
+    pattern, _owners = _index(env)
+    return pattern.sub(redact.PLACEHOLDER, text) if pattern else text
+
+
+def find(text: str, env: Mapping[str, str] | None = None) -> list[tuple[str, str, int]]:
+    """[(variable name, encoding, line), ...]: where known values occur in ``text`` (never the value)."""
+    if not text or not isinstance(text, str):
+        return []
+    pattern, owners = _index(env)
+    if pattern is None:
+        return []
+    hits = []
+    for m in pattern.finditer(text):
+        name, how = owners[m.group()]
+        hit = (name, how, text.count("\n", 0, m.start()) + 1)
+        if hit not in hits:
+            hits.append(hit)
+    return hits
+
+
+def describe(hits: list[tuple[str, str, int]], limit: int = 5) -> str:
+    """``the value of HF_TOKEN (verbatim, line 3)``, ... (names and places, never values)."""
+    parts = [f"the value of {name} ({how}, line {line})" for name, how, line in hits[:limit]]
+    more = f" and {len(hits) - limit} more" if len(hits) > limit else ""
+    return ", ".join(parts) + more
+
+
+def refuse(text: str, where: str, env: Mapping[str, str] | None = None) -> None:
+    """Raise SECRET_IN_COMMAND when ``text`` (about to leave this process as
+    ``where``) holds a known secret value, in any encoding."""
+    hits = find(text, env)
+    if hits:
+        raise TaoBrevError("SECRET_IN_COMMAND", f"{where} holds {describe(hits)}",
+                           "Refer to a credential by name only (--env NAME; ${oc.env:NAME} or $NAME in a spec); "
+                           "never write its value into a spec, an override or a name.",
+                           findings=[{"kind": "known-value", "name": n, "encoding": h, "line": ln}
+                                     for n, h, ln in hits])
+
+
+def refuse_argv(argv: list[str], where: str, env: Mapping[str, str] | None = None,
+                allow: str | None = None) -> None:
+    """:func:`refuse` for each argument of a command line; ``allow`` is the one
+    value that may stand alone as an argument (``brev login --token``)."""
+    for number, arg in enumerate(argv):
+        if allow and arg == allow:
+            continue
+        refuse(arg, f"{where} (argument {number})", env)
+
+
+def refuse_in_identifiers(identifiers: Mapping[str, str | None], env: Mapping[str, str] | None = None) -> None:
+    """SECRET_IN_IDENTIFIER when a name the bundle stores and later reads back
+    (instance, arch, action, results root, bucket, input names) holds a known
+    value: redacting it would leave ``<redacted>`` in state that later verbs need."""
+    for label, value in identifiers.items():
+        hits = find(value or "", env)
+        if hits:
+            raise TaoBrevError("SECRET_IN_IDENTIFIER", f"{label} contains {describe(hits)}",
+                               f"Choose a {label} that is not (and does not contain) a credential's value.")
+
+
+def refuse_short(names: Iterable[str], env: Mapping[str, str]) -> None:
+    """SECRET_TOO_SHORT for a set value of ``names`` shorter than MIN_VALUE_LENGTH
+    (it could not be found in free text, so it could not be redacted)."""
+    short = sorted({n for n in names if 0 < len((env.get(n) or "").strip()) < MIN_VALUE_LENGTH})
+    if short:
+        raise TaoBrevError("SECRET_TOO_SHORT", f"{', '.join(short)} is shorter than {MIN_VALUE_LENGTH} characters: "
+                           "a value that short cannot be told apart in logs, so it could not be redacted",
+                           f"Use a credential of at least {MIN_VALUE_LENGTH} characters, or unset the variable.")

@@ -1,0 +1,205 @@
+"""tao_brev.known_secrets and the guards around it: submit's refusals, brev's
+argv and environment, bounded spec parsing, errors that never echo input, and
+private state on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLE_SPEC, run_script
+from tao_brev import fsio, known_secrets, redact, yaml_bounded
+from tao_brev.errors import TaoBrevError
+from tao_brev.transport import Brev, brev_environment
+
+SECRET = "Kq3/Vx+Tn8Lw2Rz6Pm4J"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry():
+    known_secrets.reset()
+    yield
+    known_secrets.reset()
+
+
+def submit(state_env, *args, spec: Path | None = None, **env):
+    return run_script("submit.py", "--instance", "box1", "--image", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt",
+                      "--network-arch", "visual_changenet", "--action", "train",
+                      "--spec", str(spec or EXAMPLE_SPEC), *args, env={**state_env, **env})
+
+
+def no_record(state_env) -> bool:
+    jobs = Path(state_env["TAO_STATE_DIR"]) / "jobs"
+    return not jobs.exists() or not list(jobs.glob("*.json"))
+
+
+# -- submit refuses before anything is recorded or sent ------------------------------------------------
+@pytest.mark.parametrize("name", ["BREV_API_TOKEN", "NGC_KEY", "NGC_API_KEY"])
+def test_env_of_the_bundles_own_credential_needs_a_flag(state_env, name):
+    res = submit(state_env, "--env", name, **{name: "nvapi-" + SECRET})
+    assert res.code == 2 and res.json["error"]["code"] == "BUNDLE_CREDENTIAL_ENV", res
+    assert "--allow-bundle-credential-env" in res.json["error"]["fix"]
+    assert SECRET not in res.stdout + res.stderr and no_record(state_env)
+
+
+def test_the_flag_lets_it_through_with_the_exposure_named(state_env):
+    res = submit(state_env, "--env", "NGC_KEY", "--allow-bundle-credential-env", "--dry-run",
+                 NGC_KEY="nvapi-" + SECRET)
+    assert res.code == 0, res
+    assert any("NGC_KEY" in w and "docker inspect" in w for w in res.json["warnings"])
+    assert SECRET not in res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("name", ["HF_TOKEN", "MY_ODD_SETTING"])
+def test_short_values_are_refused_for_env_names(state_env, name):
+    res = submit(state_env, "--env", name, "--dry-run", **{name: "x7Kp2"})
+    assert res.code == 2 and res.json["error"]["code"] == "SECRET_TOO_SHORT", res
+    assert name in res.json["error"]["message"] and "x7Kp2" not in res.stdout + res.stderr
+
+
+def test_short_unrelated_variables_are_never_a_reason_to_refuse(state_env):
+    res = submit(state_env, "--dry-run", SOME_OTHER_TOKEN="abc", GITHUB_PAT="x")
+    assert res.code == 0, res
+
+
+@pytest.mark.parametrize("flag, value", [("--instance", f"box-{SECRET[:8]}"), ("--network-arch", SECRET[:10]),
+                                         ("--bucket", f"bkt-{SECRET[:8].lower()}")])
+def test_an_identifier_holding_a_known_value_is_refused(state_env, flag, value):
+    secret = value if flag == "--network-arch" else value.split("-", 1)[1]
+    args = {"--instance": ["--instance", value], "--network-arch": [], "--bucket": ["--bucket", value]}[flag]
+    if flag == "--network-arch":
+        res = run_script("submit.py", "--instance", "box1", "--image", "img:1", "--network-arch", value,
+                         "--action", "train", "--spec", str(EXAMPLE_SPEC), "--dry-run",
+                         env={**state_env, "MYAPP_API_KEY": secret})
+    else:
+        res = submit(state_env, *args, "--dry-run", MYAPP_API_KEY=secret)
+    assert res.code == 2 and res.json["error"]["code"] == "SECRET_IN_IDENTIFIER", res
+    assert flag in res.json["error"]["message"] and "MYAPP_API_KEY" in res.json["error"]["message"]
+    assert secret not in res.stdout + res.stderr and no_record(state_env)
+
+
+def test_yaml_error_near_a_credential_gives_line_and_column_only(state_env, tmp_path):
+    spec = tmp_path / "broken.yaml"
+    spec.write_text(f'train:\n  num_epochs: 3\n  wandb_key: "{SECRET}\nmodel:\n  backbone: x\n')
+    res = submit(state_env, "--dry-run", spec=spec)
+    assert res.code == 2 and res.json["error"]["code"] == "BAD_SPEC", res
+    message = res.json["error"]["message"]
+    assert "line" in message and "column" in message
+    assert SECRET not in res.stdout + res.stderr and SECRET[:6] not in res.stdout + res.stderr
+
+
+def test_override_errors_name_the_key_not_the_value(state_env):
+    res = submit(state_env, "--dry-run", "--", f"trainer.num_nodes=2{SECRET[:0]}")
+    assert res.json["error"]["code"] == "MULTI_NODE_UNSUPPORTED" and "trainer.num_nodes" in res.json["error"]["message"]
+    assert "=2" not in res.json["error"]["message"]
+
+
+BILLION_LAUGHS = "\n".join(["a: &a [x, x, x, x, x, x, x, x, x, x]"] +
+                           [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]" for i in range(24)])
+
+
+@pytest.mark.parametrize("text, why", [
+    (BILLION_LAUGHS, "nodes once aliases are expanded"),
+    ("a: &a [*a]\n", "recursive alias"),
+    ("a: &a {b: *a}\n", "recursive alias"),
+    ("x: " + "[" * 500 + "]" * 500 + "\n", "nest"),
+])
+def test_alias_bombs_and_deep_nesting_are_bad_spec(text, why):
+    with pytest.raises(TaoBrevError) as err:
+        yaml_bounded.load(text, "spec s.yaml")
+    assert err.value.code == "BAD_SPEC" and why in err.value.message
+
+
+def test_bounded_load_keeps_ordinary_anchors_and_merges():
+    text = "base: &base {lr: 0.1, epochs: 3}\ntrain:\n  <<: *base\n  epochs: 5\nlist: [*base, *base]\n"
+    assert yaml_bounded.load(text, "s") == {"base": {"lr": 0.1, "epochs": 3}, "train": {"lr": 0.1, "epochs": 5},
+                                            "list": [{"lr": 0.1, "epochs": 3}] * 2}
+    assert yaml_bounded.load("", "s") is None
+
+
+def test_alias_bomb_spec_is_refused_by_submit(state_env, tmp_path):
+    spec = tmp_path / "bomb.yaml"
+    spec.write_text(BILLION_LAUGHS + "\n")
+    res = submit(state_env, "--dry-run", spec=spec)
+    assert res.code == 2 and res.json["error"]["code"] == "BAD_SPEC", res
+
+
+# -- brev: argv and environment ------------------------------------------------------------------------
+def test_brev_argv_never_carries_a_known_value(tmp_path):
+    env = {"PATH": os.environ["PATH"], "DB_PASSWORD": SECRET}
+    brev = Brev(binary="definitely-not-brev", env=env, backoff_s=(0,))
+    with pytest.raises(TaoBrevError) as err:
+        brev.copy(f"/tmp/{SECRET}", "box:x")
+    assert err.value.code == "SECRET_IN_COMMAND" and "DB_PASSWORD" in err.value.message
+    assert SECRET not in err.value.message
+    with pytest.raises(TaoBrevError) as err:
+        brev.exec("box", f"echo {json.dumps(SECRET)[1:-1].replace('/', chr(92) + '/')}")
+    assert err.value.code == "SECRET_IN_COMMAND"
+
+
+def test_brev_runs_without_any_credential_or_watched_variable():
+    env = {"PATH": "/bin", "HOME": "/home/u", "KAGGLE_KEY": SECRET, "clientSecret": SECRET + "x",
+           "DATASET_MIRROR_CFG": SECRET + "y", "AWS_REGION": "us-east-1"}
+    assert set(brev_environment(env)) == {"PATH", "HOME", "DATASET_MIRROR_CFG", "AWS_REGION"}
+    known_secrets.watch(["DATASET_MIRROR_CFG"])
+    assert set(brev_environment(env)) == {"PATH", "HOME", "AWS_REGION"}
+
+
+def test_findings_and_errors_name_the_place_never_the_value():
+    env = {"HF_TOKEN": SECRET}
+    hits = known_secrets.find(f"a\nb {SECRET}\n", env)
+    assert hits == [("HF_TOKEN", "verbatim", 2)]
+    assert known_secrets.describe(hits) == "the value of HF_TOKEN (verbatim, line 2)"
+
+
+# -- state on disk ---------------------------------------------------------------------------------------
+def test_state_files_are_private_and_temp_files_unique(tmp_path):
+    root = tmp_path / "state"
+    root.mkdir(mode=0o755)
+    os.chmod(root, 0o755)
+    fsio.private_dir(root)
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    target = root / "x.json"
+    fsio.atomic_write_json(target, {"a": 1})
+    fsio.atomic_write_text(root / "y.log", "text")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert stat.S_IMODE((root / "y.log").stat().st_mode) == 0o600
+    with fsio.locked(target):
+        pass
+    assert stat.S_IMODE((root / ".x.json.lock").stat().st_mode) == 0o600
+    assert sorted(p.name for p in root.iterdir()) == [".x.json.lock", "x.json", "y.log"]   # no temp file left
+
+
+def test_a_planted_symlink_is_never_written_through(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    (tmp_path / "job.json").symlink_to(outside)
+    assert fsio.create_json(tmp_path / "job.json", {"a": 1}) is False   # link(2) fails on the planted name: never through it
+    lock = tmp_path / ".rec.json.lock"
+    lock.symlink_to(outside)
+    with pytest.raises(OSError):
+        with fsio.locked(tmp_path / "rec.json"):
+            pass
+    assert outside.read_text() == "keep"
+
+
+def test_records_and_sidecars_land_private(state_env, tmp_path):
+    from tao_brev.records import RecordStore
+    from tao_brev.sidecar import SidecarStore
+
+    root = Path(state_env["TAO_STATE_DIR"])
+    record = RecordStore(root).open(image="i", network_arch="a", action="t", storage_tier="A", results_root="/r")
+    sidecars = SidecarStore(root)
+    sidecars.update(record["id"], instance="box", env_names=["ODD_NAME"])
+    sidecars.save_logs(record["id"], "line\n")
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    for path in root.rglob("*"):
+        want = 0o700 if path.is_dir() else 0o600
+        assert stat.S_IMODE(path.stat().st_mode) == want, path
+    known_secrets.reset()
+    sidecars.load(record["id"])      # a later verb reading the job learns its --env names
+    assert redact.redact_values("v=odd-value-123", {"ODD_NAME": "odd-value-123"}) == "v=<redacted>"
