@@ -97,14 +97,34 @@ def values(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """{value: variable name} of every secret value known (see the module doc)."""
     envs = [env] if env is not None else [os.environ, *_observed]
     found: dict[str, str] = {}
+    watched = frozenset(_watched)
     for source in envs:
-        for name, value in source.items():
-            if not isinstance(value, str) or len(value.strip()) < MIN_VALUE_LENGTH:
-                continue
-            explicit = name in _watched or name in redact.SECRET_ENV_NAMES
-            if explicit or (is_credential_env_name(name) and not value.startswith("/")):
-                found.setdefault(value, name)
+        for value, name in _scan(_snapshot(source), watched):
+            found.setdefault(value, name)
     return found
+
+
+def _snapshot(env: Mapping[str, str]) -> tuple:
+    """The items of ``env``, read at C speed (``os.environ`` decodes each item in Python)."""
+    if env is os.environ:
+        data = getattr(os.environ, "_data", None)
+        if isinstance(data, dict):
+            return tuple(data.items())
+    return tuple(env.items())
+
+
+@lru_cache(maxsize=64)
+def _scan(items: tuple, watched: frozenset) -> tuple[tuple[str, str], ...]:
+    found = []
+    for name, value in items:
+        if isinstance(name, bytes):
+            name, value = os.fsdecode(name), os.fsdecode(value)
+        if not isinstance(value, str) or len(value.strip()) < MIN_VALUE_LENGTH:
+            continue
+        explicit = name in watched or name in redact.SECRET_ENV_NAMES
+        if explicit or (is_credential_env_name(name) and not value.startswith("/")):
+            found.append((value, name))
+    return tuple(found)
 
 
 def _lower_escapes(text: str) -> str:
@@ -153,8 +173,13 @@ def _pattern(forms: tuple[str, ...]) -> re.Pattern | None:
 
 def _index(env: Mapping[str, str] | None) -> tuple[re.Pattern | None, dict[str, tuple[str, str]]]:
     """(one regex of every form, {form: (variable name, encoding)})."""
+    return _index_of(tuple(sorted(values(env).items())))
+
+
+@lru_cache(maxsize=32)
+def _index_of(known: tuple[tuple[str, str], ...]) -> tuple[re.Pattern | None, dict[str, tuple[str, str]]]:
     owners: dict[str, tuple[str, str]] = {}
-    for value, name in values(env).items():
+    for value, name in known:
         for form, how in encodings(value, name):
             owners.setdefault(form, (name, how))
     forms = tuple(sorted(owners, key=lambda f: (-len(f), f)))
