@@ -37,12 +37,14 @@ Inbound (JSON answers, stderr, records, sidecars, saved logs):
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
 import re
+import shlex
 from functools import lru_cache
 from typing import Iterable, Mapping
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, unquote
 
 from . import redact
 from .errors import TaoBrevError
@@ -54,7 +56,11 @@ BUNDLE_CREDENTIALS = ("BREV_API_TOKEN", "NGC_KEY", "NGC_API_KEY")
 # Logins the bundle builds: docker stores base64("$oauthtoken:" + NGC_KEY).
 LOGIN_USERS = {"NGC_KEY": "$oauthtoken", "NGC_API_KEY": "$oauthtoken"}
 # Last words that make an environment variable's name a credential (``KAGGLE_KEY``).
-_ENV_LAST_WORDS = frozenset({"key", "pwd", "pass", "passcode", "auth", "pat", "dsn", "sas", "cookie"})
+_ENV_LAST_WORDS = frozenset({"key", "pwd", "pass", "passcode", "auth", "pat", "dsn", "sas", "cookie", "hmac",
+                             "salt", "pin"})
+_ENV_ANY_WORDS = frozenset({"webhook", "webhooks"})   # SLACK_WEBHOOK_URL: the URL is the secret
+# A URL with a password in an environment value (DATABASE_URL=postgres://u:PASSWORD@h/db): the password is known.
+_URL_PASSWORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:(?P<password>[^\s/@]+)@")
 
 _observed: list[Mapping[str, str]] = []   # the running verb's environment (latest Context)
 _watched: set[str] = set()                # --env names: secret whatever their name says
@@ -73,7 +79,7 @@ def _is_credential_env_name(name: str) -> bool:
     if name in redact.SECRET_ENV_NAMES or redact.is_secret_name(name):
         return True
     words = redact.name_words(name)
-    return len(words) >= 2 and words[-1] in _ENV_LAST_WORDS
+    return (len(words) >= 2 and words[-1] in _ENV_LAST_WORDS) or any(w in _ENV_ANY_WORDS for w in words)
 
 
 def observe_env(env: Mapping[str, str]) -> None:
@@ -124,6 +130,10 @@ def _scan(items: tuple, watched: frozenset) -> tuple[tuple[str, str], ...]:
         explicit = name in watched or name in redact.SECRET_ENV_NAMES
         if explicit or (is_credential_env_name(name) and not value.startswith("/")):
             found.append((value, name))
+        for m in _URL_PASSWORD_RE.finditer(value):
+            password = unquote(m.group("password"))
+            if len(password) >= MIN_VALUE_LENGTH and not password.startswith("$"):
+                found.append((password, f"{name} (URL password)"))
     return tuple(found)
 
 
@@ -157,9 +167,14 @@ def encodings(value: str, name: str = "") -> tuple[tuple[str, str], ...]:
         add(escaped.replace("/", "\\/"), "JSON-escaped")
         add(json.dumps(escaped)[1:-1], "JSON-escaped")
     add(repr(value)[1:-1], "escaped")
+    add(shlex.quote(value), "shell-quoted")
+    add(html.escape(value), "HTML-escaped")
     encoded = _b64(value)
     add(encoded, "base64")
     add(encoded.rstrip("="), "base64")
+    urlsafe = base64.urlsafe_b64encode(value.encode("utf-8", "surrogatepass")).decode()
+    add(urlsafe, "base64")
+    add(urlsafe.rstrip("="), "base64")
     user = LOGIN_USERS.get(name)
     if user:
         add(_b64(f"{user}:{value}"), "base64 login")

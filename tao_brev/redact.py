@@ -27,7 +27,7 @@ and TOKEN is not a tokenizer role (``pad_token``, ``eos_token``, ``num_token``).
 Caught (a "literal" is any value of at least MIN_VALUE_LENGTH (8)
 characters that is not only references - ``$VAR``,
 ``${VAR}``, ``$(...)``, ``${oc.env:VAR}`` and other ``${...}`` interpolations,
-``{{ ... }}`` templates -, placeholders such as ``<redacted>``, tokenizer
+``{{ ... }}`` templates, ``os.getenv("X")``-style code -, a file path, placeholders such as ``<redacted>``, tokenizer
 special tokens such as ``[PAD]`` / ``</s>`` / ``<|im_end|>``, booleans,
 nulls, floats or integers of at most four digits):
   1. ``NAME=literal`` for credential names: plain, ``export``, ``docker
@@ -154,7 +154,7 @@ def is_secret_name(name: str) -> bool:
     if word == "token" and end and words[end - 1] in _TOKEN_ROLES:
         return False
     for tail in words[end + 1:]:
-        if tail.isdigit() or tail in _VALUE_TAILS or (tail == "id" and word != "token"):
+        if tail.isdigit() or tail in _VALUE_TAILS or (tail in ("id", "ids") and word.endswith("key")):
             continue
         return False
     return True
@@ -197,7 +197,7 @@ PORT_MAP_RE = re.compile(r"(?:[\d.]+:)?(?:\d{1,5}(?:-\d{1,5})?:)?\d{1,5}(?:-\d{1
 MYSQL_RE = re.compile(r"(?<![\w.-])(?:mysql\w*|mariadb\w*)(?![\w.-])")
 MYSQL_P_RE = re.compile(r"(?<!\S)(?P<name>-p)(?=[^\s-])")
 # sshpass -p VALUE / -pVALUE.
-SSHPASS_P_RE = re.compile(r"(?<![\w.-])sshpass\b[^;&|\n]*?(?<!\S)(?P<name>-p)(?:\s+|=)?")
+SSHPASS_P_RE = re.compile(r"(?<![\w.-])sshpass\b[^;&|\n]{0,400}?(?<!\S)(?P<name>-p)(?:\s+|=)?")
 # curl/wget -u / --user user:password (only the password part is the value).
 CURL_RE = re.compile(r"(?<![\w.-])(?:curl|wget|http|https|xh)(?![\w.-])")
 USER_FLAG_RE = re.compile(r"(?<!\S)(?P<name>-u|--user)(?:=|\s+)")
@@ -211,10 +211,10 @@ AUTH_HEADER_RE = re.compile(
 # Kubernetes env entry keys on a line of their own: ``- name: X``,
 # ``value: Y``, ``"value": "Y",``. Must NOT match ``valueFrom:``.
 ENTRY_KEY_RE = re.compile(r"^(?P<lead>\s*(?:-\s+)?)(?P<q>[\"']?)(?P<key>name|value)(?P=q)\s*:\s*")
-# The scalar after a key: quoted, a block indicator (| >), or plain up to a
-# comment or trailing comma. No match (a flow collection follows): no scalar.
-SCALAR_RE = re.compile(
-    r"(?P<val>\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|[|>][-+0-9]*|[^\s#,{}\[\]][^#]*?)?\s*,?\s*(?:#.*)?$")
+# The scalar after a key (see _scalar_after): quoted, a block indicator (| >),
+# or plain up to a comment or trailing comma.
+_QUOTED_SCALAR_RE = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'")
+_COMMENT_RE = re.compile(r"(?:^|\s)#")
 BLOCK_INDICATOR_RE = re.compile(r"[|>][-+0-9]*")
 # One flow / JSON object on a line (innermost), and its pairs.
 FLOW_OBJECT_RE = re.compile(r"\{[^{}]*\}")
@@ -239,9 +239,9 @@ PRESIGNED_RE = re.compile(
 
 # scheme://user:password@host -- only the password is replaced.
 # Must NOT match ``git@host:path``, ``host:8080/``, ``https://user@host``.
-URL_USERINFO_RE = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://[^\s:/@]*:(?P<val>[^\s/@]+)@")
+URL_USERINFO_RE = re.compile(r"(?<![A-Za-z0-9+.-])(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://[^\s:/@]*:(?P<val>[^\s/@]+)@")
 # scheme://TOKEN@host: a user part of 20+ letters/digits with both kinds is a token.
-URL_TOKEN_USER_RE = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://(?P<val>[A-Za-z0-9_-]{20,})@")
+URL_TOKEN_USER_RE = re.compile(r"(?<![A-Za-z0-9+.-])(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://(?P<val>[A-Za-z0-9_-]{20,})@")
 
 # Well-known token shapes, valid anywhere (even inside paths and URIs).
 # Must NOT match inside longer words (``disk-...``, ``task-...``) nor
@@ -256,7 +256,7 @@ TOKEN_PREFIX_RE = re.compile(r"nvapi-|hf_|gh[pousr]_|github_pat_|glpat-|npm_|pyp
                              r"|[sr]k_live_|sk-")
 # PEM private keys: the whole block is the value (matched over the whole text).
 PRIVATE_KEY_RE = re.compile(r"-----BEGIN (?P<name>(?:[A-Z0-9]+ )*PRIVATE KEY)-----"
-                            r"(?P<val>[\s\S]*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)")
+                            r"(?P<val>[\s\S]{0,16384}?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)")
 
 # What makes a value NOT literal: $VAR / ${VAR} / ${VAR:-default} / $(cmd)
 # references, ${oc.env:VAR[,default]} and other ${...} interpolations,
@@ -265,7 +265,16 @@ PRIVATE_KEY_RE = re.compile(r"-----BEGIN (?P<name>(?:[A-Z0-9]+ )*PRIVATE KEY)---
 # (booleans, nulls, floats, integers of at most four digits).
 _REFERENCE_RE = re.compile(r"\$\{(?P<name>[A-Za-z_]\w*)(?:(?P<op>:?[-=+?])(?P<default>[^}]*))?\}"
                            r"|\$\{oc\.env:[^,}]*(?:,(?P<ocdefault>[^}]*))?\}"
-                           r"|\$\{[^{}]*\}|\{\{[^{}]*\}\}|\$\([^)]*\)|\$\{?[A-Za-z_]\w*\}?")
+                           r"|\$\{[^{}]*\}|\{\{[^{}]*\}\}|\$\([^)]*\)|\$env:\w+|\$\{?[A-Za-z_]\w*\}?"
+                           r"|<%=?[^%]*%>|%[A-Za-z_]\w*%|!ENV\b"
+                           # code that reads a value at run time: os.environ["X"], os.getenv("X"), ENV.fetch(...)
+                           r"|\b[A-Za-z_][\w.]*(?:environ|getenv|env|ENV|secret|secrets|fetch|get|read|load)"
+                           r"\s*[(\[][^()\[\]]*[)\]]")
+# A file path as a value names where the secret is, not the secret (``GOOGLE_APPLICATION_CREDENTIALS=
+# /home/u/key.json``, ``private_key: ~/.ssh/id_rsa``): absolute, ``~/`` or ``./``, at least two
+# segments, one of them a lower-case word (random base64 starting with ``/`` has none).
+_PATH_VALUE_RE = re.compile(r"[\"']?(?:~|\.{1,2})?/[\w.@-]+(?:/[\w.@-]*)+[\"']?")
+_PATH_WORD_RE = re.compile(r"(?:^|[/.])[a-z]{3,}(?=$|[/._-])")
 _PLACEHOLDER_RE = re.compile(r"<[A-Za-z][\w .:-]*>|<\|[^|<>]*\|>|</[\w.:-]*>|\[[A-Za-z_]+\]")
 _NOT_SECRET_SCALAR_RE = re.compile(r"(?i)true|false|yes|no|on|off|null|none|~|[-+]?\d{1,4}"
                                    r"|[-+]?(?:\d+\.\d*|\.\d+)(?:e[-+]?\d+)?|[-+]?\d+e[-+]?\d+")
@@ -405,6 +414,8 @@ def _is_literal(value: str) -> bool:
     """True if ``value`` writes credential material into the text, rather than
     referring to it ($VAR, ${VAR}, ${oc.env:VAR}, $(cmd)) or being a
     placeholder, a tokenizer special token or a plain number / boolean."""
+    if _PATH_VALUE_RE.fullmatch(value) and _PATH_WORD_RE.search(value):
+        return False
     rest = _PLACEHOLDER_RE.sub("", _strip_references(value)).replace('"', "").replace("'", "").strip()
     return (len(rest) >= MIN_VALUE_LENGTH and re.search(r"[A-Za-z0-9]", rest) is not None
             and not _NOT_SECRET_SCALAR_RE.fullmatch(rest))
@@ -468,12 +479,29 @@ def _word_after(text: str, pos: int) -> tuple[int, str] | None:
 
 
 def _scalar_after(text: str, pos: int) -> tuple[int, str] | None:
-    """(start, text) of the YAML scalar after a key, or None (no scalar: a flow
-    collection, a block indicator or nothing follows)."""
-    scalar = SCALAR_RE.match(text, pos)
-    if scalar is None or not scalar.group("val"):
+    """(start, text) of the YAML scalar after a key, or None (nothing, or a flow
+    collection, follows). Quoted: up to the closing quote (and only a trailing
+    comma or comment after it); a block indicator (``|``, ``>-``) as such;
+    plain: up to `` #`` or the end, trailing blanks and one comma dropped.
+    Linear in the line's length."""
+    start = pos
+    while start < len(text) and text[start] in " \t":
+        start += 1
+    if start >= len(text) or text[start] in "#,{}[]":
         return None
-    return scalar.start("val"), scalar.group("val")
+    quoted = _QUOTED_SCALAR_RE.match(text, start)
+    if quoted:
+        rest = text[quoted.end():].strip()
+        if rest.startswith(","):
+            rest = rest[1:].strip()
+        if not rest or rest.startswith("#"):
+            return start, quoted.group()
+    comment = _COMMENT_RE.search(text, start)
+    end = comment.start() if comment else len(text)
+    value = text[start:end].rstrip()
+    if value.endswith(","):
+        value = value[:-1].rstrip()
+    return (start, value) if value else None
 
 
 def _assignments(text: str) -> Iterator[tuple]:
@@ -481,6 +509,9 @@ def _assignments(text: str) -> Iterator[tuple]:
         if not is_secret_name(m.group("name")):
             continue
         found = _word_after(text, m.end())
+        after = found[0] + len(found[1]) if found else 0
+        if found and text[after:after + 1] in ("(", "[") and found[1][-1:].isalnum():
+            continue   # NAME=os.getenv("X"): code reading a value at run time, not a literal
         if found and _is_literal(found[1]):
             yield ("assignment", m.group("name"), *_value_span(*found))
 

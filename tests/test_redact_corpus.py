@@ -19,7 +19,9 @@ value - is reported.
 from __future__ import annotations
 
 import base64
+import html
 import json
+import shlex
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -92,6 +94,9 @@ LEAK | mapping apiKey | {"apiKey": "{S}", "model": "gpt"}
 LEAK | mapping refreshToken | refreshToken: {S}
 LEAK | mapping storage_account_key | - {storage_account_key: {S}}
 LEAK | mapping secret | secret: {S}
+LEAK | mapping aws_secret_access_key | aws_secret_access_key: /K7MDENG/bPxRfiCYEXAMPLEKEY
+LEAK | mapping wandb_key | wandb_key: "{S}
+LEAK | mapping api_key_id | api_key_id: {S}
 LEAK | manifest-env WANDB_API_KEY | env:\n  - name: WANDB_API_KEY\n    value: {S}\n
 LEAK | manifest-env HF_TOKEN | env:\n  - {name: HF_TOKEN, value: "{S}"}\n
 LEAK | manifest-env DB_PASSWORD | [{"name": "DB_PASSWORD", "value": "{S}"}]
@@ -181,6 +186,18 @@ PASS | - | NGC_KEY=$(cat /run/secrets/ngc)
 PASS | - | export HF_TOKEN="<your token here>"
 PASS | - | password: <redacted>
 PASS | - | echo ${NGC_KEY:?export NGC_KEY first}
+PASS | - | export GOOGLE_APPLICATION_CREDENTIALS=/home/user/keys/adc.json
+PASS | - | private_key: ~/.ssh/id_rsa
+PASS | - | password: /run/secrets/db_password
+PASS | - | token=os.environ["HF_TOKEN"]
+PASS | - | python -c 'import os; login(token=os.getenv("HF_TOKEN"))'
+PASS | - | password: <%= ENV["DB_PASSWORD"] %>
+PASS | - | set HF_TOKEN=%HF_TOKEN%
+PASS | - | $env:HF_TOKEN = $env:HF_TOKEN
+PASS | - | password: !ENV ${DB_PASSWORD}
+PASS | - | aws secretsmanager get-secret-value --secret-id arn:aws:secretsmanager:us-east-1:123456789012:secret:x
+PASS | - | api_key: ???
+PASS | - | api_key: EMPTY
 # -- false positives: commands and prose ---------------------------------------------------------------------
 PASS | - | ssh login-node ls -p dir
 PASS | - | ssh login-node.cluster ls -p /scratch
@@ -320,6 +337,9 @@ ENCODINGS = [
     ("json-in-json", lambda v: json.dumps(json.dumps(v))[1:-1]),
     ("python-repr", lambda v: repr(v)[1:-1]),
     ("base64", lambda v: base64.b64encode(v.encode()).decode()),
+    ("base64-urlsafe", lambda v: base64.urlsafe_b64encode(v.encode()).decode().rstrip("=")),
+    ("shell-quoted", lambda v: shlex.quote(v)),
+    ("html", lambda v: html.escape(v)),
 ]
 
 
@@ -364,13 +384,19 @@ def test_an_unusual_env_name_is_secret_once_watched():
     ("KAGGLE_KEY", True), ("OPENAI_KEY", True), ("AZURE_STORAGE_KEY", True), ("PGPASSWORD", True),
     ("AZURE_STORAGE_CONNECTION_STRING", True), ("MYSQL_PWD", True), ("GH_PAT", True), ("SENTRY_DSN", True),
     ("authToken", True), ("clientSecret", True), ("myApiKey", True), ("WANDB_API_KEY", True),
-    ("AWS_ACCESS_KEY_ID", True), ("DOCKER_AUTH", True),
+    ("AWS_ACCESS_KEY_ID", True), ("DOCKER_AUTH", True), ("SLACK_WEBHOOK_URL", True), ("GITHUB_WEBHOOK_HMAC", True),
     ("AWS_SHARED_CREDENTIALS_FILE", False), ("SSH_AUTH_SOCK", False), ("KEY", False), ("PATH", False),
     ("TOKENIZERS_PARALLELISM", False), ("AWS_DEFAULT_REGION", False), ("S3_BUCKET_NAME", False),
     ("HF_TOKEN_PATH", False), ("KEYBOARD_LAYOUT", False), ("TAO_STATE_DIR", False),
 ])
 def test_credential_env_names(name, expected):
     assert known_secrets.is_credential_env_name(name) is expected
+
+
+def test_a_password_inside_a_url_valued_variable_is_known():
+    env = {"DATABASE_URL": "postgresql://app:pg%2FZq9TkW4mLp@db.internal:5432/app"}
+    assert redact.redact_values("auth failed for pg/Zq9TkW4mLp", env) == "auth failed for <redacted>"
+    assert known_secrets.find("x pg/Zq9TkW4mLp", env)[0][0] == "DATABASE_URL (URL password)"
 
 
 def test_short_values_and_paths_are_not_free_text_secrets():
