@@ -406,3 +406,26 @@ def test_short_values_and_paths_are_not_free_text_secrets():
         known_secrets.refuse_short(["HF_TOKEN", "MY_TOKEN", "UNSET"], env)
     assert err.value.code == "SECRET_TOO_SHORT" and "HF_TOKEN" in err.value.message
     assert "abc1234" not in err.value.message
+
+
+# Lines built to make a backtracking regex quadratic (or worse): each is scanned in linear time, so
+# these finish at once; a quadratic rule would keep the suite busy for hours instead.
+LONG = [
+    "password: a" + " " * 200_000 + "b",
+    "token=" + "a" * 500_000,
+    '{"a": "' + "x" * 500_000 + '", "password": "Zq9TkW4mLp7RvX2cN8"}',
+    "-----BEGIN PRIVATE KEY-----\n" + "a" * 200_000,
+    "a\\\n" * 50_000,
+    "sshpass " * 50_000,
+    "https://" + "a" * 200_000,
+    "{" * 100_000 + "api_key: Zq9TkW4mLp7RvX2cN8" + "}" * 100_000,
+]
+
+
+@pytest.mark.parametrize("text", LONG, ids=[f"long-{i}" for i in range(len(LONG))])
+def test_long_adversarial_lines_are_scanned_whole(text):
+    findings = redact.lint(text)
+    out = redact.redact(text)
+    assert S not in out and redact.lint(out) == []
+    if S in text:
+        assert findings
