@@ -44,7 +44,7 @@ from typing import Optional
 from .. import credentials, redact, remote, staging, storage
 from ..cli import Context, say
 from ..errors import TaoBrevError
-from ..fsio import atomic_write_json, locked
+from ..fsio import atomic_write_json, locked, private_dir
 from ..records import is_terminal, now_iso
 from . import reconcile
 
@@ -107,7 +107,7 @@ def finalize(ctx: Context, job_id: str) -> Optional[dict]:
             "verified_at": now_iso(), "note": "never launched: nothing to upload"})["results"])
     seen = int(results.get("attempts") or 0)
     lock = _manifest_path(ctx, job_id).with_suffix(".upload")
-    lock.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(lock.parent)   # the manifests dir: 0700
     with locked(lock):   # one attempt at a time per job, whichever process sees the end first
         results = ctx.sidecars.load(job_id).get("results") or {}
         if results.get("verified") or int(results.get("attempts") or 0) > seen:
@@ -250,7 +250,7 @@ def _manifest_path(ctx: Context, job_id: str):
 
 def _save_manifest(ctx: Context, job_id: str, manifest: list[dict]) -> None:
     path = _manifest_path(ctx, job_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)   # 0700, the file 0600
     atomic_write_json(path, manifest)
 
 
