@@ -31,6 +31,7 @@ def syncs(s3world: S3World, job_id: str) -> int:
 def test_latest_links_valid_and_dangling_are_recorded_and_the_files_verified(s3world):
     job_id = submit_a(s3world, latest_link="dangling")
     out_dir = s3world.results_dir(job_id) / "train"
+    out_dir.mkdir(parents=True, exist_ok=True)   # the job may not have made it yet: no race with its start
     os.symlink("model_epoch_000_step_00025.pth", out_dir / "best_model.pth")   # a valid link too
     wait = s3world.run("poll_status.py", job_id, *WAIT, schema="poll_status")
     assert wait.code == 0 and wait.json["ok"] and "error" not in wait.json, wait
