@@ -260,7 +260,7 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     running = started or running_mark
     ended = ended_at(record, {"cost": stored})
     run_s = seconds(started, finished) if started and finished else seconds(running_mark, terminal_mark)
-    end_here = _end_here(record, running_mark, terminal_mark, run_s if started and finished else None)
+    end_here = _end_here(record, submitted, running_mark, terminal_mark, run_s if started and finished else None)
     never_existed = (sidecar.get("launch") or {}).get("instance_missing") is True   # brev ls: no such instance
     owned = (owned or deleted_at is not None) and not never_existed
     still_billing = owned and deleted_at is None and end_here is not None
@@ -286,15 +286,20 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     return out
 
 
-def _end_here(record: dict, running_mark: Optional[datetime], terminal_mark: Optional[datetime],
-              docker_run_s: Optional[float]) -> Optional[datetime]:
+def _end_here(record: dict, submitted: Optional[datetime], running_mark: Optional[datetime],
+              terminal_mark: Optional[datetime], docker_run_s: Optional[float]) -> Optional[datetime]:
     """The job's end on THIS machine's clock: its terminal mark (a poll saw it ended), or earlier,
-    the launch's RUNNING mark + docker's run time (both known only when the submit marked RUNNING)."""
+    the launch's RUNNING mark + docker's run time (both known only when the submit marked RUNNING).
+    Never before the submit + docker's run time: the container started after the submit, and the
+    record's marks are whole seconds (truncated), so the mark + run time alone can fall short."""
     if terminal_mark is None:
         return None
     first_running = _first_transition(record, ("RUNNING",))
     if running_mark is not None and docker_run_s is not None and (first_running or {}).get("source") == "agent":
-        return min(terminal_mark, running_mark + timedelta(seconds=docker_run_s))
+        end = min(terminal_mark, running_mark + timedelta(seconds=docker_run_s))
+        if submitted is not None:
+            end = max(end, submitted + timedelta(seconds=docker_run_s))
+        return end
     return terminal_mark
 
 

@@ -88,3 +88,19 @@ def test_a_job_on_an_instance_whose_clock_is_behind_bills_its_time_on_the_simula
     validate("cost", facts)
     assert facts["run_s"] >= 0.9 and facts["billed_s"] >= facts["run_s"]
     assert facts["clock_skew_s"] is not None and facts["clock_skew_s"] < -3000
+
+
+def test_whole_second_marks_never_bill_less_than_dockers_run_time(tmp_path):
+    """The record's marks are truncated to the second: a RUNNING mark 0.9 s early plus docker's run
+    time ends before the container did; the bill is still at least submit -> submit + run."""
+    ctx, job_id = job_with_clocks(tmp_path, timedelta(0), run=timedelta(seconds=0.3))
+    path = ctx.state_root / "jobs" / f"{job_id}.json"
+    data = json.loads(path.read_text())
+    data["transitions"][1]["ts"] = _iso(T0)                                  # RUNNING mark truncated to T0
+    data["transitions"][2]["ts"] = _iso(T0 + timedelta(seconds=11))
+    atomic_write_json(path, data)
+    ctx.sidecars.update(job_id, cost={"submitted_at": (T0 + timedelta(seconds=0.9)).isoformat(timespec="milliseconds"),
+                                      "started_at": "2026-05-01T12:00:01.0Z", "finished_at": "2026-05-01T12:00:01.3Z"})
+    facts = cost.facts(ctx, job_id, owned=False, price_per_hour=None, lookup=False)
+    assert facts["run_s"] == pytest.approx(0.3)
+    assert facts["billed_s"] >= facts["run_s"], facts    # was 0.0 + 0.3 - 0.9 < run_s before the bound
