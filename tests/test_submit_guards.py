@@ -311,17 +311,31 @@ def test_the_reference_list_names_its_source_and_the_example_arch():
 
 
 # -- arguments in the wrong place ---------------------------------------------------------------------------
-def test_an_override_swallowed_by_inputs_says_to_put_it_after_the_double_dash(world):
+@pytest.mark.parametrize("stray", [("train.num_epochs=2",), ("num_gpus=1", "train.optim.lr=0.001")])
+def test_an_override_swallowed_by_inputs_says_to_put_it_after_the_double_dash(world, stray):
     before = world.sim.exec_count()
-    res = world.run("submit.py", *base_args(world), "train.num_epochs=2")
+    res = world.run("submit.py", *base_args(world), *stray)
     error = refused(res, "BAD_ARGUMENT", 2)
-    assert "train.num_epochs=2" in error["message"] and "`--`" in error["fix"]
+    assert all(word in error["message"] for word in stray) and "`--`" in error["fix"]
+    assert "tier" not in error["message"].lower()                # not the misleading tier A message
     assert world.sim.exec_count() == before and records(world) == []
     fixed = fix_command(error)
-    assert fixed[-2:] == ["--", "train.num_epochs=2"]
+    assert fixed[-len(stray) - 1:] == ["--", *stray]
     ran = run_fix(world, error)
     assert ran.code == 0, ran
-    assert "train.num_epochs=2" in world.sim.container("box", ran.json["job_id"])["Args"]
+    assert all(word in world.sim.container("box", ran.json["job_id"])["Args"] for word in stray)
+
+
+def test_a_local_path_with_an_equals_sign_is_still_an_input(tmp_path, monkeypatch):
+    """A tier B/C input `data.v2=NAME` that exists locally is an input, not an override."""
+    from tao_brev.errors import TaoBrevError
+    from tao_brev.verbs.submit import SubmitRequest, _refuse_overrides_as_inputs
+
+    (tmp_path / "data.v2").mkdir()
+    monkeypatch.chdir(tmp_path)
+    _refuse_overrides_as_inputs(SubmitRequest("box", "img", "a", "b", "s", inputs=["data.v2=levir"]))
+    with pytest.raises(TaoBrevError, match="look like TAO overrides"):
+        _refuse_overrides_as_inputs(SubmitRequest("box", "img", "a", "b", "s", inputs=["data.v3=levir"]))
 
 
 def test_env_name_value_says_to_pass_the_name_and_export_the_value(world):

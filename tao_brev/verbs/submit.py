@@ -205,8 +205,8 @@ def _refuse_unsafe_credentials(ctx: Context, req: SubmitRequest) -> None:
     known_secrets.refuse_in_identifiers(names, ctx.env)
 
 
-# An override typed where an input was expected: ``train.num_epochs=3`` (a dotted key, then =).
-_OVERRIDE_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_\[\]-]+)+=")
+# An override typed where an input was expected: ``train.num_epochs=3`` (a key path, then =).
+_OVERRIDE_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_\[\]-]+)*=")
 
 
 def _refuse_env_values(req: SubmitRequest) -> None:
@@ -223,11 +223,16 @@ def _refuse_env_values(req: SubmitRequest) -> None:
 
 
 def _refuse_overrides_as_inputs(req: SubmitRequest) -> None:
-    """``--inputs '~/d=d' train.num_epochs=3``: --inputs swallowed a TAO override (no ``--`` before it)."""
+    """``--inputs '~/d=d' train.num_epochs=3``: --inputs swallowed a TAO override (no ``--`` before it).
+
+    A word counts when it is ``key.path=value`` (or ``key=value``) and its key is
+    no existing local path: as an input it would be refused anyway (a tier A input
+    is an instance path, a tier B/C one a local path or s3:// URI)."""
     swallowed = [i for i in req.inputs if _OVERRIDE_LIKE.match(i) and not os.path.exists(i.split("=", 1)[0])]
     if swallowed:
         raise TaoBrevError("BAD_ARGUMENT", f"--inputs got {', '.join(swallowed)}, which look like TAO overrides "
-                           "(key.path=value), not inputs: --inputs takes every word up to the next flag",
+                           "(key.path=value), not inputs (an input is SRC[=NAME] with SRC '~/...', '/...', a "
+                           "local path or s3://...): --inputs takes every word up to the next flag",
                            f"Put overrides after `--` at the end: {req.rerun(to_overrides=tuple(swallowed))}")
 
 
