@@ -146,7 +146,8 @@ class Simulator:
         exec's output), ``build_status``, ``health_status``, ``driver_version``,
         ``gpu_memory_mib``, ``id``, ``images`` (refs already pulled), ``gpu_lost`` (bool: the NVIDIA
         hook refuses new containers, as after an Xid), ``clock_offset_s`` (the instance clock's error:
-        docker's StartedAt / FinishedAt / log times are that far off this machine's).
+        docker's StartedAt / FinishedAt / log times are that far off this machine's), ``vanish_at_exec``
+        (bool: deleted elsewhere after ``brev ls`` listed it; its first ``brev exec`` finds no such instance).
         """
         images = opts.pop("images", ())
         self.world.create_instance(name, status=status, gpus=list(gpus), instance_type=instance_type,
