@@ -29,7 +29,7 @@ def main() -> int:
             world.instance(f"fleet-{i}")
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=4) as pool:
-            answers = list(pool.map(lambda i: world.submit(f"fleet-{i % INSTANCES}", "--",
+            answers = list(pool.map(lambda i: world.submit(f"fleet-{i % INSTANCES}", "--share-gpus", "--",
                                                            "train.num_epochs=1"), range(JOBS)))
         submit_s = time.perf_counter() - started
         failed = [a for a in answers if a.get("exit") != 0]

@@ -53,7 +53,7 @@ def main() -> int:
         for i in range(5):
             world.instance(f"bench-{i}")
         for i in range(50):
-            world.submit(f"bench-{i % 5}", hang=True)
+            world.submit(f"bench-{i % 5}", "--share-gpus", hang=True)   # many live jobs per instance, on purpose
         rows.append(measure(world, "poll_status --all (50 jobs, 5 instances)",
                             lambda: world.run("poll_status.py", "--all")))
     finally:

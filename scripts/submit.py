@@ -32,6 +32,18 @@ Output: one JSON object on stdout:
    "results": {kind, destination, instance_dir}, "warnings",
    ["error": {"code","message","fix"}]}
   (schema: references/schemas/submit.schema.json). Progress on stderr.
+Guards (references/submit-guards.md), each before any GPU time is spent: the
+instance's status comes from `brev ls --json` before the first exec (STOPPED is
+refused, INSTANCE_NOT_RUNNING, unless --start); --network-arch/--action are
+checked against references/tao-pyt-archs.yaml (BAD_ARGUMENT with the closest
+match for TAO 7 -pyt images, a warning for others; --allow-unknown-arch skips);
+words after --inputs that look like key.path=value and --env NAME=value are
+refused with the corrected command; on the instance every launch step is checked
+(the spec's size and sha256 before docker run: SPEC_NOT_WRITTEN / DISK_FULL) and a
+live tao-job container on the same GPUs refuses the launch (GPUS_BUSY) unless
+--share-gpus. Every error's fix is the exact next command. Any answer says when
+brev started a STOPPED instance by itself ("instance_started": it bills again).
+
 Exit codes: 0 launched (or adopted), 1 launch refused / never launched,
   2 bad input (nothing recorded), 3 backend unreachable ("state" PENDING: the
   record stays PENDING and poll_status.py reconciles it; "state" ERROR: the
@@ -72,7 +84,8 @@ def build_parser():
                    help="results paths not to upload (repeatable; recorded as upload_excludes)")
     p.add_argument("--gpus", default="all", help="'all' or GPU ids such as 0,1 (default all)")
     p.add_argument("--env", action="append", default=[], metavar="NAME",
-                   help="pass this local environment variable to the container (value never on argv; repeatable)")
+                   help="pass this local environment variable to the container: the NAME only, export its value "
+                        "in the environment (value never on argv; NAME=value is refused; repeatable)")
     p.add_argument("--allow-bundle-credential-env", action="store_true",
                    help="let --env pass BREV_API_TOKEN / NGC_KEY / NGC_API_KEY to the container (refused otherwise: "
                         "docker inspect on the instance shows a container's environment)")
@@ -82,6 +95,15 @@ def build_parser():
     p.add_argument("--price-per-hour", type=float, metavar="USD",
                    help="hourly price of the instance in US dollars, remembered for the job's cost facts "
                         "(default: references/prices.yaml by instance type)")
+    p.add_argument("--start", action="store_true",
+                   help="start the instance (brev start, billing resumes) when it is STOPPED; without it a STOPPED "
+                        "instance is refused (INSTANCE_NOT_RUNNING) before anything runs")
+    p.add_argument("--share-gpus", action="store_true",
+                   help="launch even when a live tao-job container on the instance holds the same GPUs "
+                        "(default: refuse with GPUS_BUSY, naming that job)")
+    p.add_argument("--allow-unknown-arch", action="store_true",
+                   help="skip the check of --network-arch/--action against references/tao-pyt-archs.yaml "
+                        "(refused for TAO 7 -pyt images, a warning for other images)")
     p.add_argument("--retry-of", metavar="JOB_ID", help="link this submit to an earlier failed job")
     p.add_argument("--dry-run", action="store_true", help="print the plan (every remote command, redacted); launch nothing")
     p.add_argument("overrides", nargs="*", metavar="-- KEY=VALUE",
@@ -90,6 +112,7 @@ def build_parser():
 
 
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     req = SubmitRequest(instance=args.instance, image=args.image, network_arch=args.network_arch,
                         action=args.action, spec=args.spec, storage_tier=args.storage_tier,
@@ -97,7 +120,8 @@ def main(argv=None):
                         env_names=args.env, shm_size=args.shm_size, inputs=args.inputs,
                         upload_excludes=args.upload_exclude, ephemeral=args.ephemeral,
                         dry_run=args.dry_run, retry_of=args.retry_of, overrides=args.overrides,
-                        price_per_hour=args.price_per_hour,
+                        price_per_hour=args.price_per_hour, start=args.start, share_gpus=args.share_gpus,
+                        allow_unknown_arch=args.allow_unknown_arch, argv=argv, prog=sys.argv[0] or "submit.py",
                         allow_bundle_credential_env=args.allow_bundle_credential_env)
     return submit(cli.Context(), req)
 

@@ -44,6 +44,27 @@ def say(message: str) -> None:
     print(redact.redact_values(redact.redact(message)), file=sys.stderr, flush=True)
 
 
+# Instances brev started by itself (a STOPPED instance resumed by `brev exec`) during this
+# script's run: ``run`` puts them in the answer, whatever the verb (they bill again).
+_STARTED: list[str] = []
+
+
+def note_instance_started(name: str) -> None:
+    """Transport callback: brev started the STOPPED instance ``name`` to run a command."""
+    if name not in _STARTED:
+        _STARTED.append(name)
+        say(f"WARNING: brev started the STOPPED instance {name} by itself; it is RUNNING and BILLING again")
+
+
+def instance_started_answer(names: list[str]) -> dict:
+    """The ``instance_started`` object of an answer (schema: common.schema.json)."""
+    stop = " && ".join(f"brev stop {n}" for n in names)
+    return {"instances": list(names), "billing": True,
+            "message": f"brev started the STOPPED instance(s) {', '.join(names)} by itself to run a command: "
+                       "RUNNING and billing again; containers that ran before the stop were killed by it",
+            "fix": f"If nothing should run there now, stop it: {stop}"}
+
+
 @dataclass
 class Context:
     """What a verb needs from the outside world; tests build their own."""
@@ -75,7 +96,8 @@ class Context:
             self._brev = Brev(env=self.env, sleep=self.sleep, clock=self.clock, log=say,
                               ready_instances=sidecars.ready_instances(),
                               on_ready=lambda name: sidecars.note_instance(name, exec_ready_at=now_iso()),
-                              on_deleted=lambda name: sidecars.note_instance(name, exec_ready_at=None))
+                              on_deleted=lambda name: sidecars.note_instance(name, exec_ready_at=None),
+                              on_started=note_instance_started)
         return self._brev
 
 
@@ -154,10 +176,13 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
     code (``details["answer"]`` fields are merged into the answer); an
     unexpected exception is a bug, reported as ``INTERNAL_ERROR`` (exit 1)
     with the traceback on stderr; SIGINT/SIGTERM is ``INTERRUPTED`` (exit 130).
-    Once a job was noted (:func:`note_job`) the answer names it. A ``None``
-    result means ``main`` printed its own (non-JSON, bank-format) answer.
+    Once a job was noted (:func:`note_job`) the answer names it. When brev started a
+    STOPPED instance by itself meanwhile, the answer carries ``instance_started``
+    (it bills again). A ``None`` result means ``main`` printed its own (non-JSON,
+    bank-format) answer.
     """
     _reset()
+    _STARTED.clear()
     try:
         try:
             for signum in _SIGNALS:   # an agent's tool timeout: answer like Ctrl-C (a signal that
@@ -190,5 +215,7 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
     result.setdefault("ok", code == EXIT_OK)
     if _RUN["job_id"] and not result.get("job_id"):
         result["job_id"] = _RUN["job_id"]
+    if _STARTED:
+        result["instance_started"] = instance_started_answer(_STARTED)
     emit(result)
     return code

@@ -89,6 +89,13 @@ CODES: dict[str, Code] = {
                                       "per job and has no multi-node launcher.",
                                    "Set num_nodes to 1 and use the GPUs of one instance (up to 8: --gpus all, "
                                    "num_gpus=N)."),
+    "GPUS_BUSY": Code(1, "A live tao-job container on the instance holds GPUs this submit asks for; nothing was launched.",
+                      "Wait for that job (poll_status.py JOB_ID --wait) or cancel it (teardown.py JOB_ID), then submit "
+                      "again; or pass --share-gpus to share them on purpose, or --gpus with free GPU ids."),
+    "SPEC_NOT_WRITTEN": Code(1, "The spec did not reach the instance intact (its write failed, or its size or sha256 "
+                                "there differ from the local file); nothing was launched.",
+                             "Check the instance's disk (brev exec NAME 'df -h ~' </dev/null), free space, then submit "
+                             "again with --retry-of JOB_ID."),
     "SUBMIT_REFUSED": Code(1, "The launch was refused on the instance (docker run failed).",
                            "Read the message (docker's own words); fix the image, flags or instance, then resubmit."),
     "JOB_FAILED": Code(1, "The job ended in ERROR.",
@@ -107,7 +114,8 @@ CODES: dict[str, Code] = {
     "PREFLIGHT_FAILED": Code(1, "At least one required preflight check failed.",
                              "Apply the fix of every check with ok=false, then run preflight.py again."),
     "INSTANCE_NOT_RUNNING": Code(1, "The instance exists but is not RUNNING.",
-                                 "Start it with the official Brev skill (brev start NAME) or pass --start to preflight.py."),
+                                 "Start it with the official Brev skill (brev start NAME) or pass --start to preflight.py "
+                                 "or submit.py (billing resumes)."),
     "UNKNOWN_INSTANCE": Code(1, "brev ls --json does not list this instance.",
                              "Check the name with `brev ls`; provision it with the official Brev agent skill."),
     "IMAGE_NOT_PULLED": Code(1, "The image is not on the instance; submit does not pull inside the GPU run.",

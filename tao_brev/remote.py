@@ -44,6 +44,13 @@ def check_name(value: str, what: str) -> str:
 
 
 def check_env_name(value: str) -> str:
+    """An environment variable name (``--env NAME``). ``NAME=value`` is refused
+    without repeating the value (it may be a credential). Raises BAD_ARGUMENT / BAD_NAME."""
+    if isinstance(value, str) and "=" in value:
+        name = value.split("=", 1)[0]
+        raise TaoBrevError("BAD_ARGUMENT", f"--env takes a variable NAME only, got {name}=<value, not shown>",
+                           f"Pass only the name and export the value in the shell that runs the script: "
+                           f"export {name}=... (never on a command line), then --env {name}.")
     if not isinstance(value, str) or not ENV_NAME_RE.match(value):
         raise TaoBrevError("BAD_NAME", f"invalid environment variable name: {value!r}")
     return value
@@ -104,12 +111,36 @@ def parse_sections(text: str, token: str) -> dict[str, Section]:
 
 
 # -- docker ----------------------------------------------------------------
+WRITE_FAILED_EXIT = 9   # a launch script's exit status when a file it writes did not arrive intact
+GPUS_BUSY_EXIT = 10     # ... when a live tao-job container holds GPUs this job asks for (see gpus_free)
+
+
 def heredoc_file(target: str, content: str) -> str:
-    """Write ``content`` verbatim to instance path ``target`` (quoted heredoc: no expansion)."""
+    """Write ``content`` verbatim to instance path ``target`` (quoted heredoc: no
+    expansion). A failed write (a full disk: ``cannot create temp file for
+    here-document: No space left on device``, leaving an empty file) prints
+    ``TAO_WRITE_FAILED`` and exits WRITE_FAILED_EXIT."""
     delim = "TAO_EOF_" + uuid.uuid4().hex[:12]
-    if not content.endswith("\n"):
-        content += "\n"
-    return f"cat > {rpath(target)} <<'{delim}'\n{content}{delim}\n"
+    return (f"cat > {rpath(target)} <<'{delim}' || {{ echo TAO_WRITE_FAILED {rpath(target)}; "
+            f"exit {WRITE_FAILED_EXIT}; }}\n{_heredoc_text(content)}{delim}\n")
+
+
+def _heredoc_text(content: str) -> str:
+    return content if content.endswith("\n") else content + "\n"
+
+
+def verify_file(target: str, content: str) -> str:
+    """Shell lines that check instance file ``target`` holds exactly what
+    :func:`heredoc_file` wrote (byte size and sha256), else print
+    ``TAO_SPEC_UNVERIFIED`` with the size found and exit WRITE_FAILED_EXIT."""
+    import hashlib
+
+    data = _heredoc_text(content).encode("utf-8")
+    path, size, digest = rpath(target), len(data), hashlib.sha256(data).hexdigest()
+    fail = (f'{{ echo "TAO_SPEC_UNVERIFIED {target}: $(wc -c < {path} 2>/dev/null || echo ?) bytes on the '
+            f'instance, {size} sent"; exit {WRITE_FAILED_EXIT}; }}')
+    return (f"__tb_sum=$( (sha256sum || shasum -a 256) < {path}) || {fail}\n"
+            f'[ "$(wc -c < {path})" -eq {size} ] && [ "${{__tb_sum%% *}}" = {digest} ] || {fail}')
 
 
 def gpus_flag(gpus: str) -> list[str]:
@@ -133,6 +164,7 @@ class RunSpec:
     env_file: str | None = None  # instance path of the 0600 credential file, removed after run
     mounts: tuple = ()          # (instance path, container path, read_only)
     overrides: tuple = ()       # extra TAO args, e.g. train.num_epochs=5
+    share_gpus: bool = False    # launch even when a live tao-job container holds the same GPUs
 
     def docker_run(self) -> str:
         check_name(self.job_id, "job id")
@@ -141,7 +173,7 @@ class RunSpec:
         if not SHM_RE.match(self.shm_size):
             raise TaoBrevError("BAD_ARGUMENT", f"--shm-size must look like 16g or 512m (got {self.shm_size!r})")
         words = ["docker", "run", "-d", "--name", self.job_id, "--label", f"tao-job={self.job_id}",
-                 *gpus_flag(self.gpus), "--shm-size", self.shm_size]
+                 "--label", f"{GPUS_LABEL}={self.gpus}", *gpus_flag(self.gpus), "--shm-size", self.shm_size]
         if self.env_file:
             words += ["--env-file", rpath(self.env_file)]
         words += ["-v", f"{rpath(join(job_dir(self.job_id), 'spec'))}:{CONTAINER_JOB_DIR}:ro",
@@ -160,25 +192,36 @@ DOCKER_MISSING = "TAO_DOCKER_MISSING"   # + the command that found no docker (ex
 def submit_script(run: RunSpec, spec_text: str, checks: str = "") -> str:
     """The whole submit in one round trip: write the spec, guard, launch.
 
+    Every step stops the launch when it fails (``set -e``, and each step
+    checked with its own exit status and marker): nothing reaches ``docker
+    run`` after a failed step.
+
     Idempotent: if a container named after the job id exists, print
     ``TAO_ALREADY_SUBMITTED`` and its ``.State`` JSON, and launch nothing. Refuses (``TAO_IMAGE_MISSING``,
     exit 4) when the image is not on the instance: pulling inside ``docker
     run`` is billed GPU-idle time; preflight.py --pull pulls it first. The
     credential file, if any, is removed on every path (trap on EXIT).
     ``checks`` (shell lines that exit non-zero to refuse) run after the trap.
+    The spec is written, then checked on the instance (byte size and sha256,
+    :func:`verify_file`; exit 9 ``TAO_WRITE_FAILED`` / ``TAO_SPEC_UNVERIFIED``).
     The guard and the launch hold the job's launch lock, and a launch that
     reconciliation already declared never launched refuses
-    (``TAO_LAUNCH_ABANDONED``, exit 6): see :func:`reconcile_launch`.
+    (``TAO_LAUNCH_ABANDONED``, exit 6): see :func:`reconcile_launch`. Unless
+    ``run.share_gpus``, a live tao-job container holding any GPU this job asks
+    for refuses the launch (``TAO_GPUS_BUSY``, exit 10): see :func:`gpus_free`.
     """
     job = job_dir(run.job_id)
+    spec = join(job, "spec", "spec.yaml")
     lines = []
     if run.env_file:
         lines.append(f"trap 'rm -f {rpath(run.env_file)}' EXIT")
+    lines.append("set -e")
     if checks:
         lines.append(checks)
     lines += [
         f"mkdir -p {rpath(join(job, 'spec'))} {rpath(run.results_dir)} || exit 3",
-        heredoc_file(join(job, "spec", "spec.yaml"), spec_text).rstrip("\n"),
+        heredoc_file(spec, spec_text).rstrip("\n"),
+        verify_file(spec, spec_text),
         launch_lock(run.job_id),
         f"if [ -e {rpath(join(job, ABANDONED))} ]; then echo TAO_LAUNCH_ABANDONED; exit 6; fi",
         f"if __tb_s=$({inspect_state(run.job_id)} 2>/dev/null); then "
@@ -186,9 +229,46 @@ def submit_script(run: RunSpec, spec_text: str, checks: str = "") -> str:
         f"docker image inspect {shlex.quote(run.image)} >/dev/null || {{ __tb_rc=$?; "
         f"[ \"$__tb_rc\" = 127 ] && {{ echo {DOCKER_MISSING} docker image inspect; exit 127; }}; "
         "echo TAO_IMAGE_MISSING; exit 4; }",
-        run.docker_run(),
     ]
+    if not run.share_gpus:
+        lines.append(gpus_free(run.job_id, run.gpus))
+    lines.append(run.docker_run())
     return "\n".join(lines)
+
+
+GPUS_LABEL = "tao-gpus"   # on every job container: the --gpus it was launched with ("all" or ids)
+
+
+def gpus_free(job_id: str, gpus: str) -> str:
+    """Refuse (``TAO_GPUS_BUSY NAME=GPUS`` per holder, exit GPUS_BUSY_EXIT) when a
+    live (running, paused, restarting) tao-job container other than ``job_id``
+    holds a GPU that ``gpus`` asks for. A container's GPUs are its GPUS_LABEL
+    (set by :meth:`RunSpec.docker_run`); one without the label counts as all.
+    The check and the ``docker run`` after it hold the instance's GPU lock
+    (``~/tao-jobs/.gpus.lock``, flock on fd 8), so two launches never both pass it."""
+    check_name(job_id, "job id")
+    gpus_flag(gpus)   # validates
+    if gpus == "all":
+        overlaps = "true"
+    else:
+        ids = "|".join(f"*,{i},*" for i in gpus.split(","))
+        overlaps = f'case ",$__tb_g," in ,,|,all,|{ids}) true;; *) false;; esac'
+    lock = rpath(join(JOBS_ROOT, ".gpus.lock"))
+    return "\n".join([
+        f"mkdir -p {rpath(JOBS_ROOT)} || exit 3",
+        f"if command -v flock >/dev/null 2>&1; then exec 8>{lock} && flock -w {LAUNCH_LOCK_WAIT_S} 8 || "
+        "{ echo TAO_LAUNCH_BUSY; exit 7; }; fi",
+        f"__tb_live=$(docker ps --filter label=tao-job --format '{{{{.Names}}}}={{{{.Label \"{GPUS_LABEL}\"}}}}') || "
+        "{ echo TAO_DOCKER_PS_FAILED; exit 2; }",
+        "__tb_busy=",
+        "for __tb_c in $__tb_live; do",
+        f'  case "$__tb_c" in {job_id}=*) continue;; esac',
+        "  __tb_g=${__tb_c#*=}",
+        f'  if {overlaps}; then __tb_busy="$__tb_busy $__tb_c"; fi',
+        "done",
+        'if [ -n "$__tb_busy" ]; then for __tb_c in $__tb_busy; do echo "TAO_GPUS_BUSY $__tb_c"; done; '
+        f"exit {GPUS_BUSY_EXIT}; fi",
+    ])
 
 
 # -- launch lock and reconciliation -----------------------------------------

@@ -28,7 +28,8 @@ reconciles (``verbs/reconcile.py``).
 
 brev starts a STOPPED instance by itself when an exec fails on it and then
 runs the command; :attr:`RemoteResult.instance_started` says so, because the
-containers that ran before the stop were killed by it.
+containers that ran before the stop were killed by it, and ``on_started`` is
+told, so the script's answer says the instance bills again (``cli.run``).
 
 brev's ssh config keeps a detached master connection (ControlPersist) that can
 hold brev's stdout/stderr open after brev exited: a call ends when brev's
@@ -174,6 +175,7 @@ class Brev:
     ready_instances: set = field(default_factory=set)   # answered before: the shorter exec timeout applies
     on_ready: Callable[[str], None] | None = None       # told once when an instance first answers
     on_deleted: Callable[[str], None] | None = None     # told after `brev delete` (a new one may reuse the name)
+    on_started: Callable[[str], None] | None = None     # told when brev started a STOPPED instance by itself
     backoff_s: tuple | None = None   # None: from the environment (backoff_from_env)
     exec_calls: int = 0
     logins: int = 0
@@ -269,6 +271,8 @@ class Brev:
                     self.ready_instances.add(instance)
                     offset, (code, out, err) = found
                     restarted = _auto_started(instance, stdout[:offset] + (done.stderr or ""))
+                    if restarted and self.on_started:
+                        self.on_started(instance)   # it bills again: every answer says so (cli.run)
                     return RemoteResult(code, out, err, self.clock() - started, attempt, restarted)
                 last_error = _no_answer(instance, done)
                 if last_error.code == "SSH_KEY_REJECTED":

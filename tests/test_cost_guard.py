@@ -159,7 +159,7 @@ def test_reused_instance_survives_and_a_shared_owned_one_waits_for_its_last_job(
 
     guard.add_box("shared")
     live = guard.submit(instance="shared", hang=True)
-    owner = guard.submit("--ephemeral", instance="shared")
+    owner = guard.submit("--ephemeral", "--share-gpus", instance="shared")   # two live jobs on purpose
     kept = guard.wait_teardown(owner)
     assert kept.code == 0 and kept.json["teardown"]["deleted"] == [] and guard.exists("shared"), kept
     assert live in kept.json["teardown"]["instance_kept"]

@@ -185,7 +185,7 @@ def test_teardown_sweeps_credential_files_left_for_the_job(world):
 
 def test_poll_all_quarantines_a_damaged_record_and_teardown_closes_it(world):
     ok_job = world.submit(spec=world.spec({"hang": True})).json["job_id"]
-    bad_job = world.submit(spec=world.spec({"hang": True})).json["job_id"]
+    bad_job = world.submit("--share-gpus", spec=world.spec({"hang": True})).json["job_id"]   # two live jobs on purpose
     path = Path(world.env["TAO_STATE_DIR"]) / "jobs" / f"{bad_job}.json"
     path.write_text("garbage{")
     for _ in range(2):   # not a one-off: the healthy job is never blocked by the damaged one

@@ -204,7 +204,8 @@ def _wait_for_epoch(world, job_id: str, epoch: int, deadline_s: float = 60) -> l
 
 
 def _hung_job(world, after_epoch: int = 2, epochs: int = 5) -> str:
-    res = world.submit(spec=world.spec({"epoch_seconds": 0.05, "hang_after_epoch": after_epoch}, num_epochs=epochs))
+    res = world.submit("--share-gpus",   # several live jobs on one instance, on purpose
+                       spec=world.spec({"epoch_seconds": 0.05, "hang_after_epoch": after_epoch}, num_epochs=epochs))
     assert res.code == 0, res
     return res.json["job_id"]
 

@@ -278,7 +278,8 @@ def test_an_unknown_network_arch_exits_127_from_the_entrypoint_wrapper(real):
     and exits 127 ("exec: NAME: not found") - an ERROR naming the missing command."""
     sub = real.run(
         "submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt", "--network-arch",
-        "visual_changenet_v9", "--action", "train", "--spec", str(real.spec({"epoch_seconds": 0.01})))
+        "visual_changenet_v9", "--action", "train", "--spec", str(real.spec({"epoch_seconds": 0.01})),
+        "--allow-unknown-arch")   # submit refuses the name otherwise (references/submit-guards.md)
     assert sub.code == 0, sub
     wait = real.run("poll_status.py", sub.json["job_id"], *WAIT)
     assert wait.code == 1, wait
@@ -466,7 +467,7 @@ def test_the_simulators_docker_answers_as_the_real_engine_does(real, tmp_path, s
 
     def jobs(world) -> tuple[str, str]:
         done = world.submit(spec=world.spec({"epoch_seconds": 0.01})).json["job_id"]
-        hung = world.submit(spec=world.spec({"epoch_seconds": 0.01, "hang": True})).json["job_id"]
+        hung = world.submit("--share-gpus", spec=world.spec({"epoch_seconds": 0.01, "hang": True})).json["job_id"]
         assert world.run("poll_status.py", done, *WAIT).json["state"] == "COMPLETE"
         for _ in range(200):
             if _section(world, f"docker logs {hung}").output.count("Epoch 3/3"):

@@ -167,8 +167,8 @@ TOKEN = "brevtok-Ab12Cd34Ef56Gh78Ij90Kl12Mn34"
 
 
 def test_an_expired_token_is_renewed_once_and_never_shown(world):
-    world.sim.set_auth(token=TOKEN, expires_after_calls=1)
-    sub = world.submit(BREV_API_TOKEN=TOKEN)                # call 1
+    world.sim.set_auth(token=TOKEN, expires_after_calls=2)
+    sub = world.submit(BREV_API_TOKEN=TOKEN)                # calls 1-2 (brev ls: the instance's status, exec)
     job_id = sub.json["job_id"]
     res = world.run("poll_status.py", job_id, BREV_API_TOKEN=TOKEN)   # call 2: 401, login, repeated once
     assert res.code == 0 and res.json["state"] in ("RUNNING", "COMPLETE"), res
@@ -188,6 +188,10 @@ def test_without_a_token_an_expired_login_is_brev_not_logged_in(world):
     res = world.run("poll_status.py", job_id)
     assert res.code == 3 and res.json["error"]["code"] == "BREV_NOT_LOGGED_IN", res
     validate("error", res.json)
+    early = world.submit()                              # the status read (brev ls) fails: nothing recorded
+    assert early.code == 3 and early.json["error"]["code"] == "BREV_NOT_LOGGED_IN", early
+    assert early.json.get("job_id") is None
+    world.sim.set_auth(expires_after_calls=1)           # brev ls answers, the launch's exec meets the expiry
     again = world.submit()
     assert again.code == 3 and again.json["error"]["code"] == "BREV_NOT_LOGGED_IN", again
     validate("submit", again.json)
@@ -562,12 +566,13 @@ def test_a_bad_spec_and_bad_script_arguments_are_bad_input(world, tmp_path):
     assert records(world).list() == [] and world.sim.exec_count() == 0
 
 
-def test_an_unknown_instance_closes_the_job_as_never_launched(world):
+def test_an_unknown_instance_is_refused_before_anything_is_recorded(world):
     world.sim.add_instance("other")
     res = world.run("submit.py", *submit_args(world, world.spec())[2:], "--instance", "ghost", **FAST)
     assert res.code == 1 and res.json["error"]["code"] == "UNKNOWN_INSTANCE", res
     validate("submit", res.json)
-    assert records(world).load(res.json["job_id"])["terminal_state"] == "ERROR"
+    assert res.json.get("job_id") is None       # `brev ls --json` is read before the record opens
+    assert records(world).list() == [] and world.sim.exec_count() == 0
 
 
 def test_injection_attempts_never_execute(world):

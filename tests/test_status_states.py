@@ -127,13 +127,20 @@ def test_a_misspelled_instance_gets_one_answer_no_retries_and_closes(world):
     """my-bo for box: brev cannot look it up; brev ls does not list it. No retry waits, no "deleted"
     story, the same answer on every poll, teardown closes it and --all forgets it then."""
     data = world.put_dataset("box")
+    argv = ("submit.py", "--instance", "my-bo", "--image", "images.tao_toolkit.pyt", "--network-arch",
+            "visual_changenet", "--action", "train", "--spec", str(world.spec()), "--inputs", f"{data}=levir_cd_tiny")
     before = world.sim.exec_count()
-    sub = world.run("submit.py", "--instance", "my-bo", "--image", "images.tao_toolkit.pyt",
-                    "--network-arch", "visual_changenet", "--action", "train", "--spec", str(world.spec()),
-                    "--inputs", f"{data}=levir_cd_tiny")   # production backoff: a retry would show
+    refused = world.run(*argv)   # submit asks brev ls first: no exec, nothing recorded
+    assert refused.code == 1 and refused.json["error"]["code"] == "UNKNOWN_INSTANCE", refused
+    assert world.sim.exec_count() == before and "job_id" not in refused.json, refused
+    assert "brev ls" in refused.json["error"]["fix"] and not list(records(world).jobs_dir.glob("*.json"))
+    # deleted between submit's brev ls and its exec: brev exec cannot look it up (a record exists)
+    world.sim.add_instance("my-bo", vanish_at_exec=True)
+    before = world.sim.exec_count()
+    sub = world.run(*argv)   # production backoff: a retry would show
     assert sub.code == 1 and sub.json["error"]["code"] == "UNKNOWN_INSTANCE", sub
     validate("submit", sub.json)
-    assert world.sim.exec_count() - before == 1 and "retrying" not in sub.stderr
+    assert world.sim.exec_count() - before <= 1 and "retrying" not in sub.stderr
     assert "brev ls" in sub.json["error"]["fix"] and "--instance" in sub.json["error"]["fix"]
     job_id = sub.json["job_id"]
     assert records(world).load(job_id)["terminal_state"] == "ERROR"

@@ -30,16 +30,18 @@ job id: one -> adopt it; none -> mark ERROR (ERR_INFRA), a new submit with
 from __future__ import annotations
 
 import os
+import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import bank, cost, credentials, known_secrets, redact, remote, staging, storage, yaml_bounded
+from .. import archs, bank, cost, credentials, known_secrets, redact, remote, staging, storage, yaml_bounded
 from .. import routing as routing_mod
 from ..cli import Context, deferred_interrupts, note_job, say
 from ..errors import TaoBrevError, TransportError
 from ..records import now_iso
 from ..remote import RunSpec
-from ..transport import check_instance, refuse_secrets
+from ..transport import FIRST_EXEC_TIMEOUT_S, check_instance, refuse_secrets
 from . import reconcile
 
 MAX_SPEC_BYTES = 64 * 1024   # the spec travels inside the command string (argv limit 128 KiB)
@@ -67,6 +69,52 @@ class SubmitRequest:
     overrides: list[str] = field(default_factory=list)
     price_per_hour: float | None = None   # USD; remembered for the job's cost facts
     allow_bundle_credential_env: bool = False   # --env BREV_API_TOKEN / NGC_KEY reach the container
+    start: bool = False                   # `brev start` a STOPPED instance (billing resumes); else refuse
+    share_gpus: bool = False              # launch even when a live tao-job container holds the same GPUs
+    allow_unknown_arch: bool = False      # skip the network-arch / action list check
+    argv: list[str] | None = None         # the script's own arguments: each fix names the exact command
+    prog: str = "submit.py"               # the script as it was invoked
+
+    def rerun(self, *, set_flags: dict | None = None, env_names: list[str] | None = None,
+              to_overrides: tuple = (), add: tuple = ()) -> str:
+        """This submit's command line, changed: ``set_flags`` replaces (or adds)
+        ``--flag value``, ``env_names`` replaces every ``--env`` value, ``to_overrides``
+        moves those words after ``--``, ``add`` appends flags. Built from ``argv``
+        (shell-quoted); without it, from the request's main fields."""
+        head, tail = self._words()
+        set_flags = dict(set_flags or {})
+        out, i = [], 0
+        while i < len(head):
+            word = head[i]
+            flag = word.split("=", 1)[0] if word.startswith("--") else None
+            if flag == "--env" and env_names is not None:
+                i += 1 if "=" in word else 2
+                continue
+            if flag in set_flags:
+                out += [flag, set_flags.pop(flag)]
+                i += 1 if "=" in word else 2
+                continue
+            if word not in to_overrides:
+                out.append(word)
+            i += 1
+        for name in env_names or []:
+            out += ["--env", name]
+        for flag, value in set_flags.items():
+            out += [flag, value]
+        out += list(add)
+        tail = tail + [w for w in to_overrides if w not in tail]
+        return shlex.join([self.prog, *out, *(["--", *tail] if tail else [])])
+
+    def _words(self) -> tuple[list[str], list[str]]:
+        if self.argv is None:
+            head = ["--instance", self.instance, "--image", self.image, "--network-arch", self.network_arch,
+                    "--action", self.action, "--spec", self.spec]
+            return head + (["--inputs", *self.inputs] if self.inputs else []), list(self.overrides)
+        argv = list(self.argv)
+        if "--" in argv:
+            cut = argv.index("--")
+            return argv[:cut], argv[cut + 1:]
+        return argv, []
 
 
 def _read_spec(path: str) -> str:
@@ -157,9 +205,82 @@ def _refuse_unsafe_credentials(ctx: Context, req: SubmitRequest) -> None:
     known_secrets.refuse_in_identifiers(names, ctx.env)
 
 
+# An override typed where an input was expected: ``train.num_epochs=3`` (a key path, then =).
+_OVERRIDE_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_\[\]-]+)*=")
+
+
+def _refuse_env_values(req: SubmitRequest) -> None:
+    """``--env NAME=value``: the value is on a command line already; say to export it (never repeat it)."""
+    given = [n for n in req.env_names if isinstance(n, str) and "=" in n]
+    if given:
+        names = [n.split("=", 1)[0] for n in req.env_names]
+        shown = ", ".join(n.split("=", 1)[0] + "=<value, not shown>" for n in given)
+        exports = "; ".join(f"export {n.split('=', 1)[0]}=..." for n in given)
+        raise TaoBrevError("BAD_ARGUMENT", f"--env takes a variable NAME only, got {shown}: a value on a command "
+                           "line is readable by other processes (ps) and kept in shell history",
+                           f"Pass only the name and export the value in this shell (not on the command line): "
+                           f"{exports}; then run: {req.rerun(env_names=names)}")
+
+
+def _refuse_overrides_as_inputs(req: SubmitRequest) -> None:
+    """``--inputs '~/d=d' train.num_epochs=3``: --inputs swallowed a TAO override (no ``--`` before it).
+
+    A word counts when it is ``key.path=value`` (or ``key=value``) and its key is
+    no existing local path: as an input it would be refused anyway (a tier A input
+    is an instance path, a tier B/C one a local path or s3:// URI)."""
+    swallowed = [i for i in req.inputs if _OVERRIDE_LIKE.match(i) and not os.path.exists(i.split("=", 1)[0])]
+    if swallowed:
+        raise TaoBrevError("BAD_ARGUMENT", f"--inputs got {', '.join(swallowed)}, which look like TAO overrides "
+                           "(key.path=value), not inputs (an input is SRC[=NAME] with SRC '~/...', '/...', a "
+                           "local path or s3://...): --inputs takes every word up to the next flag",
+                           f"Put overrides after `--` at the end: {req.rerun(to_overrides=tuple(swallowed))}")
+
+
+def _check_arch(req: SubmitRequest, image: str) -> list[str]:
+    """Refuse (TAO 7 -pyt image) or warn (any other image) when --network-arch / --action
+    is not in references/tao-pyt-archs.yaml. Returns the warnings."""
+    if req.allow_unknown_arch:
+        return []
+    unknown = archs.check(req.network_arch, req.action)
+    if unknown is None:
+        return []
+    if not archs.is_strict_image(image):
+        return [unknown.message(image) + " - not checked strictly for this image (not a TAO 7 -pyt image)"]
+    if unknown.closest:
+        fix = f"Use {unknown.closest!r}: {req.rerun(set_flags={'--' + unknown.flag: unknown.closest})}"
+    else:
+        fix = (f"Use one of: {', '.join(unknown.known)}. If the image really has it: "
+               f"{req.rerun(add=('--allow-unknown-arch',))}")
+    raise TaoBrevError("BAD_ARGUMENT", unknown.message(image), fix, known=list(unknown.known))
+
+
+def _instance_running(ctx: Context, req: SubmitRequest) -> None:
+    """Know the instance's status (``brev ls --json``) before the first exec: brev
+    exec would start a STOPPED instance by itself (billing resumes). STOPPED is
+    refused (INSTANCE_NOT_RUNNING) unless ``--start``, exactly like
+    preflight.py; a starting instance is waited for; a broken one is refused."""
+    from .preflight import PreflightRequest, _settle_instance
+
+    entry = ctx.brev.instance(req.instance)
+    if entry is not None and str(entry.get("status") or "").upper() == "RUNNING":
+        return
+    try:
+        _settle_instance(ctx, PreflightRequest(instance=req.instance, start=req.start), entry,
+                         ctx.clock() + FIRST_EXEC_TIMEOUT_S)
+    except TaoBrevError as exc:
+        exc.details.pop("entry", None)
+        if exc.code == "INSTANCE_NOT_RUNNING" and "STOPPED" in exc.message:
+            exc.message = f"{req.instance} is STOPPED: nothing was recorded or launched"
+            exc.fix = (f"Start it (billing resumes; or run brev start {req.instance} yourself first) and launch "
+                       f"in one step: {req.rerun(add=('--start',))}")
+        raise
+
+
 def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
+    _refuse_env_values(req)   # before anything reads the --env words as names
     _refuse_unsafe_credentials(ctx, req)
     check_instance(req.instance)
+    _refuse_overrides_as_inputs(req)
     remote.check_name(req.network_arch, "network arch")
     remote.check_name(req.action, "action")
     for name in req.env_names:
@@ -169,6 +290,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     if req.storage_tier not in ("A", "B", "C"):
         raise TaoBrevError("BAD_ARGUMENT", f"--storage-tier must be A, B or C (got {req.storage_tier!r})")
     resolved = bank.resolve_image(req.image, ctx.env)
+    arch_warnings = _check_arch(req, resolved["image"])
     spec_text = _read_spec(req.spec)
     _refuse_multi_node_overrides(req.overrides)
     _refuse_secret_overrides(req.overrides, ctx.env)
@@ -179,7 +301,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     stage = Staging.plan(ctx, req)
     placeholder = f"{req.network_arch}-{req.action}-dryrun"
     mounts = stage.mounts(placeholder) if stage else _input_mounts(req.inputs)
-    warnings = list(routing.warnings) + _credential_warnings(ctx, routing, stage) + [
+    warnings = list(routing.warnings) + _credential_warnings(ctx, routing, stage) + arch_warnings + [
         f"--env {name} reaches the container: `docker inspect` on the instance shows it while the container "
         "exists (until teardown.py)" for name in req.env_names if name in known_secrets.BUNDLE_CREDENTIALS]
 
@@ -203,6 +325,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                 "storage_tier": req.storage_tier, **(stage.answer() if stage else {}), "warnings": warnings}, 0
 
     ctx.brev.path()       # BREV_NOT_FOUND before anything is recorded
+    _instance_running(ctx, req)   # before the first exec: brev exec would start a STOPPED instance
     if stage:
         stage.prepare()   # uploads before the record opens: a failed upload leaves nothing behind
 
@@ -287,6 +410,10 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                "non-interactive ssh shell (nothing was launched)")
         fix = (f"Run preflight.py --instance {req.instance}: its docker check tells a missing Docker from one "
                "that only a login shell finds, with the fix for each.")
+    elif result.exit_code == remote.GPUS_BUSY_EXIT and "TAO_GPUS_BUSY" in out:
+        code, why, fix = _gpus_busy(req, job_id, out)
+    elif result.exit_code == remote.WRITE_FAILED_EXIT and ("TAO_WRITE_FAILED" in out or "TAO_SPEC_UNVERIFIED" in out):
+        code, why, fix = _spec_failed(req, job_id, out, result.stderr, docker_code)
     elif result.exit_code == 5 and "TAO_INPUT_MISSING" in out:
         code, why = "INPUT_NOT_FOUND", "input path missing on the instance: " + out.split("TAO_INPUT_MISSING", 1)[1].strip()
     elif result.exit_code == staging.STAGE_FAILED_EXIT and "TAO_STAGE_FAILED" in out:
@@ -299,6 +426,34 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     _mark_never_launched(ctx, job_id, why, code)
     raise TaoBrevError(code, f"submit refused: {why}", fix,
                        answer={**answer, "state": "ERROR", "backend_ref": None})
+
+
+def _gpus_busy(req: SubmitRequest, job_id: str, out: str) -> tuple[str, str, str]:
+    """GPUS_BUSY: the live tao-job containers (``TAO_GPUS_BUSY NAME=GPUS`` lines) and how to wait or cancel."""
+    holders = [line.split(" ", 1)[1].strip().partition("=") for line in out.splitlines()
+               if line.startswith("TAO_GPUS_BUSY ")]
+    names = [name for name, _, _ in holders]
+    live = ", ".join(f"{name} (GPUs {gpus or 'all'})" for name, _, gpus in holders)
+    scripts = os.path.dirname(req.prog)
+    poll = shlex.join([os.path.join(scripts, "poll_status.py"), names[0], "--wait"])
+    cancel = shlex.join([os.path.join(scripts, "teardown.py"), names[0]])
+    again = req.rerun(set_flags={"--retry-of": job_id})
+    why = (f"GPUs busy: live job {live} on {req.instance} holds GPUs that this job (--gpus {req.gpus}) asks for; "
+           "two jobs on the same GPUs slow each other down or run out of memory")
+    fix = (f"Wait for it: {poll}, then submit again: {again}. Or cancel it: {cancel}. Or share the GPUs on "
+           f"purpose: {req.rerun(set_flags={'--retry-of': job_id}, add=('--share-gpus',))}")
+    return "GPUS_BUSY", why, fix
+
+
+def _spec_failed(req: SubmitRequest, job_id: str, out: str, err: str, docker_code: str) -> tuple[str, str, str]:
+    """The spec did not reach the instance intact (write failed, or size/sha256 differ): nothing launched."""
+    marker = next(line for line in out.splitlines() if line.startswith(("TAO_WRITE_FAILED", "TAO_SPEC_UNVERIFIED")))
+    why = f"the spec did not reach {req.instance} intact ({marker}): {redact.tail(err, 300) or 'no message'}"
+    again = req.rerun(set_flags={"--retry-of": job_id})
+    if docker_code == "DISK_FULL":
+        return "DISK_FULL", why, (f"Free disk space on {req.instance} (see what fills it: brev exec {req.instance} "
+                                  f"'df -h ~ /var/lib/docker; docker system df' </dev/null), then: {again}")
+    return "SPEC_NOT_WRITTEN", why, f"Check the instance disk and home directory, then: {again}"
 
 
 INTERRUPTED_FIX = ("Do NOT resubmit: run poll_status.py {job_id} (it adopts the container or closes the record "
@@ -322,7 +477,8 @@ def _mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None =
 def _run_spec(req: SubmitRequest, image: str, job_id: str, routing, mounts, env_file) -> RunSpec:
     return RunSpec(job_id=job_id, image=image, network_arch=req.network_arch, action=req.action,
                    results_dir=routing.instance_dir(job_id), gpus=req.gpus, shm_size=req.shm_size,
-                   env_file=env_file, mounts=tuple(mounts), overrides=tuple(req.overrides))
+                   env_file=env_file, mounts=tuple(mounts), overrides=tuple(req.overrides),
+                   share_gpus=req.share_gpus)
 
 
 def _script(run: RunSpec, spec_text: str, checks: str) -> str:

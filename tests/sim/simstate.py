@@ -10,7 +10,7 @@ Layout::
     ROOT/audit.jsonl                one JSON line per invocation of any sim executable
     ROOT/.lock                      flock for read-modify-write of state.json / instance.json
     ROOT/bin/brev                   local executable (generated)
-    ROOT/remote-bin/{docker,nvidia-smi,df}   remote executables (generated)
+    ROOT/remote-bin/{docker,nvidia-smi,df,cat}   remote executables (generated)
     ROOT/instances/NAME/instance.json        status, gpus, docker_daemon, ... of one instance
     ROOT/instances/NAME/home/                the instance user's $HOME (remote cwd)
     ROOT/instances/NAME/docker/              DockerRootDir: images.json, containers/, volumes/
