@@ -6,6 +6,8 @@ one ``docker run`` for the job. Waits on background processes poll for an
 observable effect with a generous deadline; no assertion depends on timing.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import signal

@@ -113,7 +113,9 @@ class Simulator:
         exec's output), ``build_status``, ``health_status``, ``driver_version``,
         ``gpu_memory_mib``, ``id``, ``images`` (refs already pulled), ``gpu_lost`` (bool: the NVIDIA
         hook refuses new containers, as after an Xid), ``clock_offset_s`` (the instance clock's error:
-        docker's StartedAt / FinishedAt / log times are that far off this machine's).
+        docker's StartedAt / FinishedAt / log times are that far off this machine's), ``ssh_refusals``
+        (sshd refuses that many connection attempts first: the count-based twin of
+        ``ssh_delay_s``, for tests that must not depend on the machine's speed).
         """
         images = opts.pop("images", ())
         self.world.create_instance(name, status=status, gpus=list(gpus), instance_type=instance_type,
