@@ -11,7 +11,7 @@
 #                (no target flag = all three)
 #   --local      do not copy: give THIS directory its own .venv (development,
 #                demo, CI); with --check / --uninstall: check / remove that .venv
-#   --dev        also install the test extras (pytest, moto server, awscli)
+#   --dev        also install the test extras (pytest, moto server, awscli, uv)
 #   --uninstall  remove the chosen installs (and the shared environment when
 #                no install is left)
 #   --check      report what is installed, where, and whether it works: the

@@ -57,6 +57,17 @@ class ScriptResult:
         return f"<exit {self.code} stdout={self.stdout[:2000]!r} stderr={self.stderr[-2000:]!r}>"
 
 
+def wait_until(predicate, what: str, timeout: float = 120.0) -> None:
+    """Poll until ``predicate()`` (an observable event) holds. The timeout only stops a hung
+    test; it is generous so that no test depends on how fast or loaded the machine is."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
 def find_python(version: str) -> str:
     """An interpreter of Python ``version`` ("3.9"): this one, ``pythonX.Y`` on PATH, or the newest
     patch release under the pyenv root. Fails the calling test (never skips) when there is none."""

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tao_brev.errors import CODES
-from tests.conftest import find_python, validate
+from conftest import find_python, validate
 
 try:
     import tomllib as reference_toml
@@ -103,7 +103,7 @@ def test_every_copy_of_the_floor_and_the_dependencies_agrees_with_pyproject():
     assert "%d.%d" % bootstrap.MIN_PYTHON == floor
     assert re.search(rf'^MIN_PY="{re.escape(floor)}"', (ROOT / "install.sh").read_text(), re.M)
     import_names = {"pyyaml": "yaml", "jsonschema": "jsonschema", "boto3": "boto3"}
-    dists = [re.split(r"[<>=!~;\[ ]", req, 1)[0].lower() for req in PYPROJECT["project"]["dependencies"]]
+    dists = [re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0].lower() for req in PYPROJECT["project"]["dependencies"]]
     assert sorted(import_names[d] for d in dists) == sorted(bootstrap.DEPENDENCIES)
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import find_python
+from conftest import find_python
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "tao-run-on-brev"
@@ -82,7 +82,9 @@ class Sandbox:
         self.xdg = base / "xdg"
         self.home = base / "home"
         self.home.mkdir(parents=True, exist_ok=True)
-        keep = {k: v for k, v in os.environ.items() if k.startswith(("PIP_", "UV_")) or k in ("LANG", "TMPDIR")}
+        network = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")   # how this machine reaches the index
+        keep = {k: v for k, v in os.environ.items() if k.startswith(("PIP_", "UV_")) or k in ("LANG", "TMPDIR", *network)
+                or k.lower() in ("http_proxy", "https_proxy", "no_proxy", "all_proxy")}
         self.env = {**keep, "HOME": str(self.home), "XDG_DATA_HOME": str(self.xdg),
                     "PATH": _without_uv(os.environ["PATH"]),
                     "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR") or str(Path.home() / ".cache" / "uv"),

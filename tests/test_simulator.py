@@ -14,11 +14,11 @@ import os
 import pty
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from conftest import wait_until
 from tests.sim.simctl import TAO_IMAGE, Simulator
 
 NGC_KEY = "nvapi-sim-SECRET-key-0123"
@@ -299,9 +299,7 @@ def test_run_detached_inspect_logs_rm(sim):
     assert status.stdout.splitlines()[0] == 'running /job-1 {"tao-job":"job-1"}'
     ps = remote(sim, "docker ps -a --filter label=tao-job=job-1 --format '{{.Names}}\\t{{.State}}'")
     assert ps.stdout.splitlines()[0] == "job-1\trunning"
-    deadline = time.monotonic() + 10
-    while "Epoch 2/2" not in sim.container_logs("box", "job-1") and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: "Epoch 2/2" in sim.container_logs("box", "job-1"), "the second epoch's log line")
     # the two last log entries, then brev's echoed instance name; which entry precedes "Epoch 2/2"
     # depends on how the container's stdout and stderr interleaved (two streams, as in docker)
     tail = remote(sim, "docker logs --tail 2 job-1 2>&1").stdout.splitlines()
@@ -315,10 +313,7 @@ def test_run_detached_inspect_logs_rm(sim):
         except FileNotFoundError:
             return True
 
-    deadline = time.monotonic() + 10
-    while not gone() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert gone()
+    wait_until(gone, "the container's process to die")
     missing = remote(sim, "docker inspect job-1")
     assert missing.returncode == 1 and "Error: No such object: job-1" in missing.stderr
     assert remote(sim, "docker rm -f job-1").returncode == 0
