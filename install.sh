@@ -6,25 +6,32 @@
 #                   [--uninstall] [--check] [--python PY] [-h|--help]
 #
 #   --claude     install to ~/.claude/skills/tao-run-on-brev
-#   --codex      install to ~/.codex/skills/tao-run-on-brev
+#   --codex      install to ${CODEX_HOME:-~/.codex}/skills/tao-run-on-brev
 #   --agents     install to ~/.agents/skills/tao-run-on-brev
 #                (no target flag = all three)
 #   --local      do not copy: give THIS directory its own .venv (development,
 #                demo, CI); with --check / --uninstall: check / remove that .venv
-#   --dev        also install the test extras (pytest, moto server, awscli)
+#   --dev        also install the test extras (pytest, moto server, awscli, uv)
 #   --uninstall  remove the chosen installs (and the shared environment when
 #                no install is left)
-#   --check      report what is installed, where, and whether it works
-#                (exit 0 only if at least one install was found and all found work)
-#   --python PY  the interpreter to build the environment with (default python3, >= 3.9)
+#   --check      report what is installed, where, and whether it works: the
+#                environment imports its dependencies and every script answers
+#                --help (exit 0 only if at least one install was found and all found work)
+#   --python PY  the interpreter to build the environment with (default python3,
+#                >= 3.9: the floor of requires-python in pyproject.toml)
 #
 # Works from a git checkout or an unpacked archive of the bundle alike.
 # The environment is shared: ${XDG_DATA_HOME:-~/.local/share}/tao-run-on-brev/venv,
 # linked as <install>/.venv; scripts/_bootstrap.py re-executes every script with
 # it. Only the dependencies of pyproject.toml are installed into it (the
 # bundle's own code stays in the install), so a second run with everything in
-# place needs no network. Idempotent: running it again refreshes the files and
-# the environment. It never asks for, reads or stores credentials.
+# place needs no network. With `uv` on PATH the environment is made by
+# `uv venv` + `uv pip install` (no ensurepip needed, faster); else by
+# `PY -m venv` + pip. An environment that cannot be used (no runnable python,
+# no pip for the pip path, a Python older than 3.9 or not the --python asked
+# for) is recreated, and the output says why. Idempotent: running it again
+# refreshes the files and the environment. It never asks for, reads or stores
+# credentials. The bundle is not a pip package: `pip install .` refuses.
 # Exit codes: 0 done, 1 a step failed, 2 bad usage.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"   # started with sh: the rest needs bash
 set -euo pipefail
@@ -33,9 +40,12 @@ SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 NAME="tao-run-on-brev"
 PY="python3"
 PY_GIVEN=0
+MIN_PY="3.9"   # pyproject.toml requires-python (tests/test_install.py checks they agree)
 SHARED="${XDG_DATA_HOME:-$HOME/.local/share}/$NAME"
 VENV="$SHARED/venv"
-ALL_TARGETS=("$HOME/.claude/skills/$NAME" "$HOME/.codex/skills/$NAME" "$HOME/.agents/skills/$NAME")
+CODEX_DIR="${CODEX_HOME:-$HOME/.codex}"   # Codex reads its skills from $CODEX_HOME/skills
+case "$CODEX_DIR" in /*) ;; *) CODEX_DIR="$PWD/$CODEX_DIR" ;; esac
+ALL_TARGETS=("$HOME/.claude/skills/$NAME" "$CODEX_DIR/skills/$NAME" "$HOME/.agents/skills/$NAME")
 targets=()
 local_only=0 dev=0 uninstall=0 check=0
 
@@ -68,51 +78,67 @@ if [ ${#targets[@]} -eq 0 ]; then targets=("${ALL_TARGETS[@]}"); fi
 # Files that make the bundle (a checkout or an unpacked archive alike).
 BUNDLE=(SKILL.md README.md ARCHITECTURE.md LICENSE pyproject.toml versions.yaml install.sh scripts references tao_brev examples tests)
 
-requirements() { # $1 = python; prints pyproject's dependencies (+ the test extra with --dev), one per line
-  "$1" - "$SRC/pyproject.toml" "$dev" <<'PY'
-import re
-import sys
-
-text = open(sys.argv[1], encoding="utf-8").read()
-try:  # Python >= 3.11
-    import tomllib
-    project = tomllib.loads(text)["project"]
-    reqs = list(project.get("dependencies", []))
-    if sys.argv[2] == "1":
-        reqs += project.get("optional-dependencies", {}).get("test", [])
-except ImportError:  # 3.9 / 3.10: the two arrays are plain lists of "..." strings
-    def array(key):
-        match = re.search(r"(?ms)^%s\s*=\s*\[(.*?)\]" % re.escape(key), text)
-        return re.findall(r'"([^"]+)"', match.group(1)) if match else []
-    reqs = array("dependencies") + (array("test") if sys.argv[2] == "1" else [])
-if not reqs:
-    sys.exit("no dependencies found in " + sys.argv[1])
-print("\n".join(reqs))
-PY
+requirements() { # prints pyproject's dependencies (+ the test extra with --dev), one per line
+  local extra=()
+  if [ "$dev" = 1 ]; then extra=(--extra test); fi
+  "$PY" -I "$SRC/scripts/_pyproject.py" requirements ${extra[@]+"${extra[@]}"} "$SRC/pyproject.toml"
 }
 
 py_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
 
-make_venv() { # $1 = venv dir
-  local venv="$1" reqfile want have
-  "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 9))' 2>/dev/null \
-    || die "$PY is missing or older than Python 3.9 (pass --python PY)"
-  want="$(py_version "$PY")"
+py_recent() { # $1 = python: does it run, and is it at least MIN_PY?
+  "$1" -c "import sys; sys.exit(sys.version_info[:2] < (${MIN_PY/./, }))" 2>/dev/null
+}
+
+venv_problem() { # $1 = venv dir, $2 = wanted X.Y, $3 = pip|uv; prints why it cannot be used (nothing if it can)
+  local venv="$1" have
+  if [ ! -e "$venv" ] && [ ! -L "$venv" ]; then echo "absent"; return; fi
   have="$(py_version "$venv/bin/python" || true)"
-  if [ -z "$have" ] || { [ "$PY_GIVEN" = 1 ] && [ "$have" != "$want" ]; }; then
-    say "creating the Python $want environment in $venv"
+  if [ -z "$have" ]; then echo "its bin/python does not run (was its Python removed or moved?)"; return; fi
+  if ! py_recent "$venv/bin/python"; then echo "it has Python $have, older than $MIN_PY"; return; fi
+  if [ "$PY_GIVEN" = 1 ] && [ "$have" != "$2" ]; then echo "it has Python $have, not the $2 of --python"; return; fi
+  if [ "$3" = pip ] && ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+    echo "it has no pip (a venv made without ensurepip, or by uv)"; return
+  fi
+}
+
+make_venv() { # $1 = venv dir
+  local venv="$1" reqfile want pyexe problem tool=pip
+  py_recent "$PY" || die "$PY is missing or older than Python $MIN_PY (pass --python PY)"
+  want="$(py_version "$PY")"
+  pyexe="$("$PY" -c 'import sys; print(sys.executable)')"
+  if command -v uv >/dev/null 2>&1; then tool=uv; fi
+  problem="$(venv_problem "$venv" "$want" "$tool")"
+  if [ -n "$problem" ]; then
+    if [ "$problem" = absent ]; then
+      say "creating the Python $want environment in $venv (with $tool)"
+    else
+      say "recreating the environment in $venv: $problem (now Python $want, with $tool)"
+    fi
+    rm -rf "$venv"
     mkdir -p "$(dirname "$venv")"
-    "$PY" -m venv --clear "$venv" \
-      || die "could not create a virtual environment with $PY (on Debian/Ubuntu: apt install python3-venv)"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2 \
-      || say "install.sh: warning: could not upgrade pip in $venv; continuing with the bundled one"
+    if [ "$tool" = uv ] && ! uv venv --quiet --python "$pyexe" "$venv" >&2; then
+      say "install.sh: warning: uv venv failed; trying $PY -m venv"
+      rm -rf "$venv"; tool=pip
+    fi
+    if [ "$tool" = pip ]; then
+      if ! "$PY" -m venv "$venv"; then
+        rm -rf "$venv"   # a half-made environment (no pip) must not poison the next run
+        die "could not create a virtual environment with $PY (on Debian/Ubuntu: apt install python3-venv; or put uv on PATH)"
+      fi
+      "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2 \
+        || say "install.sh: warning: could not upgrade pip in $venv; continuing with the bundled one"
+    fi
   fi
   reqfile="$(mktemp "${TMPDIR:-/tmp}/$NAME-req.XXXXXX")"
-  if ! requirements "$venv/bin/python" >"$reqfile"; then
+  if ! requirements >"$reqfile"; then
     rm -f "$reqfile"; die "cannot read the dependencies from $SRC/pyproject.toml"
   fi
-  say "installing the dependencies ($(paste -sd ' ' "$reqfile"))"
-  if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$reqfile" >&2; then
+  say "installing the dependencies with $tool ($(paste -sd ' ' "$reqfile"))"
+  if [ "$tool" = uv ]; then
+    uv pip install --quiet --python "$venv/bin/python" -r "$reqfile" >&2 || {
+      rm -f "$reqfile"; die "uv could not install the dependencies into $venv (network or index problem?)"; }
+  elif ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$reqfile" >&2; then
     rm -f "$reqfile"; die "pip could not install the dependencies into $venv (network or index problem?)"
   fi
   rm -f "$reqfile"
@@ -122,8 +148,12 @@ venv_works() { # $1 = python
   "$1" -c 'import yaml, jsonschema, boto3' 2>/dev/null
 }
 
-script_works() { # $1 = bundle dir: its preflight.py answers --help in a clean environment
-  env -i PATH="$PATH" HOME="$HOME" PYTHONDONTWRITEBYTECODE=1 "$1/scripts/preflight.py" --help >/dev/null 2>&1
+broken_scripts() { # $1 = bundle dir; prints the scripts that do not answer --help in a clean environment
+  local script
+  for script in "$1"/scripts/[!_]*.py; do
+    env -i PATH="$PATH" HOME="$HOME" PYTHONDONTWRITEBYTECODE=1 "$script" --help >/dev/null 2>&1 \
+      || printf '%s ' "$(basename "$script")"
+  done
 }
 
 copy_bundle() { # $1 = destination; the copy replaces it whole (no stale files survive)
@@ -144,19 +174,24 @@ copy_bundle() { # $1 = destination; the copy replaces it whole (no stale files s
 if [ "$check" = 1 ]; then
   found=0 broken=0
   if [ "$local_only" = 1 ]; then
-    if [ -x "$SRC/.venv/bin/python" ] && venv_works "$SRC/.venv/bin/python"; then
-      printf 'local      %s/.venv  python %s  environment ok\n' "$SRC" "$(py_version "$SRC/.venv/bin/python")"; exit 0
+    if ! [ -x "$SRC/.venv/bin/python" ] || ! venv_works "$SRC/.venv/bin/python"; then
+      printf 'local      %s/.venv  absent or BROKEN (run install.sh --local)\n' "$SRC"; exit 1
     fi
-    printf 'local      %s/.venv  absent or BROKEN (run install.sh --local)\n' "$SRC"; exit 1
+    failing="$(broken_scripts "$SRC")"
+    if [ -n "$failing" ]; then
+      printf 'local      %s/.venv  scripts BROKEN: %s(they fail --help)\n' "$SRC" "$failing"; exit 1
+    fi
+    printf 'local      %s/.venv  python %s  environment ok\n' "$SRC" "$(py_version "$SRC/.venv/bin/python")"; exit 0
   fi
   for dest in "${targets[@]}"; do
     if [ -f "$dest/SKILL.md" ] && [ -x "$dest/scripts/preflight.py" ]; then
       found=$((found + 1))
       version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' "$dest/tao_brev/__init__.py" 2>/dev/null)
+      failing=""
       if ! venv_works "$dest/.venv/bin/python"; then
         state="environment BROKEN (rerun install.sh)"; broken=1
-      elif ! script_works "$dest"; then
-        state="scripts BROKEN (rerun install.sh)"; broken=1
+      elif failing="$(broken_scripts "$dest")" && [ -n "$failing" ]; then
+        state="scripts BROKEN: ${failing}(they fail --help; rerun install.sh)"; broken=1
       else
         state="python $(py_version "$dest/.venv/bin/python"), environment ok ($(cd "$dest/.venv" && pwd -P))"
       fi
@@ -199,6 +234,7 @@ for dest in "${targets[@]}"; do
   fi
   mkdir -p "$(dirname "$dest")"
   copy_bundle "$dest"
-  script_works "$dest" || die "installed $dest, but scripts/preflight.py --help fails there"
+  failing="$(broken_scripts "$dest")"
+  [ -z "$failing" ] || die "installed $dest, but these scripts fail --help there: $failing"
   say "installed $dest"
 done

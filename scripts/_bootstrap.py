@@ -10,10 +10,22 @@ started with any other interpreter re-executes itself with that one, so an
 agent just runs ``scripts/<name>.py``. The two signals stay blocked across the
 re-exec (the signal mask survives ``execve``) until the new process has
 imported this module again and installed the handler, so a signal in between
-is answered too. Without a ``.venv`` (a development checkout with the
-dependencies installed) the current interpreter is used.
+is answered too. Without a usable ``.venv`` (e.g. a development checkout with
+the dependencies installed) the current interpreter is used - if it can run
+the bundle: Python >= 3.9 with the modules the script needs. If it cannot, the
+script stops before importing anything of the bundle with exit 3 and the error
+PYTHON_ENV_MISSING (JSON on stdout, or only a line on stderr for scripts whose
+stdout is not JSON), naming the Python it needs and the install.sh command
+that makes it. It never fails with exit 1, which some scripts use for a
+verdict (redact_secrets.py: "credential found").
+
+This file is read by whatever ``python3`` is first on PATH, possibly far older
+than the bundle's floor (Ubuntu 20.04: 3.8, RHEL 8: 3.6): keep its syntax and
+calls to what Python 3.5 understands (no f-strings, annotations or pathlib);
+the scripts themselves must compile on 3.6 up to their ``setup()`` call.
 """
 
+import json
 import os
 import signal
 import sys
@@ -22,12 +34,10 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _interrupted(signum, _frame):
-    import json
-
     name = os.path.basename(sys.argv[0] if sys.argv else "script")
     answer = {"ok": False, "error": {"code": "INTERRUPTED",
-                                     "message": f"{name} was interrupted ({signal.Signals(signum).name}) before "
-                                                "it started: nothing was done",
+                                     "message": "%s was interrupted (%s) before it started: nothing was done"
+                                                % (name, signal.Signals(signum).name),
                                      "fix": "Run the same command again."}}
     os.write(1, (json.dumps(answer, indent=2) + "\n").encode())
     os._exit(130)
@@ -40,20 +50,60 @@ if _main and os.path.dirname(os.path.abspath(_main)) == os.path.dirname(os.path.
         signal.signal(_signum, _interrupted)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)   # a signal held across the re-exec arrives now
 
-from pathlib import Path  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV = os.path.join(ROOT, ".venv")
+MIN_PYTHON = (3, 9)                               # pyproject.toml: requires-python
+DEPENDENCIES = ("yaml", "jsonschema", "boto3")    # pyproject.toml: dependencies, by import name
+ERROR_CODE = "PYTHON_ENV_MISSING"                 # tao_brev.errors.CODES (exit 3)
+EXIT_UNREACHABLE = 3
 
-ROOT = Path(__file__).resolve().parent.parent
-VENV = ROOT / ".venv"
+
+def _problem(needs):
+    """Why this interpreter cannot run the script (None if it can)."""
+    version = "%d.%d" % sys.version_info[:2]
+    if sys.version_info[:2] < MIN_PYTHON:
+        return "Python %s (%s) started this script; the bundle needs Python >= %d.%d" % (
+            (version, sys.executable) + MIN_PYTHON)
+    import importlib.util
+    missing = [name for name in needs if importlib.util.find_spec(name) is None]
+    if missing:
+        return "Python %s (%s) lacks the module(s) %s" % (version, sys.executable, ", ".join(missing))
+    return None
 
 
-def setup() -> None:
-    venv_python = VENV / "bin" / "python"
-    inside = Path(sys.prefix).resolve() == VENV.resolve()
-    if venv_python.exists() and not inside and not os.environ.get("TAO_BREV_NO_REEXEC"):
-        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-        try:
-            os.execv(str(venv_python), [str(venv_python), *sys.argv])
-        finally:   # only reached when the exec failed
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
+def _refuse(problem, json_answer):
+    """Stop before any import of the bundle: one JSON answer (or one stderr line), exit 3."""
+    message = "%s, and the bundle's environment %s is missing or broken." % (problem, VENV)
+    fix = ("Create it: bash %s/install.sh --local (add --python /path/to/python3.9-or-newer when "
+           "python3 is older); bash %s/install.sh --check shows what is installed." % (ROOT, ROOT))
+    sys.stderr.write("%s: %s\n%s\n" % (os.path.basename(sys.argv[0]), message, fix))
+    if json_answer:
+        answer = {"ok": False, "error": {"code": ERROR_CODE, "message": message, "fix": fix}}
+        sys.stdout.write(json.dumps(answer, indent=2) + "\n")
+        sys.stdout.flush()
+    sys.exit(EXIT_UNREACHABLE)
+
+
+def setup(needs=DEPENDENCIES, json_answer=True):
+    """Re-execute with ``<bundle>/.venv/bin/python`` unless already in it; else check
+    that this interpreter can run the script (``needs``: import names), or stop
+    with exit 3. Then put the bundle on ``sys.path``."""
+    venv_python = os.path.join(VENV, "bin", "python")
+    inside = os.path.realpath(sys.prefix) == os.path.realpath(VENV)
+    if not inside and not os.environ.get("TAO_BREV_NO_REEXEC"):
+        if os.access(venv_python, os.X_OK):
+            signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+            try:
+                os.execv(venv_python, [venv_python] + sys.argv)
+            except OSError as exc:
+                sys.stderr.write("warning: %s cannot start (%s); trying %s\n" % (venv_python, exc, sys.executable))
+            finally:   # only reached when the exec failed
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+        elif os.path.lexists(VENV):
+            sys.stderr.write("warning: %s has no working bin/python (rerun install.sh); trying %s\n"
+                             % (VENV, sys.executable))
+    problem = _problem(needs)
+    if problem:
+        _refuse(problem, json_answer)
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)

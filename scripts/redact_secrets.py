@@ -11,7 +11,8 @@ redact  prints the text with every literal credential replaced by <redacted>
         variables set in this environment replaced too.
 
 Exit codes: 0 clean (lint) or done (redact); 1 lint found a literal
-credential; 2 bad input (unknown mode, unreadable FILE).
+credential; 2 bad input (unknown mode, unreadable FILE); 3 no Python >= 3.9
+to run on (the bundle's .venv is missing and python3 is older).
 
 Same command line as the TAO skill bank's scripts/redact_secrets.py, e.g.
   redact_secrets.py lint <<<"$REMOTE_CMD"   # creds as -e VAR, never values
@@ -34,10 +35,13 @@ encoding. See references/redaction.md.
 """
 
 import sys
-from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import _bootstrap
+
+_bootstrap.setup(needs=(), json_answer=False)   # the standard library is enough; stdout is text, not JSON
 
 import argparse  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 from tao_brev import redact  # noqa: E402
 

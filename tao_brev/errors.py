@@ -214,6 +214,11 @@ CODES: dict[str, Code] = {
     # -- 3: the backend could not be reached -------------------------------
     "BREV_NOT_FOUND": Code(3, "The brev CLI is not on PATH.",
                            "Install the Brev CLI (https://docs.nvidia.com/brev) and make sure `brev` is on PATH."),
+    "PYTHON_ENV_MISSING": Code(3, "The script cannot run: the bundle's environment (.venv, made by install.sh) is "
+                                  "missing or broken, and the Python that started it is older than 3.9 or lacks "
+                                  "PyYAML/jsonschema/boto3 (reported by scripts/_bootstrap.py, before any import).",
+                               "Run bash <bundle>/install.sh --local (with --python PY for a Python >= 3.9 when "
+                               "python3 is older); the message names the bundle and the Python found."),
     "BREV_NOT_LOGGED_IN": Code(3, "brev is not logged in (or its token expired) and no BREV_API_TOKEN is set.",
                                "Export BREV_API_TOKEN (headless) or run `brev login` in a terminal, then retry."),
     "BREV_LOGIN_FAILED": Code(3, "brev login --token with BREV_API_TOKEN failed.",

@@ -57,6 +57,40 @@ class ScriptResult:
         return f"<exit {self.code} stdout={self.stdout[:2000]!r} stderr={self.stderr[-2000:]!r}>"
 
 
+def wait_until(predicate, what: str, timeout: float = 120.0) -> None:
+    """Poll until ``predicate()`` (an observable event) holds. The timeout only stops a hung
+    test; it is generous so that no test depends on how fast or loaded the machine is."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+def find_python(version: str) -> str:
+    """An interpreter of Python ``version`` ("3.9"): this one, ``pythonX.Y`` on PATH, or the newest
+    patch release under the pyenv root. Fails the calling test (never skips) when there is none."""
+    import glob
+    import shutil
+
+    if "%d.%d" % sys.version_info[:2] == version:
+        return sys.executable
+    roots = {os.environ.get("PYENV_ROOT") or "", str(Path.home() / ".pyenv"), "/root/.pyenv"} - {""}
+    found = sorted((p for root in roots for p in glob.glob(f"{root}/versions/{version}.*/bin/python{version}")),
+                   key=lambda p: [int(n) for n in Path(p).parent.parent.name.split(".") if n.isdigit()],
+                   reverse=True)
+    for candidate in [shutil.which(f"python{version}"), *found]:
+        if not candidate:
+            continue
+        done = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2], sys.executable)"],
+                              capture_output=True, text=True)
+        if done.returncode == 0 and done.stdout.split()[:1] == [version]:
+            return done.stdout.split(None, 1)[1].strip()    # the real file, not a pyenv shim
+    pytest.fail(f"this test needs Python {version} (as python{version} on PATH or under $PYENV_ROOT/versions); "
+                f"install it, e.g. `pyenv install {version}`", pytrace=False)
+
+
 def run_script(name: str, *args: str, env: dict | None = None, timeout: float = 120) -> ScriptResult:
     """Run ``scripts/<name>`` as a user would (stdin closed), return its result. Every
     fix text of its answer that names a flag must be accepted by the script it names,

@@ -52,7 +52,7 @@ def _free_port() -> int:
 class MotoS3Server:
     """``python -m moto.server`` on 127.0.0.1 and a free port."""
 
-    def __init__(self, startup_timeout: float = 30.0):
+    def __init__(self, startup_timeout: float = 120.0):   # a hang guard only: moto starts slowly under load
         self.startup_timeout = startup_timeout
         self.process: Optional[subprocess.Popen] = None
         self.port: Optional[int] = None

@@ -1,6 +1,8 @@
 """install.sh, end to end, in a temporary HOME: install for each agent, run an
-installed script with nothing but PATH, reinstall, --check, uninstall; the same
-from an unpacked archive of the bundle.
+installed script with nothing but PATH, reinstall, --check (which runs every
+script), CODEX_HOME, uninstall; the same from an unpacked archive of the bundle;
+recovery from a broken environment with the dev dependencies on the oldest
+claimed Python; the uv path; `pip install .` refused.
 
 Invariant: an installed copy works from a clean environment - its scripts find
 their isolated Python environment by themselves - and install.sh never reads
@@ -27,6 +29,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import find_python
+
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "tao-run-on-brev"
 TARGETS = {"--claude": ".claude/skills", "--codex": ".codex/skills", "--agents": ".agents/skills"}
@@ -41,6 +45,26 @@ def _bundle_items() -> list[str]:
     match = re.search(r"^BUNDLE=\(([^)]*)\)", (ROOT / "install.sh").read_text(), re.M)
     assert match, "install.sh defines BUNDLE=(...)"
     return match.group(1).split()
+
+
+def _without_uv(path: str) -> str:
+    """PATH minus the directories that hold a uv: install.sh then takes its pip path."""
+    return os.pathsep.join(d for d in path.split(os.pathsep) if d and not os.access(os.path.join(d, "uv"), os.X_OK))
+
+
+def _uv_dir() -> str:
+    """The directory of a uv executable (uv is in the test extra, so the venv has one)."""
+    for candidate in (shutil.which("uv"), str(Path(sys.executable).parent / "uv")):
+        if candidate and os.access(candidate, os.X_OK):
+            return str(Path(candidate).parent)
+    pytest.fail("no uv: it is in the test extra of pyproject.toml (bash install.sh --local --dev)", pytrace=False)
+
+
+def _floor() -> str:
+    """The oldest Python the bundle claims (requires-python)."""
+    floor = subprocess.run([sys.executable, str(ROOT / "scripts" / "_pyproject.py"), "pythons"],
+                           capture_output=True, text=True, check=True)
+    return floor.stdout.split()[0]
 
 
 def _pip_cache() -> str:
@@ -58,10 +82,15 @@ class Sandbox:
         self.xdg = base / "xdg"
         self.home = base / "home"
         self.home.mkdir(parents=True, exist_ok=True)
-        keep = {k: v for k, v in os.environ.items() if k.startswith("PIP_") or k in ("PATH", "LANG", "TMPDIR")}
+        network = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")   # how this machine reaches the index
+        keep = {k: v for k, v in os.environ.items() if k.startswith(("PIP_", "UV_")) or k in ("LANG", "TMPDIR", *network)
+                or k.lower() in ("http_proxy", "https_proxy", "no_proxy", "all_proxy")}
         self.env = {**keep, "HOME": str(self.home), "XDG_DATA_HOME": str(self.xdg),
+                    "PATH": _without_uv(os.environ["PATH"]),
+                    "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR") or str(Path.home() / ".cache" / "uv"),
                     "PIP_CACHE_DIR": _pip_cache(), "PIP_DISABLE_PIP_VERSION_CHECK": "1", **SENTINELS}
         self.env.pop("PIP_REQUIRE_VIRTUALENV", None)
+        self.env.pop("CODEX_HOME", None)
 
     @property
     def venv(self) -> Path:
@@ -70,8 +99,8 @@ class Sandbox:
     def dest(self, flag: str, home: Path | None = None) -> Path:
         return (home or self.home) / TARGETS[flag] / NAME
 
-    def install(self, *args: str, src: Path = ROOT, home: Path | None = None, timeout: float = 240):
-        env = {**self.env, "HOME": str(home or self.home)}
+    def install(self, *args: str, src: Path = ROOT, home: Path | None = None, timeout: float = 240, **extra_env):
+        env = {**self.env, "HOME": str(home or self.home), **extra_env}
         return subprocess.run(["bash", str(src / "install.sh"), *args], env=env, capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL)
 
@@ -244,12 +273,57 @@ def test_install_never_stores_or_prints_a_credential(box):
         assert value.encode() not in (box.venv / "pyvenv.cfg").read_bytes()
 
 
+def test_check_runs_every_script(box):
+    """--check answers ok only if every script answers --help; it names each one that does not."""
+    dest = box.dest("--claude")
+    scripts = sorted((dest / "scripts").glob("[!_]*.py"))
+    assert len(scripts) >= 6
+    saved = {path: path.read_text() for path in scripts}
+
+    def breaks(path: Path) -> None:   # a script that dies at start-up, as one that misses its environment does
+        shebang, rest = saved[path].split("\n", 1)
+        path.write_text(f"{shebang}\nimport sys; sys.exit(1)\n{rest}")
+
+    try:
+        for path in scripts:
+            breaks(path)
+        every = box.install("--check", "--claude")
+        assert every.returncode == 1, every
+        listed = re.search(r"scripts BROKEN: (.*)\(they fail --help", every.stdout)
+        assert listed and sorted(listed.group(1).split()) == [p.name for p in scripts], every.stdout
+        for path in scripts:
+            path.write_text(saved[path])
+        breaks(dest / "scripts" / "redact_secrets.py")     # the one a --check of preflight.py alone missed
+        one = box.install("--check", "--claude")
+        assert one.returncode == 1 and "scripts BROKEN: redact_secrets.py (" in one.stdout, one
+    finally:
+        for path, text in saved.items():
+            path.write_text(text)
+    assert box.install("--check", "--claude").returncode == 0
+
+
+def test_codex_home_is_where_codex_reads_its_skills(box, tmp_path):
+    codex_home = tmp_path / "codex-home"
+    done = box.install("--codex", CODEX_HOME=str(codex_home))
+    assert done.returncode == 0, done.stderr
+    dest = codex_home / "skills" / NAME
+    assert (dest / "SKILL.md").is_file() and not box.dest("--codex").exists()
+    assert run_installed(dest, "teardown.py", "--help").returncode == 0
+    check = box.install("--check", "--codex", CODEX_HOME=str(codex_home))
+    assert check.returncode == 0 and f"installed  {dest}  version" in check.stdout, check
+    without = box.install("--check", "--codex")          # without CODEX_HOME: ~/.codex
+    assert without.returncode == 1 and f"absent     {box.dest('--codex')}" in without.stdout, without
+    assert "${CODEX_HOME:-~/.codex}/skills" in subprocess.run(["bash", str(ROOT / "install.sh"), "--help"],
+                                                             capture_output=True, text=True).stdout
+    gone = box.install("--uninstall", "--codex", CODEX_HOME=str(codex_home))
+    assert gone.returncode == 0 and not dest.exists() and box.venv.exists()
+
+
 # -- install from an unpacked archive of the bundle ------------------------------------
-@pytest.fixture(scope="module")
-def unpacked(tmp_path_factory):
+def _unpack(base: Path) -> Path:
     """The working tree's bundle files as a release tarball (git archive would miss
-    uncommitted files), unpacked somewhere else."""
-    base = tmp_path_factory.mktemp("archive")
+    uncommitted files), unpacked under ``base``."""
+    base.mkdir(parents=True, exist_ok=True)
     tarball = base / f"{NAME}.tar.gz"
 
     def keep(info: tarfile.TarInfo):
@@ -266,6 +340,11 @@ def unpacked(tmp_path_factory):
     src = base / "unpacked" / f"{NAME}-release"
     assert (src / "install.sh").is_file() and not (src / ".git").exists()
     return src
+
+
+@pytest.fixture(scope="module")
+def unpacked(tmp_path_factory):
+    return _unpack(tmp_path_factory.mktemp("archive"))
 
 
 def test_install_from_an_unpacked_archive(box, unpacked):
@@ -297,3 +376,64 @@ def test_uninstall_one_keeps_the_environment_then_all_remove_it(box):
     assert not (box.xdg / NAME).exists()
     check = box.install("--check")
     assert check.returncode == 1 and "absent" in check.stdout
+
+
+# -- a broken environment, the oldest claimed Python, the dev dependencies -----------------
+def test_a_venv_without_pip_is_recreated_with_the_dev_dependencies_on_the_oldest_python(tmp_path):
+    """The state a failed `python -m venv` leaves (no ensurepip: a venv without pip) used to make
+    every later run fail with "No module named pip" until removed by hand."""
+    src = _unpack(tmp_path / "archive")
+    oldest = find_python(_floor())
+    subprocess.run([oldest, "-m", "venv", "--without-pip", str(src / ".venv")], check=True)
+    box = Sandbox(tmp_path / "user")
+    done = box.install("--local", "--dev", "--python", oldest, src=src, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert f"recreating the environment in {src}/.venv: it has no pip" in done.stderr, done.stderr
+    assert "installing the dependencies with pip (" in done.stderr
+    venv_python = str(src / ".venv" / "bin" / "python")
+    # every dependency of the dev install is there, on that Python: moto's server extra and awscli
+    # are what a regex reading of pyproject.toml dropped on 3.9 / 3.10
+    probe = ("import sys, yaml, jsonschema, boto3, pytest, moto, flask, awscli, tomli; "
+             "print('%d.%d' % sys.version_info[:2])")
+    ran = subprocess.run([venv_python, "-c", probe], capture_output=True, text=True)
+    assert ran.returncode == 0 and ran.stdout.strip() == _floor(), ran
+    check = box.install("--local", "--check", src=src)
+    assert check.returncode == 0 and f"python {_floor()}  environment ok" in check.stdout, check
+
+
+# -- uv -----------------------------------------------------------------------------
+def test_with_uv_on_path_the_environment_is_made_by_uv_and_recreated_when_its_python_is_gone(tmp_path):
+    box = Sandbox(tmp_path)
+    path = _uv_dir() + os.pathsep + box.env["PATH"]
+    done = box.install("--agents", PATH=path)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"creating the Python 3\.\d+ environment in \S+ \(with uv\)", done.stderr), done.stderr
+    assert "installing the dependencies with uv (" in done.stderr
+    no_pip = subprocess.run([str(box.venv / "bin" / "python"), "-m", "pip", "--version"], capture_output=True)
+    assert no_pip.returncode != 0, "uv venv makes no pip: this environment was made by python -m venv"
+    dest = box.dest("--agents")
+    assert run_installed(dest, "submit.py", "--help").returncode == 0
+    assert box.install("--check", "--agents", PATH=path).returncode == 0
+    # its interpreter removed (a pyenv or Homebrew upgrade): recreated, and said so
+    python = box.venv / "bin" / "python"
+    python.unlink()
+    python.symlink_to(tmp_path / "uninstalled" / "python3")
+    again = box.install("--agents", PATH=path)
+    assert again.returncode == 0, again.stderr
+    assert f"recreating the environment in {box.venv}: its bin/python does not run" in again.stderr
+    check = box.install("--check", "--agents", PATH=path)
+    assert check.returncode == 0 and "environment ok" in check.stdout, check
+
+
+# -- pip install . ------------------------------------------------------------------
+def test_pip_install_of_the_checkout_is_refused_with_the_way_to_install(tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env.pop("PIP_REQUIRE_VIRTUALENV", None)
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--target", str(tmp_path / "t"),
+                           str(ROOT)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode != 0
+    assert "not a pip package" in done.stdout + done.stderr and "bash install.sh" in done.stdout + done.stderr
+    assert not (tmp_path / "t").exists() or not any((tmp_path / "t").iterdir())
+    assert not list(ROOT.glob("*.egg-info")) and not (ROOT / "build").exists()

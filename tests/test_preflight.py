@@ -230,11 +230,13 @@ def test_unhealthy_instance_fails_with_its_reason(box):
 
 # -- exec readiness ------------------------------------------------------------------------------
 def test_probe_waits_for_sshd_after_running(box):
-    fresh(box, "booting", ssh_delay_s=6.0)   # longer than the script's start-up, even on a loaded machine
-    res = preflight(box, "--exec-timeout", "30", instance="booting")
+    # sshd refuses all of brev's first exec (its ssh, then its wait: 1 + ssh_probe_limit=2 probes),
+    # counted, so the same on any machine's load
+    fresh(box, "booting", ssh_refusals=4)
+    res = preflight(box, "--exec-timeout", "600", instance="booting")
     assert res.code == 0, res
     ready = check(res, "exec_ready")
-    assert ready["data"]["attempts"] >= 2 and res.json["round_trips"]["probe"] == ready["data"]["attempts"]
+    assert ready["data"]["attempts"] == 2 and res.json["round_trips"]["probe"] == 2
     assert ready["detail"].startswith("`echo ok` answered after ")
     assert res.json["round_trips"]["checks"] == 1
 

@@ -6,18 +6,19 @@ one ``docker run`` for the job. Waits on background processes poll for an
 observable effect with a generous deadline; no assertion depends on timing.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TAO_IMAGE, validate
+from conftest import ROOT, TAO_IMAGE, validate, wait_until
 from tao_brev import remote
 from tao_brev.docker_state import after_instance_start, classify_logs, docker_error_code, from_inspect
 from tao_brev.records import RecordStore, now_iso
@@ -69,13 +70,6 @@ def launch_directly(world, job_id: str, spec_text: str = "simulate: {hang: true}
     run = remote.RunSpec(job_id=job_id, image=TAO_IMAGE, network_arch="visual_changenet", action="train",
                          results_dir=f"~/tao-results/{job_id}")
     Brev(env=world.env).run("box", remote.submit_script(run, spec_text))
-
-
-def wait_until(predicate, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.05)
 
 
 def alive(pid: int) -> bool:

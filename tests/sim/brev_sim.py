@@ -254,15 +254,25 @@ class Brev:
         while (self.world.instance(inst["name"]) or {}).get("status") != "RUNNING":
             time.sleep(float(settings["start_poll_s"]))
 
-    def ssh_problem(self, name: str) -> str | None:
-        """Why an ssh connection to ``name`` fails right now, in ssh's words; None if it connects."""
+    def ssh_problem(self, name: str, attempt: bool = True) -> str | None:
+        """Why an ssh connection to ``name`` fails right now, in ssh's words; None if it connects.
+        ``attempt=False``: only look (an ``ssh_refusals`` count is spent by real attempts only)."""
         inst = self.world.instance(name)
         if inst is None:
             return f"ssh: Could not resolve hostname {name.lower()}: Name or service not known"
         if inst["status"] != "RUNNING":
             return f"ssh: connect to host {fake_ip(inst)} port 22: Connection timed out"
+        refused = f"ssh: connect to host {fake_ip(inst)} port 22: Connection refused"
+        if int(inst.get("ssh_refusals") or 0) > 0 and not attempt:
+            return refused
+        if int(inst.get("ssh_refusals") or 0) > 0:     # counted, not timed: the same on a loaded machine
+            with self.world.edit_instance(name) as data:
+                left = int(data.get("ssh_refusals") or 0)
+                data["ssh_refusals"] = max(left - 1, 0)
+            if left > 0:
+                return refused
         if time.time() < float(inst.get("running_since") or 0) + float(inst.get("ssh_delay_s") or 0):
-            return f"ssh: connect to host {fake_ip(inst)} port 22: Connection refused"
+            return refused
         if inst.get("ssh_key_rejected"):   # sshd answers, but not for brev's key
             return f"{self.world.settings().get('ssh_user', 'ubuntu')}@{fake_ip(inst)}: Permission denied (publickey)."
         return None
@@ -270,7 +280,7 @@ class Brev:
     def ssh_would_fail(self, name: str, command: str) -> bool:
         """The next ssh connection for ``command`` to ``name`` fails (no side effect)."""
         inst = self.world.find_instance(name)
-        if inst is None or self.ssh_problem(inst["name"]):
+        if inst is None or self.ssh_problem(inst["name"], attempt=False):
             return True
         return any(f["remaining"] > 0 and f["match"] in command and f["kind"] != "reset_after"
                    for f in self.world.state()["faults"])

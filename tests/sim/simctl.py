@@ -147,7 +147,9 @@ class Simulator:
         ``gpu_memory_mib``, ``id``, ``images`` (refs already pulled), ``gpu_lost`` (bool: the NVIDIA
         hook refuses new containers, as after an Xid), ``clock_offset_s`` (the instance clock's error:
         docker's StartedAt / FinishedAt / log times are that far off this machine's), ``vanish_at_exec``
-        (bool: deleted elsewhere after ``brev ls`` listed it; its first ``brev exec`` finds no such instance).
+        (bool: deleted elsewhere after ``brev ls`` listed it; its first ``brev exec`` finds no such instance),
+        ``ssh_refusals`` (sshd refuses that many connection attempts first: the count-based twin of
+        ``ssh_delay_s``, for tests that must not depend on the machine's speed).
         """
         images = opts.pop("images", ())
         self.world.create_instance(name, status=status, gpus=list(gpus), instance_type=instance_type,
@@ -355,8 +357,9 @@ class Simulator:
                            Restarting=status == "restarting", Dead=status == "dead")
         store.write_state(cid, current)
 
-    def wait_container(self, instance: str, name: str, timeout: float = 10.0) -> dict:
-        """Block until the container is no longer running; return its inspect dict."""
+    def wait_container(self, instance: str, name: str, timeout: float = 120.0) -> dict:
+        """Block until the container is no longer running; return its inspect dict. The timeout
+        only stops a hang: generous, so that no test depends on the machine's load."""
         store = self._store(instance)
         cid = store.find(name)
         if cid is None:

@@ -59,7 +59,8 @@ DEFAULT_INSTANCE: dict[str, Any] = {
     "instance_kind": "gpu",
     "gpus": ["NVIDIA A100-SXM4-80GB"],
     "driver_version": "550.54.15",
-    "ssh_delay_s": 0.0,
+    "ssh_delay_s": 0.0,     # sshd refuses connections for this long after RUNNING (wall clock: demos)
+    "ssh_refusals": 0,      # ... or for this many connection attempts (tests: no timing involved)
     "banner": "",
     "docker_daemon": "up",
     "gpu_runtime": True,
