@@ -294,13 +294,13 @@ def _end_here(record: dict, submitted: Optional[datetime], running_mark: Optiona
     record's marks are whole seconds (truncated), so the mark + run time alone can fall short."""
     if terminal_mark is None:
         return None
+    end = terminal_mark
     first_running = _first_transition(record, ("RUNNING",))
     if running_mark is not None and docker_run_s is not None and (first_running or {}).get("source") == "agent":
         end = min(terminal_mark, running_mark + timedelta(seconds=docker_run_s))
-        if submitted is not None:
-            end = max(end, submitted + timedelta(seconds=docker_run_s))
-        return end
-    return terminal_mark
+    if submitted is not None and docker_run_s is not None:
+        end = max(end, submitted + timedelta(seconds=docker_run_s))
+    return end
 
 
 def _iso(ts: Optional[datetime]) -> Optional[str]:
