@@ -291,6 +291,28 @@ def test_reconciliation_waits_for_a_launch_that_holds_the_lock(world):
     assert not abandoned(world, job_id) and states(world, job_id) == ["PENDING", "RUNNING"]
 
 
+def test_wait_goes_on_through_a_launch_the_instance_did_not_settle_yet(world):
+    """--wait on a PENDING record whose reconciliation got no answer (ssh drops every
+    connection of the first poll) asks again instead of ending: the next poll adopts
+    the container a killed submit's launch had started, and the wait ends with the job."""
+    job_id = pending_record(world, pid=dead_pid())
+    Brev(env=world.env).run("box", f"docker run -d --name {job_id} --label tao-job={job_id} ubuntu:22.04 true")
+    # every connection of the first poll (both reconcile execs and their retries), then some
+    world.sim.add_fault("TAO_NEVER_LAUNCHED", "reset_before", times=12)
+    res = world.run("poll_status.py", job_id, "--wait", "--interval", "0.1", "--timeout", "120")
+    assert res.code == 0 and res.json["state"] == "COMPLETE", res
+    assert world.run("poll_status.py", job_id).json["state"] == "COMPLETE"
+    assert states(world, job_id) == ["PENDING", "RUNNING", "COMPLETE"]
+
+
+def test_without_wait_an_unsettled_launch_answers_at_once(world):
+    job_id = pending_record(world, pid=dead_pid())
+    world.sim.add_fault("TAO_NEVER_LAUNCHED", "reset_before", times=1000)   # the instance never answers
+    res = world.run("poll_status.py", job_id)
+    assert res.code == 3 and res.json["state"] == "PENDING" and res.json["reconciled"] == "unanswered", res
+    assert states(world, job_id) == ["PENDING"]
+
+
 # -- 6/7. poll --wait killed and restarted; concurrent pollers ------------------------------
 def test_a_killed_wait_is_picked_up_and_the_terminal_state_written_once(world, tmp_path):
     go = tmp_path / "go"   # the job runs until the test creates this file (simulated containers see the host)

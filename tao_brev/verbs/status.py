@@ -327,7 +327,10 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
          stall_after: float | None = None) -> tuple[dict, int]:
     """status (``wait=False``) or wait-until-terminal. Exit 0, or 1 when the wait
     ended in ERROR/CANCELED/lost, timed out, or found the job stalled (JOB_STALLED:
-    RUNNING with no status line and no log output for longer than the threshold)."""
+    RUNNING with no status line and no log output for longer than the threshold).
+    A wait goes on through a launch not settled yet (PENDING, ``reconciled:
+    "unanswered"``: the instance did not answer, or a launch holds the lock) as
+    through a RUNNING job's unanswered poll; ``timeout`` bounds both."""
     cost.check_price(price_per_hour)
     check_watch(metrics, stall_after)
     note_job(check_job_id(job_id))   # every answer of this run names the job, an interrupt's too
@@ -336,7 +339,10 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
     while True:
         polls += 1
         out = observe(ctx, job_id, log_lines, price_per_hour, metrics=metrics, stall_after=stall_after)
-        if out.get("error") and out.get("state") != "RUNNING":
+        # A launch whose outcome the instance did not tell yet (no answer, lock busy) is not an end:
+        # --wait asks again, as it does for a RUNNING job whose instance did not answer.
+        unsettled = out.get("state") == "PENDING" and out.get("reconciled") == "unanswered"
+        if out.get("error") and out.get("state") != "RUNNING" and not (wait and unsettled):
             code = CODES.get(out["error"]["code"])
             return {"ok": False, **out, "polls": polls}, code.exit_code if code else 1
         state = out["state"]
@@ -363,7 +369,8 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
                                               f"(threshold {stall['threshold_s']} s, {stall['threshold_source']})")
             return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
         if timeout is not None and ctx.clock() - started + interval > timeout:
-            err = TaoBrevError("WAIT_TIMEOUT", f"job {job_id} still {state} after {ctx.clock() - started:.0f} s")
+            last = f" (last error: {out['error']['code']})" if out.get("error") else ""
+            err = TaoBrevError("WAIT_TIMEOUT", f"job {job_id} still {state} after {ctx.clock() - started:.0f} s{last}")
             return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
         say(f"poll {job_id}: {state} ({out.get('message', '')}){progress_note(out.get('progress'))}; "
             f"next poll in {interval:.0f} s")
