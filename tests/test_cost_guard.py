@@ -207,6 +207,9 @@ def test_orphans_are_listed_and_only_ours_deleted_only_when_asked(guard):
     assert orphans["eph"]["idle_s"] >= 0 and orphans["eph"]["estimated_idle_cost_usd"] is not None
     kept = {k["instance"]: k["reason"] for k in listed.json["kept"]}
     assert "other-tool" in kept["busy"] and "STOPPED" in kept["parked"]
+    # a kept STOPPED instance is not free: the answer says its disk bills (and a busy one does not claim it)
+    bills = {k["instance"]: k.get("bills") for k in listed.json["kept"]}
+    assert bills == {"busy": None, "parked": "disk"} and "disk still bills" in kept["parked"], listed.json["kept"]
     assert listed.execs == 4 and listed.json["deleted"] == [] and guard.brev_calls("delete") == []
 
     deleted = guard.run("teardown.py", "--orphans", "--delete", schema="teardown")

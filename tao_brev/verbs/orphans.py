@@ -9,7 +9,9 @@ that is not terminal, and either
 * owned by this bundle (a job on it was submitted with ``--ephemeral``) and
   STOPPED or FAILURE: its disk still bills, and its owner meant it to go.
 
-Every instance is either listed in ``orphans`` or in ``kept`` with the reason.
+Every instance is either listed in ``orphans`` or in ``kept`` with the reason; a
+kept STOPPED or FAILURE instance also carries ``"bills": "disk"`` (no GPU billed,
+its disk is), so an answer never reads as if a kept instance cost nothing.
 An orphan says whether it is ``ours`` (a job of this bundle ran on it),
 ``owned`` (ephemeral), since when it idles and what that costs (``idle_s``,
 ``estimated_idle_cost_usd`` from ``references/prices.yaml`` or
@@ -112,6 +114,10 @@ def survey(ctx: Context, price_per_hour: float | None = None) -> tuple[list[dict
         elif status in IDLE_OWNED_STATUSES and teardown_mod.owns(ctx, name):
             found.append(_orphan(ctx, entry, jobs, f"owned (ephemeral) and all its jobs ended; {status}, "
                                                    "its disk still bills", price_per_hour))
+        elif status in IDLE_OWNED_STATUSES:    # not ours to delete, yet not free: say so (the disk bills)
+            kept.append({"instance": name, "bills": "disk",
+                         "reason": f"{status}, not owned by this bundle (reused, or never used by it): its disk still "
+                                   f"bills until its owner deletes it (brev delete {name})"})
         else:
             kept.append({"instance": name, "reason": f"{status or 'no status'}: not running, or in transition"})
 
