@@ -21,6 +21,11 @@
 #                >= 3.9: the floor of requires-python in pyproject.toml)
 #
 # Works from a git checkout or an unpacked archive of the bundle alike.
+# The repository's SKILL.md and references/*.md are templates whose commands
+# name their scripts as @SKILL_DIR@/scripts/NAME.py: each installed copy gets its
+# own absolute path written in (scripts/_render_docs.py), so every command an
+# agent copies is complete on its own. --local leaves the checkout's files as
+# they are (read @SKILL_DIR@ as the checkout's path there).
 # The environment is shared: ${XDG_DATA_HOME:-~/.local/share}/tao-run-on-brev/venv,
 # linked as <install>/.venv; scripts/_bootstrap.py re-executes every script with
 # it. Only the dependencies of pyproject.toml are installed into it (the
@@ -76,7 +81,7 @@ if [ "$uninstall" = 1 ] && [ "$check" = 1 ]; then die "--uninstall and --check e
 if [ ${#targets[@]} -eq 0 ]; then targets=("${ALL_TARGETS[@]}"); fi
 
 # Files that make the bundle (a checkout or an unpacked archive alike).
-BUNDLE=(SKILL.md README.md ARCHITECTURE.md LICENSE pyproject.toml versions.yaml install.sh scripts references tao_brev examples tests)
+BUNDLE=(SKILL.md README.md ARCHITECTURE.md LICENSE pyproject.toml versions.yaml install.sh scripts references evals tao_brev examples tests)
 
 requirements() { # prints pyproject's dependencies (+ the test extra with --dev), one per line
   local extra=()
@@ -166,6 +171,9 @@ copy_bundle() { # $1 = destination; the copy replaces it whole (no stale files s
     || { rm -rf "$tmp"; die "$SRC does not look like the $NAME bundle (no SKILL.md or scripts/)"; }
   find "$tmp" \( -name __pycache__ -o -name '*.pyc' -o -name .pytest_cache \) -prune -exec rm -rf {} + 2>/dev/null || true
   chmod +x "$tmp"/scripts/*.py "$tmp/install.sh"
+  # the absolute path of the copy into its documents (it is what agents run)
+  "$PY" -I "$tmp/scripts/_render_docs.py" "$tmp" "$(cd "$(dirname "$dest")" && pwd)/$(basename "$dest")" \
+    || { rm -rf "$tmp"; die "could not write $dest into its SKILL.md"; }
   ln -s "$VENV" "$tmp/.venv"
   rm -rf "$dest"
   mv "$tmp" "$dest"

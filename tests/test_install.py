@@ -31,6 +31,9 @@ import yaml
 
 from conftest import find_python
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from _render_docs import TOKEN  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "tao-run-on-brev"
 TARGETS = {"--claude": ".claude/skills", "--codex": ".codex/skills", "--agents": ".agents/skills"}
@@ -122,8 +125,14 @@ def run_installed(dest: Path, script: str, *args: str, path_dirs=(), cwd: Path |
                           text=True, timeout=120, stdin=subprocess.DEVNULL, cwd=cwd or dest)
 
 
+def as_template(text: str, dest: Path) -> str:
+    """An installed document with its own absolute path turned back into the repository's token."""
+    return text.replace(str(dest), TOKEN)
+
+
 def tree_digest(path: Path) -> dict[str, str]:
-    """relative path -> sha256 (symlinks: their target), to compare installs."""
+    """relative path -> sha256 (symlinks: their target), to compare installs; the documents
+    are compared as templates (each install writes its own path into them)."""
     out = {}
     for item in sorted(path.rglob("*")):
         rel = str(item.relative_to(path))
@@ -131,6 +140,8 @@ def tree_digest(path: Path) -> dict[str, str]:
             continue
         if item.is_symlink():
             out[rel] = "-> " + os.readlink(item)
+        elif item.suffix == ".md":
+            out[rel] = hashlib.sha256(as_template(item.read_text(encoding="utf-8"), path).encode()).hexdigest()
         elif item.is_file():
             out[rel] = hashlib.sha256(item.read_bytes()).hexdigest()
     return out
@@ -184,6 +195,62 @@ def test_install_for_claude_copies_the_bundle_and_links_the_environment(box):
     assert front["name"] == dest.name
     assert "installed " + str(dest) in box.first_install.stderr
     assert not box.dest("--codex").exists() and not box.dest("--agents").exists()
+
+
+def _installed_commands(doc: Path) -> list[tuple[str, list[str]]]:
+    """(line, words) of every shell line of an installed document that runs one of the bundle's files."""
+    import test_docs
+
+    out = []
+    for block in test_docs.blocks(doc):
+        if block.lang not in test_docs.SHELL_LANGS:
+            continue
+        for line in test_docs.logical_lines(block.text):
+            words = test_docs._words(line)
+            if test_docs.script_calls(line) or any(os.path.basename(w) == "install.sh" for w in words):
+                out.append((line, words))
+    return out
+
+
+def test_installed_documents_name_existing_absolute_script_paths(box):
+    """An agent's shell keeps no variable between calls: every command of the installed SKILL.md
+    (and of its references) names the installed scripts by absolute path, no placeholder left."""
+    import test_docs
+
+    dest = box.dest("--claude")
+    docs = [dest / "SKILL.md", *sorted((dest / "references").glob("*.md"))]
+    for doc in docs:
+        assert TOKEN not in doc.read_text(encoding="utf-8"), doc
+    assert as_template((dest / "SKILL.md").read_text(), dest) == (ROOT / "SKILL.md").read_text()
+    named = []
+    for doc in docs:
+        for line, words in _installed_commands(doc):
+            ours = [w for w in words if os.path.basename(w) in (*test_docs.SCRIPTS, "install.sh")]
+            assert ours, line
+            for word in ours:
+                assert word.startswith(str(dest) + "/"), f"{doc.name}: {word} in `{line}` is not the installed path"
+                assert os.access(word, os.X_OK) or word.endswith("install.sh"), word
+                assert Path(word).is_file(), word
+                named.append((doc.name, word))
+    in_skill = {os.path.basename(w) for d, w in named if d == "SKILL.md"}
+    assert in_skill >= {"install.sh", "preflight.py", "submit.py", "poll_status.py", "teardown.py",
+                        "tao_job_record.py"}, in_skill
+
+
+def test_a_home_with_a_space_gets_commands_that_still_run(box, tmp_path):
+    """The path is written shell-quoted: the documented command runs as copied."""
+    home = tmp_path / "home with space"
+    done = box.install("--claude", home=home)
+    assert done.returncode == 0, done.stderr
+    dest = box.dest("--claude", home=home)
+    text = (dest / "SKILL.md").read_text()
+    assert f"'{dest}'/scripts/preflight.py" in text and TOKEN not in text
+    line = next(line for line, words in _installed_commands(dest / "SKILL.md")
+                if any(w.endswith("/tao_job_record.py") for w in words) and " list" in line)
+    ran = subprocess.run(["bash", "-c", line], env={"PATH": "/usr/bin:/bin", "HOME": str(home),
+                                                   "TAO_STATE_DIR": str(tmp_path / "state")},
+                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert ran.returncode == 0, ran
 
 
 def test_installed_script_runs_with_only_path(box, tmp_path):
@@ -352,7 +419,7 @@ def test_install_from_an_unpacked_archive(box, unpacked):
     assert done.returncode == 0, done.stderr
     assert "creating the Python" not in done.stderr          # the shared environment is reused
     dest = box.dest("--agents")
-    assert (dest / "SKILL.md").read_text() == (ROOT / "SKILL.md").read_text()
+    assert as_template((dest / "SKILL.md").read_text(), dest) == (ROOT / "SKILL.md").read_text()
     assert tree_digest(dest) == {k: v for k, v in tree_digest(box.dest("--claude")).items()}
     ran = run_installed(dest, "teardown.py", "--help")
     assert ran.returncode == 0 and "usage: teardown.py" in ran.stdout, ran
