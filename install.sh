@@ -15,8 +15,9 @@
 #   --uninstall  remove the chosen installs (and the shared environment when
 #                no install is left)
 #   --check      report what is installed, where, and whether it works: the
-#                environment imports its dependencies and every script answers
-#                --help (exit 0 only if at least one install was found and all found work)
+#                environment imports its dependencies, every script answers
+#                --help, and SKILL.md names the scripts of that install
+#                (exit 0 only if at least one install was found and all found work)
 #   --python PY  the interpreter to build the environment with (default python3,
 #                >= 3.9: the floor of requires-python in pyproject.toml)
 #
@@ -149,6 +150,13 @@ make_venv() { # $1 = venv dir
   rm -f "$reqfile"
 }
 
+docs_stale() { # $1 = install dir; succeeds when its SKILL.md does not name its own scripts (a moved copy, a template)
+  grep -qF '@SKILL_DIR@' "$1/SKILL.md" && return 0
+  grep -qF "$1/scripts/preflight.py" "$1/SKILL.md" && return 1
+  grep -qF "'$1'/scripts/preflight.py" "$1/SKILL.md" && return 1
+  return 0
+}
+
 venv_works() { # $1 = python
   "$1" -c 'import yaml, jsonschema, boto3' 2>/dev/null
 }
@@ -200,6 +208,8 @@ if [ "$check" = 1 ]; then
         state="environment BROKEN (rerun install.sh)"; broken=1
       elif failing="$(broken_scripts "$dest")" && [ -n "$failing" ]; then
         state="scripts BROKEN: ${failing}(they fail --help; rerun install.sh)"; broken=1
+      elif docs_stale "$dest"; then
+        state="SKILL.md STALE: its commands do not name the scripts of $dest (moved? rerun install.sh)"; broken=1
       else
         state="python $(py_version "$dest/.venv/bin/python"), environment ok ($(cd "$dest/.venv" && pwd -P))"
       fi

@@ -710,3 +710,63 @@ def test_tier_a_walk_through_copies_data_in_and_results_home(tmp_path, state_env
         home = shell("tier-a-results", job_id)
         assert home.returncode == 0, home
         assert sorted(p.name for p in (work / job_id / "train").glob("*.pth")), list(work.rglob("*"))
+
+
+def test_the_skill_lifecycle_runs_as_written(tmp_path, state_env):
+    """SKILL.md's own commands, rendered as install.sh renders them and each run in a FRESH shell
+    (an agent keeps no variable between calls), on the simulator: pull, copy the example data in,
+    submit the example spec, look, wait, bring the results home, tear down, list orphans, records."""
+    import uuid
+
+    from tests.sim.simctl import Simulator
+
+    lines = [render_text(line, str(ROOT)) for _, line in _shell_lines({SKILL})]
+
+    def pick(*needles: str, without: str = "\0") -> str:
+        found = [ln for ln in lines if all(n in ln for n in needles) and without not in ln]
+        assert found, f"SKILL.md has no command with {needles}"
+        return found[0]
+
+    work = tmp_path / "work"
+    work.mkdir()
+    key = "nvapi-" + uuid.uuid4().hex          # a throw-away key the simulated registry accepts
+    with Simulator(tmp_path / "sim") as sim:
+        sim.add_instance(DOC_INSTANCE)
+        sim.set_ngc_key(key)
+        env = {**sim.env(state_env), "NGC_KEY": key}
+        env.pop("TAO_BREV_NO_REEXEC")           # as a user runs them: each script finds its environment
+        job = {"id": DOC_JOB_ID}
+
+        def run(line: str, schema: str | None = None, code: int = 0) -> dict | None:
+            line = line.replace(DOC_JOB_ID, job["id"])
+            assert TOKEN not in line and "$" not in line, line
+            done = subprocess.run(["bash", "-c", line], env=env, cwd=work, capture_output=True, text=True,
+                                  timeout=180, stdin=subprocess.DEVNULL)
+            assert done.returncode == code, (line, done.stdout[-2000:], done.stderr[-2000:])
+            if schema is None:
+                return None
+            answer = json.loads(done.stdout)
+            validate(schema, answer)
+            return answer
+
+        pulled = run(pick("preflight.py", "--pull", without="nohup"), "preflight")
+        assert pulled["ok"], pulled
+        assert run(pick("preflight.py", "images.tao_toolkit.pyt", without="--pull"), "preflight")["ok"]
+        run(pick("brev copy", "examples/data/levir_cd_tiny"))
+        assert (sim.instance_home(DOC_INSTANCE) / "levir_cd_tiny" / "A").is_dir()
+        submitted = run(pick("submit.py", "examples/visual_changenet/train.yaml"), "submit")
+        assert submitted["state"] == "RUNNING", submitted
+        job["id"] = submitted["job_id"]
+        assert run(pick("poll_status.py", DOC_JOB_ID, without="--"), "poll_status")["ok"]
+        assert "logs" in run(pick("poll_status.py", "--logs 50"), "poll_status")
+        assert run(pick("poll_status.py", "--wait", without="--teardown"), "poll_status")["state"] == "COMPLETE"
+        run(pick("brev copy", "tao-results"))
+        assert sorted((work / job["id"] / "train").glob("*.pth")), list(work.rglob("*"))
+        torn = run(pick("teardown.py", DOC_JOB_ID, without="--"), "teardown")
+        assert torn["ok"] and torn["deleted"] == [], torn          # a reused instance stays
+        listed = run(pick("teardown.py", "--orphans", without="--delete"), "teardown")
+        orphan = {o["instance"]: o for o in listed["orphans"]}[DOC_INSTANCE]
+        assert (orphan["ours"], orphan["owned"], orphan["jobs"]) == (True, False, [job["id"]]), orphan
+        assert listed["deleted"] == [] and sim.instance_home(DOC_INSTANCE).is_dir()
+        run(pick("tao_job_record.py", "list"))
+        assert run(pick("tao_job_record.py", "show"), "job_record")["id"] == job["id"]

@@ -237,6 +237,22 @@ def test_installed_documents_name_existing_absolute_script_paths(box):
                         "tao_job_record.py"}, in_skill
 
 
+def test_check_reports_a_skill_md_that_names_another_directory(box, tmp_path):
+    """A copy moved by hand (or a template copied in) still has commands naming another directory:
+    --check says so, with exit 1, and a reinstall writes the right path again."""
+    dest = box.dest("--claude")
+    skill = dest / "SKILL.md"
+    good = skill.read_text()
+    try:
+        for stale in (good.replace(str(dest), str(tmp_path / "moved-away")), (ROOT / "SKILL.md").read_text()):
+            skill.write_text(stale)
+            check = box.install("--check", "--claude")
+            assert check.returncode == 1 and "SKILL.md STALE" in check.stdout, check
+    finally:
+        skill.write_text(good)
+    assert box.install("--check", "--claude").returncode == 0
+
+
 def test_a_home_with_a_space_gets_commands_that_still_run(box, tmp_path):
     """The path is written shell-quoted: the documented command runs as copied."""
     home = tmp_path / "home with space"
@@ -245,6 +261,8 @@ def test_a_home_with_a_space_gets_commands_that_still_run(box, tmp_path):
     dest = box.dest("--claude", home=home)
     text = (dest / "SKILL.md").read_text()
     assert f"'{dest}'/scripts/preflight.py" in text and TOKEN not in text
+    check = box.install("--check", "--claude", home=home)
+    assert check.returncode == 0 and "environment ok" in check.stdout, check
     line = next(line for line, words in _installed_commands(dest / "SKILL.md")
                 if any(w.endswith("/tao_job_record.py") for w in words) and " list" in line)
     ran = subprocess.run(["bash", "-c", line], env={"PATH": "/usr/bin:/bin", "HOME": str(home),
