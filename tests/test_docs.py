@@ -311,7 +311,7 @@ def test_every_command_names_its_script_by_the_bundle_path():
     """`@SKILL_DIR@/scripts/NAME.py`, never `$SKILL_DIR/...` or a relative `scripts/...`:
     install.sh writes the absolute path in, so the command works in any fresh shell."""
     bad = []
-    for where, line in _shell_lines(OWNED | {ROOT / "references" / "cost.md"}):
+    for where, line in _shell_lines(set(DOCS)):
         for word in _words(line):
             name = os.path.basename(word)
             if name in SCRIPTS or name == "install.sh":
@@ -324,7 +324,7 @@ def test_every_command_names_its_script_by_the_bundle_path():
 def test_commands_rely_on_no_variable_set_by_an_earlier_call():
     """The lines an agent runs here: a call of one of our scripts, or of brev (not remote scripts shown)."""
     found = []
-    for where, line in _shell_lines(OWNED | {ROOT / "references" / "cost.md"}):
+    for where, line in _shell_lines(set(DOCS)):
         code = line.split(" #")[0]
         if not script_calls(line) and _words(code)[:1] != ["brev"]:
             continue
