@@ -1,11 +1,16 @@
 """Storage tiers B and C: putting inputs in S3, and the instance-side transfer commands.
 
-Laptop half (boto3, through ``storage``): :func:`prepare_inputs` uploads local
-inputs with ``storage.upload_tree`` under a CONTENT-ADDRESSED prefix
-``s3://<bucket>/inputs/<NAME>/<digest>/`` (digest = sha256 of the input's
-manifest), so submitting the same bytes again uploads nothing, and a prefix
-never holds files of another version of the input. ``s3://`` inputs are used
-where they are (listed once for their file count and size).
+Laptop half (boto3, through ``storage``): :func:`prepare_inputs` stages a
+local input under the STABLE prefix ``s3://<bucket>/inputs/<NAME>/``
+(:func:`sync_input`): its files at ``data/<path>``, one MANIFEST object per
+version at ``manifests/<digest>.sha256`` (``sha256sum`` format; digest = the
+first 16 hex digits of the sha256 of the manifest), and ``index.json``, what
+this bundle last wrote to ``data/`` (path -> size, sha256, ETag). One LIST
+plus the index tell which files are already there, so a re-stage sends only
+the changed files, and nothing at all when nothing changed. Each file is
+hashed once per submit, and not at all when the local hash cache
+(``hash_cache``) knows its stat. ``s3://`` inputs are used where they are
+(listed once for their file count and size).
 
 Instance half (shell strings for ``brev exec``): a stock Brev instance has
 Docker and the NVIDIA toolkit but neither the ``aws`` CLI nor Python packages
@@ -24,8 +29,9 @@ https://docs.aws.amazon.com/cli/latest/userguide/getting-started-docker.html):
   it, and virtual-hosted names such as ``bucket.minio.local`` rarely resolve).
 
 :func:`fetch_script` copies every input to ``~/tao-jobs/<id>/inputs/<NAME>``
-(``aws s3 sync``) and checks its file count and byte total before the job may
-start; :func:`results_script` makes the results MANIFEST with ``find``,
+(``aws s3 sync``), checks a local input's files against its version's
+manifest (``sha256sum -c``), and its file count and byte total, before the
+job may start; :func:`results_script` makes the results MANIFEST with ``find``,
 ``stat`` and ``sha256sum`` on the host and uploads the results dir (``aws s3
 sync``, ``upload_excludes`` as ``--exclude``) in one round trip;
 :func:`parse_manifest` reads that manifest back.
@@ -37,15 +43,21 @@ import hashlib
 import json
 import re
 import shlex
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from . import bank, remote, storage
+from . import bank, hash_cache, remote, storage
 from .errors import TaoBrevError
 
 CARRIER_KEY = "images.s3_transfer"
 INPUTS_PREFIX = "inputs"
+DATA_DIR = "data/"             # inputs/<NAME>/data/<path>: the files, one key per path
+MANIFESTS_DIR = "manifests/"   # inputs/<NAME>/manifests/<digest>.sha256: one per version, never rewritten
+INDEX_KEY = "index.json"       # inputs/<NAME>/index.json: what this bundle last wrote to data/
+INDEX_FORMAT = 1
 STAGE_FAILED_EXIT = 8          # the submit script's exit status when staging failed (6, 7: remote.py)
 CARRIER_CONFIG_DIR = "/tao-aws"  # where the carrier sees its AWS config (read-only mount)
 _CARRIER_CONFIG = "[default]\ns3 =\n    addressing_style = path\n"
@@ -73,7 +85,10 @@ class Input:
     uri: str = ""               # the s3://bucket/prefix/ the instance copies from
     files: int = 0
     bytes: int = 0
-    upload: dict = field(default_factory=dict)  # storage.upload_tree's report (local sources)
+    upload: dict = field(default_factory=dict)  # sync_input's report (local sources)
+    digest: str = ""            # local sources: the version (manifest digest)
+    manifest_key: str = ""      # local sources: key of the version's sha256sum manifest
+    manifest_sha256: str = ""   # local sources: sha256 of that manifest object's bytes
 
     @property
     def container_path(self) -> str:
@@ -82,6 +97,8 @@ class Input:
     def to_json(self) -> dict:
         out = {"name": self.name, "source": self.source, "uri": self.uri,
                "container_path": self.container_path, "files": self.files, "bytes": self.bytes}
+        if self.digest:
+            out["version"] = self.digest
         if self.upload:
             out.update(uploaded=self.upload["uploaded"], skipped=self.upload["skipped"],
                        bytes_uploaded=self.upload["bytes_uploaded"])
@@ -117,16 +134,38 @@ def manifest_digest(manifest: Sequence[dict]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+def sha256sum_text(manifest: Sequence[dict]) -> str:
+    """The manifest as ``sha256sum -c`` reads it: ``<sha256>  <path>`` per line.
+
+    A path holding a backslash or newline is escaped as GNU coreutils does
+    (``\\\\``, ``\\n``) and its line starts with a backslash; coreutils 8.x
+    and 9.x both read that back.
+    """
+    lines = []
+    for entry in manifest:
+        path = entry["path"]
+        if "\\" in path or "\n" in path:
+            lines.append("\\" + entry["sha256"] + "  " + path.replace("\\", "\\\\").replace("\n", "\\n"))
+        else:
+            lines.append(entry["sha256"] + "  " + path)
+    return "".join(line + "\n" for line in lines)
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")   # file names that are not UTF-8 keep their bytes
+
+
 def prepare_inputs(settings: storage.S3Settings, bucket: str, inputs: list[Input], upload: bool = True,
-                   progress: Optional[Callable[[str], None]] = None) -> list[Input]:
+                   progress: Optional[Callable[[str], None]] = None,
+                   cache: Optional[hash_cache.HashCache] = None) -> list[Input]:
     """Make every input available in S3 and fill in ``uri``, ``files``, ``bytes``.
 
-    A local file or directory is uploaded to
-    ``s3://<bucket>/inputs/<NAME>/<manifest digest>/`` (a file lands as
-    ``<prefix><file name>``); objects already there with the same size and
-    sha256 are skipped, so the same inputs are uploaded once. An ``s3://``
+    A local file or directory is staged under ``s3://<bucket>/inputs/<NAME>/``
+    (:func:`sync_input`; ``uri`` is its ``data/`` prefix, a file lands as
+    ``data/<file name>``): only files not already there are sent. An ``s3://``
     source is used in place and must hold at least one object. With
-    ``upload=False`` (a dry run) nothing is written.
+    ``upload=False`` (a dry run) nothing is written. ``cache`` spares hashing
+    files whose stat did not change.
     """
     for inp in inputs:
         if inp.source.startswith("s3://"):
@@ -138,16 +177,94 @@ def prepare_inputs(settings: storage.S3Settings, bucket: str, inputs: list[Input
             inp.files, inp.bytes = len(sizes), sum(sizes.values())
             continue
         local = Path(inp.source).expanduser()
-        manifest = storage.local_manifest(local)
+        entries = storage.manifest_with_files(local, cache=cache)
+        manifest = [entry for entry, _ in entries]
         if not manifest:
             raise TaoBrevError("BAD_ARGUMENT", f"input {inp.name}: {inp.source!r} holds no files")
-        inp.uri = f"s3://{bucket}/{INPUTS_PREFIX}/{inp.name}/{manifest_digest(manifest)}/"
+        base = f"{INPUTS_PREFIX}/{inp.name}/"
+        text = sha256sum_text(manifest)
+        inp.digest = manifest_digest(manifest)
+        inp.uri = f"s3://{bucket}/{base}{DATA_DIR}"
+        inp.manifest_key = f"{base}{MANIFESTS_DIR}{inp.digest}.sha256"
+        inp.manifest_sha256 = hashlib.sha256(_utf8(text)).hexdigest()
         inp.files, inp.bytes = len(manifest), sum(e["size"] for e in manifest)
         if upload:
-            kwargs = {} if progress is None else {"progress": progress}
-            inp.upload = storage.upload_tree(settings, local, inp.uri, **kwargs)
-            inp.upload.pop("files", None)  # the manifest itself is not part of any answer
+            inp.upload = sync_input(settings, bucket, base, entries, inp.manifest_key, text,
+                                    progress=progress)
     return inputs
+
+
+def _read_index(s3, settings: storage.S3Settings, bucket: str, key: str) -> dict[str, tuple]:
+    """path -> (size, sha256, etag) from ``index.json``; {} when absent or damaged (then HEADs decide)."""
+    try:
+        data = json.loads(storage.get_bytes(s3, settings, bucket, key) or b"{}")
+        files = data.get("files") if isinstance(data, dict) and data.get("format") == INDEX_FORMAT else None
+        if not isinstance(files, dict):
+            return {}
+        return {path: tuple(v) for path, v in files.items()
+                if isinstance(v, list) and len(v) == 3 and all(isinstance(x, (int, str)) for x in v)}
+    except ValueError:
+        return {}
+
+
+def sync_input(settings: storage.S3Settings, bucket: str, base: str, entries: Sequence[tuple[dict, Path]],
+               manifest_key: str, manifest_text: str,
+               progress: Optional[Callable[[str], None]] = None, max_concurrency: int = 10) -> dict:
+    """Make ``s3://<bucket>/<base>data/`` hold exactly the files of ``entries``; send only what differs.
+
+    Requests: one paginated LIST of ``<base>``, one GET of ``index.json``;
+    an object whose key, size and ETag match the index entry of the same
+    sha256 is kept with no further request. Only an object the index cannot
+    answer for (no index, an ETag changed by another writer) costs a HEAD
+    (its ``x-amz-meta-sha256``). Then, in this order, so an interruption
+    never leaves a manifest naming a file that is not in ``data/``: the
+    changed files (boto3 managed transfers, sha256 in metadata), one more
+    LIST for their ETags, the version's manifest object (when absent), the
+    index (when it changed), and last the deletion of ``data/`` objects no
+    longer in the input. Nothing changed: zero PUTs, zero HEADs.
+    """
+    started = time.monotonic()
+    s3 = storage.client(settings, max_pool_connections=max(32, max_concurrency * 2))
+    data = base + DATA_DIR
+    listed = storage.list_objects(s3, settings, bucket, base)
+    index = _read_index(s3, settings, bucket, base + INDEX_KEY) if base + INDEX_KEY in listed else {}
+
+    todo, unknown = [], []
+    for entry, full in entries:
+        obj = listed.get(data + entry["path"])
+        if obj is None or obj["size"] != entry["size"]:
+            todo.append((entry, full))
+            continue
+        known = index.get(entry["path"])
+        if known and known[0] == obj["size"] and known[2] and known[2] == obj["etag"]:
+            if known[1] != entry["sha256"]:
+                todo.append((entry, full))
+        else:
+            unknown.append((entry, full))
+    if unknown:   # no index, or another writer changed the object: its metadata decides
+        def stored(item):
+            return storage._stored_sha256(s3, settings, bucket, data + item[0]["path"])
+        with ThreadPoolExecutor(max_workers=max_concurrency) as pool:
+            todo += [item for item, sha in zip(unknown, pool.map(stored, unknown)) if sha != item[0]["sha256"]]
+
+    storage.transfer_files(s3, settings, bucket, [(data + e["path"], full, e) for e, full in todo],
+                           progress, max_concurrency=max_concurrency)
+    now = storage.list_objects(s3, settings, bucket, data) if todo else listed
+    if manifest_key not in listed:
+        storage.put_bytes(s3, settings, bucket, manifest_key, _utf8(manifest_text), "text/plain; charset=utf-8")
+    new_index = {e["path"]: (e["size"], e["sha256"], now.get(data + e["path"], {}).get("etag", ""))
+                 for e, _ in entries}
+    if new_index != index:
+        body = json.dumps({"format": INDEX_FORMAT, "files": new_index}, separators=(",", ":"))
+        storage.put_bytes(s3, settings, bucket, base + INDEX_KEY, _utf8(body), "application/json")
+    stale = sorted(key for key in now if key.startswith(data) and key[len(data):] not in new_index)
+    storage.delete_keys(s3, settings, bucket, stale)
+    return {"bucket": bucket, "prefix": base, "uri": f"s3://{bucket}/{data}",
+            "uploaded": len(todo), "skipped": len(entries) - len(todo),
+            "bytes_uploaded": sum(e["size"] for e, _ in todo),
+            "bytes_total": sum(e["size"] for e, _ in entries),
+            "checked_by_head": len(unknown), "deleted": len(stale),
+            "seconds": round(time.monotonic() - started, 3)}
 
 
 def locations(inputs: Sequence[Input], destination: Optional[str]) -> dict[str, str]:
@@ -232,7 +349,9 @@ def fetch_script(carrier: Carrier, inputs: Sequence[Input], image: str, remove: 
     Guarded like the launch: when the job's container already exists
     (``submit`` sent again), nothing is copied. The job image is checked first
     (no copy for a launch that will be refused). Each input is then synced
-    and its file count and byte total compared with what S3 listed; a failure
+    (a local input's files checked against its version's manifest with
+    ``sha256sum -c``) and its file count and byte total compared with what
+    was staged or listed; a failure
     prints ``TAO_STAGE_FAILED <name> ...`` and exits 8. ``remove`` are files
     (the credential files) deleted on every path (``trap ... EXIT``).
     """
@@ -244,11 +363,9 @@ def fetch_script(carrier: Carrier, inputs: Sequence[Input], image: str, remove: 
     if carrier.path_style:
         lines.append(carrier.prepare().rstrip("\n"))
     for inp in inputs:
-        fail = f"{{ echo TAO_STAGE_FAILED {inp.name}; exit {STAGE_FAILED_EXIT}; }}"
+        lines += _fetch_local(carrier, inp) if inp.manifest_key else _fetch_s3(carrier, inp)
         staged = remote.rpath(remote.join(inputs_dir(job), inp.name))
         lines += [
-            carrier.run(inputs_dir(job), "/inputs", ["s3", "sync", "--only-show-errors", "--no-progress",
-                                                     inp.uri, f"/inputs/{inp.name}"]) + f" || {fail}",
             f"set -- $(find {staged} -type f -printf '%s\\n' | awk '{{n++; b+=$1}} END {{printf \"%d %.0f\", n, b}}')",
             f"if [ \"$1\" != {inp.files} ] || [ \"$2\" != {inp.bytes} ]; then "
             f"echo \"TAO_STAGE_FAILED {inp.name}: $1 of {inp.files} files, $2 of {inp.bytes} bytes on the instance\"; "
@@ -256,6 +373,46 @@ def fetch_script(carrier: Carrier, inputs: Sequence[Input], image: str, remove: 
         ]
     lines.append("fi")
     return "\n".join(lines)
+
+
+def _stage_failed(name: str, why: str = "") -> str:
+    message = f"TAO_STAGE_FAILED {name}" + (f": {why}" if why else "")
+    return f"{{ echo {shlex.quote(message)}; exit {STAGE_FAILED_EXIT}; }}"
+
+
+def _fetch_s3(carrier: Carrier, inp: Input) -> list[str]:
+    """An ``s3://`` input: ``aws s3 sync`` of its prefix (the count check follows)."""
+    return [carrier.run(inputs_dir(carrier.job_id), "/inputs",
+                        ["s3", "sync", "--only-show-errors", "--no-progress", inp.uri, f"/inputs/{inp.name}"])
+            + f" || {_stage_failed(inp.name)}"]
+
+
+def _fetch_local(carrier: Carrier, inp: Input) -> list[str]:
+    """A staged local input: ONE ``aws s3 sync`` of ``inputs/<NAME>/`` limited to ``data/*`` and this
+    version's manifest, into ``.stage-<NAME>``; the manifest must hash to what the laptop made
+    (so it is this version's, unaltered); ``data`` becomes ``<NAME>``; ``sha256sum -c`` checks every
+    file against the manifest (a file of another version, e.g. staged meanwhile by another
+    submit, fails here instead of reaching the job); the count check that follows catches extra files."""
+    job_inputs = inputs_dir(carrier.job_id)
+    stage_name = f".stage-{inp.name}"
+    base = f"s3://{storage.parse_s3_uri(inp.uri)[0]}/{INPUTS_PREFIX}/{inp.name}/"
+    manifest_rel = inp.manifest_key.rsplit("/", 2)[-2] + "/" + inp.manifest_key.rsplit("/", 1)[-1]
+    stage = remote.rpath(remote.join(job_inputs, stage_name))
+    manifest = remote.rpath(remote.join(job_inputs, stage_name, manifest_rel))
+    staged = remote.rpath(remote.join(job_inputs, inp.name))
+    check = remote.rpath(remote.join(job_inputs, stage_name, "check.txt"))
+    sync = carrier.run(job_inputs, "/inputs", ["s3", "sync", "--only-show-errors", "--no-progress",
+                                               "--exclude", "*", "--include", DATA_DIR + "*",
+                                               "--include", manifest_rel, base, f"/inputs/{stage_name}"])
+    return [
+        f"{sync} || {_stage_failed(inp.name)}",
+        f"[ \"$(sha256sum < {manifest} 2>/dev/null | cut -c1-64)\" = {inp.manifest_sha256} ] || "
+        + _stage_failed(inp.name, f"the manifest {inp.manifest_key} is missing or differs from the one staged"),
+        f"rm -rf {staged} && mkdir -p {stage}/data && mv {stage}/data {staged} || {_stage_failed(inp.name)}",
+        f"( cd {staged} && sha256sum -c --quiet --strict {manifest} ) > {check} 2>&1 || "
+        f"{{ echo \"TAO_STAGE_FAILED {inp.name}: not the staged content: $(head -c 300 {check} | tr '\\n' ' ')\"; "
+        f"exit {STAGE_FAILED_EXIT}; }}",
+    ]
 
 
 # ---------------------------------------------------------------- results

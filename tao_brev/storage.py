@@ -384,25 +384,44 @@ def _list_local(source: Path, excludes: Sequence[str]) -> list[tuple[str, Path]]
 
 
 def local_manifest(path: str | os.PathLike, excludes: Sequence[str] = (),
-                   workers: Optional[int] = None) -> list[dict]:
-    """The MANIFEST of a file or directory: ``[{"path", "size", "sha256"}]``, sorted by path."""
-    return [entry for entry, _ in _manifest_with_files(Path(path), excludes, workers)]
+                   workers: Optional[int] = None, cache=None) -> list[dict]:
+    """The MANIFEST of a file or directory: ``[{"path", "size", "sha256"}]``, sorted by path.
+
+    ``cache`` (a ``hash_cache.HashCache``) answers for files whose stat is
+    unchanged since they were hashed; the others are hashed and remembered.
+    """
+    return [entry for entry, _ in manifest_with_files(Path(path), excludes, workers, cache)]
 
 
-def _manifest_with_files(source: Path, excludes: Sequence[str],
-                         workers: Optional[int]) -> list[tuple[dict, Path]]:
+def manifest_with_files(source: Path, excludes: Sequence[str] = (), workers: Optional[int] = None,
+                        cache=None) -> list[tuple[dict, Path]]:
+    """(manifest entry, local file) pairs, sorted by path; each file hashed at most once
+    (not at all when ``cache`` knows it). The cache is saved before returning."""
+    source = Path(source)
     files = _list_local(source, list(excludes))
 
     def one(item):
         rel, full = item
         try:
-            return ({"path": rel, "size": full.stat().st_size, "sha256": file_checksum(full)}, full)
+            before = full.stat()
+            digest = cache.lookup(full, before) if cache is not None else None
+            if digest is None:
+                started = cache.now() if cache is not None else 0
+                digest = file_checksum(full)
+                if cache is not None:
+                    cache.store(full, before, full.stat(), digest, started)
+            return ({"path": rel, "size": before.st_size, "sha256": digest}, full)
         except OSError as exc:
             raise TaoBrevError("BAD_ARGUMENT", f"cannot read {str(full)!r}: {exc.strerror or exc}",
                                "Check that the local files are readable.")
 
     with ThreadPoolExecutor(max_workers=workers or min(8, (os.cpu_count() or 2))) as pool:
-        return list(pool.map(one, files))  # hashlib releases the GIL on large reads
+        out = list(pool.map(one, files))  # hashlib releases the GIL on large reads
+    if cache is not None:
+        if source.is_dir():
+            cache.forget_missing_under(source)
+        cache.save()
+    return out
 
 
 def check_manifest(manifest: Any) -> None:
@@ -474,13 +493,10 @@ def upload_tree(settings: S3Settings, local_path: str | os.PathLike, s3_prefix: 
     sha256 metadata is skipped. Files must not change while this runs.
     Progress goes to ``progress`` (stderr by default; None for silence).
     """
-    from boto3.s3.transfer import TransferConfig, create_transfer_manager
-    from s3transfer.subscribers import BaseSubscriber
-
     started = time.monotonic()
     bucket, prefix = _location(settings, s3_prefix)
     s3 = client(settings, max_pool_connections=max(32, max_concurrency * 2))
-    entries = _manifest_with_files(Path(local_path), excludes, None)
+    entries = manifest_with_files(Path(local_path), excludes)
     existing = _existing_objects(s3, settings, bucket, prefix)
 
     # Same key and size: read the stored sha256 to decide.
@@ -494,7 +510,34 @@ def upload_tree(settings: S3Settings, local_path: str | os.PathLike, s3_prefix: 
         skip = list(pool.map(lambda e: matches(e[0]), entries))
 
     todo = [(entry, full) for (entry, full), skipped in zip(entries, skip) if not skipped]
-    meter = _Progress(progress, "upload", len(todo), sum(e["size"] for e, _ in todo))
+    transfer_files(s3, settings, bucket, [(prefix + entry["path"], full, entry) for entry, full in todo],
+                   progress, multipart_threshold=multipart_threshold,
+                   multipart_chunksize=multipart_chunksize, max_concurrency=max_concurrency)
+
+    files = [dict(entry, action="skipped" if skipped else "uploaded")
+             for (entry, _), skipped in zip(entries, skip)]
+    return {"bucket": bucket, "prefix": prefix, "uri": f"s3://{bucket}/{prefix}",
+            "uploaded": len(todo), "skipped": len(entries) - len(todo),
+            "bytes_uploaded": sum(e["size"] for e, _ in todo),
+            "bytes_total": sum(e["size"] for e, _ in entries),
+            "seconds": round(time.monotonic() - started, 3), "files": files}
+
+
+def transfer_files(s3, settings: S3Settings, bucket: str, todo: Sequence[tuple[str, Path, Mapping]],
+                   progress: Optional[Callable[[str], None]] = _stderr,
+                   multipart_threshold: int = 8 * 2**20, multipart_chunksize: int = 8 * 2**20,
+                   max_concurrency: int = 10) -> None:
+    """Upload ``(key, local file, manifest entry)`` items with boto3's managed transfers.
+
+    Multipart above ``multipart_threshold``, ``max_concurrency`` requests across
+    files and parts, the entry's sha256 as ``x-amz-meta-sha256``; progress lines
+    (``[upload] files, MiB``) to ``progress``. Raises the mapped storage error of
+    the first failure (the manager cancels the rest).
+    """
+    from boto3.s3.transfer import TransferConfig, create_transfer_manager
+    from s3transfer.subscribers import BaseSubscriber
+
+    meter = _Progress(progress, "upload", len(todo), sum(int(e["size"]) for _, _, e in todo))
 
     class Meter(BaseSubscriber):
         def on_progress(self, future, bytes_transferred, **kwargs):
@@ -509,37 +552,72 @@ def upload_tree(settings: S3Settings, local_path: str | os.PathLike, s3_prefix: 
     config.preferred_transfer_client = "classic"  # never the CRT client, whatever is installed
     try:
         with create_transfer_manager(s3, config) as manager:
-            futures = [manager.upload(str(full), bucket, prefix + entry["path"],
+            futures = [manager.upload(str(full), bucket, key,
                                       extra_args={"Metadata": {METADATA_KEY: entry["sha256"]}},
                                       subscribers=[Meter()])
-                       for entry, full in todo]
-            for (entry, _), future in zip(todo, futures):
+                       for key, full, entry in todo]
+            for (key, _, _), future in zip(todo, futures):
                 try:
                     future.result()
                 except Exception as exc:  # the manager cancels the rest on the way out
-                    raise _map_exception(exc, settings, f"upload of {entry['path']!r} to s3://{bucket}/{prefix}")
+                    raise _map_exception(exc, settings, f"upload of s3://{bucket}/{key}")
     finally:
         meter.finish()
 
-    files = [dict(entry, action="skipped" if skipped else "uploaded")
-             for (entry, _), skipped in zip(entries, skip)]
-    return {"bucket": bucket, "prefix": prefix, "uri": f"s3://{bucket}/{prefix}",
-            "uploaded": len(todo), "skipped": len(entries) - len(todo),
-            "bytes_uploaded": sum(e["size"] for e, _ in todo),
-            "bytes_total": sum(e["size"] for e, _ in entries),
-            "seconds": round(time.monotonic() - started, 3), "files": files}
+
+def list_objects(s3, settings: S3Settings, bucket: str, prefix: str) -> dict[str, dict]:
+    """key -> ``{"size", "etag"}`` of every object under the prefix (one paginated ListObjectsV2)."""
+    found: dict[str, dict] = {}
+    try:
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for obj in page.get("Contents", []) or []:
+                found[obj["Key"]] = {"size": obj["Size"], "etag": obj.get("ETag", "")}
+    except Exception as exc:
+        raise _map_exception(exc, settings, f"listing s3://{bucket}/{prefix}")
+    return found
 
 
 def _existing_objects(s3, settings: S3Settings, bucket: str, prefix: str) -> dict[str, int]:
     """key -> size of every object under the prefix (one paginated LIST)."""
-    sizes: dict[str, int] = {}
+    return {key: obj["size"] for key, obj in list_objects(s3, settings, bucket, prefix).items()}
+
+
+def put_bytes(s3, settings: S3Settings, bucket: str, key: str, body: bytes, content_type: str) -> None:
+    """One small object in one PutObject."""
     try:
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            for obj in page.get("Contents", []) or []:
-                sizes[obj["Key"]] = obj["Size"]
+        s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type)
     except Exception as exc:
-        raise _map_exception(exc, settings, f"listing s3://{bucket}/{prefix}")
-    return sizes
+        raise _map_exception(exc, settings, f"writing s3://{bucket}/{key}")
+
+
+def get_bytes(s3, settings: S3Settings, bucket: str, key: str) -> Optional[bytes]:
+    """A small object's content, or None when it does not exist."""
+    import botocore.exceptions as bce
+
+    try:
+        return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except bce.ClientError as exc:
+        if str(exc.response.get("Error", {}).get("Code")) in _NOT_FOUND_CODES:
+            return None
+        raise _map_exception(exc, settings, f"reading s3://{bucket}/{key}")
+    except Exception as exc:
+        raise _map_exception(exc, settings, f"reading s3://{bucket}/{key}")
+
+
+def delete_keys(s3, settings: S3Settings, bucket: str, keys: Sequence[str]) -> None:
+    """Delete objects, up to 1000 per DeleteObjects request; any key that fails raises."""
+    for i in range(0, len(keys), 1000):
+        batch = keys[i:i + 1000]
+        try:
+            answer = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in batch],
+                                                              "Quiet": True})
+        except Exception as exc:
+            raise _map_exception(exc, settings, f"deleting {len(batch)} objects in s3://{bucket}")
+        errors = answer.get("Errors") or []
+        if errors:
+            first = errors[0]
+            raise _error("S3_REQUEST_FAILED", f"deleting s3://{bucket}/{first.get('Key')}: "
+                         f"{first.get('Code')}: {first.get('Message', '')}", settings)
 
 
 def _head(s3, settings: S3Settings, bucket: str, key: str) -> Optional[dict]:

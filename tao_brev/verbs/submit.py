@@ -35,7 +35,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import archs, bank, cost, credentials, known_secrets, redact, remote, staging, storage, yaml_bounded
+from .. import archs, bank, cost, credentials, hash_cache, known_secrets, redact, remote, staging, storage
+from .. import yaml_bounded
 from .. import routing as routing_mod
 from ..cli import Context, deferred_interrupts, note_job, say
 from ..errors import TaoBrevError, TransportError
@@ -493,6 +494,7 @@ class Staging:
     settings: storage.S3Settings
     inputs: list
     carrier_image: str
+    cache_path: Path | None = None     # the local hash cache (hash_cache.default_path)
 
     @classmethod
     def plan(cls, ctx: Context, req: SubmitRequest) -> "Staging | None":
@@ -503,11 +505,13 @@ class Staging:
         if settings.missing():
             raise TaoBrevError("MISSING_CREDENTIAL", f"storage tier {req.storage_tier} moves data through S3; "
                                f"not set: {', '.join(settings.missing())}")
-        return cls(req.storage_tier, settings, staging.parse_inputs(req.inputs), staging.carrier_image(ctx.env))
+        return cls(req.storage_tier, settings, staging.parse_inputs(req.inputs), staging.carrier_image(ctx.env),
+                   hash_cache.default_path(ctx.state_root))
 
     def prepare(self, upload: bool = True) -> None:
         """Put the local inputs in S3 (or, with ``upload=False``, only work out where they would go)."""
-        staging.prepare_inputs(self.settings, self.settings.bucket, self.inputs, upload=upload)
+        staging.prepare_inputs(self.settings, self.settings.bucket, self.inputs, upload=upload,
+                               cache=hash_cache.HashCache(self.cache_path))
 
     def mounts(self, job_id: str) -> list[tuple[str, str, bool]]:
         return staging.input_mounts(job_id, self.inputs)
@@ -537,8 +541,8 @@ class Staging:
 
     def plan_steps(self, instance: str) -> list[dict]:
         who = "the carrier and the job container" if self.tier == "C" else "the carrier only"
-        return [{"step": "upload_inputs", "what": "storage.upload_tree of each local input to its "
-                 "content-addressed prefix (objects already there are skipped)",
+        return [{"step": "upload_inputs", "what": "staging.sync_input of each local input to "
+                 "s3://BUCKET/inputs/NAME/ (only files not already there are sent)",
                  "inputs": [inp.to_json() for inp in self.inputs]},
                 {"step": "copy_s3_credentials", "what": f"brev copy <0600 file with the AWS_* settings, read by "
                  f"{who}> {instance}:.tao-cred-<job_id>-<random>"}]
