@@ -8,15 +8,19 @@ verified. No AWS key value may reach any argv or any output.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import subprocess
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_DATA, validate
-from tao_brev import staging, storage
+from conftest import EXAMPLE_DATA, TAO_IMAGE, validate
+from tao_brev import credentials, hash_cache, staging, storage
 from tao_brev.errors import TaoBrevError
 from tests.s3server import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY
 
@@ -159,7 +163,6 @@ def test_tier_c_gives_the_container_its_credentials_and_repairs_a_loss(s3world, 
     expected = {"AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY_ID, "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_ACCESS_KEY,
                 "TAO_RESULTS_URI": f"s3://{s3world.bucket}/results/{job}/",
                 "TAO_INPUT_URI_LEVIR_CD_TINY": sub.json["inputs"][0]["uri"]}
-    import hashlib
     assert seen == {k: hashlib.sha256(v.encode()).hexdigest() for k, v in expected.items()}
     assert "env_seen.json" in s3world.keys(f"results/{job}/")
 
@@ -262,3 +265,225 @@ def test_carrier_command_shape():
     path_style = staging.Carrier(CARRIER, "~/.tao-cred-j-s3-ab12", "j", path_style=True)
     assert "-e AWS_CONFIG_FILE=/tao-aws/config" in path_style.run("~/r", "/results", ["s3", "ls"], read_only=True)
     assert "addressing_style = path" in path_style.prepare()
+
+
+# ------------------------------------------------------------------ re-staging: what goes over the wire
+WRITES = {"PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload", "CopyObject",
+          "DeleteObjects", "DeleteObject"}
+
+
+class Requests:
+    """Every S3 call the code under test makes, as (operation, key): botocore's
+    ``provide-client-params`` event fires once per API call on each client ``storage.client`` builds."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, str | None]] = []
+
+    def clear(self) -> None:
+        self.calls.clear()
+
+    def count(self) -> Counter:
+        return Counter(op for op, _ in self.calls)
+
+    def written(self) -> set:
+        return {key for op, key in self.calls if op in WRITES and key}
+
+
+@pytest.fixture
+def requests_seen(monkeypatch) -> Requests:
+    seen, real = Requests(), storage.client
+
+    def counting(*args, **kwargs):
+        s3 = real(*args, **kwargs)
+        s3.meta.events.register("provide-client-params.s3",
+                                lambda params, model, **_: seen.calls.append((model.name, params.get("Key"))))
+        return s3
+    monkeypatch.setattr(storage, "client", counting)
+    return seen
+
+
+@pytest.fixture
+def hashed(monkeypatch) -> list[str]:
+    names: list[str] = []
+    real = storage.file_checksum
+
+    def spy(path):
+        names.append(Path(path).name)
+        return real(path)
+    monkeypatch.setattr(storage, "file_checksum", spy)
+    return names
+
+
+def later() -> int:
+    """An injected clock past every file's mtime: nothing is racy, so the cache keeps every hash."""
+    return time.time_ns() + 3600 * 10**9
+
+
+class Stager:
+    """prepare_inputs of one local input named ``ds`` into a fresh bucket, with a hash cache."""
+
+    def __init__(self, s3_server, tmp_path: Path):
+        self.bucket = s3_server["create_bucket"]()
+        self.settings = storage.s3_settings(s3_server["env"])
+        self.s3 = s3_server["server"].boto_client()
+        self.cache_file = tmp_path / "state" / "brev" / "hash-cache.json"
+
+    def stage(self, source: Path) -> staging.Input:
+        [inp] = staging.prepare_inputs(self.settings, self.bucket, staging.parse_inputs([f"{source}=ds"]),
+                                       cache=hash_cache.HashCache(self.cache_file, clock=later))
+        return inp
+
+    def keys(self, prefix: str = "inputs/ds/") -> dict[str, int]:
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        return {o["Key"][len(prefix):]: o["Size"] for page in pages for o in page.get("Contents", [])}
+
+    def get(self, key: str) -> bytes:
+        return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+
+
+def shards(root: Path, small: int = 12, big: int = 3, big_bytes: int = 9 * MiB) -> Path:
+    """Small files plus ``big`` shards over the 8 MiB multipart threshold."""
+    for i in range(small):
+        path = root / "images" / f"{i % 3}" / f"img_{i:03d}.jpg"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(os.urandom(1000 + 37 * i))
+    (root / "shards").mkdir(parents=True, exist_ok=True)
+    for i in range(big):
+        (root / "shards" / f"shard_{i}.tar").write_bytes(os.urandom(big_bytes))
+    return root
+
+
+def test_a_restage_sends_only_the_changed_file_and_nothing_when_nothing_changed(s3_server, tmp_path,
+                                                                                requests_seen, hashed):
+    stager, root = Stager(s3_server, tmp_path), shards(tmp_path / "ds")
+    first = stager.stage(root)
+    assert (first.upload["uploaded"], first.upload["skipped"]) == (15, 0) and len(hashed) == 15
+    assert first.uri == f"s3://{stager.bucket}/inputs/ds/data/"
+    manifest = storage.local_manifest(root)
+    keys = stager.keys()
+    assert {k for k in keys if k.startswith("data/")} == {"data/" + e["path"] for e in manifest}
+    assert stager.get(first.manifest_key).decode() == staging.sha256sum_text(manifest)
+    assert hashlib.sha256(stager.get(first.manifest_key)).hexdigest() == first.manifest_sha256
+
+    # Nothing changed: one LIST and the index, no hashing, no HEAD, no write of any kind.
+    requests_seen.clear(), hashed.clear()
+    again = stager.stage(root)
+    assert requests_seen.count() == Counter({"ListObjectsV2": 1, "GetObject": 1}), requests_seen.calls
+    assert hashed == [] and (again.upload["uploaded"], again.upload["bytes_uploaded"]) == (0, 0)
+    assert (again.uri, again.manifest_key) == (first.uri, first.manifest_key)
+
+    # One byte appended to one shard: that shard alone is hashed and sent (multipart), then the
+    # version's manifest and the index; no HEAD.
+    with open(root / "shards" / "shard_1.tar", "ab") as handle:
+        handle.write(b"x")
+    requests_seen.clear(), hashed.clear()
+    grown = stager.stage(root)
+    assert hashed == ["shard_1.tar"]
+    assert (grown.upload["uploaded"], grown.upload["bytes_uploaded"]) == (1, 9 * MiB + 1)
+    assert requests_seen.written() == {"inputs/ds/data/shards/shard_1.tar", grown.manifest_key,
+                                       "inputs/ds/index.json"}
+    assert requests_seen.count()["HeadObject"] == 0 and requests_seen.count()["CreateMultipartUpload"] == 1
+    assert grown.manifest_key != first.manifest_key and first.manifest_key[len("inputs/ds/"):] in stager.keys()
+    assert stager.keys()["data/shards/shard_1.tar"] == 9 * MiB + 1
+
+    # A file deleted here is deleted from data/ (after the manifest and the index), nothing is sent.
+    (root / "images" / "0" / "img_000.jpg").unlink()
+    requests_seen.clear()
+    fewer = stager.stage(root)
+    assert fewer.upload["deleted"] == 1 and fewer.upload["uploaded"] == 0
+    assert "data/images/0/img_000.jpg" not in stager.keys()
+    ops = [op for op, _ in requests_seen.calls]
+    assert ops.index("DeleteObjects") > ops.index("PutObject")   # the manifest and index first
+    assert fewer.files == 14
+
+
+def test_an_interrupted_staging_names_no_unsent_file_and_the_rerun_sends_the_rest(s3_server, tmp_path,
+                                                                                  requests_seen, monkeypatch):
+    stager, root = Stager(s3_server, tmp_path), shards(tmp_path / "ds", small=6, big=0)
+    before = stager.stage(root)
+    index_before = stager.get("inputs/ds/index.json")
+    for i in range(3):
+        (root / "images" / "0" / f"new_{i}.jpg").write_bytes(os.urandom(500 + i))
+
+    real = storage.transfer_files
+
+    def interrupted(s3, settings, bucket, todo, *args, **kwargs):
+        real(s3, settings, bucket, todo[:1], *args, **kwargs)     # one file made it, then the link died
+        raise KeyboardInterrupt
+    monkeypatch.setattr(storage, "transfer_files", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        stager.stage(root)
+    new_manifest = "manifests/" + staging.manifest_digest(storage.local_manifest(root)) + ".sha256"
+    keys = stager.keys()
+    assert new_manifest not in keys and before.manifest_key[len("inputs/ds/"):] in keys
+    assert stager.get("inputs/ds/index.json") == index_before          # still describes what it did
+    assert sum(1 for k in keys if k.startswith("data/images/0/new_")) == 1
+
+    monkeypatch.setattr(storage, "transfer_files", real)
+    requests_seen.clear()
+    done = stager.stage(root)
+    assert done.upload["uploaded"] == 2 and done.upload["checked_by_head"] == 1   # the one sent: by its metadata
+    assert new_manifest in stager.keys()
+
+
+def test_a_lost_index_costs_heads_not_uploads_and_a_foreign_rewrite_is_sent_again(s3_server, tmp_path,
+                                                                                  requests_seen):
+    stager, root = Stager(s3_server, tmp_path), shards(tmp_path / "ds", small=5, big=0)
+    stager.stage(root)
+    stager.s3.delete_object(Bucket=stager.bucket, Key="inputs/ds/index.json")      # e.g. another laptop's first run
+    requests_seen.clear()
+    again = stager.stage(root)
+    assert again.upload["uploaded"] == 0 and requests_seen.count()["HeadObject"] == 5
+    assert requests_seen.written() == {"inputs/ds/index.json"}
+
+    # Another writer replaces a file with other bytes of the same size (no sha256 metadata): its ETag no
+    # longer matches the index, its metadata cannot vouch for it, so it is sent again.
+    victim = "inputs/ds/data/images/1/img_001.jpg"
+    stager.s3.put_object(Bucket=stager.bucket, Key=victim, Body=os.urandom(len(stager.get(victim))))
+    requests_seen.clear()
+    repaired = stager.stage(root)
+    assert repaired.upload["uploaded"] == 1 and requests_seen.count()["HeadObject"] == 1
+    assert stager.get(victim) == (root / "images" / "1" / "img_001.jpg").read_bytes()
+
+
+def test_the_instance_copies_only_the_staged_version_and_refuses_any_other(s3world, dataset):
+    """The fetch script on the (simulated) instance: one carrier sync, the manifest checked against the
+    sha256 the laptop computed, every file checked with sha256sum -c, the count checked."""
+    settings = storage.s3_settings(s3world.world.env)
+    home = s3world.sim.instance_home("box")
+    (home / ".tao-cred-t-s3").write_text(credentials.env_file_text(settings.container_env()))
+    carrier = staging.Carrier(CARRIER, "~/.tao-cred-t-s3", "", path_style=True)
+
+    def fetch(job: str, inp: staging.Input) -> subprocess.CompletedProcess:
+        script = staging.fetch_script(staging.Carrier(CARRIER, carrier.env_file, job, path_style=True), [inp],
+                                      TAO_IMAGE)
+        return subprocess.run(["brev", "exec", "box", script], env=s3world.world.env, capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=300)
+
+    (dataset / "odd \\ name.txt").write_bytes(b"backslash in a name\n")   # escaped in the sha256sum manifest
+    [inp] = staging.prepare_inputs(settings, s3world.bucket, staging.parse_inputs([f"{dataset}=levir_cd_tiny"]))
+    ok = fetch("j1", inp)
+    assert ok.returncode == 0, ok
+    assert storage.local_manifest(s3world.staged("j1")) == storage.local_manifest(dataset)
+
+    # Another version staged meanwhile (same name, one file changed): this job's copy refuses it.
+    key = "inputs/levir_cd_tiny/data/A/" + sorted(p.name for p in (dataset / "A").iterdir())[0]
+    original = s3world.s3.get_object(Bucket=s3world.bucket, Key=key)["Body"].read()
+    s3world.s3.put_object(Bucket=s3world.bucket, Key=key, Body=bytes(len(original)))
+    changed = fetch("j2", inp)
+    assert changed.returncode != 0 and "exit status 8" in changed.stderr, changed   # brev exec's own report
+    assert "TAO_STAGE_FAILED levir_cd_tiny: not the staged content" in changed.stdout and "FAILED" in changed.stdout
+
+    # An extra file in data/ (not in this version) is refused by the count.
+    s3world.s3.put_object(Bucket=s3world.bucket, Key=key, Body=original)
+    s3world.s3.put_object(Bucket=s3world.bucket, Key="inputs/levir_cd_tiny/data/extra.bin", Body=b"stale")
+    extra = fetch("j3", inp)
+    assert extra.returncode != 0 and f"TAO_STAGE_FAILED levir_cd_tiny: {inp.files + 1} of {inp.files} files" in extra.stdout, extra
+
+    # A manifest altered in S3 is refused before any file is trusted.
+    s3world.s3.delete_object(Bucket=s3world.bucket, Key="inputs/levir_cd_tiny/data/extra.bin")
+    body = s3world.s3.get_object(Bucket=s3world.bucket, Key=inp.manifest_key)["Body"].read()
+    s3world.s3.put_object(Bucket=s3world.bucket, Key=inp.manifest_key, Body=body + b"0" * 64 + b"  x\n")
+    forged = fetch("j4", inp)
+    assert forged.returncode != 0 and "differs from the one staged" in forged.stdout, forged
+    s3world.assert_no_secret_anywhere()
