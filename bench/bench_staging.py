@@ -1,20 +1,33 @@
 #!/usr/bin/env python3
-"""Stage the same data to one moto S3 server with upload_tree and with `aws s3 sync`.
+"""Staging inputs (tiers B/C) beside `aws s3 sync`, against one moto S3 server on 127.0.0.1.
 
-Prints a table (seconds, MiB/s, ratio); asserts nothing about timing.
-Run from the repository root:  python bench/bench_staging.py [--small 200] [--big 2] [--big-mib 20]
+Prints figures and the targets; asserts nothing about timing.
+Run from the repository root:  python bench/bench_staging.py [--small 200] [--shards 3] [--shard-mib 100] [--reps 3]
 
+Two data sets, each staged by the bundle (``staging.prepare_inputs`` with the
+local hash cache, what ``submit.py --storage-tier B`` runs) and synced by the
+AWS CLI (``aws s3 sync``, the venv's awscli) to its own prefix:
+
+* ``--small`` files of 4-64 KiB: first upload, then a re-stage with nothing
+  changed (target: <= 0.5x ``aws s3 sync``);
+* ``--shards`` files of ``--shard-mib`` MiB: first upload, then one byte
+  appended to one shard and staged again (target: <= 1.2x ``aws s3 sync``),
+  with the bytes each tool sent again (objects created or rewritten).
+
+The bundle is timed twice: in this process (boto3 already imported) and as a
+fresh process (``python -c`` that imports the package and stages), which
+starts like the AWS CLI does. Each figure is the median of ``--reps`` runs.
 Both tools get the same credentials, endpoint and checksum settings
-(S3Settings.container_env), the same concurrency (10) and the same 8 MiB
-multipart threshold/chunk (awscli's defaults). One run each, plus a second
-run with nothing changed (what a resumed staging costs).
+(``S3Settings.container_env``) and the same concurrency (10) and 8 MiB
+multipart threshold (awscli's defaults).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,82 +37,142 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tao_brev import storage  # noqa: E402
+from tao_brev import hash_cache, staging, storage  # noqa: E402
 from tests.s3server import MotoS3Server  # noqa: E402
 
 MiB = 2**20
+TARGETS = {"no change": 0.5, "one file changed": 1.2}
+_CHILD = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from tao_brev import hash_cache, staging, storage
+settings = storage.s3_settings()
+[inp] = staging.prepare_inputs(settings, sys.argv[2], staging.parse_inputs([sys.argv[3] + "=" + sys.argv[4]]),
+                               cache=hash_cache.HashCache(Path(sys.argv[5])))
+print(inp.upload["uploaded"])
+"""
 
 
-def generate(root: Path, small: int, big: int, big_mib: int) -> int:
+def small_files(root: Path, count: int) -> int:
     total = 0
-    for i in range(small):
+    for i in range(count):
         data = os.urandom(4096 + (i * 7919) % 61440)  # 4-64 KiB
         path = root / f"images/{i % 10:02d}/img_{i:04d}.jpg"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         total += len(data)
-    for i in range(big):
-        path = root / f"shards/shard_{i}.tar"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as handle:
-            for _ in range(big_mib):
-                handle.write(os.urandom(MiB))
-        total += big_mib * MiB
     return total
 
 
-def aws_sync(settings: storage.S3Settings, source: Path, uri: str) -> float:
-    if not shutil.which("aws"):
-        raise SystemExit("aws CLI not on PATH (pip install awscli)")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(settings.container_env())
-    env["AWS_CONFIG_FILE"] = env["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
-    started = time.perf_counter()
-    subprocess.run(["aws", "s3", "sync", str(source), uri, "--endpoint-url", settings.endpoint_url,
-                    "--only-show-errors"], env=env, check=True, stdin=subprocess.DEVNULL)
-    return time.perf_counter() - started
+def shard_files(root: Path, count: int, mib: int) -> int:
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        with open(root / f"shard_{i}.tar", "wb") as handle:
+            for _ in range(mib):
+                handle.write(os.urandom(MiB))
+    return count * mib * MiB
 
 
-def bundle_upload(settings: storage.S3Settings, source: Path, uri: str) -> tuple[float, dict]:
-    started = time.perf_counter()
-    report = storage.upload_tree(settings, source, uri, progress=None)
-    return time.perf_counter() - started, report
+class Bench:
+    def __init__(self, server: MotoS3Server, tmp: Path):
+        self.server, self.tmp = server, tmp
+        self.bucket = server.create_bucket("bench")
+        self.settings = storage.s3_settings(dict(server.env, S3_BUCKET_NAME=self.bucket))
+        self.s3 = server.boto_client()
+        self.cache = tmp / "state" / "brev" / "hash-cache.json"
+        self.aws = str(Path(sys.executable).parent / "aws")
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        self.env.update(self.settings.container_env())
+        self.env["AWS_CONFIG_FILE"] = self.env["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+
+    def objects(self, prefix: str) -> dict[str, tuple]:
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        return {o["Key"]: (o["Size"], o["ETag"], o["LastModified"]) for p in pages for o in p.get("Contents", [])}
+
+    def sent(self, prefix: str, before: dict) -> int:
+        """Bytes of the objects created or rewritten under ``prefix`` since ``before``."""
+        return sum(v[0] for k, v in self.objects(prefix).items() if before.get(k) != v)
+
+    def bundle(self, source: Path, name: str) -> tuple[float, int]:
+        before = self.objects(f"inputs/{name}/")
+        started = time.perf_counter()
+        staging.prepare_inputs(self.settings, self.bucket, staging.parse_inputs([f"{source}={name}"]),
+                               cache=hash_cache.HashCache(self.cache))
+        return time.perf_counter() - started, self.sent(f"inputs/{name}/", before)
+
+    def bundle_process(self, source: Path, name: str) -> tuple[float, int]:
+        before = self.objects(f"inputs/{name}/")
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), self.bucket, str(source), name, str(self.cache)],
+                       env=self.env, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        return time.perf_counter() - started, self.sent(f"inputs/{name}/", before)
+
+    def aws_sync(self, source: Path, name: str) -> tuple[float, int]:
+        prefix = f"awscli/{name}/"
+        before = self.objects(prefix)
+        started = time.perf_counter()
+        subprocess.run([self.aws, "s3", "sync", str(source), f"s3://{self.bucket}/{prefix}",
+                        "--endpoint-url", self.settings.endpoint_url, "--only-show-errors"],
+                       env=self.env, check=True, stdin=subprocess.DEVNULL)
+        return time.perf_counter() - started, self.sent(prefix, before)
+
+
+def median(runs: list[tuple[float, int]]) -> tuple[float, int]:
+    return statistics.median(t for t, _ in runs), max(b for _, b in runs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", type=int, default=200, help="number of 4-64 KiB files")
-    parser.add_argument("--big", type=int, default=2, help="number of large files")
-    parser.add_argument("--big-mib", type=int, default=20, help="size of each large file in MiB")
+    parser.add_argument("--shards", type=int, default=3, help="number of large files")
+    parser.add_argument("--shard-mib", type=int, default=100, help="size of each large file in MiB")
+    parser.add_argument("--reps", type=int, default=3, help="runs per figure (the median is printed)")
     args = parser.parse_args()
 
+    rows = []
     with tempfile.TemporaryDirectory() as tmp, MotoS3Server() as server:
-        source = Path(tmp) / "data"
-        total = generate(source, args.small, args.big, args.big_mib)
-        bucket = server.create_bucket("bench")
-        settings = storage.s3_settings(server.env)
-        files = args.small + args.big
-        print(f"data: {files} files, {total / MiB:.1f} MiB; endpoint {server.endpoint_url} (moto)")
+        bench = Bench(server, Path(tmp))
+        small, big = Path(tmp) / "small", Path(tmp) / "shards"
+        small_bytes = small_files(small, args.small)
+        big_bytes = shard_files(big, args.shards, args.shard_mib)
+        time.sleep(0.2)   # past the hash cache's racy window, as for data written earlier
+        print(f"data: {args.small} small files ({small_bytes / MiB:.1f} MiB), {args.shards} shards of "
+              f"{args.shard_mib} MiB; endpoint {server.endpoint_url} (moto); {args.reps} runs each, median")
 
-        rows = []
-        t_bundle, report = bundle_upload(settings, source, f"s3://{bucket}/bundle/")
-        assert report["uploaded"] == files
-        t_aws = aws_sync(settings, source, f"s3://{bucket}/awscli/")
-        rows.append(("first run", t_bundle, t_aws, total))
-        t_bundle2, report2 = bundle_upload(settings, source, f"s3://{bucket}/bundle/")
-        t_aws2 = aws_sync(settings, source, f"s3://{bucket}/awscli/")
-        rows.append(("nothing changed", t_bundle2, t_aws2, 0))
-        verified = storage.verify_against_manifest(settings, f"s3://{bucket}/bundle/",
-                                                   storage.local_manifest(source),
-                                                   progress=None)["verified"]
+        rows.append(("first upload", f"{args.small} small", bench.bundle(small, "small"), None,
+                     bench.aws_sync(small, "small")))
+        rows.append(("no change", f"{args.small} small",
+                     median([bench.bundle(small, "small") for _ in range(args.reps)]),
+                     median([bench.bundle_process(small, "small") for _ in range(args.reps)]),
+                     median([bench.aws_sync(small, "small") for _ in range(args.reps)])))
 
-    print(f"{'run':<16} {'tool':<22} {'seconds':>8} {'MiB/s':>8} {'aws/bundle':>11}")
-    for label, tb, ta, nbytes in rows:
-        for tool, seconds in (("upload_tree", tb), ("aws s3 sync", ta)):
-            rate = f"{nbytes / MiB / seconds:8.1f}" if nbytes else f"{'-':>8}"
-            ratio = f"{ta / tb:11.2f}" if tool == "upload_tree" else ""
-            print(f"{label:<16} {tool:<22} {seconds:8.2f} {rate} {ratio}")
-    print(f"second upload_tree run skipped {report2['skipped']}/{files}; bundle prefix verified: {verified}")
+        rows.append(("first upload", f"{args.shards} shards", bench.bundle(big, "shards"), None,
+                     bench.aws_sync(big, "shards")))
+        ours, fresh, theirs = [], [], []
+        for rep in range(args.reps):
+            for runs, stage in ((ours, bench.bundle), (fresh, bench.bundle_process), (theirs, bench.aws_sync)):
+                with open(big / "shard_1.tar", "ab") as handle:   # one byte more each time, for each tool
+                    handle.write(b"x")
+                runs.append(stage(big, "shards"))
+                if stage is not bench.aws_sync:
+                    bench.aws_sync(big, "shards")   # keep the aws prefix one byte behind, like ours
+        rows.append(("one file changed", f"{args.shards} shards", median(ours), median(fresh), median(theirs)))
+        bench.bundle(big, "shards")   # the last run above was aws's: bring the bundle's copy level, then check it
+        report = storage.verify_against_manifest(bench.settings, f"s3://{bench.bucket}/inputs/shards/data/",
+                                                 storage.local_manifest(big), progress=None)
+
+    print(f"{'case':<17} {'data':<11} {'bundle s':>9} {'(process)':>10} {'aws sync s':>11} "
+          f"{'ratio':>6} {'target':>7} {'bundle sent':>12} {'aws sent':>10}")
+    for case, data, (t_ours, b_ours), fresh, (t_aws, b_aws) in rows:
+        fresh_s = f"{fresh[0]:10.2f}" if fresh else f"{'':>10}"
+        ratio = max(t_ours, fresh[0]) / t_aws if fresh else t_ours / t_aws
+        target = f"<= {TARGETS[case]}" if case in TARGETS else ""
+        print(f"{case:<17} {data:<11} {t_ours:9.2f} {fresh_s} {t_aws:11.2f} {ratio:6.2f} {target:>7} "
+              f"{b_ours / MiB:9.2f} MiB {b_aws / MiB:6.2f} MiB")
+    print("ratio: the slower of the two bundle figures / aws s3 sync; sent: bytes of the objects created "
+          "or rewritten (the bundle's include its manifest and index)")
+    print(json.dumps({"shards_verified": report["verified"]}))
 
 
 if __name__ == "__main__":

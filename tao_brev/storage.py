@@ -27,6 +27,7 @@ boto3 is imported inside functions so scripts that never touch S3 start fast.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import os
 import re
@@ -234,13 +235,28 @@ def client(settings: S3Settings, max_attempts: int = 5, connect_timeout: float =
     The settings are the single source: credentials are passed explicitly and,
     without an endpoint, configured endpoint variables are ignored, so the
     client never mixes the caller's ``env`` with ``os.environ``.
+
+    Clients are kept per process (the last 8 distinct settings and options):
+    building one reads botocore's service models, about 0.15 s, and botocore
+    clients are thread-safe, so a submit staging several inputs, or a
+    benchmark staging again, builds one.
     """
     absent = settings.missing()
     if absent:
         raise _error("MISSING_CREDENTIAL",
                      f"S3 credentials are not set: {', '.join(absent)} "
                      "(legacy names ACCESS_KEY / SECRET_KEY are accepted too).", settings)
-    import boto3
+    return _cached_client(settings.access_key_id, settings.secret_access_key, settings.session_token,
+                          settings.endpoint_url, settings.region, max_attempts, connect_timeout, read_timeout,
+                          max_pool_connections)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_client(access_key_id, secret_access_key, session_token, endpoint_url, region, max_attempts,
+                   connect_timeout, read_timeout, max_pool_connections):
+    settings = S3Settings(access_key_id=access_key_id, secret_access_key=secret_access_key,
+                          session_token=session_token, endpoint_url=endpoint_url, region=region)
+    import botocore.session   # not boto3: its import also loads s3transfer, needed only to upload
     from botocore.config import Config
 
     options: dict[str, Any] = dict(
@@ -262,14 +278,11 @@ def client(settings: S3Settings, max_attempts: int = 5, connect_timeout: float =
     # Options older botocore lacks (checksums: 1.36; endpoint env: 1.31) are
     # dropped: those versions never send the default checksums anyway.
     options = {k: v for k, v in options.items() if k in Config.OPTION_DEFAULTS}
-    session = boto3.session.Session(
-        aws_access_key_id=settings.access_key_id,
-        aws_secret_access_key=settings.secret_access_key,
-        aws_session_token=settings.session_token,
-        region_name=settings.region or DEFAULT_REGION,
-    )
+    session = botocore.session.Session()
+    session.set_credentials(settings.access_key_id, settings.secret_access_key, settings.session_token)
     try:
-        return session.client("s3", endpoint_url=settings.endpoint_url or None, config=Config(**options))
+        return session.create_client("s3", region_name=settings.region or DEFAULT_REGION,
+                                     endpoint_url=settings.endpoint_url or None, config=Config(**options))
     except ValueError as exc:  # botocore: "Invalid endpoint: ..."
         raise _error("BAD_ARGUMENT",
                      f"AWS_ENDPOINT_URL is not a valid URL ({_safe_endpoint(settings.endpoint_url)!r}): {exc}",

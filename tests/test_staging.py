@@ -290,16 +290,22 @@ class Requests:
 
 
 @pytest.fixture
-def requests_seen(monkeypatch) -> Requests:
-    seen, real = Requests(), storage.client
+def requests_seen(monkeypatch):
+    seen, real, hooked = Requests(), storage.client, []
+
+    def record(params, model, **_):
+        seen.calls.append((model.name, params.get("Key")))
 
     def counting(*args, **kwargs):
-        s3 = real(*args, **kwargs)
-        s3.meta.events.register("provide-client-params.s3",
-                                lambda params, model, **_: seen.calls.append((model.name, params.get("Key"))))
+        s3 = real(*args, **kwargs)            # storage keeps clients per process: hook each one once
+        if not any(s3 is other for other in hooked):
+            s3.meta.events.register("provide-client-params.s3", record)
+            hooked.append(s3)
         return s3
     monkeypatch.setattr(storage, "client", counting)
-    return seen
+    yield seen
+    for s3 in hooked:
+        s3.meta.events.unregister("provide-client-params.s3", record)
 
 
 @pytest.fixture
