@@ -250,13 +250,14 @@ def sync_input(settings: storage.S3Settings, bucket: str, base: str, entries: Se
     storage.transfer_files(s3, settings, bucket, [(data + e["path"], full, e) for e, full in todo],
                            progress, max_concurrency=max_concurrency)
     now = storage.list_objects(s3, settings, bucket, data) if todo else listed
-    if manifest_key not in listed:
-        storage.put_bytes(s3, settings, bucket, manifest_key, _utf8(manifest_text), "text/plain; charset=utf-8")
+    body = _utf8(manifest_text)
+    if listed.get(manifest_key, {}).get("size") != len(body):   # absent (or not the one written here)
+        storage.put_bytes(s3, settings, bucket, manifest_key, body, "text/plain; charset=utf-8")
     new_index = {e["path"]: (e["size"], e["sha256"], now.get(data + e["path"], {}).get("etag", ""))
                  for e, _ in entries}
     if new_index != index:
-        body = json.dumps({"format": INDEX_FORMAT, "files": new_index}, separators=(",", ":"))
-        storage.put_bytes(s3, settings, bucket, base + INDEX_KEY, _utf8(body), "application/json")
+        index_body = json.dumps({"format": INDEX_FORMAT, "files": new_index}, separators=(",", ":"))
+        storage.put_bytes(s3, settings, bucket, base + INDEX_KEY, _utf8(index_body), "application/json")
     stale = sorted(key for key in now if key.startswith(data) and key[len(data):] not in new_index)
     storage.delete_keys(s3, settings, bucket, stale)
     return {"bucket": bucket, "prefix": base, "uri": f"s3://{bucket}/{data}",
