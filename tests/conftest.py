@@ -170,3 +170,18 @@ def world(tmp_path, state_env):
         sim.add_instance("box")
         sim.preload_image("box", TAO_IMAGE)
         yield SimWorld(sim, sim.env(state_env), tmp_path)
+
+
+@pytest.fixture
+def hashed(monkeypatch) -> list:
+    """Names of the files ``storage.file_checksum`` reads from now on (the real hash still runs)."""
+    from tao_brev import storage
+
+    names: list = []
+    real = storage.file_checksum
+
+    def spy(path):
+        names.append(Path(path).name)
+        return real(path)
+    monkeypatch.setattr(storage, "file_checksum", spy)
+    return names

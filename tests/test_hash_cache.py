@@ -27,24 +27,11 @@ def write(path: Path, data: bytes) -> Path:
     return path
 
 
-def counting_checksum(monkeypatch) -> list[str]:
-    hashed: list[str] = []
-    real = storage.file_checksum
-
-    def spy(path):
-        hashed.append(Path(path).name)
-        return real(path)
-    monkeypatch.setattr(storage, "file_checksum", spy)
-    return hashed
-
-
-def test_a_second_manifest_hashes_nothing_and_the_file_is_private(tmp_path, monkeypatch):
+def test_a_second_manifest_hashes_nothing_and_the_file_is_private(tmp_path, hashed):
     root = tmp_path / "data"
     for i in range(5):
         write(root / f"d{i % 2}" / f"f{i}.bin", os.urandom(100 + i))
     cache_file = hash_cache.default_path(tmp_path / "state")
-    hashed = counting_checksum(monkeypatch)
-
     first = storage.local_manifest(root, cache=hash_cache.HashCache(cache_file, clock=LATER))
     assert len(hashed) == 5
     assert stat.S_IMODE(cache_file.stat().st_mode) == 0o600
@@ -58,7 +45,7 @@ def test_a_second_manifest_hashes_nothing_and_the_file_is_private(tmp_path, monk
     assert first == storage.local_manifest(root)   # the same answer as without any cache
 
 
-def test_a_change_of_size_mtime_inode_or_content_with_times_put_back_is_hashed_again(tmp_path, monkeypatch):
+def test_a_change_of_size_mtime_inode_or_content_with_times_put_back_is_hashed_again(tmp_path, hashed):
     root = tmp_path / "data"
     same = write(root / "same.bin", b"a" * 64)
     grown = write(root / "grown.bin", b"b" * 64)
@@ -79,7 +66,7 @@ def test_a_change_of_size_mtime_inode_or_content_with_times_put_back_is_hashed_a
     write(root / "new.tmp", b"E" * 64).replace(replaced)                     # another inode, same size
     os.utime(replaced, ns=(st.st_atime_ns, st.st_mtime_ns))
 
-    hashed = counting_checksum(monkeypatch)
+    hashed.clear()
     manifest = storage.local_manifest(root, cache=hash_cache.HashCache(cache_file, clock=LATER))
     assert sorted(hashed) == ["grown.bin", "replaced.bin", "restored.bin", "touched.bin"]
     by_path = {e["path"]: e["sha256"] for e in manifest}
@@ -106,13 +93,12 @@ def _changed(st: os.stat_result) -> os.stat_result:
     return os.stat_result(fields)
 
 
-def test_a_damaged_cache_is_harmless_and_replaced(tmp_path, monkeypatch):
+def test_a_damaged_cache_is_harmless_and_replaced(tmp_path, hashed):
     root = tmp_path / "data"
     write(root / "a.bin", b"alpha")
     write(root / "b.bin", b"beta")
     cache_file = tmp_path / "state" / "cache.json"
     truth = storage.local_manifest(root)
-    hashed = counting_checksum(monkeypatch)
     st = (root / "a.bin").stat()
     bad_entry = {"format": 1, "entries": {
         str(root / "a.bin"): [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev, "not-a-digest"],

@@ -308,18 +308,6 @@ def requests_seen(monkeypatch):
         s3.meta.events.unregister("provide-client-params.s3", record)
 
 
-@pytest.fixture
-def hashed(monkeypatch) -> list[str]:
-    names: list[str] = []
-    real = storage.file_checksum
-
-    def spy(path):
-        names.append(Path(path).name)
-        return real(path)
-    monkeypatch.setattr(storage, "file_checksum", spy)
-    return names
-
-
 def later() -> int:
     """An injected clock past every file's mtime: nothing is racy, so the cache keeps every hash."""
     return time.time_ns() + 3600 * 10**9
