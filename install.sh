@@ -28,9 +28,13 @@
 # agent copies is complete on its own. --local leaves the checkout's files as
 # they are (read @SKILL_DIR@ as the checkout's path there).
 # The environment is shared: ${XDG_DATA_HOME:-~/.local/share}/tao-run-on-brev/venv,
-# linked as <install>/.venv; scripts/_bootstrap.py re-executes every script with
-# it. Only the dependencies of pyproject.toml are installed into it (the
-# bundle's own code stays in the install), so a second run with everything in
+# linked as <install>/.venv. The installed scripts start that environment's python
+# directly (their #! line names it; scripts/_bootstrap.py re-executes a script started
+# by any other python with it), and their bytecode is compiled at install time, so a
+# start reads it even with PYTHONDONTWRITEBYTECODE=1; --local compiles the checkout's
+# (an edited file is compiled again on its next run, as usual). Only the
+# dependencies of pyproject.toml are installed into it (the bundle's own code stays
+# in the install), so a second run with everything in
 # place needs no network. With `uv` on PATH the environment is made by
 # `uv venv` + `uv pip install` (no ensurepip needed, faster); else by
 # `PY -m venv` + pip. An environment that cannot be used (no runnable python,
@@ -161,6 +165,20 @@ venv_works() { # $1 = python
   "$1" -c 'import yaml, jsonschema, boto3' 2>/dev/null
 }
 
+precompile() { # $1 = python, $2 = bundle dir: write the bytecode of the bundle's code (start-up time)
+  "$1" -m compileall -q "$2/tao_brev" "$2/scripts" >/dev/null \
+    || say "install.sh: warning: could not precompile $2 (the scripts still work, only start slower)"
+}
+
+point_at_venv() { # $1 = bundle dir: the scripts' #! line names the environment's python (no re-exec)
+  local python="$VENV/bin/python" script
+  # the kernel reads at most 127 bytes of a #! line and splits it at blanks: keep env python3 then
+  if [ ${#python} -gt 120 ] || [[ "$python" =~ [[:space:]] ]]; then return 0; fi
+  for script in "$1"/scripts/[!_]*.py; do
+    sed -i.bak "1s|^#!.*python3\{0,1\}\$|#!$python|" "$script" && rm -f "$script.bak"
+  done
+}
+
 broken_scripts() { # $1 = bundle dir; prints the scripts that do not answer --help in a clean environment
   local script
   for script in "$1"/scripts/[!_]*.py; do
@@ -182,9 +200,11 @@ copy_bundle() { # $1 = destination; the copy replaces it whole (no stale files s
   # the absolute path of the copy into its documents (it is what agents run)
   "$PY" -I "$tmp/scripts/_render_docs.py" "$tmp" "$(cd "$(dirname "$dest")" && pwd)/$(basename "$dest")" \
     || { rm -rf "$tmp"; die "could not write $dest into its SKILL.md"; }
+  point_at_venv "$tmp"
   ln -s "$VENV" "$tmp/.venv"
   rm -rf "$dest"
   mv "$tmp" "$dest"
+  precompile "$VENV/bin/python" "$dest"   # after the move: the bytecode names the files where they stay
 }
 
 if [ "$check" = 1 ]; then
@@ -240,6 +260,7 @@ fi
 
 if [ "$local_only" = 1 ]; then
   make_venv "$SRC/.venv"
+  precompile "$SRC/.venv/bin/python" "$SRC"
   say "ready: $SRC (scripts use $SRC/.venv)"
   exit 0
 fi

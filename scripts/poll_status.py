@@ -74,8 +74,6 @@ import sys  # noqa: E402
 _bootstrap.setup()
 
 from tao_brev import cli  # noqa: E402
-from tao_brev.verbs import status  # noqa: E402
-from tao_brev.verbs.teardown import wait_and_teardown  # noqa: E402
 
 
 def build_parser():
@@ -105,6 +103,9 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    from tao_brev.verbs import status
+    from tao_brev.verbs.teardown import wait_and_teardown
+
     ctx = cli.Context()
     if args.all:
         if args.job_id or args.wait or args.teardown or args.metrics is not None or args.stall_after is not None:

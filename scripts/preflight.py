@@ -59,7 +59,6 @@ import sys  # noqa: E402
 _bootstrap.setup()
 
 from tao_brev import cli  # noqa: E402
-from tao_brev.verbs.preflight import PreflightRequest, preflight  # noqa: E402
 
 
 def build_parser():
@@ -88,6 +87,8 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    from tao_brev.verbs.preflight import PreflightRequest, preflight
+
     req = PreflightRequest(instance=args.instance, image=args.image, exec_timeout=args.exec_timeout,
                            host=args.host, start=args.start, pull=args.pull, gpu_smoke=args.gpu_smoke,
                            storage_tier=args.storage_tier, bucket=args.bucket, results_root=args.results_root)

@@ -43,8 +43,6 @@ _bootstrap.setup(needs=(), json_answer=False)   # the standard library is enough
 import argparse  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from tao_brev import redact  # noqa: E402
-
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 STDIN = "-"
 _PARAGRAPHS = __doc__.strip().split("\n\n")  # title, usage (argparse prints its own), the rest
@@ -64,6 +62,7 @@ def main(argv=None) -> int:
     parser.add_argument("mode", choices=("lint", "redact"))
     parser.add_argument("files", nargs="*", metavar="FILE", help="files to read; stdin if none or '-'")
     args = parser.parse_args(argv)
+    from tao_brev import redact
 
     sources = []
     for name in args.files or [STDIN]:

@@ -58,7 +58,6 @@ import sys  # noqa: E402
 _bootstrap.setup()
 
 from tao_brev import cli  # noqa: E402
-from tao_brev.verbs.submit import SubmitRequest, submit  # noqa: E402
 
 
 def build_parser():
@@ -114,6 +113,8 @@ def build_parser():
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    from tao_brev.verbs.submit import SubmitRequest, submit
+
     req = SubmitRequest(instance=args.instance, image=args.image, network_arch=args.network_arch,
                         action=args.action, spec=args.spec, storage_tier=args.storage_tier,
                         results_root=args.results_root, bucket=args.bucket, gpus=args.gpus,

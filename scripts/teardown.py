@@ -65,8 +65,6 @@ import sys  # noqa: E402
 _bootstrap.setup()
 
 from tao_brev import cli  # noqa: E402
-from tao_brev.verbs.orphans import orphans  # noqa: E402
-from tao_brev.verbs.teardown import teardown  # noqa: E402
 
 
 def build_parser():
@@ -93,6 +91,9 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    from tao_brev.verbs.orphans import orphans
+    from tao_brev.verbs.teardown import teardown
+
     if bool(args.job_id) == args.orphans:
         raise cli.TaoBrevError("BAD_ARGUMENT", "pass either a JOB_ID or --orphans (exactly one)")
     if args.orphans:

@@ -15,15 +15,17 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable
 
-from . import known_secrets, redact
 from .errors import EXIT_FAILURE, EXIT_OK, TaoBrevError
-from .records import RecordStore, now_iso, state_root
-from .sidecar import SidecarStore
-from .transport import Brev
+
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:   # the rest is imported where used: --help and light commands do not load it
+    from pathlib import Path
+    from typing import Callable
+
+    from .records import RecordStore
+    from .sidecar import SidecarStore
+    from .transport import Brev
 
 
 class JsonArgumentParser(argparse.ArgumentParser):
@@ -41,6 +43,8 @@ def parser(prog: str, doc: str) -> JsonArgumentParser:
 
 def say(message: str) -> None:
     """Progress for humans: stderr, redacted."""
+    from . import redact
+
     print(redact.redact_values(redact.redact(message)), file=sys.stderr, flush=True)
 
 
@@ -65,33 +69,45 @@ def instance_started_answer(names: list[str]) -> dict:
             "fix": f"If nothing should run there now, stop it: {stop}"}
 
 
-@dataclass
 class Context:
-    """What a verb needs from the outside world; tests build their own."""
+    """What a verb needs from the outside world; tests build their own.
 
-    env: dict = field(default_factory=lambda: dict(os.environ))
-    sleep: Callable[[float], None] = time.sleep
-    clock: Callable[[], float] = time.monotonic
-    _brev: Brev | None = None
+    A plain class, not a dataclass: every script imports this module, ``--help`` too."""
 
-    def __post_init__(self):
+    def __init__(self, env: dict | None = None, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic, _brev: Brev | None = None):
+        self.env = dict(os.environ) if env is None else env
+        self.sleep = sleep
+        self.clock = clock
+        self._brev = _brev
+        from . import known_secrets
+
         known_secrets.observe_env(self.env)   # its secret values are redacted from every output
 
     @property
     def state_root(self) -> Path:
+        from .records import state_root
+
         return state_root(self.env)
 
     @property
     def records(self) -> RecordStore:
+        from .records import RecordStore
+
         return RecordStore(self.state_root)
 
     @property
     def sidecars(self) -> SidecarStore:
+        from .sidecar import SidecarStore
+
         return SidecarStore(self.state_root)
 
     @property
     def brev(self) -> Brev:
         if self._brev is None:
+            from .records import now_iso
+            from .transport import Brev
+
             sidecars = self.sidecars
             self._brev = Brev(env=self.env, sleep=self.sleep, clock=self.clock, log=say,
                               ready_instances=sidecars.ready_instances(),
@@ -102,6 +118,8 @@ class Context:
 
 
 def emit(result: dict) -> None:
+    from . import redact
+
     print(json.dumps(redact.redact_obj(result), indent=2, default=str), flush=True)
 
 
@@ -151,6 +169,8 @@ def _interrupt(signum, _frame):
         return
     if _RUN["signal"] is not None:   # a second signal while winding down: answer now
         _RUN["answering"] = True
+        from . import redact
+
         os.write(1, (json.dumps(redact.redact_obj(interrupted_answer()), indent=2) + "\n").encode())
         os._exit(130)
     _RUN["signal"] = signum

@@ -50,6 +50,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Optional
 
+from . import lazy_re
 from .cli import Context, say
 from .errors import TaoBrevError
 from .records import TERMINAL_STATES
@@ -142,7 +143,7 @@ def learn_instance_type(ctx: Context, job_id: str) -> None:
 
 
 # -- the facts --------------------------------------------------------------------
-_TS = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
+_TS = lazy_re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
                  r"\s*(Z|[+-]\d{2}:?\d{2})?$", re.I)
 
 

@@ -30,14 +30,16 @@ import contextlib
 import fcntl
 import os
 import shlex
-import shutil
-import tempfile
-import uuid
-from dataclasses import dataclass
+import sys
+from collections import namedtuple
 
 from .errors import TaoBrevError
-from .remote import check_env_name, rpath
-from .transport import Brev
+
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from .transport import Brev
+# cli.run sweeps with this module on every start (--help too): what only the other functions
+# need (remote, uuid, the transport) is imported where it is used
 
 NGC_USER = "$oauthtoken"   # NGC's registry user is this literal string, never expanded
 NGC_REGISTRY = "nvcr.io"
@@ -46,15 +48,14 @@ NGC_KEY_FILE_MISSING = "TAO_NGC_KEY_FILE_MISSING"   # printed by ngc_login_comma
 NGC_KEY_FILE_EMPTY = "TAO_NGC_KEY_FILE_EMPTY"       # printed by ngc_login_command when the file arrived empty
 
 
-@dataclass(frozen=True)
-class RemoteSecretFile:
-    """A credential file on the instance: its ``~/`` path, removed after use."""
-
-    path: str
+RemoteSecretFile = namedtuple("RemoteSecretFile", ["path"])
+RemoteSecretFile.__doc__ = "A credential file on the instance: its ``~/`` path, removed after use."
 
 
 def collect(env: dict, names: list[str] | tuple[str, ...]) -> dict[str, str]:
     """Values of ``names`` from the local ``env``; MISSING_CREDENTIAL names the absent ones."""
+    from .remote import check_env_name
+
     values, missing = {}, []
     for name in names:
         check_env_name(name)
@@ -86,7 +87,12 @@ def push(brev: Brev, instance: str, label: str, content: str) -> RemoteSecretFil
 
     The remote command that reads it must remove it (``trap 'rm -f F' EXIT``).
     """
+    import uuid
+
     remote = RemoteSecretFile(f"~/.tao-cred-{label}-{uuid.uuid4().hex[:10]}")
+    import shutil
+    import tempfile
+
     local_dir = tempfile.mkdtemp(prefix=LOCAL_PREFIX)
     owner = None
     try:
@@ -105,12 +111,26 @@ def push(brev: Brev, instance: str, label: str, content: str) -> RemoteSecretFil
     return remote
 
 
+def _temp_dir() -> str:
+    """The directory ``tempfile.gettempdir()`` names, without importing tempfile (and shutil,
+    bz2, lzma, random...) on every start, which sweep_local runs in: tempfile's own answer when
+    it is loaded already; else the first of its candidates ($TMPDIR, $TEMP, $TMP, /tmp,
+    /var/tmp, /usr/tmp, then the current directory) that is a directory this process may write."""
+    if "tempfile" in sys.modules:
+        return sys.modules["tempfile"].gettempdir()
+    candidates = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
+    for candidate in [c for c in candidates if c] + ["/tmp", "/var/tmp", "/usr/tmp"]:
+        if os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
+            return os.path.abspath(candidate)
+    return os.getcwd()
+
+
 def sweep_local(tmp_dir: str | None = None) -> list[str]:
     """Remove the local credential directories (``$TMPDIR/tao-cred-*``) of this user whose
     writing process is gone (their ``.owner`` lock is free). Returns the removed paths;
     never raises. A directory without ``.owner`` holds no credential yet and is left alone."""
     removed = []
-    base = tmp_dir or tempfile.gettempdir()
+    base = tmp_dir or _temp_dir()
     try:
         entries = [e for e in os.scandir(base) if e.name.startswith(LOCAL_PREFIX)]
     except OSError:
@@ -122,6 +142,8 @@ def sweep_local(tmp_dir: str | None = None) -> list[str]:
             fd = os.open(os.path.join(entry.path, OWNER), os.O_RDONLY | os.O_NOFOLLOW)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # BlockingIOError: its writer is alive
+                import shutil
+
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed.append(entry.path)
             finally:
@@ -133,6 +155,8 @@ def discard(brev: Brev, instance: str, secret: RemoteSecretFile) -> bool:
     """Best-effort ``rm -f`` of a credential file whose consuming command never
     ran (its round trip failed in transport, so its trap never fired). True
     when the instance confirmed the removal; never raises."""
+    from .remote import rpath
+
     try:
         return brev.exec(instance, f"rm -f {rpath(secret.path)}", timeout=60, idempotent=True).ok
     except TaoBrevError:
@@ -167,6 +191,8 @@ def push_ngc_key(brev: Brev, instance: str, env: dict) -> RemoteSecretFile | Non
 def remove_on_exit(secret: RemoteSecretFile) -> str:
     """``trap 'rm -f FILE' EXIT``: the remote shell removes the file when the
     command ends, on every path (success, failure, early exit)."""
+    from .remote import rpath
+
     return f"trap {shlex.quote('rm -f ' + rpath(secret.path))} EXIT"
 
 
@@ -183,6 +209,8 @@ def ngc_login_command(secret: RemoteSecretFile) -> str:
     answer to an empty stdin (``Cannot perform an interactive login from a non TTY
     device``) would hide the cause.
     """
+    from .remote import rpath
+
     path = rpath(secret.path)
     return (f"if [ -s {path} ]; then docker login {NGC_REGISTRY} -u {shlex.quote(NGC_USER)} --password-stdin "
             f"< {path}; elif [ -f {path} ]; then echo {NGC_KEY_FILE_EMPTY}; false; "

@@ -38,6 +38,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from . import lazy_re
+
 STATES = ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
 
 INFRA_ADVICE = "retriable: resubmit with --retry-of, preferably on another instance"
@@ -186,7 +188,7 @@ class LogPattern:
 def _p(err_class: str, regex: str, reason: str, example: str, advice: Optional[str] = None,
        flags: int = re.I) -> LogPattern:
     default = INFRA_ADVICE if err_class == "ERR_INFRA" else PROGRAM_ADVICE
-    return LogPattern(err_class, re.compile(regex, flags), reason, advice or default, example)
+    return LogPattern(err_class, lazy_re.compile(regex, flags), reason, advice or default, example)
 
 
 # Log patterns. They must match the real messages (NVIDIA driver Xid lines,
@@ -397,27 +399,27 @@ def _ts(value) -> Optional[str]:
 # Docker CLI / daemon messages -> error codes (Docker CLI reference, moby
 # daemon errors, NVIDIA Container Toolkit). Order matters: first match wins.
 DOCKER_ERRORS: tuple[tuple[re.Pattern, str], ...] = (
-    (re.compile(r"\bdocker: (command )?not found", re.I), "DOCKER_NOT_FOUND"),
-    (re.compile(r"Cannot connect to the Docker daemon|Is the docker daemon running", re.I), "DOCKER_DAEMON_DOWN"),
+    (lazy_re.compile(r"\bdocker: (command )?not found", re.I), "DOCKER_NOT_FOUND"),
+    (lazy_re.compile(r"Cannot connect to the Docker daemon|Is the docker daemon running", re.I), "DOCKER_DAEMON_DOWN"),
     # nvidia-container-cli: "device error: 3: unknown device" = --gpus named an id the host lacks
-    (re.compile(r"nvidia-container-cli: device error: .*unknown device", re.I), "GPU_IDS_UNKNOWN"),
+    (lazy_re.compile(r"nvidia-container-cli: device error: .*unknown device", re.I), "GPU_IDS_UNKNOWN"),
     # After an Xid (e.g. 79, fallen off the bus) NVML reports the GPU lost / an unknown error and the
     # runtime hook refuses every new container; a driver upgraded under a running kernel module says
     # "driver/library version mismatch". Only a reset (stop/start of the VM) helps, not the toolkit.
-    (re.compile(r"nvml error: (gpu is lost|unknown error)|GPU is lost|fallen off the bus|\bXid\b|"
+    (lazy_re.compile(r"nvml error: (gpu is lost|unknown error)|GPU is lost|fallen off the bus|\bXid\b|"
                 r"Failed to initialize NVML: Unknown Error|driver/library version mismatch", re.I), "GPU_UNHEALTHY"),
-    (re.compile(r'could not select device driver "" with capabilities: \[\[gpu\]\]|nvidia-container-cli|'
+    (lazy_re.compile(r'could not select device driver "" with capabilities: \[\[gpu\]\]|nvidia-container-cli|'
                 r"unknown or invalid runtime name: nvidia", re.I), "NVIDIA_RUNTIME_MISSING"),
-    (re.compile(r"no space left on device", re.I), "DISK_FULL"),
+    (lazy_re.compile(r"no space left on device", re.I), "DISK_FULL"),
     # the registry is not reached at all (DNS, TCP, TLS): never "unauthorized", never a GPU fault
-    (re.compile(r"dial tcp: lookup \S+.*(no such host|server misbehaving|i/o timeout)|"
+    (lazy_re.compile(r"dial tcp: lookup \S+.*(no such host|server misbehaving|i/o timeout)|"
                 r"dial tcp \S+: (i/o timeout|connect: (connection refused|network is unreachable|no route to host))|"
                 r"TLS handshake timeout|request canceled while waiting for connection|"
                 r"Client\.Timeout exceeded while awaiting headers", re.I), "REGISTRY_UNREACHABLE"),
     # distribution's error envelope: {"errors": [{"code": "DENIED" | "UNAUTHORIZED", ...}]}
-    (re.compile(r"unauthorized|authentication required|\bdenied: |\"code\":\s*\"DENIED\"", re.I),
+    (lazy_re.compile(r"unauthorized|authentication required|\bdenied: |\"code\":\s*\"DENIED\"", re.I),
      "IMAGE_PULL_UNAUTHORIZED"),
-    (re.compile(r"manifest unknown|not found: manifest|no such manifest|repository does not exist", re.I),
+    (lazy_re.compile(r"manifest unknown|not found: manifest|no such manifest|repository does not exist", re.I),
      "IMAGE_NOT_FOUND"),
 )
 
@@ -431,7 +433,7 @@ def docker_error_code(text: str, default: str = "REMOTE_COMMAND_FAILED") -> str:
 
 
 NGC_REGISTRY = "nvcr.io"
-_DENIED = re.compile(r"\bdenied: |\"code\":\s*\"DENIED\"", re.I)
+_DENIED = lazy_re.compile(r"\bdenied: |\"code\":\s*\"DENIED\"", re.I)
 
 
 def registry_error_code(text: str, registry: str | None, *, logged_in: bool = False,

@@ -18,21 +18,16 @@ Exit codes (the interface contract of every script):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_UNREACHABLE = 3
 
-
-@dataclass(frozen=True)
-class Code:
-    """One error code: its exit code, what it means and the default fix."""
-
-    exit_code: int
-    meaning: str
-    fix: str
+# A named tuple, not a dataclass: every script imports this module at start (--help too).
+Code = namedtuple("Code", ["exit_code", "meaning", "fix"])
+Code.__doc__ = "One error code: its exit code, what it means and the default fix."
 
 
 # Stable names: add, never rename. Grouped by exit code.

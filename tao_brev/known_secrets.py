@@ -46,6 +46,7 @@ from functools import lru_cache
 from typing import Iterable, Mapping
 from urllib.parse import quote, quote_plus, unquote
 
+from . import lazy_re
 from . import redact
 from .errors import TaoBrevError
 
@@ -60,7 +61,7 @@ _ENV_LAST_WORDS = frozenset({"key", "pwd", "pass", "passcode", "auth", "pat", "d
                              "salt", "pin"})
 _ENV_ANY_WORDS = frozenset({"webhook", "webhooks"})   # SLACK_WEBHOOK_URL: the URL is the secret
 # A URL with a password in an environment value (DATABASE_URL=postgres://u:PASSWORD@h/db): the password is known.
-_URL_PASSWORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:(?P<password>[^\s/@]+)@")
+_URL_PASSWORD_RE = lazy_re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:(?P<password>[^\s/@]+)@")
 
 _observed: list[Mapping[str, str]] = []   # the running verb's environment (latest Context)
 _watched: set[str] = set()                # --env names: secret whatever their name says

@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from . import lazy_re
+
 STALL_EPOCH_MULTIPLE = 3        # default --stall-after: this many times the time per epoch ...
 STALL_FLOOR_S = 1800            # ... but never less than 30 min (tqdm-only output, long validations)
 STALL_FALLBACK_S = 3600         # before the first epoch line: 60 min, the TAO API's own default inactivity
@@ -43,10 +45,10 @@ STALL_ADVICE = ("the container runs but writes nothing: usually a hung data load
                 "the last checkpoint. If epochs are legitimately this slow, poll_status.py {job} --stall-after "
                 "with more seconds.")
 
-_LOWER_IS_BETTER = re.compile(r"loss|err|mse|mae|rmse|wer|cer|perplexity|distance|fpr|fnr|miss", re.I)
-_HIGHER_IS_BETTER = re.compile(r"acc|map|\bap|ap\d|_ap|precision|recall|f1|iou|dice|auc|score|psnr|ssim|tpr", re.I)
-_NOT_A_GOAL = re.compile(r"^(lr|learning_rate|.*_lr)$|epoch|step|iter|time", re.I)
-_TIMEDELTA = re.compile(r"^(?:(-?\d+) days?, )?(\d+):(\d{1,2}):(\d{1,2}(?:\.\d+)?)$")
+_LOWER_IS_BETTER = lazy_re.compile(r"loss|err|mse|mae|rmse|wer|cer|perplexity|distance|fpr|fnr|miss", re.I)
+_HIGHER_IS_BETTER = lazy_re.compile(r"acc|map|\bap|ap\d|_ap|precision|recall|f1|iou|dice|auc|score|psnr|ssim|tpr", re.I)
+_NOT_A_GOAL = lazy_re.compile(r"^(lr|learning_rate|.*_lr)$|epoch|step|iter|time", re.I)
+_TIMEDELTA = lazy_re.compile(r"^(?:(-?\d+) days?, )?(\d+):(\d{1,2}):(\d{1,2}(?:\.\d+)?)$")
 
 
 @dataclass

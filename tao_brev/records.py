@@ -32,7 +32,7 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import redact
+from . import lazy_re
 from .errors import TaoBrevError
 from .fsio import atomic_write_json, create_json, locked, private_dir, sweep_temp
 
@@ -45,7 +45,7 @@ ERR_CLASSES = ("ERR_INFRA", "ERR_PROGRAM")
 PLATFORM = "brev"
 
 # The bank's id pattern; also the path-traversal guard (no '/', no leading '.').
-ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+ID_RE = lazy_re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # Fields holding paths or URIs get the gentle redaction that keeps paths intact.
 _URI_FIELDS = frozenset({"results_dir", "image", "backend_ref"})
 _REQUIRED = ("schema_version", "id", "platform", "image", "network_arch", "action",
@@ -86,6 +86,8 @@ def _slug(value: str) -> str:
 
 
 def _redact_record(obj, key=None):
+    from . import redact   # here, not at import: tao_job_record.py --help needs only the constants
+
     if isinstance(obj, str):
         return redact.redact_values(redact.redact_uri(obj) if key in _URI_FIELDS else redact.redact(obj))
     if isinstance(obj, list):

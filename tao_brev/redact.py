@@ -75,6 +75,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Iterator, Mapping, NamedTuple
 
+from . import lazy_re
+
 PLACEHOLDER = "<redacted>"
 # Shorter values are never treated as secrets in free text: not searched for
 # as known values, not reported by the lint (demo defaults such as
@@ -91,7 +93,7 @@ SECRET_ENV_NAMES = ("BREV_API_TOKEN", "NGC_KEY", "NGC_API_KEY", "AWS_ACCESS_KEY_
 
 # Words of a name: ``AWS_SECRET_ACCESS_KEY`` -> aws secret access key,
 # ``clientSecret`` -> client secret, ``SecretAccessKey`` -> secret access key.
-_WORD_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_WORD_RE = lazy_re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # One word that is a credential by itself.
 _CREDENTIAL_WORDS = frozenset({
     "secret", "secrets", "password", "passwords", "passwd", "passphrase", "token", "credential", "credentials",
@@ -107,7 +109,7 @@ _CREDENTIAL_PAIRS = frozenset({("api", "key"), ("access", "key"), ("secret", "ke
                                ("neptune", "key"), ("hf", "key"), ("huggingface", "key"), ("anthropic", "key"),
                                ("cohere", "key"), ("pinecone", "key"), ("replicate", "key")})
 # An upper-case environment-style name ending in _KEY (``KAGGLE_KEY``) is a credential.
-_ENV_KEY_RE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY")
+_ENV_KEY_RE = lazy_re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY")
 # Words after the credential word that still name the value itself
 # (``AWS_ACCESS_KEY_ID``, ``SECRET_KEY_BASE``, ``API_KEY_PROD``); any other
 # word makes the name a descriptor (``password_file``, ``token_dropout``).
@@ -166,96 +168,96 @@ def is_secret_name(name: str) -> bool:
 # Unquoted runs stop at blanks, quotes and shell operators, and at a comma that
 # starts another NAME= (``--export=ALL,A=1,B=2``); other commas stay in the value.
 # Must not run past ``&`` in a URL query.
-WORD_RE = re.compile(r"(?:\"(?:[^\"\\]|\\.)*\"|'[^']*'|\$\{[^}]*\}|\$\([^)]*\)"
+WORD_RE = lazy_re.compile(r"(?:\"(?:[^\"\\]|\\.)*\"|'[^']*'|\$\{[^}]*\}|\$\([^)]*\)"
                      r"|(?:[^\s\"'`;&|<>(),]|,(?![A-Za-z_][\w.]*=))+)+")
 
 # A whole word that is one quoted string: redaction keeps its quotes.
-_QUOTED_RE = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'")
+_QUOTED_RE = lazy_re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'")
 
 # NAME= where NAME starts a word or follows ; & | , ? = ( [ { : + ~ or a quote.
 # Must match ``export A=``, ``-e A=``, ``--env=A=``, ``ALL,A=``, ``?token=``,
 # ``train.api_key=``, ``+train.token=``, ``/:_authToken=``. Must NOT match path
 # segments (``/data/token=v1``), flag names (``--token=``) or ``==`` comparisons.
-ASSIGNMENT_RE = re.compile(r"(?<![^\s\"'`;&|,?=(\[{:+~])(?P<name>[A-Za-z_][\w.]*)=(?!=)")
+ASSIGNMENT_RE = lazy_re.compile(r"(?<![^\s\"'`;&|,?=(\[{:+~])(?P<name>[A-Za-z_][\w.]*)=(?!=)")
 
 # ${NAME:-default}, ${NAME-default}, ${NAME:=default}, ${NAME:+alt}: the
 # default is a literal written into the text. ${NAME:?message} is not a value.
-PARAM_DEFAULT_RE = re.compile(r"\$\{(?P<name>[A-Za-z_]\w*):?[-=+](?P<val>[^}]*)\}")
+PARAM_DEFAULT_RE = lazy_re.compile(r"\$\{(?P<name>[A-Za-z_]\w*):?[-=+](?P<val>[^}]*)\}")
 
 # A long flag followed by =, blanks, or the JSON-array separator ``", "``;
 # the flag is a credential flag when its name is a credential name.
-FLAG_RE = re.compile(r"(?<![\w-])(?P<name>--[A-Za-z][A-Za-z0-9_-]*)(?:=|\s+|(?P<array>[\"']\s*,\s*))")
+FLAG_RE = lazy_re.compile(r"(?<![\w-])(?P<name>--[A-Za-z][A-Za-z0-9_-]*)(?:=|\s+|(?P<array>[\"']\s*,\s*))")
 # docker build --secret id=x,src=FILE / env=VAR: names a source, not a value.
-_BUILD_SECRET_RE = re.compile(r"[\"']?(?:id|type|src|source|env|required|target|mode|uid|gid)=")
+_BUILD_SECRET_RE = lazy_re.compile(r"[\"']?(?:id|type|src|source|env|required|target|mode|uid|gid)=")
 
 # ``-p value`` after a standalone ``login`` word (docker/podman/helm login).
-LOGIN_RE = re.compile(r"(?<![\w.-])login(?![\w.-])")
-LOGIN_P_RE = re.compile(r"(?<!\S)(?P<name>-p)(?:=|\s+)?")
+LOGIN_RE = lazy_re.compile(r"(?<![\w.-])login(?![\w.-])")
+LOGIN_P_RE = lazy_re.compile(r"(?<!\S)(?P<name>-p)(?:=|\s+)?")
 # Docker port maps, which ``-p`` also takes: 80, 8080:80, 127.0.0.1:8080:80/tcp.
-PORT_MAP_RE = re.compile(r"(?:[\d.]+:)?(?:\d{1,5}(?:-\d{1,5})?:)?\d{1,5}(?:-\d{1,5})?(?:/(?:tcp|udp|sctp))?")
+PORT_MAP_RE = lazy_re.compile(r"(?:[\d.]+:)?(?:\d{1,5}(?:-\d{1,5})?:)?\d{1,5}(?:-\d{1,5})?(?:/(?:tcp|udp|sctp))?")
 # mysql/mariadb take the password attached (``-pVALUE``; ``-p VALUE`` prompts).
-MYSQL_RE = re.compile(r"(?<![\w.-])(?:mysql\w*|mariadb\w*)(?![\w.-])")
-MYSQL_P_RE = re.compile(r"(?<!\S)(?P<name>-p)(?=[^\s-])")
+MYSQL_RE = lazy_re.compile(r"(?<![\w.-])(?:mysql\w*|mariadb\w*)(?![\w.-])")
+MYSQL_P_RE = lazy_re.compile(r"(?<!\S)(?P<name>-p)(?=[^\s-])")
 # sshpass -p VALUE / -pVALUE.
-SSHPASS_P_RE = re.compile(r"(?<![\w.-])sshpass\b[^;&|\n]{0,400}?(?<!\S)(?P<name>-p)(?:\s+|=)?")
+SSHPASS_P_RE = lazy_re.compile(r"(?<![\w.-])sshpass\b[^;&|\n]{0,400}?(?<!\S)(?P<name>-p)(?:\s+|=)?")
 # curl/wget -u / --user user:password (only the password part is the value).
-CURL_RE = re.compile(r"(?<![\w.-])(?:curl|wget|http|https|xh)(?![\w.-])")
-USER_FLAG_RE = re.compile(r"(?<!\S)(?P<name>-u|--user)(?:=|\s+)")
+CURL_RE = lazy_re.compile(r"(?<![\w.-])(?:curl|wget|http|https|xh)(?![\w.-])")
+USER_FLAG_RE = lazy_re.compile(r"(?<!\S)(?P<name>-u|--user)(?:=|\s+)")
 # aws configure set [profile.P.]aws_secret_access_key VALUE
-AWS_SET_RE = re.compile(r"\baws\s+configure\s+set\s+(?:--profile\s+\S+\s+)?(?P<name>[\w.-]+)\s+")
+AWS_SET_RE = lazy_re.compile(r"\baws\s+configure\s+set\s+(?:--profile\s+\S+\s+)?(?P<name>[\w.-]+)\s+")
 
 # Authorization: Bearer <token> (also Basic/Token), in headers or JSON.
-AUTH_HEADER_RE = re.compile(
+AUTH_HEADER_RE = lazy_re.compile(
     r"(?i)(?P<name>Authorization)[\"']?\s*:\s*[\"']?(?:Bearer|Basic|Token)\s+(?P<val>[^\s\"'`,;]+)")
 
 # Kubernetes env entry keys on a line of their own: ``- name: X``,
 # ``value: Y``, ``"value": "Y",``. Must NOT match ``valueFrom:``.
-ENTRY_KEY_RE = re.compile(r"^(?P<lead>\s*(?:-\s+)?)(?P<q>[\"']?)(?P<key>name|value)(?P=q)\s*:\s*")
+ENTRY_KEY_RE = lazy_re.compile(r"^(?P<lead>\s*(?:-\s+)?)(?P<q>[\"']?)(?P<key>name|value)(?P=q)\s*:\s*")
 # The scalar after a key (see _scalar_after): quoted, a block indicator (| >),
 # or plain up to a comment or trailing comma.
-_QUOTED_SCALAR_RE = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'")
-_COMMENT_RE = re.compile(r"(?:^|\s)#")
-BLOCK_INDICATOR_RE = re.compile(r"[|>][-+0-9]*")
+_QUOTED_SCALAR_RE = lazy_re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'")
+_COMMENT_RE = lazy_re.compile(r"(?:^|\s)#")
+BLOCK_INDICATOR_RE = lazy_re.compile(r"[|>][-+0-9]*")
 # One flow / JSON object on a line (innermost), and its pairs.
-FLOW_OBJECT_RE = re.compile(r"\{[^{}]*\}")
-FLOW_PAIR_RE = re.compile(
+FLOW_OBJECT_RE = lazy_re.compile(r"\{[^{}]*\}")
+FLOW_PAIR_RE = lazy_re.compile(
     r"(?:^|[{,\s])(?P<q>[\"']?)(?P<key>name|value)(?P=q)\s*:\s*"
     r"(?P<val>\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^,}\s][^,}]*)")
-FLOW_ANY_PAIR_RE = re.compile(
+FLOW_ANY_PAIR_RE = lazy_re.compile(
     r"(?:^|[{,])\s*(?P<q>[\"']?)(?P<key>[A-Za-z_][\w.-]*)(?P=q)\s*:\s+"
     r"(?P<val>\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|[^,}\[\]\s][^,}]*)")
 
 # A quoted key with a quoted value anywhere (JSON, Python dicts), and a plain
 # YAML key at the start of a line. The key must be a credential name (or
 # docker's ``"auth"``).
-QUOTED_MAPPING_RE = re.compile(
+QUOTED_MAPPING_RE = lazy_re.compile(
     r"(?P<q>[\"'])(?P<name>[A-Za-z_][\w.-]*)(?P=q)\s*:\s*(?P<val>\"(?:[^\"\\]|\\.)*\"|'[^']*')")
-YAML_MAPPING_RE = re.compile(r"^\s*(?:-\s+)?(?P<name>[A-Za-z_][\w.-]*)\s*:[ \t]+")
+YAML_MAPPING_RE = lazy_re.compile(r"^\s*(?:-\s+)?(?P<name>[A-Za-z_][\w.-]*)\s*:[ \t]+")
 
 # Presigned-URL query credentials (SigV4, SigV2, Azure SAS). The value stops at & and quotes.
-PRESIGNED_RE = re.compile(
+PRESIGNED_RE = lazy_re.compile(
     r"(?i:(?P<v4>X-Amz-(?:Signature|Credential|Security-Token)))=(?P<val4>[^&\s\"'#<>]+)"
     r"|(?<=[?&])(?P<v2>Signature|sig)=(?P<val2>[^&\s\"'#<>]+)")
 
 # scheme://user:password@host -- only the password is replaced.
 # Must NOT match ``git@host:path``, ``host:8080/``, ``https://user@host``.
-URL_USERINFO_RE = re.compile(r"(?<![A-Za-z0-9+.-])(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://[^\s:/@]*:(?P<val>[^\s/@]+)@")
+URL_USERINFO_RE = lazy_re.compile(r"(?<![A-Za-z0-9+.-])(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://[^\s:/@]*:(?P<val>[^\s/@]+)@")
 # scheme://TOKEN@host: a user part of 20+ letters/digits with both kinds is a token.
-URL_TOKEN_USER_RE = re.compile(r"(?<![A-Za-z0-9+.-])(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://(?P<val>[A-Za-z0-9_-]{20,})@")
+URL_TOKEN_USER_RE = lazy_re.compile(r"(?<![A-Za-z0-9+.-])(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://(?P<val>[A-Za-z0-9_-]{20,})@")
 
 # Well-known token shapes, valid anywhere (even inside paths and URIs).
 # Must NOT match inside longer words (``disk-...``, ``task-...``) nor
 # ``sk-learn-...``-style names.
-TOKEN_SHAPE_RE = re.compile(
+TOKEN_SHAPE_RE = lazy_re.compile(
     r"(?<![A-Za-z0-9_-])(?:nvapi-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{40,}"
     r"|(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])|AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"
     r"|xox[abpr]-[A-Za-z0-9-]{10,}|[sr]k_live_[A-Za-z0-9]{20,}"
     r"|sk-[A-Za-z0-9]{20,}|sk-(?:proj|svcacct|admin|ant)-[A-Za-z0-9_-]{20,})")
-TOKEN_PREFIX_RE = re.compile(r"nvapi-|hf_|gh[pousr]_|github_pat_|glpat-|npm_|pypi-|AKIA|ASIA|AIza|xox[abpr]-"
+TOKEN_PREFIX_RE = lazy_re.compile(r"nvapi-|hf_|gh[pousr]_|github_pat_|glpat-|npm_|pypi-|AKIA|ASIA|AIza|xox[abpr]-"
                              r"|[sr]k_live_|sk-")
 # PEM private keys: the whole block is the value (matched over the whole text).
-PRIVATE_KEY_RE = re.compile(r"-----BEGIN (?P<name>(?:[A-Z0-9]+ )*PRIVATE KEY)-----"
+PRIVATE_KEY_RE = lazy_re.compile(r"-----BEGIN (?P<name>(?:[A-Z0-9]+ )*PRIVATE KEY)-----"
                             r"(?P<val>[\s\S]{0,16384}?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)")
 
 # What makes a value NOT literal: $VAR / ${VAR} / ${VAR:-default} / $(cmd)
@@ -263,7 +265,7 @@ PRIVATE_KEY_RE = re.compile(r"-----BEGIN (?P<name>(?:[A-Z0-9]+ )*PRIVATE KEY)---
 # {{ templates }}, <placeholders> (<redacted>, <your key>), tokenizer special
 # tokens ([PAD], </s>, <|im_end|>), and scalars that are never credentials
 # (booleans, nulls, floats, integers of at most four digits).
-_REFERENCE_RE = re.compile(r"\$\{(?P<name>[A-Za-z_]\w*)(?:(?P<op>:?[-=+?])(?P<default>[^}]*))?\}"
+_REFERENCE_RE = lazy_re.compile(r"\$\{(?P<name>[A-Za-z_]\w*)(?:(?P<op>:?[-=+?])(?P<default>[^}]*))?\}"
                            r"|\$\{oc\.env:[^,}]*(?:,(?P<ocdefault>[^}]*))?\}"
                            r"|\$\{[^{}]*\}|\{\{[^{}]*\}\}|\$\([^)]*\)|\$env:\w+|\$\{?[A-Za-z_]\w*\}?"
                            r"|<%=?[^%]*%>|%[A-Za-z_]\w*%|!ENV\b"
@@ -273,13 +275,13 @@ _REFERENCE_RE = re.compile(r"\$\{(?P<name>[A-Za-z_]\w*)(?:(?P<op>:?[-=+?])(?P<de
 # A file path as a value names where the secret is, not the secret (``GOOGLE_APPLICATION_CREDENTIALS=
 # /home/u/key.json``, ``private_key: ~/.ssh/id_rsa``): absolute, ``~/`` or ``./``, at least two
 # segments, one of them a lower-case word (random base64 starting with ``/`` has none).
-_PATH_VALUE_RE = re.compile(r"[\"']?(?:~|\.{1,2})?/[\w.@-]+(?:/[\w.@-]*)+[\"']?")
-_PATH_WORD_RE = re.compile(r"(?:^|[/.])[a-z]{3,}(?=$|[/._-])")
-_PLACEHOLDER_RE = re.compile(r"<[A-Za-z][\w .:-]*>|<\|[^|<>]*\|>|</[\w.:-]*>|\[[A-Za-z_]+\]")
-_NOT_SECRET_SCALAR_RE = re.compile(r"(?i)true|false|yes|no|on|off|null|none|~|[-+]?\d{1,4}"
+_PATH_VALUE_RE = lazy_re.compile(r"[\"']?(?:~|\.{1,2})?/[\w.@-]+(?:/[\w.@-]*)+[\"']?")
+_PATH_WORD_RE = lazy_re.compile(r"(?:^|[/.])[a-z]{3,}(?=$|[/._-])")
+_PLACEHOLDER_RE = lazy_re.compile(r"<[A-Za-z][\w .:-]*>|<\|[^|<>]*\|>|</[\w.:-]*>|\[[A-Za-z_]+\]")
+_NOT_SECRET_SCALAR_RE = lazy_re.compile(r"(?i)true|false|yes|no|on|off|null|none|~|[-+]?\d{1,4}"
                                    r"|[-+]?(?:\d+\.\d*|\.\d+)(?:e[-+]?\d+)?|[-+]?\d+e[-+]?\d+")
 # A string redact_obj treats as a path or URI (no blanks): gets redact_uri.
-_PATH_LIKE_RE = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|/|~/|\./|\.\./)\S*")
+_PATH_LIKE_RE = lazy_re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|/|~/|\./|\.\./)\S*")
 
 
 # --- findings ---------------------------------------------------------------

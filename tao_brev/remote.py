@@ -21,13 +21,14 @@ import shlex
 import uuid
 from dataclasses import dataclass
 
+from . import lazy_re
 from .errors import TaoBrevError
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-GPUS_RE = re.compile(r"^(all|[0-9]+(,[0-9]+)*)$")
-SHM_RE = re.compile(r"^[0-9]+[bkmgBKMG]?$")
-_SAFE_PATH = re.compile(r"^[A-Za-z0-9._/@+=:,-]+$")
+NAME_RE = lazy_re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+ENV_NAME_RE = lazy_re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+GPUS_RE = lazy_re.compile(r"^(all|[0-9]+(,[0-9]+)*)$")
+SHM_RE = lazy_re.compile(r"^[0-9]+[bkmgBKMG]?$")
+_SAFE_PATH = lazy_re.compile(r"^[A-Za-z0-9._/@+=:,-]+$")
 
 JOBS_ROOT = "~/tao-jobs"            # per-job scratch on the instance (spec, staged inputs)
 RESULTS_ROOT = "~/tao-results"      # default instance results root

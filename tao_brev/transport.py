@@ -62,6 +62,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
+from . import lazy_re
 from . import known_secrets, redact
 from .errors import CODES, RemoteCommandError, TaoBrevError, TransportError
 
@@ -75,16 +76,16 @@ BACKOFF_ENV = "TAO_BREV_RETRY_BACKOFF_S"   # overrides BACKOFF_S: "2,5", or "0" 
 # brev's own words when its token is missing/expired or it tries to prompt
 # without a terminal (login.go); must not match ordinary remote output, which
 # is never searched (only brev's stderr when no frame came back).
-_AUTH_FAILURE = re.compile(r"\b401\b|unauthori[sz]ed|\bEOF\b|no tty|not a tty|"
+_AUTH_FAILURE = lazy_re.compile(r"\b401\b|unauthori[sz]ed|\bEOF\b|no tty|not a tty|"
                            r"not logged in|inappropriate ioctl|"
                            # auth.go shouldLogin's prompt (stdout): with the token gone and ssh failing,
                            # brev exec's error names only the failed lookup ("could not look up instance")
                            r"you are currently logged out", re.IGNORECASE)
 # ssh's words when sshd refuses brev's key: not a boot delay (brev's own wait for ssh,
 # pkg/store/ssh.go SatisfactorySSHErrMessage, stops on it at once), so never retried.
-_KEY_REJECTED = re.compile(r"Permission denied \(publickey[^)]*\)")
+_KEY_REJECTED = lazy_re.compile(r"Permission denied \(publickey[^)]*\)")
 # Instance names as brev accepts them; anything else never reaches a command line.
-INSTANCE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+INSTANCE_RE = lazy_re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
 @dataclass

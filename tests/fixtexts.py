@@ -21,6 +21,9 @@ answer itself, and returns what its fix texts get wrong:
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
+import importlib
 import importlib.util
 import inspect
 import os
@@ -88,6 +91,30 @@ def _reach(*_args, **_kwargs):
     raise _Reached()
 
 
+def _verb_stubs(script: str, module) -> list[tuple[object, str, object]]:
+    """(owner, name, stub) for each verb the script imports, at its top or (for a fast
+    start) inside main(): a function is replaced where main() finds it - in the script's
+    globals and on the verb's module; an imported verb module by a namespace of stubs."""
+    stubs = []
+    tree = ast.parse((ROOT / "scripts" / script).read_text())
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tao_brev")):
+            continue
+        source = importlib.import_module(node.module)
+        for alias in node.names:
+            obj = getattr(source, alias.name, None) or importlib.import_module(f"{node.module}.{alias.name}")
+            if inspect.isfunction(obj) and obj.__module__.startswith("tao_brev.verbs"):
+                stub = _reach
+            elif inspect.ismodule(obj) and obj.__name__.startswith("tao_brev.verbs"):
+                stub = types.SimpleNamespace(**{n: _reach for n, f in vars(obj).items() if callable(f)})
+            else:
+                continue
+            stubs.append((source, alias.name, stub))
+            if getattr(module, alias.asname or alias.name, None) is obj:
+                stubs.append((module, alias.asname or alias.name, stub))
+    return stubs
+
+
 PARSE_ONLY = ("tao_job_record.py", "redact_secrets.py")   # their main() does the work itself: parser only
 
 
@@ -106,14 +133,11 @@ def rejection(script: str, argv: list[str]) -> str | None:
                 return None if exc.code == 0 else "".join(str(c.args[0]) for c in err.write.call_args_list).strip()
         return None
     module = _module(script)
-    stubs = {}
-    for name, obj in vars(module).items():
-        if inspect.isfunction(obj) and obj.__module__.startswith("tao_brev.verbs"):
-            stubs[name] = _reach
-        elif inspect.ismodule(obj) and obj.__name__.startswith("tao_brev.verbs"):
-            stubs[name] = types.SimpleNamespace(**{n: _reach for n, f in vars(obj).items() if callable(f)})
-    with mock.patch.multiple(module, **stubs) if stubs else mock.patch.dict({}), \
-            mock.patch("sys.stdout"), mock.patch("sys.stderr") as err:
+    with contextlib.ExitStack() as stack:
+        for owner, name, stub in _verb_stubs(script, module):
+            stack.enter_context(mock.patch.object(owner, name, stub))
+        err = stack.enter_context(mock.patch("sys.stderr"))
+        stack.enter_context(mock.patch("sys.stdout"))
         try:
             module.main(list(argv))
         except _Reached:

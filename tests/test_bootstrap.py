@@ -218,3 +218,32 @@ def test_the_start_of_every_script_compiles_on_old_pythons(version):
     source = "import sys\nfor f in sys.argv[1:]: compile(open(f, encoding='utf-8').read(), f, 'exec')\n"
     done = subprocess.run([old, "-c", source, *map(str, files)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+# -- start-up: what a script loads before it has anything to do -------------------------------
+# A script's --help (and a bad flag) needs argparse and the answer machinery, nothing of the
+# verbs: these are imported by main() once the arguments are read.
+NOT_FOR_HELP = ("tao_brev.verbs", "tao_brev.staging", "tao_brev.storage", "tao_brev.transport",
+                "tao_brev.known_secrets", "tao_brev.docker_state", "tao_brev.progress", "boto3", "botocore",
+                "jsonschema", "yaml", "dataclasses", "typing", "tempfile")
+
+
+def _imported(*argv: str, **env: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv], capture_output=True, text=True,
+                          env={**os.environ, "TAO_BREV_NO_REEXEC": "1", **env}, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done
+    return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_help_imports_no_verb_and_no_heavy_module(script):
+    imported = _imported(str(ROOT / "scripts" / script), "--help")
+    heavy = sorted(m for m in imported if m.startswith(NOT_FOR_HELP))
+    assert heavy == [], heavy
+
+
+def test_a_record_listing_imports_no_verb_transport_or_s3(tmp_path):
+    imported = _imported(str(ROOT / "scripts" / "tao_job_record.py"), "list", TAO_STATE_DIR=str(tmp_path))
+    heavy = sorted(m for m in imported if m.startswith(("tao_brev.verbs", "tao_brev.transport", "tao_brev.staging",
+                                                       "tao_brev.storage", "boto3", "jsonschema")))
+    assert heavy == [], heavy

@@ -188,8 +188,18 @@ def test_install_for_claude_copies_the_bundle_and_links_the_environment(box):
     assert os.readlink(dest / ".venv") == str(box.venv)
     for item in _bundle_items():
         assert (dest / item).exists(), item
-    assert not list(dest.rglob("__pycache__")) and not (dest / ".git").exists() and not (dest / "bench").exists()
+    assert not (dest / ".git").exists() and not (dest / "bench").exists()
     assert all(os.access(p, os.X_OK) for p in (dest / "scripts").glob("*.py"))
+    # bytecode: compiled at install for the code scripts run (read even with PYTHONDONTWRITEBYTECODE=1),
+    # none copied from the source tree
+    tag = subprocess.run([str(box.venv / "bin" / "python"), "-c", "import sys; print(sys.implementation.cache_tag)"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    code = [p for d in ("tao_brev", "scripts") for p in (dest / d).rglob("*.py")]
+    assert all((p.parent / "__pycache__" / f"{p.stem}.{tag}.pyc").is_file() for p in code), code
+    assert {p.parent.relative_to(dest) for p in dest.rglob("__pycache__")} <= {p.parent.relative_to(dest) for p in code}
+    # the scripts start the environment's python themselves: no second interpreter start
+    assert all(p.read_text().startswith(f"#!{box.venv / 'bin' / 'python'}\n")
+               for p in (dest / "scripts").glob("[!_]*.py"))
     # the Agent Skills rule: the name in the front matter is the directory's name
     front = yaml.safe_load((dest / "SKILL.md").read_text().split("---\n")[1])
     assert front["name"] == dest.name
@@ -277,7 +287,7 @@ def test_installed_script_runs_with_only_path(box, tmp_path):
     assert done.returncode == 0, done
     assert "usage: preflight.py" in done.stdout and "--instance" in done.stdout
     # with a python3 that lacks the dependencies first on PATH, a script that needs
-    # PyYAML still works: _bootstrap re-executes it with <install>/.venv/bin/python
+    # PyYAML still works: its #! line names the environment's python
     spec = tmp_path / "train.yaml"
     shutil.copy(dest / "examples" / "visual_changenet" / "train.yaml", spec)
     dry = run_installed(dest, "submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt",
@@ -286,6 +296,10 @@ def test_installed_script_runs_with_only_path(box, tmp_path):
                         HOME=str(tmp_path))
     assert dry.returncode == 0, dry
     assert '"dry_run": true' in dry.stdout
+    # started explicitly by that python3, the script re-executes itself with the environment's
+    by_hand = subprocess.run([str(_bare_python_dir(tmp_path) / "python3"), str(dest / "scripts" / "preflight.py"),
+                              "--help"], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=120)
+    assert by_hand.returncode == 0 and "usage: preflight.py" in by_hand.stdout, by_hand
     lint = run_installed(dest, "redact_secrets.py", "lint", str(dest / "SKILL.md"))
     assert lint.returncode == 0, lint
 

@@ -30,6 +30,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from .. import lazy_re
 from .. import bank, cost, credentials, docker_state, redact, remote
 from .. import routing as routing_mod
 from ..cli import Context, say
@@ -50,7 +51,7 @@ DISK_HEADROOM_BYTES = 20 * GIB       # warn when less stays free for results and
 GPU_SMOKE_KEY = "images.gpu_smoke"
 GPU_SMOKE_DEFAULT = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 # `docker run` could not get its image (docker/cli run.go: "Unable to find image ... locally", then the pull error)
-PULL_FAILED = re.compile(r"Unable to find image|Error response from daemon: (Get|Head) \"https://", re.I)
+PULL_FAILED = lazy_re.compile(r"Unable to find image|Error response from daemon: (Get|Head) \"https://", re.I)
 
 BROKEN_STATES = {
     "FAILURE": "The instance failed to deploy or start: read its error in the Brev console, then replace it "

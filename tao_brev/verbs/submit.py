@@ -30,11 +30,11 @@ job id: one -> adopt it; none -> mark ERROR (ERR_INFRA), a new submit with
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import lazy_re
 from .. import archs, bank, cost, credentials, hash_cache, known_secrets, redact, remote, staging, storage
 from .. import yaml_bounded
 from .. import routing as routing_mod
@@ -207,7 +207,7 @@ def _refuse_unsafe_credentials(ctx: Context, req: SubmitRequest) -> None:
 
 
 # An override typed where an input was expected: ``train.num_epochs=3`` (a key path, then =).
-_OVERRIDE_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_\[\]-]+)*=")
+_OVERRIDE_LIKE = lazy_re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_\[\]-]+)*=")
 
 
 def _refuse_env_values(req: SubmitRequest) -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import re
 
+from .. import lazy_re
 from .. import cost, redact, remote
 from ..cli import Context, note_job, say
 from ..docker_state import after_instance_start, from_inspect
@@ -53,7 +54,7 @@ DELETE_REFUSED_FIX = ("Run teardown.py {job_id} --delete-instance again once the
 SAVED_LOG_LINES = 500   # kept in $TAO_STATE_DIR/brev/logs/<id>.log when the container is removed
 # `docker rm -f` of a container that is already gone: Docker CLI >= 20.10 prints this and exits 0,
 # older CLIs exit 1 (docker/cli cli/command/container/rm.go): either way, already removed.
-NO_SUCH_CONTAINER = re.compile(r"No such container", re.IGNORECASE)
+NO_SUCH_CONTAINER = lazy_re.compile(r"No such container", re.IGNORECASE)
 
 
 def _observe_and_remove(ctx: Context, instance: str, job_id: str,

@@ -1,0 +1,73 @@
+"""tao_brev/lazy_re.py: a pattern compiled on first use answers exactly as the
+compiled pattern does, and importing the package's modules compiles none of theirs.
+
+Invariant: a module-level pattern costs nothing until it is used, and once used it
+is ``re.compile(pattern, flags)`` - same matches, same flags, same groups.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tao_brev import lazy_re
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = [
+    (r"(?P<name>[A-Z_]+)=(?P<val>\S+)", 0, "export NGC_KEY=nvapi-x AWS_X=y"),
+    (r"^\s*-\s+(\w+)$", re.MULTILINE, "a:\n - one\n - two\n"),
+    (r"token", re.IGNORECASE, "TOKEN Token token"),
+]
+
+
+def test_a_lazy_pattern_answers_as_the_compiled_one():
+    for pattern, flags, text in CASES:
+        lazy, compiled = lazy_re.compile(pattern, flags), re.compile(pattern, flags)
+        assert lazy.pattern == compiled.pattern and lazy.flags == compiled.flags
+        assert lazy.groupindex == compiled.groupindex and lazy.groups == compiled.groups
+        assert lazy.search(text).span() == compiled.search(text).span()
+        assert [m.groups() for m in lazy.finditer(text)] == [m.groups() for m in compiled.finditer(text)]
+        assert lazy.sub("<r>", text) == compiled.sub("<r>", text)
+        assert lazy.split(text) == compiled.split(text) and lazy.findall(text) == compiled.findall(text)
+        assert repr(lazy) == repr(compiled)
+
+
+def test_a_bad_pattern_fails_when_used_as_re_compile_would():
+    lazy = lazy_re.compile(r"(unclosed")
+    try:
+        lazy.search("x")
+    except re.error as exc:
+        assert "missing )" in str(exc)
+    else:
+        raise AssertionError("an invalid pattern matched")
+
+
+def test_importing_the_package_compiles_no_pattern_of_its_own():
+    """Every module of tao_brev but staging/storage (S3 paths only) is imported in a fresh
+    interpreter with re.compile counted: none of the package's files calls it at import."""
+    modules = sorted(p.stem for p in (ROOT / "tao_brev").glob("*.py") if p.stem not in ("__init__", "staging", "storage"))
+    probe = (
+        "import re, sys, traceback\n"
+        "seen = []\n"
+        "real = re._compile\n"
+        "def counting(*args, **kwargs):\n"
+        "    caller = [f for f in traceback.extract_stack()[:-1] if '/re/' not in f.filename][-1]\n"
+        "    if '/tao_brev/' in caller.filename: seen.append(f'{caller.filename}:{caller.lineno}')\n"
+        "    return real(*args, **kwargs)\n"
+        "re._compile = counting\n"
+        f"for name in {modules!r}: __import__('tao_brev.' + name)\n"
+        "for name in ('status', 'submit', 'teardown', 'preflight', 'orphans'): __import__('tao_brev.verbs.' + name)\n"
+        "print('\\n'.join(seen))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    own = [line for line in done.stdout.splitlines() if line and "/staging.py:" not in line
+           and "/storage.py:" not in line]
+    assert own == [], own
+
+
+def test_the_module_is_importable_by_its_name():
+    assert importlib.import_module("tao_brev.lazy_re").compile is lazy_re.compile
