@@ -218,8 +218,8 @@ def sync_input(settings: storage.S3Settings, bucket: str, base: str, entries: Se
     answer for (no index, an ETag changed by another writer) costs a HEAD
     (its ``x-amz-meta-sha256``). Then, in this order, so an interruption
     never leaves a manifest naming a file that is not in ``data/``: the
-    changed files (boto3 managed transfers, sha256 in metadata), one more
-    LIST for their ETags, the version's manifest object (when absent), the
+    changed files (boto3 managed transfers, sha256 in metadata; their ETags
+    from the answers), the version's manifest object (when absent), the
     index (when it changed), and last the deletion of ``data/`` objects no
     longer in the input. Nothing changed: zero PUTs, zero HEADs.
     """
@@ -247,9 +247,13 @@ def sync_input(settings: storage.S3Settings, bucket: str, base: str, entries: Se
         with ThreadPoolExecutor(max_workers=max_concurrency) as pool:
             todo += [item for item, sha in zip(unknown, pool.map(stored, unknown)) if sha != item[0]["sha256"]]
 
-    storage.transfer_files(s3, settings, bucket, [(data + e["path"], full, e) for e, full in todo],
-                           progress, max_concurrency=max_concurrency)
-    now = storage.list_objects(s3, settings, bucket, data) if todo else listed
+    etags = storage.transfer_files(s3, settings, bucket, [(data + e["path"], full, e) for e, full in todo],
+                                   progress, max_concurrency=max_concurrency)
+    now = dict(listed)
+    for entry, _ in todo:
+        now[data + entry["path"]] = {"size": entry["size"], "etag": etags.get(data + entry["path"], "")}
+    if any(not now[data + e["path"]]["etag"] for e, _ in todo):   # a store that answered without one
+        now = storage.list_objects(s3, settings, bucket, data)
     body = _utf8(manifest_text)
     if listed.get(manifest_key, {}).get("size") != len(body):   # absent (or not the one written here)
         storage.put_bytes(s3, settings, bucket, manifest_key, body, "text/plain; charset=utf-8")

@@ -539,13 +539,17 @@ def upload_tree(settings: S3Settings, local_path: str | os.PathLike, s3_prefix: 
 def transfer_files(s3, settings: S3Settings, bucket: str, todo: Sequence[tuple[str, Path, Mapping]],
                    progress: Optional[Callable[[str], None]] = _stderr,
                    multipart_threshold: int = 8 * 2**20, multipart_chunksize: int = 8 * 2**20,
-                   max_concurrency: int = 10) -> None:
+                   max_concurrency: int = 10) -> dict[str, str]:
     """Upload ``(key, local file, manifest entry)`` items with boto3's managed transfers.
 
     Multipart above ``multipart_threshold``, ``max_concurrency`` requests across
     files and parts, the entry's sha256 as ``x-amz-meta-sha256``; progress lines
     (``[upload] files, MiB``) to ``progress``. Raises the mapped storage error of
-    the first failure (the manager cancels the rest).
+    the first failure (the manager cancels the rest). Returns key -> ETag as the
+    store answered the PutObject / CompleteMultipartUpload (botocore events:
+    ``provide-client-params`` and ``after-call`` share the request context), so
+    a caller needs no LIST to learn them; a key the store answered without one
+    is absent.
     """
     from boto3.s3.transfer import TransferConfig, create_transfer_manager
     from s3transfer.subscribers import BaseSubscriber
@@ -563,6 +567,21 @@ def transfer_files(s3, settings: S3Settings, bucket: str, todo: Sequence[tuple[s
                             multipart_chunksize=multipart_chunksize,
                             max_concurrency=max_concurrency, use_threads=True)
     config.preferred_transfer_client = "classic"  # never the CRT client, whatever is installed
+    etags: dict[str, str] = {}
+    wanted = {key for key, _, _ in todo}
+
+    def note_key(params, context, **_):
+        if params.get("Bucket") == bucket and params.get("Key") in wanted:
+            context["tao_brev_key"] = params["Key"]
+
+    def note_etag(parsed, context, **_):
+        if context.get("tao_brev_key") and parsed.get("ETag"):
+            etags[context["tao_brev_key"]] = parsed["ETag"]
+
+    hooks = [(f"{event}.s3.{op}", handler) for op in ("PutObject", "CompleteMultipartUpload")
+             for event, handler in (("provide-client-params", note_key), ("after-call", note_etag))]
+    for event, handler in hooks:
+        s3.meta.events.register(event, handler)
     try:
         with create_transfer_manager(s3, config) as manager:
             futures = [manager.upload(str(full), bucket, key,
@@ -575,7 +594,10 @@ def transfer_files(s3, settings: S3Settings, bucket: str, todo: Sequence[tuple[s
                 except Exception as exc:  # the manager cancels the rest on the way out
                     raise _map_exception(exc, settings, f"upload of s3://{bucket}/{key}")
     finally:
+        for event, handler in hooks:
+            s3.meta.events.unregister(event, handler)
         meter.finish()
+    return etags
 
 
 def list_objects(s3, settings: S3Settings, bucket: str, prefix: str) -> dict[str, dict]:

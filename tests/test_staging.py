@@ -331,6 +331,10 @@ class Stager:
         pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
         return {o["Key"][len(prefix):]: o["Size"] for page in pages for o in page.get("Contents", [])}
 
+    def etags(self, prefix: str) -> dict[str, str]:
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix="inputs/ds/" + prefix)
+        return {o["Key"][len("inputs/ds/"):]: o["ETag"] for page in pages for o in page.get("Contents", [])}
+
     def get(self, key: str) -> bytes:
         return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
 
@@ -360,6 +364,8 @@ def test_a_restage_sends_only_the_changed_file_and_nothing_when_nothing_changed(
     assert hashlib.sha256(stager.get(first.manifest_key)).hexdigest() == first.manifest_sha256
 
     # Nothing changed: one LIST and the index, no hashing, no HEAD, no write of any kind.
+    index = json.loads(stager.get("inputs/ds/index.json"))["files"]
+    assert {p: v[2] for p, v in index.items()} == {k[len("data/"):]: v for k, v in stager.etags("data/").items()}
     requests_seen.clear(), hashed.clear()
     again = stager.stage(root)
     assert requests_seen.count() == Counter({"ListObjectsV2": 1, "GetObject": 1}), requests_seen.calls
@@ -377,8 +383,12 @@ def test_a_restage_sends_only_the_changed_file_and_nothing_when_nothing_changed(
     assert requests_seen.written() == {"inputs/ds/data/shards/shard_1.tar", grown.manifest_key,
                                        "inputs/ds/index.json"}
     assert requests_seen.count()["HeadObject"] == 0 and requests_seen.count()["CreateMultipartUpload"] == 1
+    assert requests_seen.count()["ListObjectsV2"] == 1          # the ETag came with the upload's answer
     assert grown.manifest_key != first.manifest_key and first.manifest_key[len("inputs/ds/"):] in stager.keys()
     assert stager.keys()["data/shards/shard_1.tar"] == 9 * MiB + 1
+    requests_seen.clear()                                         # the ETags the index learned are right:
+    assert stager.stage(root).upload["uploaded"] == 0 and requests_seen.count() == Counter(
+        {"ListObjectsV2": 1, "GetObject": 1})                     # the next run is a no-change run again
 
     # A file deleted here is deleted from data/ (after the manifest and the index), nothing is sent.
     (root / "images" / "0" / "img_000.jpg").unlink()
