@@ -11,7 +11,8 @@
 #                (no target flag = all three)
 #   --local      do not copy: give THIS directory its own .venv (development,
 #                demo, CI); with --check / --uninstall: check / remove that .venv
-#   --dev        also install the test extras (pytest, moto server, awscli, uv)
+#   --dev        also install the test and dev extras (pytest, moto server,
+#                awscli, uv; mutmut on Python 3.10+)
 #   --uninstall  remove the chosen installs (and the shared environment when
 #                no install is left)
 #   --check      report what is installed, where, and whether it works: the
@@ -88,9 +89,9 @@ if [ ${#targets[@]} -eq 0 ]; then targets=("${ALL_TARGETS[@]}"); fi
 # Files that make the bundle (a checkout or an unpacked archive alike).
 BUNDLE=(SKILL.md README.md ARCHITECTURE.md LICENSE pyproject.toml versions.yaml install.sh scripts references evals tao_brev examples tests)
 
-requirements() { # prints pyproject's dependencies (+ the test extra with --dev), one per line
+requirements() { # prints pyproject's dependencies (+ the test and dev extras with --dev), one per line
   local extra=()
-  if [ "$dev" = 1 ]; then extra=(--extra test); fi
+  if [ "$dev" = 1 ]; then extra=(--extra test --extra dev); fi
   "$PY" -I "$SRC/scripts/_pyproject.py" requirements ${extra[@]+"${extra[@]}"} "$SRC/pyproject.toml"
 }
 

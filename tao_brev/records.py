@@ -74,7 +74,7 @@ def state_root(env=os.environ) -> Path:
 
 
 def check_job_id(job_id: str) -> str:
-    if not isinstance(job_id, str) or not ID_RE.match(job_id) or len(job_id) > 200:
+    if not isinstance(job_id, str) or not ID_RE.fullmatch(job_id) or len(job_id) > 200:
         raise TaoBrevError("BAD_JOB_ID", f"invalid job id: {job_id!r}")
     return job_id
 
@@ -306,7 +306,7 @@ class RecordStore:
             try:
                 out[path.stem] = self._parse(path, path.read_text())
             except (TaoBrevError, OSError) as exc:
-                if not ID_RE.match(path.stem):
+                if not ID_RE.fullmatch(path.stem):
                     continue
                 where = self.quarantine(path.stem)
                 if where is None:
@@ -324,7 +324,7 @@ class RecordStore:
             return []
         return [{"id": path.stem, "corrupt": True, "quarantined": str(path),
                  "error": _quarantine_error(path.stem, path, "it was damaged").message}
-                for path in sorted(self.quarantine_dir.glob("*.json")) if ID_RE.match(path.stem)]
+                for path in sorted(self.quarantine_dir.glob("*.json")) if ID_RE.fullmatch(path.stem)]
 
 
 def _quarantine_error(job_id: str, where: Path, why: str) -> TaoBrevError:

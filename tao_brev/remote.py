@@ -39,7 +39,7 @@ CONTAINER_DATA_DIR = "/data"        # inputs inside the container: /data/<NAME>
 
 def check_name(value: str, what: str) -> str:
     """Names that reach a remote shell unquoted-safe: [A-Za-z0-9._-]. Raises BAD_NAME."""
-    if not isinstance(value, str) or not NAME_RE.match(value):
+    if not isinstance(value, str) or not NAME_RE.fullmatch(value):
         raise TaoBrevError("BAD_NAME", f"invalid {what}: {value!r} (allowed: letters, digits, '.', '_', '-')")
     return value
 
@@ -52,7 +52,7 @@ def check_env_name(value: str) -> str:
         raise TaoBrevError("BAD_ARGUMENT", f"--env takes a variable NAME only, got {name}=<value, not shown>",
                            f"Pass only the name and export the value in the shell that runs the script: "
                            f"export {name}=... (never on a command line), then --env {name}.")
-    if not isinstance(value, str) or not ENV_NAME_RE.match(value):
+    if not isinstance(value, str) or not ENV_NAME_RE.fullmatch(value):
         raise TaoBrevError("BAD_NAME", f"invalid environment variable name: {value!r}")
     return value
 
@@ -146,7 +146,7 @@ def verify_file(target: str, content: str) -> str:
 
 def gpus_flag(gpus: str) -> list[str]:
     """``--gpus all`` or ``--gpus '"device=0,1"'`` (by id, for a shared host)."""
-    if not GPUS_RE.match(gpus or ""):
+    if not GPUS_RE.fullmatch(gpus or ""):
         raise TaoBrevError("BAD_ARGUMENT", f"--gpus must be 'all' or GPU ids like 0,1 (got {gpus!r})")
     return ["--gpus", "all" if gpus == "all" else shlex.quote(f'"device={gpus}"')]
 
@@ -171,7 +171,7 @@ class RunSpec:
         check_name(self.job_id, "job id")
         check_name(self.network_arch, "network arch")
         check_name(self.action, "action")
-        if not SHM_RE.match(self.shm_size):
+        if not SHM_RE.fullmatch(self.shm_size):
             raise TaoBrevError("BAD_ARGUMENT", f"--shm-size must look like 16g or 512m (got {self.shm_size!r})")
         words = ["docker", "run", "-d", "--name", self.job_id, "--label", f"tao-job={self.job_id}",
                  "--label", f"{GPUS_LABEL}={self.gpus}", *gpus_flag(self.gpus), "--shm-size", self.shm_size]

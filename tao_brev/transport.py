@@ -476,6 +476,6 @@ def refuse_secrets(text: str, what: str, env: dict | None = None) -> None:
 
 def check_instance(name: str) -> str:
     """Reject instance names that are not plain brev names (BAD_NAME)."""
-    if not isinstance(name, str) or not INSTANCE_RE.match(name):
+    if not isinstance(name, str) or not INSTANCE_RE.fullmatch(name):
         raise TaoBrevError("BAD_NAME", f"invalid instance name: {name!r}")
     return name

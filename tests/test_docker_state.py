@@ -1,5 +1,9 @@
 """The docker state table, read row by row from references/failure-classes.md.
 
+The tests that compare the document with the code's tables carry the ``doc_sync``
+marker: they are left out of docker_state's mutation score (dev/mutation.py), which
+counts only the behavioural tests (test_docker_state_rows.py and the rest here).
+
 The tests parse the generated table of the document (not the Python tuple)
 and run each row's example ``.State`` through ``from_inspect``: what the
 document promises is what the code answers.
@@ -39,12 +43,14 @@ def documented_rows() -> list[dict]:
 ROWS = documented_rows()
 
 
+@pytest.mark.doc_sync
 def test_the_document_lists_every_row_of_the_code_and_every_docker_status():
     assert len(ROWS) == len(STATE_ROWS)
     assert {r["status"] for r in ROWS} >= set(DOCKER_STATUSES) | {"none"}
     assert set(DOCKER_STATUSES) == {"created", "running", "paused", "restarting", "removing", "exited", "dead"}
 
 
+@pytest.mark.doc_sync
 @pytest.mark.parametrize("row", ROWS, ids=[f"{r['status']}: {r['when'][:40]}" for r in ROWS])
 def test_each_documented_row_is_what_the_code_answers(row):
     observed = from_inspect(row["example"])
@@ -129,6 +135,7 @@ def test_an_error_without_a_known_pattern_gets_a_hint_naming_the_exit_and_the_la
     assert from_inspect({"Status": "exited", "ExitCode": 3}).hint is not None   # no logs read: still a hint
 
 
+@pytest.mark.doc_sync
 @pytest.mark.parametrize("pattern", LOG_PATTERNS, ids=[p.reason for p in LOG_PATTERNS])
 def test_each_log_pattern_matches_its_documented_example_and_wins_as_documented(pattern):
     hint = classify_logs("Epoch 1/3\n" + pattern.example)

@@ -20,6 +20,7 @@ FAILURE_CLASSES_MD = ROOT / "references" / "failure-classes.md"
 REGENERATE = "python -m tao_brev.errors --markdown > references/error-codes.md"
 
 
+@pytest.mark.doc_sync
 def test_error_codes_md_is_generated_from_codes():
     assert ERROR_CODES_MD.read_text() == errors.markdown(), f"stale: run {REGENERATE}"
 
@@ -30,6 +31,7 @@ def test_the_generators_run_as_modules(module):
     assert done.returncode == 0 and done.stdout == sys.modules[module].markdown()
 
 
+@pytest.mark.doc_sync
 def test_failure_classes_md_embeds_the_generated_tables():
     text = FAILURE_CLASSES_MD.read_text()
     match = re.search(r"<!-- generated: [^>]*-->\n(.*?)<!-- end generated -->", text, re.DOTALL)

@@ -1,0 +1,320 @@
+"""The record store's contract, in process (references/schemas/job_record.schema.json,
+the record rules of the TAO contract): a terminal state never changes and a repeated
+terminal mark may only ADD err_class / backend_ref; every field is validated before
+anything is written; required fields make a record readable; damaged records are
+quarantined and named. The script-level checks are in test_records.py."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import validate
+from tao_brev import records
+from tao_brev.errors import TaoBrevError
+from tao_brev.records import RecordStore
+
+
+def new(store, **kw):
+    args = dict(image="nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt", network_arch="visual_changenet",
+                action="train", storage_tier="A", results_root="~/tao-results")
+    args.update(kw)
+    return store.open(**args)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return RecordStore(tmp_path / "state")
+
+
+def raw(store, job_id):
+    return store.path(job_id).read_bytes()
+
+
+def test_open_writes_a_schema_valid_pending_record(store):
+    record = new(store)
+    job_id = record["id"]
+    arch, action, suffix = job_id.rsplit("-", 2)
+    assert (arch, action, len(suffix)) == ("visual_changenet", "train", 6) and int(suffix, 16) >= 0
+    assert record["results_dir"] == f"~/tao-results/{job_id}"
+    assert json.loads(raw(store, job_id)) == record == store.load(job_id)
+    validate("job_record", record)
+    assert record["platform"] == "brev" and record["backend_ref"] is None and record["terminal_state"] is None
+    assert [t["state"] for t in record["transitions"]] == ["PENDING"]
+    assert record["transitions"][0]["source"] == "agent" and record["redacted"] is True
+    assert "parent_job" not in record and "retry_of" not in record and record["upload_excludes"] == []
+
+
+def test_open_binds_an_explicit_results_dir_and_the_lineage(store):
+    first = new(store)
+    record = new(store, results_root=None, results_dir="s3://bucket/run-1", parent_job=first["id"],
+                 retry_of=first["id"], upload_excludes=["*.tmp"], platform="slurm")
+    assert record["results_dir"] == "s3://bucket/run-1" and record["platform"] == "slurm"
+    assert record["parent_job"] == record["retry_of"] == first["id"] and record["upload_excludes"] == ["*.tmp"]
+    validate("job_record", record)
+
+
+@pytest.mark.parametrize("kw, what", [
+    ({"results_dir": "/r"}, "exactly one"),                       # both
+    ({"results_root": None}, "exactly one"),                      # neither
+    ({"image": ""}, "--image"), ({"image": "  "}, "--image"),
+    ({"network_arch": ""}, "--network-arch"), ({"network_arch": " "}, "--network-arch"),
+    ({"action": ""}, "--action"), ({"action": "\t"}, "--action"),
+    ({"storage_tier": "D"}, "storage tier"), ({"storage_tier": "a"}, "storage tier"),
+])
+def test_open_refuses_bad_arguments_and_writes_nothing(store, kw, what):
+    with pytest.raises(TaoBrevError) as failed:
+        new(store, **kw)
+    assert failed.value.code == "BAD_ARGUMENT" and what in failed.value.message
+    assert not store.jobs_dir.exists() or list(store.jobs_dir.glob("*.json")) == []
+
+
+@pytest.mark.parametrize("field", ["parent_job", "retry_of"])
+def test_open_refuses_a_bad_lineage_id(store, field):
+    with pytest.raises(TaoBrevError) as failed:
+        new(store, **{field: "../x"})
+    assert failed.value.code == "BAD_JOB_ID"
+
+
+@pytest.mark.parametrize("arch, action, prefix", [
+    ("visual changenet", "train/eval", "visual-changenet-train-eval-"),
+    ("..dino", "-x-", "dino-x-"),
+    ("!!!", "???", "job-job-"),
+])
+def test_ids_are_slugs_of_arch_and_action(store, arch, action, prefix):
+    job_id = new(store, network_arch=arch, action=action)["id"]
+    assert job_id.startswith(prefix) and records.ID_RE.match(job_id)
+
+
+@pytest.mark.parametrize("job_id, ok", [
+    ("a", True), ("A-b_c.9", True), ("x" * 200, True),
+    ("x" * 201, False), ("", False), (".hidden", False), ("-x", False), ("a/b", False), ("a b", False),
+    ("job-1\n", False),
+    (None, False), (7, False),
+])
+def test_job_ids(job_id, ok):
+    if ok:
+        assert records.check_job_id(job_id) == job_id
+    else:
+        with pytest.raises(TaoBrevError) as failed:
+            records.check_job_id(job_id)
+        assert failed.value.code == "BAD_JOB_ID"
+
+
+def test_state_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert records.state_root({}) == tmp_path / ".tao"
+    assert records.state_root({"TAO_STATE_DIR": "/srv/tao"}) == Path("/srv/tao")
+    for bad in ("", "  ", "relative/dir"):
+        with pytest.raises(TaoBrevError) as failed:
+            records.state_root({"TAO_STATE_DIR": bad})
+        assert failed.value.code == "BAD_STATE_DIR"
+
+
+def test_a_state_dir_that_is_a_file_is_bad_state_dir(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(TaoBrevError) as failed:
+        new(RecordStore(tmp_path / "file"))
+    assert failed.value.code == "BAD_STATE_DIR"
+
+
+# -- mark: validation ------------------------------------------------------------
+@pytest.mark.parametrize("kw, word", [
+    ({"state": "BOGUS"}, "state"), ({"state": "running"}, "state"), ({"state": ""}, "state"),
+    ({"state": "RUNNING", "source": "human"}, "source"), ({"state": "RUNNING", "source": ""}, "source"),
+    ({"state": "ERROR", "err_class": "ERR_OTHER"}, "err_class"), ({"state": "ERROR", "err_class": ""}, "err_class"),
+])
+def test_mark_refuses_unknown_values_and_leaves_the_record_as_it_was(store, kw, word):
+    job_id = new(store)["id"]
+    before = raw(store, job_id)
+    with pytest.raises(TaoBrevError) as failed:
+        store.mark(job_id, **kw)
+    assert failed.value.code == "BAD_ARGUMENT" and word in failed.value.message
+    assert raw(store, job_id) == before
+
+
+def test_every_known_state_source_and_class_is_accepted(store):
+    for state in records.STATES[1:]:
+        for source in records.SOURCES:
+            job_id = new(store)["id"]
+            rec = store.mark(job_id, state, source=source, err_class="ERR_PROGRAM" if state == "ERROR" else None)
+            assert rec["transitions"][-1]["state"] == state and rec["transitions"][-1]["source"] == source
+            validate("job_record", rec)
+    job_id = new(store)["id"]
+    assert store.mark(job_id, "ERROR", err_class="ERR_INFRA")["err_class"] == "ERR_INFRA"
+
+
+def test_mark_of_an_unknown_job_is_unknown_job(store):
+    new(store)
+    with pytest.raises(TaoBrevError) as failed:
+        store.mark("nope-train-000000", "RUNNING")
+    assert failed.value.code == "UNKNOWN_JOB"
+
+
+# -- mark: transitions and terminal immutability ---------------------------------
+def test_a_transition_is_appended_with_its_fields(store):
+    job_id = new(store)["id"]
+    rec = store.mark(job_id, "RUNNING", message="started", source="poller", backend_ref="box/c1")
+    last = rec["transitions"][-1]
+    assert (last["state"], last["message"], last["source"]) == ("RUNNING", "started", "poller")
+    assert rec["backend_ref"] == "box/c1" and rec["terminal_state"] is None and "err_class" not in rec
+    assert store.load(job_id) == rec and records.current_state(rec) == "RUNNING"
+    rec = store.mark(job_id, "UNKNOWN")   # no backend_ref: the known one stays
+    assert rec["backend_ref"] == "box/c1" and rec["transitions"][-1]["message"] == ""
+
+
+def test_a_terminal_mark_records_who_wrote_it(store):
+    job_id = new(store)["id"]
+    rec = store.mark(job_id, "ERROR", source="poller", err_class="ERR_INFRA", backend_ref="box/c1")
+    assert (rec["terminal_state"], rec["terminal_write_by"], rec["err_class"]) == ("ERROR", "poller", "ERR_INFRA")
+    assert store.load(job_id) == rec
+    validate("job_record", rec)
+
+
+@pytest.mark.parametrize("terminal", records.TERMINAL_STATES)
+def test_a_terminal_state_refuses_every_other_state(store, terminal):
+    job_id = new(store)["id"]
+    store.mark(job_id, terminal)
+    before = raw(store, job_id)
+    for state in records.STATES:
+        if state == terminal:
+            continue
+        with pytest.raises(TaoBrevError) as failed:
+            store.mark(job_id, state)
+        assert failed.value.code == "TERMINAL_STATE" and terminal in failed.value.message
+    assert raw(store, job_id) == before
+
+
+def test_a_repeated_terminal_mark_only_adds_fields(store):
+    job_id = new(store)["id"]
+    first = store.mark(job_id, "ERROR", source="poller")
+    assert "err_class" not in first and first["backend_ref"] is None
+    before = raw(store, job_id)
+    same = store.mark(job_id, "ERROR", source="agent", message="again")   # adds nothing: nothing written
+    assert raw(store, job_id) == before and same == first
+    added = store.mark(job_id, "ERROR", err_class="ERR_INFRA", backend_ref="box/c1")
+    assert added["err_class"] == "ERR_INFRA" and added["backend_ref"] == "box/c1"
+    assert added["transitions"] == first["transitions"] and added["terminal_write_by"] == "poller"
+    assert store.load(job_id) == added
+    # present fields are never overwritten, and nothing is rewritten
+    before = raw(store, job_id)
+    kept = store.mark(job_id, "ERROR", err_class="ERR_PROGRAM", backend_ref="other/c2", source="poller")
+    assert kept["err_class"] == "ERR_INFRA" and kept["backend_ref"] == "box/c1"
+    assert raw(store, job_id) == before
+
+
+@pytest.mark.parametrize("field, value, other", [("err_class", "ERR_PROGRAM", "ERR_INFRA"),
+                                                 ("backend_ref", "box/c1", "box/c2")])
+def test_a_repeated_terminal_mark_adds_each_field_on_its_own(store, field, value, other):
+    job_id = new(store)["id"]
+    store.mark(job_id, "COMPLETE", **{field: value})
+    rec = store.mark(job_id, "COMPLETE", **{field: other})
+    assert rec[field] == value and store.load(job_id)[field] == value
+    missing = "backend_ref" if field == "err_class" else "err_class"
+    fill = "box/c9" if missing == "backend_ref" else "ERR_INFRA"
+    rec = store.mark(job_id, "COMPLETE", **{missing: fill})
+    assert rec[missing] == fill and rec[field] == value and store.load(job_id) == rec
+
+
+def test_what_mark_returns_and_writes_is_redacted(store):
+    job_id = new(store)["id"]
+    secret = "nvapi-SECRETsecret0123456789abcd"
+    rec = store.mark(job_id, "ERROR", message=f"NGC_KEY={secret} was refused", backend_ref="box/c1")
+    assert secret not in json.dumps(rec) and secret not in raw(store, job_id).decode()
+    assert "NGC_KEY=<redacted>" in rec["transitions"][-1]["message"] and rec["backend_ref"] == "box/c1"
+
+
+def test_uri_fields_keep_their_paths_and_lose_their_secrets(store):
+    rec = new(store, results_root=None, results_dir="s3://bucket/token=v1/run")
+    assert rec["results_dir"] == "s3://bucket/token=v1/run"
+    rec = new(store, results_root=None, results_dir="https://user:hunter2hunter2@host/x")
+    assert "hunter2hunter2" not in raw(store, rec["id"]).decode()
+
+
+# -- reading: required fields, damage, quarantine ------------------------------------
+@pytest.mark.parametrize("field", records._REQUIRED)
+def test_a_record_missing_a_required_field_is_corrupt_and_quarantined(store, field):
+    job_id = new(store)["id"]
+    record = json.loads(raw(store, job_id))
+    del record[field]
+    store.path(job_id).write_text(json.dumps(record))
+    with pytest.raises(TaoBrevError) as failed:
+        store.load(job_id)
+    assert failed.value.code == "CORRUPT_RECORD" and field in failed.value.message
+    assert not store.path(job_id).exists() and store.quarantined(job_id) is not None
+
+
+@pytest.mark.parametrize("text", ["", "[]", "{not json", '"x"', "{}"])
+def test_damaged_bytes_are_moved_intact_and_named(store, text):
+    job_id = new(store)["id"]
+    store.path(job_id).write_text(text)
+    with pytest.raises(TaoBrevError) as failed:
+        store.mark(job_id, "RUNNING")
+    where = store.quarantine_dir / f"{job_id}.json"
+    assert failed.value.code == "CORRUPT_RECORD" and str(where) in failed.value.message
+    assert "quarantined" in failed.value.message and f"teardown.py {job_id}" in failed.value.fix
+    assert failed.value.details["answer"] == {"job_id": job_id}
+    assert where.read_text() == text and not store.path(job_id).exists()
+    with pytest.raises(TaoBrevError) as again:   # later readers get the same answer
+        store.load(job_id)
+    assert again.value.code == "CORRUPT_RECORD" and str(where) in again.value.message
+
+
+def test_a_second_damaged_copy_keeps_the_first(store):
+    job_id = new(store)["id"]
+    store.path(job_id).write_text("first")
+    with pytest.raises(TaoBrevError):
+        store.load(job_id)
+    store.path(job_id).write_text("second")
+    with pytest.raises(TaoBrevError):
+        store.load(job_id)
+    assert (store.quarantine_dir / f"{job_id}.json").read_text() == "first"
+    assert [p.read_text() for p in store.quarantine_dir.glob(f"{job_id}.*.damaged")] == ["second"]
+
+
+def test_quarantine_of_an_intact_record_moves_nothing(store):
+    job_id = new(store)["id"]
+    assert store.quarantine(job_id) is None and store.load(job_id)["id"] == job_id
+
+
+def test_closing_a_quarantined_record(store):
+    job_id = new(store)["id"]
+    assert store.close_quarantined(job_id) is None
+    store.path(job_id).write_text("junk")
+    with pytest.raises(TaoBrevError):
+        store.load(job_id)
+    closed = store.close_quarantined(job_id)
+    assert closed == store.quarantine_dir / "closed" / f"{job_id}.json" and closed.read_text() == "junk"
+    assert store.quarantined(job_id) is None and store.closed_quarantine(job_id) == closed
+    assert store.close_quarantined(job_id) == closed   # again: where it is
+    with pytest.raises(TaoBrevError) as failed:
+        store.load(job_id)
+    assert failed.value.code == "CORRUPT_RECORD" and "closed by teardown" in failed.value.message
+    assert "Nothing to do" in failed.value.fix and store.list() == []
+
+
+def test_list_is_sorted_names_damage_and_skips_foreign_files(store):
+    ids = sorted(new(store)["id"] for _ in range(3))
+    store.path(ids[1]).write_text("{broken")
+    (store.jobs_dir / "not an id.json").write_text("junk")   # no job id: not ours, left alone
+    listed = store.list()
+    assert [r["id"] for r in listed] == ids
+    assert [r.get("corrupt", False) for r in listed] == [False, True, False]
+    bad = listed[1]
+    assert bad["quarantined"] == str(store.quarantine_dir / f"{ids[1]}.json") and ids[1] in bad["error"]
+    assert listed[0] == store.load(ids[0]) and listed[2] == store.load(ids[2])
+    assert (store.jobs_dir / "not an id.json").exists()
+    again = store.list()   # the quarantined one is still named, once
+    assert [r["id"] for r in again] == ids and again[1]["corrupt"] is True
+    assert store.quarantined_entries() == [again[1]]
+
+
+def test_list_of_a_store_never_written_is_empty(tmp_path):
+    assert RecordStore(tmp_path / "none").list() == [] and RecordStore(tmp_path / "none").quarantined_entries() == []
+
+
+def test_current_state_and_terminality():
+    assert records.current_state({"transitions": [{"state": "PENDING"}, {"state": "RUNNING"}]}) == "RUNNING"
+    assert records.current_state({"transitions": []}) == records.current_state({}) == "UNKNOWN"
+    assert [s for s in records.STATES if records.is_terminal(s)] == ["COMPLETE", "ERROR", "CANCELED"]
+    assert records.is_terminal(None) is False

@@ -1,0 +1,198 @@
+"""The lint's edges, each from both sides (references/redaction.md): every well-known
+token shape at its minimum length is found and redacted, one character shorter is not;
+a shape glued to a longer word is not a token; Kubernetes env entries are paired across
+comments and blank lines, in any key order, with block scalars; every credential-name
+form of the module doc and the descriptor words that make a name not one."""
+
+import pytest
+
+from tao_brev import redact
+from tao_brev.redact import is_secret_name, lint
+
+ALNUM = "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC2eF4hJ6kL8nP"
+UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+
+
+def body(n, chars=ALNUM):
+    return (chars * 4)[:n]
+
+
+# (prefix, the body's alphabet, minimum body length, the finding's name)
+SHAPES = [
+    ("nvapi-", ALNUM, 16, "nvapi-"),
+    ("hf_", ALNUM, 20, "hf_"),
+    ("ghp_", ALNUM, 20, "ghp_"), ("gho_", ALNUM, 20, "gho_"), ("ghu_", ALNUM, 20, "ghu_"),
+    ("ghs_", ALNUM, 20, "ghs_"), ("ghr_", ALNUM, 20, "ghr_"),
+    ("github_pat_", ALNUM, 20, "github_pat_"),
+    ("glpat-", ALNUM, 20, "glpat-"),
+    ("npm_", ALNUM, 30, "npm_"),
+    ("pypi-", ALNUM, 40, "pypi-"),
+    ("AIza", ALNUM, 35, "AIza"),
+    ("xoxa-", ALNUM, 10, "xoxa-"), ("xoxb-", ALNUM, 10, "xoxb-"), ("xoxp-", ALNUM, 10, "xoxp-"),
+    ("xoxr-", ALNUM, 10, "xoxr-"),
+    ("sk_live_", ALNUM, 20, "sk_live_"), ("rk_live_", ALNUM, 20, "rk_live_"),
+    ("sk-", ALNUM, 20, "sk-"),
+    ("sk-proj-", ALNUM, 20, "sk-"), ("sk-svcacct-", ALNUM, 20, "sk-"), ("sk-admin-", ALNUM, 20, "sk-"),
+    ("sk-ant-", ALNUM, 20, "sk-"),
+]
+IDS = [s[0] for s in SHAPES]
+
+
+def findings(text):
+    return [(f.kind, f.name, f.line) for f in lint(text)]
+
+
+@pytest.mark.parametrize("prefix, chars, n, name", SHAPES, ids=IDS)
+def test_a_token_shape_at_its_minimum_length_is_found_and_redacted(prefix, chars, n, name):
+    token = prefix + body(n, chars)
+    text = f"log line\nthe key {token} was used"
+    assert findings(text) == [("token-shape", name, 2)]
+    assert redact.redact(text) == "log line\nthe key <redacted> was used"
+    assert redact.redact_uri(f"s3://bucket/{token}/x") == "s3://bucket/<redacted>/x"
+
+
+@pytest.mark.parametrize("prefix, chars, n, name", SHAPES, ids=IDS)
+def test_one_character_shorter_is_not_a_token(prefix, chars, n, name):
+    text = f"the key {prefix + body(n - 1, chars)} was used"
+    assert lint(text) == [] and redact.redact(text) == text
+
+
+@pytest.mark.parametrize("prefix, chars, n, name", SHAPES, ids=IDS)
+def test_a_shape_inside_a_longer_word_is_not_a_token(prefix, chars, n, name):
+    for glue in ("x", "7", "_", "-"):
+        text = f"the file {glue}{prefix + body(n + 4, chars)} was used"
+        assert lint(text) == [], glue
+
+
+@pytest.mark.parametrize("prefix", ["AKIA", "ASIA"])
+def test_aws_key_ids_are_exactly_sixteen_upper_case_characters(prefix):
+    assert findings(f"id {prefix}{body(16, UPPER)} end") == [("token-shape", prefix, 1)]
+    assert redact.redact(f"id={prefix}{body(16, UPPER)}") == "id=<redacted>"
+    assert lint(f"id {prefix}{body(15, UPPER)} end") == []
+    assert lint(f"id {prefix}{body(17, UPPER)} end") == []          # longer: not a key id
+    assert lint(f"id {prefix}{body(16, UPPER)}x end") == []
+    assert lint(f"id {prefix}{body(15, UPPER)}a end") == []          # lower case is not in a key id
+
+
+def test_google_keys_end_where_their_35_characters_end():
+    key = "AIza" + body(35)
+    assert findings(f"k {key}.") == [("token-shape", "AIza", 1)]
+    assert lint(f"k {key}-more") == [] and lint(f"k {key}_x") == []
+
+
+def test_sk_learn_style_names_are_not_keys():
+    assert lint("pip install sk-learn-extra scikit-learn") == []
+    assert lint("sk-ant-short and sk-proj-short") == []
+
+
+def test_several_shapes_in_one_text_are_each_named():
+    text = f"a nvapi-{body(20)} b\nc hf_{body(22)} d ASIA{body(16, UPPER)}"
+    assert findings(text) == [("token-shape", "nvapi-", 1), ("token-shape", "hf_", 2), ("token-shape", "ASIA", 2)]
+    assert redact.redact(text) == "a <redacted> b\nc <redacted> d <redacted>"
+
+
+# -- Kubernetes env entries across lines ---------------------------------------------
+LIT = "Zq8-literal-value-0123xy"   # a literal value (no token shape: only the pairing finds it)
+
+
+@pytest.mark.parametrize("manifest", [
+    f"env:\n# c\n- name: NGC_KEY\n  value: {LIT}\n",
+    f"env:\n- name: NGC_KEY\n  # the key\n  value: {LIT}\n",
+    f"env:\n- name: NGC_KEY\n\n  value: {LIT}\n",
+    f"env:\n\n# one\n\n- name: NGC_KEY\n\n  # two\n\n  value: {LIT}\n",
+    f"env:\n- value: {LIT}\n  # before its name\n  name: NGC_KEY\n",
+    f"env:\n  - name: \"NGC_KEY\"\n    value: '{LIT}'\n",
+    f'"env": [\n  {{\n    "name": "NGC_KEY",\n    "value": "{LIT}"\n  }}\n]\n',
+], ids=["comment-before", "comment-between", "blank-between", "comments-and-blanks", "value-first", "quoted",
+        "json"])
+def test_a_manifest_env_entry_is_paired_across_comments_and_blank_lines(manifest):
+    found = [f for f in lint(manifest) if f.kind == "manifest-env"]
+    assert [f.name for f in found] == ["NGC_KEY"]
+    assert found[0].line == next(i for i, ln in enumerate(manifest.split("\n"), 1) if LIT in ln)
+    redacted = redact.redact(manifest)
+    assert LIT not in redacted and "<redacted>" in redacted and "NGC_KEY" in redacted
+
+
+def test_a_block_scalar_value_is_paired_across_blank_lines():
+    manifest = f"env:\n- name: HF_TOKEN\n  value: |\n\n    {LIT}\n- name: OTHER\n  value: x\n"
+    assert [(f.kind, f.name, f.line) for f in lint(manifest)] == [("manifest-env", "HF_TOKEN", 3)]
+    assert LIT not in redact.redact(manifest)
+    folded = f"env:\n- name: HF_TOKEN\n  value: >-\n    {LIT}\n"
+    assert LIT not in redact.redact(folded)
+
+
+@pytest.mark.parametrize("manifest", [
+    f"env:\n- name: DATA_DIR\n  value: {LIT}\n",                    # not a credential name
+    f"env:\n- name: NGC_KEY\n- value: {LIT}\n",                      # the value is the next item's
+    f"env:\n- name: NGC_KEY\n  valueFrom:\n    secretKeyRef: {{name: ngc, key: key}}\n",
+    f"env:\n- name: NGC_KEY\n  value: $(NGC_KEY)\n",                 # a reference, not a literal
+    f"env:\n- name: NGC_KEY\n  value: short\n",                      # below the minimum length
+    f"- name: NGC_KEY\nspec:\n  value: {LIT}\n",                     # a dedent ends the entry
+    f"- name: NGC_KEY\n    value: {LIT}\n",                          # another column: another entry
+])
+def test_what_is_not_a_literal_credential_entry(manifest):
+    assert [f for f in lint(manifest) if f.kind == "manifest-env"] == []
+
+
+def test_two_entries_are_told_apart():
+    manifest = f"env:\n- name: PLAIN\n  value: {LIT}\n- name: WANDB_API_KEY\n  value: {LIT}x\n"
+    assert [(f.name, f.line) for f in lint(manifest)] == [("WANDB_API_KEY", 5)]
+    assert redact.redact(manifest) == f"env:\n- name: PLAIN\n  value: {LIT}\n- name: WANDB_API_KEY\n  value: <redacted>\n"
+
+
+# -- credential names ----------------------------------------------------------------
+CREDENTIAL_NAMES = [
+    # single credential words
+    "SECRET", "my_secrets", "PASSWORD", "passwords", "db_passwd", "ssh_passphrase", "HF_TOKEN", "credential",
+    "GOOGLE_CREDENTIALS", "apikey", "secretkey", "accesskey", "privatekey", "authkey", "authtoken",
+    "accessToken", "apiToken", "sessionToken", "refresh_token_v", "bearertoken", "idtoken", "identityToken",
+    "clientSecret",
+    # one word ending in a credential word
+    "PGPASSWORD", "mysqlpasswd", "gpgpassphrase", "openaiapikey", "awssecretkey", "s3accesskey", "rsaprivatekey",
+    # two words
+    "api_key", "AccessKey", "Secret_Key", "private.key", "account_key", "auth_key", "ngc_key", "master_key",
+    "signing_key", "connection_string", "wandb_key", "kaggle_key", "openai_key", "comet_key", "neptune_key",
+    "hf_key", "huggingface_key", "anthropic_key", "cohere_key", "pinecone_key", "replicate_key",
+    # upper-case environment names ending in _KEY, also dotted
+    "KAGGLE_KEY", "MY_SERVICE_KEY", "cfg.MY_KEY",
+    # value words after the credential word
+    "AWS_ACCESS_KEY_ID", "accessKeyIds", "SECRET_KEY_BASE", "API_KEY_PROD", "api_key_2", "token_value",
+    "password_val", "secret_data", "api_key_string", "apikey_str", "secret_base64", "token_hex",
+    "password_raw", "password_plain", "secret_plaintext", "api_key_production", "token_dev", "token_staging",
+    "token_test", "token_live", "token_new", "token_old", "token_current", "token_primary", "token_secondary",
+    "token_v", "train.wandb.api_key", "a.b.password",
+]
+NOT_CREDENTIAL_NAMES = [
+    "pad_token", "eos_token_id", "max_new_tokens", "num_token", "image_token", "special_token", "n_token",
+    "password_file", "token_path", "secretKeyRef", "token_id", "password_ids", "token_dropout", "key",
+    "KEY", "monkey", "no_password", "NO_TOKEN", "keyboard", "api", "access", "primary_key_column",
+    "AWS_SHARED_CREDENTIALS_FILE", "ssh_auth_sock", "", "my_KEY", "tokenizer",
+]
+
+
+@pytest.mark.parametrize("name", CREDENTIAL_NAMES)
+def test_credential_names(name):
+    assert is_secret_name(name) is True
+    assert findings(f"{name}={LIT}") == [("assignment", name, 1)]
+    assert redact.redact(f"export {name}={LIT}") == f"export {name}=<redacted>"
+
+
+@pytest.mark.parametrize("name", NOT_CREDENTIAL_NAMES)
+def test_names_that_are_not_credentials(name):
+    assert is_secret_name(name) is False
+    if name:
+        assert [f for f in lint(f"{name}={LIT}") if f.kind == "assignment"] == []
+
+
+def test_every_token_role_before_token_is_not_a_credential():
+    for role in redact._TOKEN_ROLES:
+        assert is_secret_name(f"{role}_token") is False, role
+        assert is_secret_name(f"{role}_password") is True, role
+
+
+def test_words_of_a_name():
+    assert redact.name_words("AWS_SECRET_ACCESS_KEY") == ("aws", "secret", "access", "key")
+    assert redact.name_words("clientSecret") == ("client", "secret")
+    assert redact.name_words("SecretAccessKey") == ("secret", "access", "key")
+    assert redact.name_words("HTTPServer2-key.v") == ("http", "server", "2", "key", "v")
+    assert redact.name_words("") == () and redact.name_words(None) == ()

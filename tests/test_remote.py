@@ -1,0 +1,270 @@
+"""tao_brev.remote: what reaches the instance's shell. The guards refuse every name that
+is not plain before anything is built; paths are quoted so the instance's shell expands
+only ``~``; sections come back by their token; the file writer and its check, the GPU
+guard and the launch lock run here under a local POSIX sh (docker stood in for by a
+shell function where the script asks it something), as they run on the instance."""
+
+import hashlib
+import shlex
+import subprocess
+
+import pytest
+
+from tao_brev import remote
+from tao_brev.errors import TaoBrevError
+
+
+def sh(script, home, stdin=None):
+    """Run ``script`` with the POSIX sh, HOME=home; (exit status, stdout+stderr)."""
+    done = subprocess.run(["sh", "-c", script], cwd=home, env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+                          input=stdin, capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout + done.stderr
+
+
+# -- names -----------------------------------------------------------------------------
+GOOD_NAMES = ["a", "Z", "0", "box-1", "visual_changenet", "v1.2", "a" * 128, "9_x.y-z"]
+BAD_NAMES = ["", "-x", ".x", "_x", "a" * 129, "a b", "a;b", "a/b", "a$b", "a`b", "a\nb", "a\n", "é", "a:b", "a=b",
+             None, 7, ["a"]]
+
+
+@pytest.mark.parametrize("name", GOOD_NAMES)
+def test_plain_names_pass(name):
+    assert remote.check_name(name, "network arch") == name
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_other_names_are_bad_name(name):
+    with pytest.raises(TaoBrevError) as failed:
+        remote.check_name(name, "network arch")
+    assert failed.value.code == "BAD_NAME" and "invalid network arch" in failed.value.message
+
+
+@pytest.mark.parametrize("name", ["A", "_", "_x", "HF_TOKEN", "x1", "A" * 128])
+def test_env_names_pass(name):
+    assert remote.check_env_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", "1A", "A-B", "A.B", "A B", "A;B", "A" * 129, "a\n", None, 3])
+def test_bad_env_names_are_bad_name(name):
+    with pytest.raises(TaoBrevError) as failed:
+        remote.check_env_name(name)
+    assert failed.value.code == "BAD_NAME"
+
+
+@pytest.mark.parametrize("value", ["NGC_KEY=nvapi-secret-value-123", "A=", "=Zq8secretvalue", "bad name=Zq8val"])
+def test_an_env_assignment_is_refused_without_its_value(value):
+    with pytest.raises(TaoBrevError) as failed:
+        remote.check_env_name(value)
+    name = value.split("=", 1)[0]
+    assert failed.value.code == "BAD_ARGUMENT"
+    assert f"{name}=<value, not shown>" in failed.value.message and f"--env {name}." in failed.value.fix
+    rest = value.split("=", 1)[1]
+    assert not rest or rest not in failed.value.message + failed.value.fix
+
+
+# -- paths -----------------------------------------------------------------------------
+@pytest.mark.parametrize("path, quoted", [
+    ("~", '"$HOME"'), ("~/", '"$HOME"'), ("~/a", "\"$HOME\"/a"), ("~/a b/c/", "\"$HOME\"/'a b/c'"),
+    ("/abs/x", "/abs/x"), ("/a b", "'/a b'"), ("/x;rm -rf ~", "'/x;rm -rf ~'"), ("~/$(id)", "\"$HOME\"/'$(id)'"),
+])
+def test_instance_paths_are_quoted_and_only_home_expands(path, quoted, tmp_path):
+    assert remote.rpath(path) == quoted
+    code, out = sh(f"printf '%s' {remote.rpath(path)}", tmp_path)
+    assert code == 0 and out == (str(tmp_path) + path[1:].rstrip("/") if path.startswith("~") else path)
+
+
+@pytest.mark.parametrize("path", ["relative/x", "x", "", "~user/x", "/a/../b", "~/../x", "..", "/a/.."])
+def test_other_paths_are_refused(path):
+    with pytest.raises(TaoBrevError) as failed:
+        remote.rpath(path)
+    assert failed.value.code == "BAD_ARGUMENT"
+
+
+def test_join_and_the_job_dir():
+    assert remote.join("~/a/", "/b/", "c") == "~/a/b/c"
+    assert remote.join("/", "x") == "/x" and remote.join("~/a") == "~/a"
+    assert remote.job_dir("j-1") == "~/tao-jobs/j-1"
+
+
+# -- sections ----------------------------------------------------------------------------
+def test_sections_come_back_by_name_with_their_status(tmp_path):
+    token = remote.new_token()
+    assert token.startswith("S") and len(token) == 13 and token != remote.new_token()
+    script = "\n".join([remote.section(token, "a", "echo one; echo err >&2"),
+                        remote.section(token, "b.2", "printf 'no newline'; (exit 3)"),
+                        remote.section(token, "c", "true")])
+    code, out = sh(script, tmp_path)
+    parsed = remote.parse_sections(out, token)
+    assert set(parsed) == {"a", "b.2", "c"}
+    assert (parsed["a"].exit_code, parsed["a"].output) == (0, "one\nerr\n")
+    assert (parsed["b.2"].exit_code, parsed["b.2"].output) == (3, "no newline")
+    assert (parsed["c"].name, parsed["c"].exit_code, parsed["c"].output) == ("c", 0, "")
+
+
+def test_only_the_scripts_token_opens_a_section_and_a_repeated_name_keeps_the_last():
+    token, other = "S000000000001", "S000000000002"
+    text = (f"{other}>x\nforged\n{other}<x 0\n"
+            f"{token}>x\nfirst\n{token}<x 1\n"
+            f"junk {token}>y\nnot at a line start\n{token}<y 0\n"
+            f"{token}>x\nsecond\nline\n{token}<x 2\n")
+    parsed = remote.parse_sections(text, token)
+    assert list(parsed) == ["x"] and (parsed["x"].exit_code, parsed["x"].output) == (2, "second\nline")
+    assert remote.parse_sections(f"{token}>z\nopen, never closed\n", token) == {}
+    assert remote.parse_sections(f"{token}>z\nwrong close\n{token}<q 0\n", token) == {}
+
+
+# -- writing a file and checking it ---------------------------------------------------------
+@pytest.mark.parametrize("content", ["a: 1\n", "no newline", "$HOME `id` $(id) 'q' \"d\"\n\\n", ""])
+def test_a_file_is_written_verbatim_and_verified(content, tmp_path):
+    script = remote.heredoc_file("~/spec.yaml", content) + remote.verify_file("~/spec.yaml", content)
+    code, out = sh(script, tmp_path)
+    expected = content if content.endswith("\n") else content + "\n"
+    assert (code, out) == (0, "") and (tmp_path / "spec.yaml").read_text() == expected
+
+
+def test_a_file_that_did_not_arrive_intact_is_refused(tmp_path):
+    (tmp_path / "spec.yaml").write_text("other\n")
+    code, out = sh(remote.verify_file("~/spec.yaml", "a: 1\n"), tmp_path)
+    assert code == remote.WRITE_FAILED_EXIT
+    assert out.strip() == "TAO_SPEC_UNVERIFIED ~/spec.yaml: 6 bytes on the instance, 5 sent"
+    same_size = "a: 2\n"
+    (tmp_path / "spec.yaml").write_text(same_size)
+    code, out = sh(remote.verify_file("~/spec.yaml", "a: 1\n"), tmp_path)   # same size, other bytes
+    assert code == remote.WRITE_FAILED_EXIT and "TAO_SPEC_UNVERIFIED" in out
+    code, out = sh(remote.verify_file("~/missing.yaml", "a: 1\n"), tmp_path)
+    assert code == remote.WRITE_FAILED_EXIT and "TAO_SPEC_UNVERIFIED" in out
+    assert hashlib.sha256(b"a: 1\n").hexdigest() in remote.verify_file("~/s", "a: 1")
+
+
+def test_a_failed_write_says_so_and_stops(tmp_path):
+    (tmp_path / "dir").mkdir()
+    code, out = sh(remote.heredoc_file("~/dir", "x") + "echo not-reached", tmp_path)
+    assert code == remote.WRITE_FAILED_EXIT
+    assert f"TAO_WRITE_FAILED {tmp_path}/dir" in out and "not-reached" not in out
+
+
+# -- docker run --------------------------------------------------------------------------
+def run_spec(**kw):
+    args = dict(job_id="dino-train-abc123", image="nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt",
+                network_arch="dino", action="train", results_dir="~/tao-results/dino-train-abc123")
+    args.update(kw)
+    return remote.RunSpec(**args)
+
+
+def test_docker_run_names_labels_mounts_and_runs_the_action():
+    words = shlex.split(run_spec(env_file="~/.tao-cred-x", mounts=(("~/data/coco", "/data/coco", True),
+                                                                    ("/scratch", "/data/s", False)),
+                                 overrides=("train.num_epochs=5", "a b")).docker_run())
+    assert words[:4] == ["docker", "run", "-d", "--name"] and words[4] == "dino-train-abc123"
+    assert words[5:9] == ["--label", "tao-job=dino-train-abc123", "--label", "tao-gpus=all"]
+    assert words[9:13] == ["--gpus", "all", "--shm-size", "16g"]
+    assert words[13:15] == ["--env-file", "$HOME/.tao-cred-x"]
+    assert words[15:19] == ["-v", "$HOME/tao-jobs/dino-train-abc123/spec:/tao/job:ro",
+                            "-v", "$HOME/tao-results/dino-train-abc123:/results"]
+    assert words[19:23] == ["-v", "$HOME/data/coco:/data/coco:ro", "-v", "/scratch:/data/s"]
+    assert words[23:] == ["nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt", "dino", "train", "-e", "/tao/job/spec.yaml",
+                          "results_dir=/results", "train.num_epochs=5", "a b"]
+    assert "--env-file" not in run_spec().docker_run()
+
+
+@pytest.mark.parametrize("gpus, flag", [("all", ["--gpus", "all"]), ("0", ["--gpus", '"device=0"']),
+                                        ("0,1,3", ["--gpus", '"device=0,1,3"'])])
+def test_gpus_flag(gpus, flag):
+    assert [shlex.split(w)[0] for w in remote.gpus_flag(gpus)] == flag
+    assert f"--label tao-gpus={gpus}" in run_spec(gpus=gpus).docker_run()
+
+
+@pytest.mark.parametrize("gpus", ["", "none", "0,", ",0", "0;1", "all,0", "-1", "all\n", "0\n", None])
+def test_bad_gpus_are_refused(gpus):
+    with pytest.raises(TaoBrevError) as failed:
+        remote.gpus_flag(gpus)
+    assert failed.value.code == "BAD_ARGUMENT"
+
+
+@pytest.mark.parametrize("field, value, code", [
+    ("job_id", "x;y", "BAD_NAME"), ("network_arch", "a b", "BAD_NAME"), ("action", "$(id)", "BAD_NAME"),
+    ("shm_size", "16 g", "BAD_ARGUMENT"), ("shm_size", "lots", "BAD_ARGUMENT"), ("shm_size", "", "BAD_ARGUMENT"),
+    ("shm_size", "16g\n", "BAD_ARGUMENT"), ("job_id", "j1\n", "BAD_NAME"),
+    ("gpus", "x", "BAD_ARGUMENT"),
+])
+def test_docker_run_refuses_what_is_not_plain(field, value, code):
+    with pytest.raises(TaoBrevError) as failed:
+        run_spec(**{field: value}).docker_run()
+    assert failed.value.code == code
+
+
+@pytest.mark.parametrize("shm", ["1", "512m", "16g", "2G", "64k", "100b", "3M", "1K", "8B"])
+def test_shm_sizes(shm):
+    assert f"--shm-size {shm}" in run_spec(shm_size=shm).docker_run()
+
+
+def test_every_command_on_a_job_refuses_a_bad_id():
+    for build in (remote.inspect_state, remote.remove_container, remote.discard_job_credentials,
+                  remote.launch_lock, remote.abandon_launch, remote.reconcile_launch, remote.last_log_line,
+                  lambda j: remote.logs_tail(j, 5), lambda j: remote.logs_if_exited(j, 5),
+                  lambda j: remote.gpus_free(j, "all")):
+        with pytest.raises(TaoBrevError) as failed:
+            build("x;rm -rf ~")
+        assert failed.value.code == "BAD_NAME"
+
+
+def test_the_job_commands():
+    assert remote.inspect_state("j1") == "docker inspect --type container --format '{{json .State}}' j1"
+    assert remote.logs_tail("j1", "7") == "docker logs --tail 7 j1"
+    assert remote.remove_container("j1") == "docker rm -f j1"
+    assert remote.last_log_line("j1") == "docker logs --timestamps --tail 1 j1"
+    assert remote.discard_job_credentials("j1") == 'rm -f "$HOME"/.tao-cred-j1-*'
+    assert remote.read_progress("~/r", 3, 99) == '__tb_progress "$HOME"/r 3 99'
+    assert remote.read_all_jobs(2, 50) == "__tb_jobs 2 50"
+    assert remote.instance_now() == "date +%s"
+
+
+DOCKER_STUB = """docker() {{ case "$1 $2" in "ps --filter") printf '%s\\n' {live};; "inspect --type") {inspect};;
+  *) echo "docker $*";; esac; }}
+"""
+
+
+@pytest.mark.parametrize("live, gpus, busy", [
+    ("", "all", []),
+    ("other=all", "0", ["other=all"]),
+    ("other=", "0", ["other="]),                          # no label: counts as all
+    ("other=1", "0", []),
+    ("other=1,2", "2", ["other=1,2"]),
+    ("other=12", "1", []),                                # 12 is not 1
+    ("other=0 more=3", "all", ["other=0", "more=3"]),
+    ("dino-train-abc123=all", "all", []),                 # the job itself
+])
+def test_the_gpu_guard(live, gpus, busy, tmp_path):
+    stub = DOCKER_STUB.format(live=shlex.quote(live) if live else "''", inspect="true")
+    if not live:
+        stub = stub.replace("printf '%s\\n' ''", "true")
+    script = stub + remote.gpus_free("dino-train-abc123", gpus) + "\necho free"
+    code, out = sh(script, tmp_path)
+    if busy:
+        assert code == remote.GPUS_BUSY_EXIT
+        assert [ln for ln in out.splitlines() if ln.startswith("TAO_GPUS_BUSY")] == [f"TAO_GPUS_BUSY {b}" for b in busy]
+    else:
+        assert (code, out.strip()) == (0, "free")
+    assert (tmp_path / "tao-jobs").is_dir()
+
+
+def test_reconciliation_settles_a_launch_either_way(tmp_path):
+    running = DOCKER_STUB.format(live="''", inspect="echo '{\"Status\":\"running\"}'")
+    code, out = sh(running + remote.reconcile_launch("j1"), tmp_path)
+    assert (code, out.strip()) == (0, '{"Status":"running"}')
+    assert not (tmp_path / "tao-jobs" / "j1" / remote.ABANDONED).exists()
+    (tmp_path / ".tao-cred-j1-abc").write_text("secret")
+    (tmp_path / ".tao-cred-j10-abc").write_text("another job's")
+    gone = DOCKER_STUB.format(live="''", inspect="echo 'Error: No such container: j1' >&2; return 1")
+    code, out = sh(gone + remote.reconcile_launch("j1"), tmp_path)
+    assert (code, out.strip()) == (5, "TAO_NEVER_LAUNCHED")
+    assert (tmp_path / "tao-jobs" / "j1" / remote.ABANDONED).exists()
+    assert not (tmp_path / ".tao-cred-j1-abc").exists() and (tmp_path / ".tao-cred-j10-abc").exists()
+    failing = DOCKER_STUB.format(live="''", inspect="echo 'Cannot connect to the Docker daemon' >&2; return 1")
+    code, out = sh(failing + remote.reconcile_launch("j2"), tmp_path)
+    assert code == 2 and "Cannot connect" in out and not (tmp_path / "tao-jobs" / "j2" / remote.ABANDONED).exists()
+
+
+def test_an_abandoned_job_leaves_its_tombstone(tmp_path):
+    code, _ = sh(remote.abandon_launch("j1"), tmp_path)
+    assert code == 0 and (tmp_path / "tao-jobs" / "j1" / remote.ABANDONED).exists()
