@@ -27,18 +27,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import fsio
+from . import fsio, lazy_re
 
 FILE_NAME = "hash-cache.json"
 FORMAT = 1
 RACY_NS = 100_000_000            # 0.1 s: far above a kernel timestamp tick
 COARSE_RACY_NS = 2_000_000_000   # whole-second (or 2 s, FAT) timestamps
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX64 = lazy_re.compile(r"^[0-9a-f]{64}$")
 
 
 def default_path(state_root: Path) -> Path:

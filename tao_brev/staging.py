@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from . import bank, hash_cache, remote, storage
+from . import bank, hash_cache, lazy_re, remote, storage
 from .errors import TaoBrevError
 
 CARRIER_KEY = "images.s3_transfer"
@@ -61,7 +61,7 @@ INDEX_FORMAT = 1
 STAGE_FAILED_EXIT = 8          # the submit script's exit status when staging failed (6, 7: remote.py)
 CARRIER_CONFIG_DIR = "/tao-aws"  # where the carrier sees its AWS config (read-only mount)
 _CARRIER_CONFIG = "[default]\ns3 =\n    addressing_style = path\n"
-_MANIFEST_LINE = re.compile(r"^(\d+) (\\?)([0-9a-f]{64}) [ *](.*)$")  # text or binary mode
+_MANIFEST_LINE = lazy_re.compile(r"^(\d+) (\\?)([0-9a-f]{64}) [ *](.*)$")  # text or binary mode
 
 
 def carrier_image(env) -> str:

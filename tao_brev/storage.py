@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
+from . import lazy_re
 from .errors import TaoBrevError
 
 # Environment names: the first set, non-empty one wins. AWS names first, then
@@ -58,11 +59,11 @@ METADATA_KEY = "sha256"       # stored as x-amz-meta-sha256
 CHUNK = 1024 * 1024           # streaming read size for hashing
 
 # Job ids, as in the job record (also the path-traversal guard).
-_JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_JOB_ID = lazy_re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # A bucket as S3-compatible stores accept it: no slash, no whitespace. Stricter
 # DNS rules are the store's business (legacy buckets hold '_' and capitals).
-_BUCKET = re.compile(r"^[^/\s]+$")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_BUCKET = lazy_re.compile(r"^[^/\s]+$")
+_HEX64 = lazy_re.compile(r"^[0-9a-f]{64}$")
 
 # botocore / store error codes, grouped by what the user has to fix.
 _AUTH_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken",
