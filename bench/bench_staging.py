@@ -51,7 +51,7 @@ sys.path.insert(0, sys.argv[1])
 from tao_brev import hash_cache, staging, storage
 settings = storage.s3_settings()
 [inp] = staging.prepare_inputs(settings, sys.argv[2], staging.parse_inputs([sys.argv[3] + "=" + sys.argv[4]]),
-                               cache=hash_cache.HashCache(Path(sys.argv[5])))
+                               cache=hash_cache.HashCache(Path(sys.argv[5])), progress=None)
 print(inp.upload["uploaded"])
 """
 
@@ -100,7 +100,7 @@ class Bench:
         before = self.objects(f"inputs/{name}/")
         started = time.perf_counter()
         staging.prepare_inputs(self.settings, self.bucket, staging.parse_inputs([f"{source}={name}"]),
-                               cache=hash_cache.HashCache(self.cache))
+                               cache=hash_cache.HashCache(self.cache), progress=None)
         return time.perf_counter() - started, self.sent(f"inputs/{name}/", before)
 
     def bundle_process(self, source: Path, name: str) -> tuple[float, int]:

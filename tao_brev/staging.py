@@ -156,7 +156,7 @@ def _utf8(text: str) -> bytes:
 
 
 def prepare_inputs(settings: storage.S3Settings, bucket: str, inputs: list[Input], upload: bool = True,
-                   progress: Optional[Callable[[str], None]] = None,
+                   progress: Optional[Callable[[str], None]] = storage._stderr,
                    cache: Optional[hash_cache.HashCache] = None) -> list[Input]:
     """Make every input available in S3 and fill in ``uri``, ``files``, ``bytes``.
 
@@ -165,7 +165,8 @@ def prepare_inputs(settings: storage.S3Settings, bucket: str, inputs: list[Input
     ``data/<file name>``): only files not already there are sent. An ``s3://``
     source is used in place and must hold at least one object. With
     ``upload=False`` (a dry run) nothing is written. ``cache`` spares hashing
-    files whose stat did not change.
+    files whose stat did not change. Upload progress goes to ``progress``
+    (stderr by default, None for silence).
     """
     for inp in inputs:
         if inp.source.startswith("s3://"):
@@ -209,7 +210,7 @@ def _read_index(s3, settings: storage.S3Settings, bucket: str, key: str) -> dict
 
 def sync_input(settings: storage.S3Settings, bucket: str, base: str, entries: Sequence[tuple[dict, Path]],
                manifest_key: str, manifest_text: str,
-               progress: Optional[Callable[[str], None]] = None, max_concurrency: int = 10) -> dict:
+               progress: Optional[Callable[[str], None]] = storage._stderr, max_concurrency: int = 10) -> dict:
     """Make ``s3://<bucket>/<base>data/`` hold exactly the files of ``entries``; send only what differs.
 
     Requests: one paginated LIST of ``<base>``, one GET of ``index.json``;

@@ -351,10 +351,11 @@ def shards(root: Path, small: int = 12, big: int = 3, big_bytes: int = 9 * MiB) 
     return root
 
 
-def test_a_restage_sends_only_the_changed_file_and_nothing_when_nothing_changed(s3_server, tmp_path,
+def test_a_restage_sends_only_the_changed_file_and_nothing_when_nothing_changed(s3_server, tmp_path, capsys,
                                                                                 requests_seen, hashed):
     stager, root = Stager(s3_server, tmp_path), shards(tmp_path / "ds")
     first = stager.stage(root)
+    assert "[upload] 15/15 files" in capsys.readouterr().err          # progress on stderr by default
     assert (first.upload["uploaded"], first.upload["skipped"]) == (15, 0) and len(hashed) == 15
     assert first.uri == f"s3://{stager.bucket}/inputs/ds/data/"
     manifest = storage.local_manifest(root)
