@@ -93,14 +93,19 @@ def main(argv=None):
     if args.cmd == "show":
         cli.emit(store.load(args.id))   # the record itself, bank-format (no "ok" added)
         return None, 0
-    rows = store.list()
-    if args.json:
-        return {"ok": True, "jobs": rows}, 0
-    for r in rows:
+    if args.json:   # streamed: one record in memory at a time
+        cli.emit_stream({"ok": True}, "jobs", store.iter_list())
+        return None, 0
+    lines = []   # written in chunks: one write per line costs a system call each when unbuffered
+    for r in store.iter_list():
         if r.get("corrupt"):
             print(f"{r['id']}\t<corrupt> (quarantined: {r.get('quarantined')})", file=sys.stderr)
             continue
-        print(f"{r['id']}\t{r.get('platform', '?')}\t{records.current_state(r)}\t{r.get('results_dir', '?')}")
+        lines.append(f"{r['id']}\t{r.get('platform', '?')}\t{records.current_state(r)}\t{r.get('results_dir', '?')}\n")
+        if len(lines) >= 512:
+            sys.stdout.write("".join(lines))
+            lines.clear()
+    sys.stdout.write("".join(lines))
     return None, 0
 
 

@@ -21,7 +21,7 @@ from .errors import EXIT_FAILURE, EXIT_OK, TaoBrevError
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:   # the rest is imported where used: --help and light commands do not load it
     from pathlib import Path
-    from typing import Callable
+    from typing import Callable, Iterable
 
     from .records import RecordStore
     from .sidecar import SidecarStore
@@ -121,6 +121,32 @@ def emit(result: dict) -> None:
     from . import redact
 
     print(json.dumps(redact.redact_obj(result), indent=2, default=str), flush=True)
+
+
+def emit_stream(head: dict, key: str, items: Iterable) -> None:
+    """Print ``{**head, key: [*items]}`` byte for byte as :func:`emit` would, one item at a
+    time, each redacted on its way: memory stays flat however many items (written in
+    chunks of about 64 KiB). From the first byte on, signals are ignored (the one JSON
+    document is being printed), as in ``run``."""
+    from . import json_out, redact
+
+    _RUN["answering"] = True
+    opening = json.dumps(redact.redact_obj({**head, key: []}), indent=2, default=str)
+    assert opening.endswith(f"{json.dumps(key)}: []\n}}"), "the streamed key must be the last one"
+    chunk = [opening[:-len("]\n}")]]
+    size = 0
+    separator = "\n    "
+    for item in items:
+        text = json_out.dumps(redact.redact_obj(item), 2)   # an item of the list: depth 2
+        chunk += (separator, text)
+        separator = ",\n    "
+        size += len(text)
+        if size > 65536:
+            sys.stdout.write("".join(chunk))
+            chunk, size = [], 0
+    chunk.append("]\n}\n" if separator == "\n    " else "\n  ]\n}\n")
+    sys.stdout.write("".join(chunk))
+    sys.stdout.flush()
 
 
 # -- interrupts: every run signalled after the script's first line answers in JSON ----------

@@ -43,7 +43,7 @@ import os
 import re
 import shlex
 from functools import lru_cache
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 from urllib.parse import quote, quote_plus, unquote
 
 from . import lazy_re
@@ -87,17 +87,20 @@ def observe_env(env: Mapping[str, str]) -> None:
     """Search ``env`` (the running verb's environment) too, from now on."""
     if env is not os.environ:
         _observed[:] = [env]
+    _LAST.clear()
 
 
 def watch(names: Iterable[str] | None) -> None:
     """Treat the values of ``names`` (``--env`` names) as secrets wherever set."""
     _watched.update(n for n in names or () if isinstance(n, str) and n)
+    _LAST.clear()
 
 
 def reset() -> None:
     """Forget observed environments and watched names (tests)."""
     _observed.clear()
     _watched.clear()
+    _LAST.clear()
 
 
 def values(env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -187,9 +190,40 @@ def _pattern(forms: tuple[str, ...]) -> re.Pattern | None:
     return re.compile("|".join(map(re.escape, forms))) if forms else None
 
 
+# The index of the last call without an explicit env, with copies of what it was built from:
+# os.environ's items, the observed environments, the watched names. Reused while all three
+# compare equal (dict/set equality, at C speed: no rescan, no re-encoding per string);
+# observe_env/watch/reset also drop it.
+_LAST: list = []
+
+
 def _index(env: Mapping[str, str] | None) -> tuple[re.Pattern | None, dict[str, tuple[str, str]]]:
     """(one regex of every form, {form: (variable name, encoding)})."""
-    return _index_of(tuple(sorted(values(env).items())))
+    if env is not None:
+        return _index_of(tuple(sorted(values(env).items())))
+    environ = getattr(os.environ, "_data", None)
+    if not isinstance(environ, dict):   # not CPython's os.environ: no cheap snapshot to compare
+        return _index_of(tuple(sorted(values().items())))
+    if _LAST and _LAST[0] == environ and _LAST[2] == _watched and len(_LAST[1]) == len(_observed) \
+            and all(seen == now for seen, now in zip(_LAST[1], _observed)):
+        return _LAST[3]
+    index = _index_of(tuple(sorted(values().items())))
+    _LAST[:] = [dict(environ), [dict(e) for e in _observed], set(_watched), index]
+    return index
+
+
+def redactor(env: Mapping[str, str] | None = None) -> Callable[[str], str]:
+    """:func:`redact_text` with the known values looked up once: for many strings in a row
+    (one answer, one record). Use it at once; a later change of the environment needs a new one."""
+    pattern, _owners = _index(env)
+    if pattern is None:
+        return _unchanged
+    sub, placeholder = pattern.sub, redact.PLACEHOLDER
+    return lambda text: sub(placeholder, text) if text and isinstance(text, str) else text
+
+
+def _unchanged(text: str) -> str:
+    return text
 
 
 @lru_cache(maxsize=32)

@@ -36,6 +36,10 @@ from . import lazy_re
 from .errors import TaoBrevError
 from .fsio import atomic_write_json, create_json, locked, private_dir, sweep_temp
 
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (tao_job_record.py --help)
+if TYPE_CHECKING:
+    from typing import Iterator
+
 SCHEMA_VERSION = 1
 STATES = ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
 TERMINAL_STATES = ("COMPLETE", "ERROR", "CANCELED")
@@ -298,33 +302,52 @@ class RecordStore:
         """Every readable record, sorted by id. A damaged record is quarantined and,
         like one quarantined before and not closed, comes back as
         ``{"id", "corrupt": True, "quarantined": path, "error"}`` rather than failing the listing."""
+        return list(self.iter_list())
+
+    def iter_list(self) -> Iterator[dict]:
+        """:meth:`list`, one record at a time in the same order: only the file names are
+        held (memory stays flat however many records; ``tao_job_record.py list`` streams)."""
         if not self.jobs_dir.is_dir():
-            return []
+            return
         sweep_temp(self.jobs_dir)   # temp files of writers killed before their link/rename
-        out = {}
-        for path in sorted(self.jobs_dir.glob("*.json")):
+        stems = _json_stems(self.jobs_dir)
+        quarantined = {stem for stem in _json_stems(self.quarantine_dir) if ID_RE.fullmatch(stem)}
+        for stem in sorted(stems | quarantined):
+            if stem not in stems:
+                yield self._quarantined_entry(self.quarantine_dir / f"{stem}.json")
+                continue
+            path = self.jobs_dir / f"{stem}.json"
             try:
-                out[path.stem] = self._parse(path, path.read_text())
+                yield self._parse(path, path.read_text())
             except (TaoBrevError, OSError) as exc:
-                if not ID_RE.fullmatch(path.stem):
+                if not ID_RE.fullmatch(stem):
                     continue
-                where = self.quarantine(path.stem)
+                where = self.quarantine(stem)
                 if where is None:
-                    out[path.stem] = self._parse(path, path.read_text())
+                    yield self._parse(path, path.read_text())
                     continue
-                out[path.stem] = {"id": path.stem, "corrupt": True, "quarantined": str(where),
-                                  "error": _quarantine_error(path.stem, where, str(exc)).message}
-        for entry in self.quarantined_entries():
-            out.setdefault(entry["id"], entry)
-        return [out[k] for k in sorted(out)]
+                yield {"id": stem, "corrupt": True, "quarantined": str(where),
+                       "error": _quarantine_error(stem, where, str(exc)).message}
 
     def quarantined_entries(self) -> list[dict]:
         """``{"id", "corrupt": True, "quarantined": path, "error"}`` for each quarantined record not closed."""
-        if not self.quarantine_dir.is_dir():
-            return []
-        return [{"id": path.stem, "corrupt": True, "quarantined": str(path),
-                 "error": _quarantine_error(path.stem, path, "it was damaged").message}
-                for path in sorted(self.quarantine_dir.glob("*.json")) if ID_RE.fullmatch(path.stem)]
+        return [self._quarantined_entry(self.quarantine_dir / f"{stem}.json")
+                for stem in sorted(_json_stems(self.quarantine_dir)) if ID_RE.fullmatch(stem)]
+
+    @staticmethod
+    def _quarantined_entry(path: Path) -> dict:
+        return {"id": path.stem, "corrupt": True, "quarantined": str(path),
+                "error": _quarantine_error(path.stem, path, "it was damaged").message}
+
+
+def _json_stems(directory: Path) -> set[str]:
+    """The names without ``.json`` of the ``*.json`` entries of ``directory`` (what
+    ``Path.glob("*.json")`` finds: no hidden names), or none when it is not a directory."""
+    try:
+        with os.scandir(directory) as entries:
+            return {e.name[:-5] for e in entries if e.name.endswith(".json") and not e.name.startswith(".")}
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
 
 
 def _quarantine_error(job_id: str, where: Path, why: str) -> TaoBrevError:

@@ -73,7 +73,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Iterator, Mapping, NamedTuple
+from typing import Callable, Iterable, Iterator, Mapping, NamedTuple
 
 from . import lazy_re
 
@@ -282,6 +282,11 @@ _NOT_SECRET_SCALAR_RE = lazy_re.compile(r"(?i)true|false|yes|no|on|off|null|none
                                    r"|[-+]?(?:\d+\.\d*|\.\d+)(?:e[-+]?\d+)?|[-+]?\d+e[-+]?\d+")
 # A string redact_obj treats as a path or URI (no blanks): gets redact_uri.
 _PATH_LIKE_RE = lazy_re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|/|~/|\./|\.\./)\S*")
+# Text no rule can find anything in (ids, timestamps, plain paths, image names): one line, no
+# blank, quote, =, $, {, @, ?, &, #, comma, backslash or < - what every rule but the token
+# shapes needs around a value (tests/test_redact.py checks each rule) - and no token shape.
+_PLAIN_RE = lazy_re.compile(r"[A-Za-z0-9_.~/:+-]*")
+_MEMO_MAX_CHARS = 1024   # longer texts are scanned each time (the memo stays small)
 
 
 # --- findings ---------------------------------------------------------------
@@ -353,17 +358,34 @@ def lint(text: str) -> list[Finding]:
 
 def redact(text: str) -> str:
     """``text`` with every literal credential replaced by ``<redacted>``."""
-    if not isinstance(text, str):
+    if not isinstance(text, str) or _plain(text):
         return text
-    return _replace(text, _scan(text, _TEXT_RULES))
+    return _redact_text(text) if len(text) <= _MEMO_MAX_CHARS else _replace(text, _scan(text, _TEXT_RULES))
 
 
 def redact_uri(value: str) -> str:
     """The gentle mode for paths and URIs: only URL-userinfo passwords,
     presigned-URL query credentials and well-known token shapes are replaced,
     so ``/data/token=v1/run`` stays intact."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or _plain(value):
         return value
+    return _redact_uri(value) if len(value) <= _MEMO_MAX_CHARS else _replace(value, _scan(value, _URI_RULES, False))
+
+
+def _plain(text: str) -> bool:
+    """True when no rule can find a credential in ``text`` (see _PLAIN_RE): the common
+    case in records and answers, decided by two scans at C speed."""
+    return _PLAIN_RE.fullmatch(text) is not None and TOKEN_SHAPE_RE.search(text) is None
+
+
+# Both are pure functions of the text: the same message or path in 50,000 records is scanned once.
+@lru_cache(maxsize=4096)
+def _redact_text(text: str) -> str:
+    return _replace(text, _scan(text, _TEXT_RULES))
+
+
+@lru_cache(maxsize=4096)
+def _redact_uri(value: str) -> str:
     return _replace(value, _scan(value, _URI_RULES, manifests=False))
 
 
@@ -380,16 +402,24 @@ def redact_values(text: str, env: Mapping[str, str] | None = None) -> str:
 def redact_obj(obj, env: Mapping[str, str] | None = None):
     """A copy of a JSON-like object with every string redacted (keys kept):
     paths and URIs get :func:`redact_uri`, other strings :func:`redact`, and
-    all of them :func:`redact_values`."""
+    all of them :func:`redact_values` (the known values looked up once per call)."""
+    from . import known_secrets
+
+    return _redact_obj(obj, known_secrets.redactor(env))
+
+
+def _redact_obj(obj, values: Callable[[str], str]):
     if isinstance(obj, str):
+        if _plain(obj):   # what redact and redact_uri both leave as it is
+            return values(obj)
         gentle = _PATH_LIKE_RE.fullmatch(obj) is not None
-        return redact_values(redact_uri(obj) if gentle else redact(obj), env)
+        return values(redact_uri(obj) if gentle else redact(obj))
     if isinstance(obj, dict):
-        return {key: redact_obj(value, env) for key, value in obj.items()}
+        return {key: _redact_obj(value, values) for key, value in obj.items()}
     if isinstance(obj, list):
-        return [redact_obj(value, env) for value in obj]
+        return [_redact_obj(value, values) for value in obj]
     if isinstance(obj, tuple):
-        return tuple(redact_obj(value, env) for value in obj)
+        return tuple(_redact_obj(value, values) for value in obj)
     return obj
 
 

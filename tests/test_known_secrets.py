@@ -203,3 +203,40 @@ def test_records_and_sidecars_land_private(state_env, tmp_path):
     known_secrets.reset()
     sidecars.load(record["id"])      # a later verb reading the job learns its --env names
     assert redact.redact_values("v=odd-value-123", {"ODD_NAME": "odd-value-123"}) == "v=<redacted>"
+
+
+# -- the known values are looked up once, and again whenever what they come from changes ------------
+def test_redaction_follows_every_change_of_what_the_values_come_from(monkeypatch):
+    """The index of known values is reused between strings (list --json redacts ~20 per record)
+    but never stale: os.environ set, changed or unset, another observed environment, a watched
+    name, a reset - each shows in the very next redaction."""
+    first, second = "hf_" + "a1" * 15, "hf_" + "b2" * 15
+    text = f"tokens {first} {second} {SECRET}"
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    assert known_secrets.redact_text(text) == text
+    monkeypatch.setenv("HF_TOKEN", first)
+    assert known_secrets.redact_text(text) == f"tokens <redacted> {second} {SECRET}"
+    monkeypatch.setenv("HF_TOKEN", second)                          # same name, new value
+    assert known_secrets.redact_text(text) == f"tokens {first} <redacted> {SECRET}"
+    monkeypatch.delenv("HF_TOKEN")
+    assert known_secrets.redact_text(text) == text
+    env = {"MODEL_NAME": SECRET}
+    known_secrets.observe_env(env)
+    assert known_secrets.redact_text(text) == text                  # not a credential's name...
+    known_secrets.watch(["MODEL_NAME"])
+    assert known_secrets.redact_text(text) == f"tokens {first} {second} <redacted>"   # ...until --env names it
+    env["MODEL_NAME"] = first                                       # the observed environment itself changes
+    assert known_secrets.redact_text(text) == f"tokens <redacted> {second} {SECRET}"
+    known_secrets.reset()
+    assert known_secrets.redact_text(text) == text
+
+
+def test_one_redactor_per_answer_redacts_as_redact_text_does(monkeypatch):
+    monkeypatch.setenv("NGC_KEY", "nvapi-" + "Z" * 30)
+    strings = ["plain", "", "key nvapi-" + "Z" * 30, "NGC_KEY=" + json.dumps("nvapi-" + "Z" * 30)[1:-1], "x" * 9]
+    values = known_secrets.redactor()
+    assert [values(s) for s in strings] == [known_secrets.redact_text(s) for s in strings]
+    assert values(None) is None and values(7) == 7
+    obj = {"message": strings[2], "results_dir": "/data/token=v1/run", "n": [1, None, ("a", strings[2])]}
+    assert redact.redact_obj(obj) == {"message": "key <redacted>", "results_dir": "/data/token=v1/run",
+                                      "n": [1, None, ("a", "key <redacted>")]}

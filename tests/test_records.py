@@ -203,3 +203,73 @@ def test_all_scan_names_a_quarantined_record_until_teardown_closes_it(tmp_path):
     store.path(bad).unlink()
     assert store.close_quarantined(bad) is not None
     assert scan() == ([healthy], [])
+
+
+# -- listing: streamed, in the bank's formats ---------------------------------------------------
+def _store_with_every_kind_of_entry(tmp_path):
+    """Records of every state, a secret in a message, a damaged record (quarantined by the
+    listing) and one quarantined before: what a long history holds."""
+    store = RecordStore(tmp_path / "state")
+    ids = []
+    for i in range(6):
+        record = store.open(image="nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt", network_arch="visual_changenet",
+                            action="train", storage_tier="A", results_root="~/tao-results")
+        ids.append(record["id"])
+        if i % 2:
+            store.mark(record["id"], "COMPLETE", source="poller", message=f"done after {i} epochs, loss 0.{i}")
+    store.mark(ids[0], "RUNNING", message="export NGC_KEY=nvapi-" + "Q" * 40 + " was in a log line")
+    store.path(ids[2]).write_text('{"id": "truncated')              # damaged: the listing quarantines it
+    store.path(ids[4]).write_text("{}")
+    store.quarantine(ids[4])                                         # quarantined before the listing
+    (store.jobs_dir / "bank-written-000001.json").write_text(json.dumps(   # written by the bank's own tool
+        {**store.load(ids[1]), "id": "bank-written-000001", "results_dir": "/lustre/exp/token=v1/run"}, indent=2))
+    return store
+
+
+def test_list_json_streams_exactly_the_answer_it_printed_whole(state_env, tmp_path):
+    store = _store_with_every_kind_of_entry(tmp_path)
+    store.list()                     # quarantines the damaged record: both listings below see the same store
+    expected_rows = store.list()
+    res = run_script("tao_job_record.py", "list", "--json", env=state_env)
+    from tao_brev import redact
+
+    whole = json.dumps(redact.redact_obj({"ok": True, "jobs": expected_rows}), indent=2, default=str) + "\n"
+    assert res.code == 0 and res.stdout == whole
+    assert "Q" * 40 not in res.stdout and "<redacted>" in res.stdout
+    assert [r["id"] for r in res.json["jobs"]] == sorted(r["id"] for r in expected_rows)
+    assert sum(1 for r in res.json["jobs"] if r.get("corrupt")) == 2
+    assert store.list() == expected_rows
+
+
+def test_list_json_of_an_empty_store_is_the_same_document(state_env, tmp_path):
+    res = run_script("tao_job_record.py", "list", "--json", env=state_env)
+    assert res.code == 0 and res.stdout == json.dumps({"ok": True, "jobs": []}, indent=2) + "\n"
+
+
+def test_list_prints_the_banks_line_format(state_env, tmp_path):
+    store = _store_with_every_kind_of_entry(tmp_path)
+    store.list()
+    rows = store.list()
+    res = run_script("tao_job_record.py", "list", env=state_env)
+    from tao_brev.records import current_state
+
+    assert res.code == 0
+    assert res.stdout == "".join(f"{r['id']}\tbrev\t{current_state(r)}\t{r['results_dir']}\n"
+                                 for r in rows if not r.get("corrupt"))
+    assert res.stderr.count("<corrupt>") == 2
+
+
+def test_the_listing_reads_one_record_at_a_time(tmp_path, monkeypatch):
+    """Memory stays flat: iter_list holds file names, and reads a record only when asked for it."""
+    store = _store_with_every_kind_of_entry(tmp_path)
+    list(store.iter_list())   # quarantine the damaged record first
+    reads = []
+    real = type(store.jobs_dir).read_text
+    monkeypatch.setattr(type(store.jobs_dir), "read_text", lambda self, *a, **k: reads.append(self) or real(self, *a, **k))
+    listing = store.iter_list()
+    assert reads == []
+    for count, entry in enumerate(listing, start=1):
+        assert len(reads) <= count                       # never a record read ahead of the one given
+        if not entry.get("corrupt"):
+            assert reads[-1].stem == entry["id"]
+    assert len(reads) == len([e for e in store.list() if not e.get("corrupt")]) == 5

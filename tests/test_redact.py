@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tao_brev import redact
 from tao_brev.redact import Finding, is_secret_name, lint, redact_obj, redact_uri, redact_values
@@ -393,3 +395,37 @@ def test_tail_redacts_before_it_trims():
     assert not any(secret[i:i + 8] in out for i in range(len(secret) - 8))
     assert redact.tail("", 10) == "(no output)"
     assert redact.tail("pw is s3cr3tvalue!", 100, "s3cr3tvalue!") == "pw is <redacted>"
+
+
+# -- the plain-text fast path: what no rule can find anything in is returned at once ---------------
+# Every rule needs, around a value, a character outside the plain class (blank, =, quote, $, {,
+# @, ?, &, \, newline...) - except the token shapes, which the fast path searches for itself.
+PLAIN_WORDS = ["login", "mysql", "sshpass", "curl", "aws", "configure", "set", "-p", "-u", "--user", "--token",
+               "name:", "value:", "Authorization:Bearer", "X-Amz-Signature", "Signature", "password",
+               "NGC_KEY", "export", "secret", "-----BEGIN", "PRIVATE", "KEY-----", "http://u:p", "s3://b/k",
+               "~/tao-results/job-1", "2026-11-30T13:51:14+00:00", "nvapi-", "hf_", "AKIA", "sk-", "task-"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(PLAIN_WORDS) | st.text(alphabet="Aa0_.~/:+-zQ", max_size=24), max_size=8),
+       st.sampled_from(["", "/", ":", "-", "_", ".", " ", "="]))
+def test_plain_text_is_exactly_what_no_rule_finds_anything_in(words, joiner):
+    text = joiner.join(words)
+    if redact._plain(text):
+        assert redact._scan(text, redact._TEXT_RULES) == [] and redact._scan(text, redact._URI_RULES, False) == []
+        assert redact.redact(text) is text and redact.redact_uri(text) is text
+
+
+def test_a_token_shape_or_any_other_character_leaves_the_fast_path():
+    assert redact._plain("~/tao-results/visual_changenet-train-3d363d") and redact._plain("")
+    for text in ("x/nvapi-" + "A" * 20, "AKIA" + "B" * 16, "a b", "a=b", "a@b", "a\nb", "a'b", 'a"b', "a$b", "a{b",
+                 "a?b", "a&b", "a\\b", "a#b", "a,b", "a<b", "a\tb", "é"):
+        assert not redact._plain(text), text
+
+
+def test_the_memo_answers_as_the_scan_does():
+    texts = ["export NGC_KEY=nvapi-" + "Q" * 40, "docker login -u x -p hunter2hunter2",
+             "plain words only", "https://user:pa55word99@host/x?X-Amz-Signature=abc123def456"]
+    for text in texts * 2:
+        assert redact.redact(text) == redact._replace(text, redact._scan(text, redact._TEXT_RULES))
+        assert redact.redact_uri(text) == redact._replace(text, redact._scan(text, redact._URI_RULES, False))
