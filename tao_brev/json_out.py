@@ -23,14 +23,8 @@ def dumps(obj, level: int = 0) -> str:
     scalar = _SCALARS.get(obj.__class__)
     if scalar is not None:
         return scalar(obj)
-    if isinstance(obj, str):
+    if isinstance(obj, str):   # None, True, False and exact str/int/float: _SCALARS above
         return _string(obj)
-    if obj is None:
-        return "null"
-    if obj is True:
-        return "true"
-    if obj is False:
-        return "false"
     if isinstance(obj, int):
         return _INT(obj)
     if isinstance(obj, float):
