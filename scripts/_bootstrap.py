@@ -27,10 +27,40 @@ the scripts themselves must compile on 3.6 up to their ``setup()`` call.
 
 import json
 import os
+import shlex
 import signal
 import sys
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+# the verbs whose every answer carries "next" (tao_brev/nextstep.py); the bank-format tools do not
+NEXT_SCRIPTS = ("preflight.py", "submit.py", "poll_status.py", "teardown.py")
+
+
+def _rerun():
+    """This script's own command line again: absolute path, every word quoted."""
+    return " ".join(shlex.quote(word) for word in [os.path.abspath(sys.argv[0])] + sys.argv[1:])
+
+
+def _answer(answer, next_command):
+    """``answer`` with ``next`` when this script's answers carry one (tao_brev/nextstep.py;
+    ``null`` plus ``next_note`` = the fix when no command fits)."""
+    if os.path.basename(sys.argv[0] if sys.argv else "") in NEXT_SCRIPTS:
+        answer["next"] = next_command
+        if next_command is None:
+            answer["next_note"] = "a person must act first: " + answer["error"]["fix"]
+    return json.dumps(answer, indent=2) + "\n"
+
+
+def _write(fd, text):
+    """Write the one answer; a reader that left (``| head``) ends the process quietly, as a
+    death by SIGPIPE would (tao_brev/pipes.py)."""
+    try:
+        os.write(fd, text.encode())
+    except BrokenPipeError:
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGPIPE)
 
 
 def _interrupted(signum, _frame):
@@ -38,8 +68,8 @@ def _interrupted(signum, _frame):
     answer = {"ok": False, "error": {"code": "INTERRUPTED",
                                      "message": "%s was interrupted (%s) before it started: nothing was done"
                                                 % (name, signal.Signals(signum).name),
-                                     "fix": "Run the same command again."}}
-    os.write(1, (json.dumps(answer, indent=2) + "\n").encode())
+                                     "fix": "Run the same command again: %s" % _rerun()}}
+    _write(1, _answer(answer, _rerun()))
     os._exit(130)
 
 
@@ -54,33 +84,44 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV = os.path.join(ROOT, ".venv")
 MIN_PYTHON = (3, 9)                               # pyproject.toml: requires-python
 DEPENDENCIES = ("yaml", "jsonschema", "boto3")    # pyproject.toml: dependencies, by import name
-ERROR_CODE = "PYTHON_ENV_MISSING"                 # tao_brev.errors.CODES (exit 3)
+OLD_PYTHON = "PYTHON_ENV_MISSING"                 # tao_brev.errors.CODES (exit 3): Python too old
+NO_MODULES = "DEPENDENCIES_MISSING"               # tao_brev.errors.CODES (exit 3): a module missing
 EXIT_UNREACHABLE = 3
 
 
 def _problem(needs):
-    """Why this interpreter cannot run the script (None if it can)."""
+    """(error code, why this interpreter cannot run the script), or None if it can."""
     version = "%d.%d" % sys.version_info[:2]
     if sys.version_info[:2] < MIN_PYTHON:
-        return "Python %s (%s) started this script; the bundle needs Python >= %d.%d" % (
+        return OLD_PYTHON, "Python %s (%s) started this script; the bundle needs Python >= %d.%d" % (
             (version, sys.executable) + MIN_PYTHON)
     import importlib.util
     missing = [name for name in needs if importlib.util.find_spec(name) is None]
     if missing:
-        return "Python %s (%s) lacks the module(s) %s" % (version, sys.executable, ", ".join(missing))
+        return NO_MODULES, "Python %s (%s) lacks the module(s) %s" % (version, sys.executable, ", ".join(missing))
     return None
+
+
+def install_command():
+    """The command that creates the bundle's environment (tao_brev.nextstep.install_command says the same)."""
+    return " ".join(shlex.quote(word) for word in ["bash", os.path.join(ROOT, "install.sh"), "--local"])
 
 
 def _refuse(problem, json_answer):
     """Stop before any import of the bundle: one JSON answer (or one stderr line), exit 3."""
-    message = "%s, and the bundle's environment %s is missing or broken." % (problem, VENV)
-    fix = ("Create it: bash %s/install.sh --local (add --python /path/to/python3.9-or-newer when "
-           "python3 is older); bash %s/install.sh --check shows what is installed." % (ROOT, ROOT))
-    sys.stderr.write("%s: %s\n%s\n" % (os.path.basename(sys.argv[0]), message, fix))
+    code, why = problem
+    message = "%s, and the bundle's environment %s is missing or broken." % (why, VENV)
+    old = " --python /path/to/python3.9-or-newer" if code == OLD_PYTHON else ""
+    fix = ("Create it: %s%s (the --python flag names a Python >= 3.9 when python3 is older); then run the "
+           "same command again; bash %s --check shows what is installed."
+           % (install_command(), old, shlex.quote(os.path.join(ROOT, "install.sh"))))
+    try:
+        sys.stderr.write("%s: %s\n%s\n" % (os.path.basename(sys.argv[0]), message, fix))
+    except BrokenPipeError:
+        pass
     if json_answer:
-        answer = {"ok": False, "error": {"code": ERROR_CODE, "message": message, "fix": fix}}
-        sys.stdout.write(json.dumps(answer, indent=2) + "\n")
-        sys.stdout.flush()
+        answer = {"ok": False, "error": {"code": code, "message": message, "fix": fix}}
+        _write(1, _answer(answer, install_command() if not old else None))
     sys.exit(EXIT_UNREACHABLE)
 
 

@@ -73,7 +73,7 @@ import sys  # noqa: E402
 
 _bootstrap.setup()
 
-from tao_brev import cli  # noqa: E402
+from tao_brev import cli, nextstep  # noqa: E402
 
 
 def build_parser():
@@ -129,5 +129,17 @@ def main(argv=None):
                        metrics=args.metrics, stall_after=args.stall_after)
 
 
+def _closed(job_id):
+    """A teardown already closed the job (its answer's next is then nothing, not teardown again)."""
+    try:
+        return bool(cli.Context().sidecars.load(job_id).get("teardown"))
+    except cli.TaoBrevError:
+        return False
+
+
+def _next_step(answer, code, argv):
+    return nextstep.poll(answer, code, argv, closed=_closed)
+
+
 if __name__ == "__main__":
-    sys.exit(cli.run(main))
+    sys.exit(cli.run(main, next_step=_next_step))

@@ -91,4 +91,11 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from tao_brev import pipes
+
+    try:
+        status = main()
+        pipes.flush_stdout()
+    except BrokenPipeError:   # `| head`: the reader left; end as a death by SIGPIPE would (tao_brev/pipes.py)
+        pipes.end_as_sigpipe()
+    sys.exit(status)

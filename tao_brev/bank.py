@@ -72,16 +72,43 @@ def resolve_image(ref: str, env=os.environ) -> dict:
     if not is_versions_key(ref):
         raise TaoBrevError("BAD_ARGUMENT", f"--image {ref!r} is neither an image URI nor a versions key",
                            "Pass a full image URI or a dotted key such as images.tao_toolkit.pyt.")
-    node = load_versions(env)
+    versions = load_versions(env)
+    node = versions
     for part in ref.split("."):
         if not isinstance(node, dict) or part not in node:
-            raise TaoBrevError("UNKNOWN_VERSIONS_KEY",
-                               f"versions key {ref!r} not found in {versions_file(env)}")
+            raise unknown_key(ref, versions, env, "not found in")
         node = node[part]
     if not isinstance(node, str) or not _IMAGE_URI.match(node):
-        raise TaoBrevError("UNKNOWN_VERSIONS_KEY",
-                           f"versions key {ref!r} in {versions_file(env)} is not an image URI")
+        raise unknown_key(ref, versions, env, "is not an image URI in")
     return {"image": node, "versions_key": ref, "source": str(versions_file(env))}
+
+
+KEYS_SHOWN = 20
+
+
+def image_keys(versions: dict, prefix: str = "") -> list[str]:
+    """Every dotted key of ``versions`` whose value is an image URI, in file order."""
+    keys = []
+    for name, value in versions.items():
+        key = f"{prefix}{name}"
+        if isinstance(value, dict):
+            keys += image_keys(value, key + ".")
+        elif isinstance(value, str) and _IMAGE_URI.match(value):
+            keys.append(key)
+    return keys
+
+
+def unknown_key(ref: str, versions: dict, env, why: str) -> TaoBrevError:
+    """UNKNOWN_VERSIONS_KEY naming the file actually read (the bundle's own, or the one under
+    $TAO_SKILL_BANK_PATH) and the image keys it has (at most :data:`KEYS_SHOWN`)."""
+    path = versions_file(env)
+    source = "$TAO_SKILL_BANK_PATH" if env.get("TAO_SKILL_BANK_PATH", "").strip() else "this bundle's own"
+    keys = image_keys(versions)
+    shown = ", ".join(keys[:KEYS_SHOWN]) + (f" (and {len(keys) - KEYS_SHOWN} more)" if len(keys) > KEYS_SHOWN
+                                            else "")
+    return TaoBrevError("UNKNOWN_VERSIONS_KEY", f"versions key {ref!r} {why} {path} ({source} versions.yaml)",
+                        f"Use one of the image keys of {path}: {shown or 'none (it lists no image)'}; "
+                        "or a full image URI (registry/repository:tag).")
 
 
 def image_registry(image: str) -> str:

@@ -16,6 +16,7 @@ import signal
 import sys
 import time
 
+from . import pipes
 from .errors import EXIT_FAILURE, EXIT_OK, TaoBrevError
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (start-up time)
@@ -42,10 +43,13 @@ def parser(prog: str, doc: str) -> JsonArgumentParser:
 
 
 def say(message: str) -> None:
-    """Progress for humans: stderr, redacted."""
+    """Progress for humans: stderr, redacted (lost, never fatal, when stderr's reader left)."""
     from . import redact
 
-    print(redact.redact_values(redact.redact(message)), file=sys.stderr, flush=True)
+    try:
+        print(redact.redact_values(redact.redact(message)), file=sys.stderr, flush=True)
+    except BrokenPipeError:
+        pass
 
 
 # Instances brev started by itself (a STOPPED instance resumed by `brev exec`) during this
@@ -118,9 +122,10 @@ class Context:
 
 
 def emit(result: dict) -> None:
+    """Print the answer (redacted); a stdout reader that left ends the process quietly (``pipes``)."""
     from . import redact
 
-    print(json.dumps(redact.redact_obj(result), indent=2, default=str), flush=True)
+    pipes.write_stdout(json.dumps(redact.redact_obj(result), indent=2, default=str) + "\n")
 
 
 def emit_stream(head: dict, key: str, items: Iterable) -> None:
@@ -158,8 +163,9 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _RUN: dict = {}
 
 
-def _reset() -> None:
-    _RUN.update(job_id=None, fix=None, signal=None, deferred=0, pending=None, answering=False)
+def _reset(script: str | None = None, argv: list[str] | None = None) -> None:
+    _RUN.update(job_id=None, fix=None, signal=None, deferred=0, pending=None, answering=False, state=None,
+                script=script, argv=list(argv or []))
 
 
 _reset()
@@ -171,6 +177,12 @@ def note_job(job_id: str, interrupted_fix: str | None = None) -> None:
     _RUN["job_id"] = job_id
     if interrupted_fix:
         _RUN["fix"] = interrupted_fix
+
+
+def note_state(state: str | None) -> None:
+    """The job's last known state: an interrupted answer reports it."""
+    if state:
+        _RUN["state"] = state
 
 
 @contextlib.contextmanager
@@ -197,7 +209,13 @@ def _interrupt(signum, _frame):
         _RUN["answering"] = True
         from . import redact
 
-        os.write(1, (json.dumps(redact.redact_obj(interrupted_answer()), indent=2) + "\n").encode())
+        answer = interrupted_answer()
+        if _RUN.get("next_step") is not None:
+            _RUN["next_step"](answer, 130, _RUN["argv"])
+        try:
+            os.write(1, (json.dumps(redact.redact_obj(answer), indent=2) + "\n").encode())
+        except BrokenPipeError:
+            pass
         os._exit(130)
     _RUN["signal"] = signum
     raise KeyboardInterrupt(f"signal {signum}")
@@ -205,17 +223,54 @@ def _interrupt(signum, _frame):
 
 def interrupted_answer() -> dict:
     """``INTERRUPTED`` (exit 130), naming the job this run worked on, if any."""
+    from . import nextstep
+
     name = signal.Signals(_RUN["signal"]).name if _RUN["signal"] else "SIGINT"
-    job_id = _RUN["job_id"]
+    job_id, state, script = _RUN["job_id"], _RUN["state"], _RUN["script"] or ""
+    fix = _RUN["fix"] or nextstep.resume_fix(script, _RUN["argv"], job_id, state)
     if job_id is None:
-        return {"ok": False, "error": TaoBrevError("INTERRUPTED", f"interrupted ({name})").to_json()}
-    fix = _RUN["fix"] or f"Run the same command again (it is safe); poll_status.py {job_id} shows the job's state."
-    return {"ok": False, "job_id": job_id,
-            "error": TaoBrevError("INTERRUPTED", f"interrupted ({name}) while working on job {job_id}",
+        return {"ok": False, "error": TaoBrevError("INTERRUPTED", f"interrupted ({name})", fix).to_json()}
+    known = f" (last known state {state})" if state else ""
+    return {"ok": False, "job_id": job_id, "state": state,
+            "error": TaoBrevError("INTERRUPTED", f"interrupted ({name}) while working on job {job_id}{known}",
                                   fix).to_json()}
 
 
-def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[str] | None = None) -> int:
+def dependency_missing(exc: ImportError) -> TaoBrevError | None:
+    """DEPENDENCIES_MISSING for an import of a module that is not the bundle's own nor the standard
+    library's (a dependency ``install.sh`` installs, or one of theirs); else None (a bug)."""
+    name = (getattr(exc, "name", None) or "").split(".")[0]
+    if not name or name == "tao_brev" or name in getattr(sys, "stdlib_module_names", ()):
+        return None
+    from .nextstep import install_command
+
+    return TaoBrevError("DEPENDENCIES_MISSING",
+                        f"Python {sys.version_info[0]}.{sys.version_info[1]} ({sys.executable}) cannot import "
+                        f"the module {name!r} ({exc}): the bundle's environment is incomplete",
+                        f"Create it: {install_command()} (bash {install_command().split()[1]} --check shows "
+                        "what is installed).")
+
+
+def _unexpected(exc: Exception) -> tuple[dict, int]:
+    """The answer to an exception no verb turned into an error: a stdout reader that left
+    (``| head``) ends the run quietly; a missing dependency is DEPENDENCIES_MISSING; anything
+    else is a bug, INTERNAL_ERROR with the traceback on stderr."""
+    if isinstance(exc, BrokenPipeError) and pipes.stdout_closed():
+        pipes.end_as_sigpipe()
+    if isinstance(exc, ImportError):
+        missing = dependency_missing(exc)
+        if missing is not None:
+            say(f"{missing.message}. {missing.fix}")
+            return {"ok": False, "error": missing.to_json()}, missing.exit_code
+    import traceback
+
+    say(traceback.format_exc())
+    return {"ok": False, "error": TaoBrevError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}").to_json()}, \
+        EXIT_FAILURE
+
+
+def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[str] | None = None,
+        next_step: Callable[[dict, int, list[str]], dict] | None = None) -> int:
     """Call ``main(argv) -> (result, exit_code)``; print its JSON; return the exit code.
 
     A :class:`TaoBrevError` becomes ``{"ok": false, "error": ...}`` with its exit
@@ -225,9 +280,13 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
     Once a job was noted (:func:`note_job`) the answer names it. When brev started a
     STOPPED instance by itself meanwhile, the answer carries ``instance_started``
     (it bills again). A ``None`` result means ``main`` printed its own (non-JSON,
-    bank-format) answer.
+    bank-format) answer. ``next_step(answer, exit_code, argv)`` (``nextstep``) adds the
+    answer's ``next`` / ``next_note``, on every answer including failures and interrupts.
+    A reader that closed stdout early (``| head``) ends the run quietly (:func:`emit`).
     """
-    _reset()
+    _reset(os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else None,
+           sys.argv[1:] if argv is None else argv)
+    _RUN["next_step"] = next_step
     _STARTED.clear()
     try:
         try:
@@ -240,14 +299,13 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
         except TaoBrevError as exc:
             result = {"ok": False, "error": exc.to_json(), **exc.details.get("answer", {})}
             code = exc.exit_code
-        except (KeyboardInterrupt, SystemExit):
+        except SystemExit:   # --help: its text, flushed here (a reader that left ends us quietly)
+            pipes.flush_stdout()
             raise
-        except Exception as exc:  # a bug: still one JSON answer, never a silent traceback on stdout
-            import traceback
-
-            say(traceback.format_exc())
-            result = {"ok": False, "error": TaoBrevError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}").to_json()}
-            code = EXIT_FAILURE
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure becomes one JSON answer
+            result, code = _unexpected(exc)
         _RUN["answering"] = True   # from here on signals are ignored: this answer is printed
     except KeyboardInterrupt:
         _RUN["answering"] = True
@@ -257,11 +315,14 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
     # signal then would turn this answered run into a death by signal
     signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     if result is None:
+        pipes.flush_stdout()   # bank-format text printed by main: a reader that left ends us quietly
         return code
     result.setdefault("ok", code == EXIT_OK)
     if _RUN["job_id"] and not result.get("job_id"):
         result["job_id"] = _RUN["job_id"]
     if _STARTED:
         result["instance_started"] = instance_started_answer(_STARTED)
+    if next_step is not None:
+        next_step(result, code, _RUN["argv"])
     emit(result)
     return code

@@ -52,7 +52,8 @@ CODES: dict[str, Code] = {
     "BAD_SPEC": Code(2, "The spec file is not valid YAML.",
                      "Fix the YAML syntax in the spec file."),
     "UNKNOWN_VERSIONS_KEY": Code(2, "The image is neither an image URI nor a key of versions.yaml.",
-                                 "Use a full image URI, or a key that exists in $TAO_SKILL_BANK_PATH/versions.yaml."),
+                                 "Use a full image URI, or one of the image keys the answer lists: those of the versions.yaml "
+                                 "actually read (the message names it: $TAO_SKILL_BANK_PATH's when set, else the bundle's own)."),
     "VERSIONS_FILE": Code(2, "versions.yaml is missing or unreadable.",
                           "Point TAO_SKILL_BANK_PATH at a TAO skill bank (or unset it to use this bundle's own)."),
     "BAD_STATE_DIR": Code(2, "TAO_STATE_DIR is set but empty, relative, or not a directory.",
@@ -182,8 +183,9 @@ CODES: dict[str, Code] = {
                            "Report it with the stderr output; records already written are intact."),
     "INTERRUPTED": Code(130, "The script was interrupted (Ctrl-C / SIGINT / SIGTERM); the answer names the job "
                              "it worked on (job_id), if any.",
-                        "Run the same command again (preflight, status and teardown are safe to repeat); after an "
-                        "interrupted submit do NOT resubmit: run poll_status.py JOB_ID with the job id it printed."),
+                        "Run the answer's next: the same command again for preflight, poll_status and teardown "
+                        "(safe to repeat); after an interrupted submit, never a resubmit but poll_status.py with "
+                        "the job id (the answer names it: job_id, with its last known state)."),
     # -- S3 (storage.py) ---------------------------------------------------
 
     # -- 1: the verb ran, the answer is a failure --------------------------
@@ -210,10 +212,17 @@ CODES: dict[str, Code] = {
     "BREV_NOT_FOUND": Code(3, "The brev CLI is not on PATH.",
                            "Install the Brev CLI (https://docs.nvidia.com/brev) and make sure `brev` is on PATH."),
     "PYTHON_ENV_MISSING": Code(3, "The script cannot run: the bundle's environment (.venv, made by install.sh) is "
-                                  "missing or broken, and the Python that started it is older than 3.9 or lacks "
-                                  "PyYAML/jsonschema/boto3 (reported by scripts/_bootstrap.py, before any import).",
+                                  "missing or broken, and the Python that started it is older than 3.9 (reported by "
+                                  "scripts/_bootstrap.py, before any import).",
                                "Run bash <bundle>/install.sh --local (with --python PY for a Python >= 3.9 when "
-                               "python3 is older); the message names the bundle and the Python found."),
+                               "python3 is older); the message names the bundle and the Python found; the answer's "
+                               "next is that command with the bundle's absolute path."),
+    "DEPENDENCIES_MISSING": Code(3, "The script cannot run: the bundle's environment (.venv, made by install.sh) is "
+                                    "missing or broken, and the Python >= 3.9 that started it cannot import a "
+                                    "dependency (PyYAML, jsonschema, boto3 or one of theirs) - e.g. a checkout "
+                                    "used without install.sh. Nothing was done.",
+                                 "Run bash <bundle>/install.sh --local (the answer's next is that command with the "
+                                 "bundle's absolute path), then the same command again."),
     "BREV_NOT_LOGGED_IN": Code(3, "brev is not logged in (or its token expired) and no BREV_API_TOKEN is set.",
                                "Export BREV_API_TOKEN (headless) or run `brev login` in a terminal, then retry."),
     "BREV_LOGIN_FAILED": Code(3, "brev login --token with BREV_API_TOKEN failed.",
@@ -273,6 +282,10 @@ EXIT_MEANINGS = {EXIT_OK: "done", EXIT_FAILURE: "the verb ran, the answer is a f
                  130: "interrupted"}
 
 
+BROKEN_PIPE = ("the script ends at once and silently, as a process killed by SIGPIPE does (exit status "
+               "141 in a shell; no traceback, no JSON); what it did stays done.")
+
+
 def markdown() -> str:
     """``references/error-codes.md``: every code, by exit code (``python -m tao_brev.errors --markdown``)."""
     out = ["# Error codes", "",
@@ -282,6 +295,11 @@ def markdown() -> str:
            "print a more specific one.", "",
            "| exit | meaning |", "|---|---|"]
     out += [f"| {code} | {meaning} |" for code, meaning in EXIT_MEANINGS.items()]
+    out += ["", "Every answer of preflight.py, submit.py, poll_status.py and teardown.py, failures "
+            "included, carries `next`: the exact command to run next (absolute script path, real "
+            "values), or `null` with `next_note` saying why no command fits (a person must act first, "
+            "or nothing is left to do) - see `references/schemas/common.schema.json`.", "",
+            f"A reader that stops reading early (`| head -1`): {BROKEN_PIPE}"]
     for exit_code in sorted({c.exit_code for c in CODES.values()}):
         out += ["", f"## Exit {exit_code}: {EXIT_MEANINGS.get(exit_code, '')}", "",
                 "| code | meaning | fix |", "|---|---|---|"]

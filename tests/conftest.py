@@ -92,17 +92,31 @@ def find_python(version: str) -> str:
 
 
 def run_script(name: str, *args: str, env: dict | None = None, timeout: float = 120) -> ScriptResult:
-    """Run ``scripts/<name>`` as a user would (stdin closed), return its result. Every
-    fix text of its answer that names a flag must be accepted by the script it names,
-    in the context of this command (tests/fixtexts.py)."""
-    from tests.fixtexts import violations
-
+    """Run ``scripts/<name>`` as a user would (stdin closed), return its result (its answer is
+    checked by the tap below, like every script answer of the suite)."""
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / name), *args], capture_output=True,
                           text=True, env=env, timeout=timeout, stdin=subprocess.DEVNULL)
-    result = ScriptResult(done)
-    wrong = violations(name, list(args), result.json)
+    return ScriptResult(done)
+
+
+# Every answer any test reads from one of the bundle's scripts (run_script, subprocess.run, Popen +
+# communicate - subprocess.run is communicate too - of this checkout or of an installed copy) is
+# checked as it is read: its fix texts agree with the scripts they name, and the four verbs' answers
+# carry a `next` that their parser accepts (tests/fixtexts.py). A wrong answer fails the test that
+# produced it, whatever that test asserts itself.
+_communicate = subprocess.Popen.communicate
+
+
+def _checked_communicate(self, *args, **kwargs):
+    from tests.fixtexts import answer_violations
+
+    out, err = _communicate(self, *args, **kwargs)
+    wrong = answer_violations(self.args, out)
     assert not wrong, "\n".join(wrong)
-    return result
+    return out, err
+
+
+subprocess.Popen.communicate = _checked_communicate
 
 
 @pytest.fixture

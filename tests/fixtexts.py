@@ -244,3 +244,88 @@ def violations(script: str, argv: list[str], answer, instance: str | None = None
                 wrong.append(f"fix {text!r} (answer of `{script} {' '.join(argv)}`): adding {flag} is rejected: "
                              f"{why}")
     return wrong
+
+
+# -- ``next`` (tao_brev/nextstep.py): every answer of the four verbs names the command to run next ----
+
+NEXT_SCRIPTS = ("preflight.py", "submit.py", "poll_status.py", "teardown.py")
+_PLACEHOLDER_WORD = re.compile(r"^(JOB_ID|JOB|NAME|INSTANCE|IMAGE|USD|BUCKET|SPEC|ID)$|<[^>]*>|\$\{?[A-Z]")
+
+
+def next_command(text: str) -> tuple[str | None, list[str], str | None]:
+    """(script, argv, why wrong) of a ``next`` string: one of the bundle's scripts by its absolute
+    path (or ``bash /abs/install.sh ...``), and the words after it."""
+    import shlex
+
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        return None, [], f"not one shell command ({exc})"
+    if not words:
+        return None, [], "empty"
+    bad = [w for w in words if _PLACEHOLDER_WORD.search(w)]
+    if bad:
+        return None, words, f"holds placeholders {bad}"
+    if words[0] == "bash" and len(words) > 1:
+        path = Path(words[1])
+        if path.name != "install.sh" or not path.is_absolute():
+            return None, words, "a bash command that is not <absolute bundle path>/install.sh"
+        return "install.sh", words[2:], None
+    path = Path(words[0])
+    if not path.is_absolute() or path.parent.name != "scripts" or path.name not in SCRIPTS:
+        return None, words, "does not start with the absolute path of one of the bundle's scripts"
+    if not path.is_file():
+        return None, words, f"{path} does not exist"
+    return path.name, words[1:], None
+
+
+def next_violations(script: str, argv: list[str], answer) -> list[str]:
+    """What is wrong with the ``next`` of an answer of ``script argv`` (schema: common.schema.json)."""
+    if script not in NEXT_SCRIPTS or not isinstance(answer, dict):
+        return []
+    where = f"answer of `{script} {' '.join(argv)}`"
+    if "next" not in answer:
+        return [f"{where} has no `next`: {str(answer)[:600]}"]
+    nxt = answer["next"]
+    if nxt is None:
+        note = answer.get("next_note")
+        return [] if isinstance(note, str) and note.strip() else [f"{where}: next is null without a next_note"]
+    if not isinstance(nxt, str):
+        return [f"{where}: next is neither a string nor null: {nxt!r}"]
+    named, args, why = next_command(nxt)
+    if why:
+        return [f"{where}: next {nxt!r} {why}"]
+    if named == "install.sh":
+        return [] if args[:1] == ["--local"] else [f"{where}: next {nxt!r}: install.sh without --local"]
+    if (named, args) == (script, list(argv)):
+        return []   # "the same command again" (an interrupt, a retry): as valid as the caller's own call
+    rejected = rejection(named, args)
+    return [f"{where}: next {nxt!r} is rejected by {named}: {rejected}"] if rejected else []
+
+
+def script_of(args) -> tuple[str | None, list[str]]:
+    """(script, its argv) when a process's argv runs one of the bundle's scripts (any copy of it)."""
+    if isinstance(args, (str, bytes, os.PathLike)):
+        return None, []
+    words = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in args]
+    for i, word in enumerate(words[:3]):
+        path = Path(word)
+        if path.name in SCRIPTS and path.parent.name == "scripts":
+            return path.name, words[i + 1:]
+    return None, []
+
+
+def answer_violations(args, stdout) -> list[str]:
+    """Everything :func:`violations` and :func:`next_violations` find in the answer a process
+    running one of the bundle's scripts printed (nothing to check when it is not one JSON answer)."""
+    import json
+
+    script, argv = script_of(args)
+    if script is None or not stdout:
+        return []
+    text = stdout.decode(errors="replace") if isinstance(stdout, bytes) else stdout
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return []
+    return violations(script, argv, answer) + next_violations(script, argv, answer)

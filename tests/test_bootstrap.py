@@ -159,7 +159,7 @@ def test_every_script_started_by_an_old_python_runs_on_the_bundles_environment(t
     assert found.returncode == 1 and "NGC_KEY" in found.stdout and "Q" * 40 not in found.stdout, found
 
 
-def _assert_refused(done, script: str, why: str):
+def _assert_refused(done, script: str, why: str, code: str = "PYTHON_ENV_MISSING"):
     assert done.returncode == 3, (script, done)
     assert "Traceback" not in done.stderr and why in done.stderr, (script, done)
     if script in TEXT_SCRIPTS:
@@ -167,8 +167,16 @@ def _assert_refused(done, script: str, why: str):
         return
     answer = json.loads(done.stdout)
     validate("error", answer)
-    assert answer["error"]["code"] == "PYTHON_ENV_MISSING" and why in answer["error"]["message"], answer
-    assert "install.sh --local" in answer["error"]["fix"] and "--python" in answer["error"]["fix"]
+    assert answer["error"]["code"] == code and why in answer["error"]["message"], answer
+    bundle = Path(done.args[0]).parent.parent
+    install = f"bash {bundle / 'install.sh'} --local"
+    assert install in answer["error"]["fix"] and "Report it" not in answer["error"]["fix"], answer
+    assert ("--python" in answer["error"]["fix"]) == (code == "PYTHON_ENV_MISSING"), answer
+    if script in ("preflight.py", "submit.py", "poll_status.py", "teardown.py"):   # the verbs name the next step
+        assert answer["next"] == (install if code == "DEPENDENCIES_MISSING" else None), answer
+        assert code == "DEPENDENCIES_MISSING" or answer["next_note"].endswith(answer["error"]["fix"]), answer
+    else:
+        assert "next" not in answer, answer   # bank-format tools keep their format
 
 
 @pytest.mark.parametrize("version", OLDER_THAN_THE_CLAIM)
@@ -192,7 +200,8 @@ def test_a_python_without_the_dependencies_is_named_and_redact_needs_none(tmp_pa
     for script in SCRIPTS:
         if script in TEXT_SCRIPTS:
             continue
-        _assert_refused(_run(bundle, script, "--help", path=path), script, "lacks the module(s) yaml, jsonschema, boto3")
+        _assert_refused(_run(bundle, script, "--help", path=path), script, "lacks the module(s) yaml, jsonschema, boto3",
+                        "DEPENDENCIES_MISSING")
     found = _run(bundle, "redact_secrets.py", "lint", path=path, input=SECRET_LINE)
     assert found.returncode == 1 and "NGC_KEY" in found.stdout, found   # the standard library suffices
 
@@ -206,7 +215,8 @@ def test_an_environment_that_cannot_start_is_named_and_this_python_used(tmp_path
 
 
 def test_the_refusal_code_is_registered_with_exit_3():
-    assert bootstrap.ERROR_CODE == "PYTHON_ENV_MISSING" and CODES["PYTHON_ENV_MISSING"].exit_code == 3
+    assert bootstrap.OLD_PYTHON == "PYTHON_ENV_MISSING" and CODES["PYTHON_ENV_MISSING"].exit_code == 3
+    assert bootstrap.NO_MODULES == "DEPENDENCIES_MISSING" and CODES["DEPENDENCIES_MISSING"].exit_code == 3
     assert bootstrap.EXIT_UNREACHABLE == 3
 
 

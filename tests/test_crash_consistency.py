@@ -207,24 +207,37 @@ def test_a_tool_importing_a_script_keeps_its_own_signal_handlers():
     assert done.stdout.split() == ["True", "True"], done
 
 
-def test_an_interrupted_wait_names_its_job(world, tmp_path):
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "Ctrl-C to the process group"])
+def test_an_interrupted_wait_names_its_job_its_state_and_the_command_that_resumes_it(world, tmp_path, how):
+    """A tool timeout (SIGTERM), a SIGINT, or a terminal's Ctrl-C (SIGINT to every process of the
+    foreground group: brev too, mid-poll) all answer INTERRUPTED with the job, its last known state and
+    the exact poll command that resumes the wait - never advice about submit."""
     job_id = world.submit(spec=world.spec({"hang": True})).json["job_id"]
     log = tmp_path / "wait.err"
+    argv = [job_id, "--wait", "--interval", "0.1"]
     with open(log, "w") as err:
-        proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "poll_status.py"), job_id, "--wait",
-                                 "--interval", "0.1"], env=world.env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=err, text=True)
+        proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "poll_status.py"), *argv], env=world.env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True,
+                                start_new_session=True)
         deadline = time.monotonic() + 90
         while "next poll in" not in log.read_text():
             assert proc.poll() is None and time.monotonic() < deadline, "gave up waiting for the first poll"
             time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
+        if how == "SIGTERM":
+            proc.send_signal(signal.SIGTERM)
+        elif how == "SIGINT":
+            proc.send_signal(signal.SIGINT)
+        else:
+            os.killpg(proc.pid, signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, out
     answer = json.loads(out)
     validate("poll_status", answer)
-    assert answer["job_id"] == job_id and answer["error"]["code"] == "INTERRUPTED"
-    assert f"poll_status.py {job_id}" in answer["error"]["fix"]
+    assert answer["job_id"] == job_id and answer["error"]["code"] == "INTERRUPTED", answer
+    assert answer["state"] == "RUNNING", answer
+    resume = shlex.join([str(ROOT / "scripts" / "poll_status.py"), *argv])
+    assert answer["next"] == resume and resume in answer["error"]["fix"], answer
+    assert "submit" not in answer["error"]["fix"].lower(), answer
 
 
 # -- codes from facts ------------------------------------------------------------------------

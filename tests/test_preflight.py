@@ -469,10 +469,28 @@ def test_unknown_versions_key_is_bad_input_and_the_rest_still_runs(box):
     assert res.code == 2
     ref = check(res, "image_ref")
     assert ref["code"] == res.json["error"]["code"] == "UNKNOWN_VERSIONS_KEY"
-    assert ref["detail"] == f"versions key 'images.nope.pyt' not found in {pf.bank.BUNDLE_ROOT / 'versions.yaml'}"
-    assert ref["fix"] == ("Use a full image URI, or a key that exists in $TAO_SKILL_BANK_PATH/versions.yaml.")
+    own = pf.bank.BUNDLE_ROOT / "versions.yaml"
+    assert ref["detail"] == f"versions key 'images.nope.pyt' not found in {own} (this bundle's own versions.yaml)"
+    assert ref["fix"] == (f"Use one of the image keys of {own}: images.tao_toolkit.pyt, images.gpu_smoke, "
+                          "images.s3_transfer; or a full image URI (registry/repository:tag).")
+    assert "TAO_SKILL_BANK_PATH" not in ref["fix"]   # the file actually read, not one that was not
     assert names(res) == ["image_ref", "brev_cli", "brev_auth", "instance", "exec_ready", "docker", "gpu", "disk"]
     assert res.json["image"] is None
+
+
+def test_unknown_versions_key_names_the_bank_file_read_and_a_bounded_list_of_its_keys(box, tmp_path):
+    bank = tmp_path / "bank"
+    bank.mkdir()
+    pins = "\n".join(f"    v{n}: nvcr.io/nvidia/tao/tao-toolkit:{n}.0-pyt" for n in range(30))
+    (bank / "versions.yaml").write_text(f"images:\n  tao_toolkit:\n{pins}\n  note: not an image\n")
+    res = preflight(box, "--image", "images.tao_toolkit.pytorch", TAO_SKILL_BANK_PATH=str(bank))
+    ref = check(res, "image_ref")
+    assert res.code == 2 and ref["code"] == "UNKNOWN_VERSIONS_KEY"
+    assert f"{bank / 'versions.yaml'} ($TAO_SKILL_BANK_PATH versions.yaml)" in ref["detail"]
+    shown = [f"images.tao_toolkit.v{n}" for n in range(pf.bank.KEYS_SHOWN)]
+    assert ref["fix"] == (f"Use one of the image keys of {bank / 'versions.yaml'}: {', '.join(shown)} (and "
+                          f"{30 - pf.bank.KEYS_SHOWN} more); or a full image URI (registry/repository:tag).")
+    assert str(pf.bank.BUNDLE_ROOT / "versions.yaml") not in ref["fix"]
 
 
 def test_tier_b_without_a_bucket_is_bad_input_even_when_the_instance_is_unknown(box):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from .. import cost, redact, remote
 from .. import progress as progress_mod
-from ..cli import Context, note_job, say
+from ..cli import Context, note_job, note_state, say
 from ..docker_state import JobState, after_instance_start, docker_error_code, from_inspect
 from ..errors import CODES, TaoBrevError, TransportError
 from ..records import check_job_id, current_state, is_terminal
@@ -334,11 +334,16 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
     cost.check_price(price_per_hour)
     check_watch(metrics, stall_after)
     note_job(check_job_id(job_id))   # every answer of this run names the job, an interrupt's too
+    try:
+        note_state(current_state(ctx.records.load(job_id)))   # the recorded state until a poll reads one
+    except TaoBrevError:
+        pass   # the poll below answers it
     started = ctx.clock()
     polls = 0
     while True:
         polls += 1
         out = observe(ctx, job_id, log_lines, price_per_hour, metrics=metrics, stall_after=stall_after)
+        note_state(out.get("state"))   # an interrupted wait reports it
         # A launch whose outcome the instance did not tell yet (no answer, lock busy) is not an end:
         # --wait asks again, as it does for a RUNNING job whose instance did not answer.
         unsettled = out.get("state") == "PENDING" and out.get("reconciled") == "unanswered"

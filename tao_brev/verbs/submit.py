@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import lazy_re
-from .. import archs, bank, cost, credentials, hash_cache, known_secrets, redact, remote, staging, storage
+from .. import archs, bank, cost, credentials, hash_cache, known_secrets, nextstep, redact, remote, staging, storage
 from .. import yaml_bounded
 from .. import routing as routing_mod
-from ..cli import Context, deferred_interrupts, note_job, say
+from ..cli import Context, deferred_interrupts, note_job, note_state, say
 from ..errors import TaoBrevError, TransportError
 from ..records import now_iso
 from ..remote import RunSpec
@@ -336,7 +336,8 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                                   results_root=routing.record_root, upload_excludes=req.upload_excludes,
                                   retry_of=req.retry_of)
         job_id = record["id"]
-        note_job(job_id, interrupted_fix=INTERRUPTED_FIX.format(job_id=job_id))
+        note_job(job_id, interrupted_fix=interrupted_fix(job_id))
+        note_state("PENDING")
     backend_ref = f"{req.instance}/{job_id}"
     ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral, env_names=list(req.env_names),
                         results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
@@ -457,14 +458,15 @@ def _spec_failed(req: SubmitRequest, job_id: str, out: str, err: str, docker_cod
     return "SPEC_NOT_WRITTEN", why, f"Check the instance disk and home directory, then: {again}"
 
 
-INTERRUPTED_FIX = ("Do NOT resubmit: run poll_status.py {job_id} (it adopts the container or closes the record "
-                   "as never launched).")
+def interrupted_fix(job_id: str) -> str:
+    """Never resubmit an interrupted submit: poll the job (absolute command, ``nextstep``)."""
+    return nextstep.resume_fix("submit.py", [], job_id, "PENDING")
 
 
 def _interrupted(answer: dict) -> TaoBrevError:
     job_id = answer["job_id"]
     return TaoBrevError("INTERRUPTED", f"submit of {job_id} was interrupted while launching: the container may "
-                        "or may not start", INTERRUPTED_FIX.format(job_id=job_id),
+                        "or may not start", interrupted_fix(job_id),
                         answer={**answer, "state": "PENDING"})
 
 

@@ -38,7 +38,7 @@ import re
 
 from .. import lazy_re
 from .. import cost, redact, remote
-from ..cli import Context, note_job, say
+from ..cli import Context, note_job, note_state, say
 from ..docker_state import after_instance_start, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..records import current_state, is_terminal, now_iso
@@ -234,6 +234,7 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
             return _teardown_damaged(ctx, job_id, exc)
         raise
     note_job(job_id)
+    note_state(record.get("terminal_state") or current_state(record))
     cost.note_price(ctx, job_id, price_per_hour)   # a known price spares the brev ls for the type
     sidecar = ctx.sidecars.load(job_id)
     instance = status.job_instance(record, sidecar)

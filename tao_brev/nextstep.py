@@ -1,0 +1,246 @@
+"""``next``: the exact command an answer tells its reader to run next.
+
+Every answer of preflight.py, submit.py, poll_status.py and teardown.py carries
+``"next"`` (schema: ``references/schemas/common.schema.json#/$defs/next``):
+
+* a string: ONE complete shell command, runnable as is from any directory - the
+  absolute path of the script of the bundle that answered (derived from this
+  file, so an installed copy names itself), real values (the job id, the
+  instance), every word quoted for a POSIX shell; never a placeholder;
+* ``null``: no command fits. ``next_note`` then says why: the lifecycle is
+  finished, or a person must act first (export a credential, log in to brev in
+  a terminal, choose the job's spec); on a failure the error's ``fix`` says how.
+
+The bank-compatible tools (tao_job_record.py, redact_secrets.py) keep the TAO
+skill bank's formats and carry no ``next``.
+
+The functions here are pure: (answer, exit code, argv of this run) -> the
+answer's ``next`` / ``next_note``; ``cli.run`` applies the script's one to every
+answer, failures included (a verb may set ``next`` itself; it is kept).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from .errors import CODES
+
+BUNDLE_ROOT = Path(__file__).absolute().parent.parent
+SCRIPTS_DIR = BUNDLE_ROOT / "scripts"
+TERMINAL = ("COMPLETE", "ERROR", "CANCELED")
+DIAGNOSE_LINES = 50
+
+# a person must act before any command helps (the error's fix says what)
+HUMAN_ACTION = {"BREV_NOT_FOUND", "BREV_NOT_LOGGED_IN", "BREV_LOGIN_FAILED", "MISSING_CREDENTIAL",
+                "S3_AUTH_FAILED", "SSH_KEY_REJECTED", "SECRET_IN_COMMAND", "SECRET_IN_IDENTIFIER",
+                "SECRET_TOO_SHORT", "BUNDLE_CREDENTIAL_ENV", "SPEC_NOT_FOUND", "BAD_SPEC", "BAD_NAME",
+                "VERSIONS_FILE", "UNKNOWN_VERSIONS_KEY", "BAD_STATE_DIR", "INTERNAL_ERROR"}
+# the backend did not answer: the same command again is safe for these verbs
+RETRY_SAFE = ("preflight.py", "poll_status.py", "teardown.py")
+ENV_CODES = ("PYTHON_ENV_MISSING", "DEPENDENCIES_MISSING")
+FINISHED = "nothing left to run: the job is closed"
+
+
+def command(script: str, *args) -> str:
+    """``script`` (a name in scripts/) of this bundle with ``args``, as one quoted shell command."""
+    return shlex.join([str(SCRIPTS_DIR / script), *(str(a) for a in args)])
+
+
+def install_command() -> str:
+    """The command that (re)creates this bundle's environment (scripts/_bootstrap.py says the same)."""
+    return shlex.join(["bash", str(BUNDLE_ROOT / "install.sh"), "--local"])
+
+
+def rerun(script: str, argv: list[str]) -> str:
+    """This run's own command again."""
+    return command(script, *argv)
+
+
+def _job_args(argv: list[str]) -> list[str]:
+    """argv without the job id (the first word that is not a flag or a flag's value is the id)."""
+    return [a for a in argv if a.startswith("--")]
+
+
+def _set(answer: dict, nxt: str | None, note: str | None = None) -> dict:
+    answer.setdefault("next", nxt)
+    if answer["next"] is None and "next_note" not in answer:
+        answer["next_note"] = note or ((answer.get("error") or {}).get("fix")) or FINISHED
+    return answer
+
+
+def common_error(script: str, argv: list[str], answer: dict) -> tuple[bool, str | None, str | None]:
+    """(decided, next, note) for the failures every verb shares; ``decided`` False: the verb decides."""
+    code = (answer.get("error") or {}).get("code")
+    job_id = answer.get("job_id")
+    if code in ENV_CODES:
+        return True, install_command(), None
+    if code == "BAD_ARGUMENT":
+        return True, command(script, "--help"), None
+    if code in ("BAD_JOB_ID", "UNKNOWN_JOB"):
+        return True, command("tao_job_record.py", "list"), None
+    if code == "INTERRUPTED":
+        return True, resume(script, argv, job_id), None
+    if code in HUMAN_ACTION:
+        fix = (answer.get("error") or {}).get("fix") or CODES[code].fix
+        first = "correct the call first" if CODES[code].exit_code == 2 else "a person must act first"
+        return True, None, f"{first}: {fix}"
+    if code in CODES and CODES[code].exit_code == 3 and code != "INSTANCE_DELETE_PENDING":
+        if script == "submit.py":
+            return True, (command("poll_status.py", job_id) if job_id else rerun(script, argv)), None
+        return True, rerun(script, argv), None
+    return False, None, None
+
+
+def resume(script: str, argv: list[str], job_id: str | None) -> str:
+    """The command that resumes an interrupted run: submit's job is polled (never resubmitted:
+    the launch may have happened), every other verb is safe to run again as it was."""
+    if script == "submit.py" and job_id:
+        return command("poll_status.py", job_id)
+    return rerun(script, argv)
+
+
+def resume_fix(script: str, argv: list[str], job_id: str | None, state: str | None) -> str:
+    """The INTERRUPTED fix of this verb (it names the resume command)."""
+    again = resume(script, argv, job_id)
+    if script == "submit.py" and job_id:
+        return (f"Do NOT resubmit: run {again} (it adopts the container or closes the record as never "
+                "launched).")
+    if script == "poll_status.py" and job_id:
+        known = f" (last known state {state})" if state else ""
+        return f"Resume watching job {job_id}{known}: {again} - polling is safe to repeat."
+    if script == "teardown.py" and job_id:
+        return f"Run the same teardown again (safe to repeat; it resumes where it stopped): {again}"
+    return f"Run the same command again: {again}"
+
+
+# -- per verb -------------------------------------------------------------------
+
+
+def preflight(answer: dict, code: int, argv: list[str]) -> dict:
+    decided, nxt, note = common_error("preflight.py", argv, answer) if answer.get("error") else (False, None, None)
+    if decided:
+        return _set(answer, nxt, note)
+    if answer.get("ok"):
+        instance, image = answer.get("instance"), answer.get("image")
+        image_arg = f" --image {shlex.quote(str(image))}" if image else ""
+        return _set(answer, None, "every check passed: submit the job - "
+                                  f"{command('submit.py')} --instance {shlex.quote(str(instance))}{image_arg} "
+                                  "with your job's --network-arch, --action and --spec (--help lists the rest)")
+    code_name = (answer.get("error") or {}).get("code")
+    failed = [c for c in answer.get("checks") or [] if not c.get("ok") and not c.get("warning")]
+    if code_name == "INSTANCE_NOT_RUNNING" and "--start" not in argv:
+        return _set(answer, None, "the instance is not RUNNING; starting it bills: add --start to start it - "
+                                  f"{rerun('preflight.py', [*argv, '--start'])}")
+    if failed and all(c.get("name") == "image" for c in failed) and "--pull" not in argv:
+        return _set(answer, rerun("preflight.py", [*argv, "--pull"]))
+    fix = next((c.get("fix") for c in failed if c.get("fix")), None)
+    return _set(answer, None, f"a failed check needs a fix first: {fix}" if fix else None)
+
+
+def submit(answer: dict, code: int, argv: list[str]) -> dict:
+    job_id = answer.get("job_id")
+    if answer.get("ok"):
+        if answer.get("dry_run"):
+            return _set(answer, rerun("submit.py", [a for a in argv if a != "--dry-run"]))
+        return _set(answer, command("poll_status.py", job_id))
+    decided, nxt, note = common_error("submit.py", argv, answer)
+    if decided:
+        return _set(answer, nxt, note)
+    err = answer.get("error") or {}
+    instance = answer.get("instance") or _flag(argv, "--instance")
+    if err.get("code") == "IMAGE_NOT_PULLED" and instance and _flag(argv, "--image"):
+        return _set(answer, command("preflight.py", "--instance", instance, "--image", _flag(argv, "--image"),
+                                    "--pull"))
+    if job_id and answer.get("state") in ("PENDING", "RUNNING"):
+        return _set(answer, command("poll_status.py", job_id))
+    return _set(answer, None)
+
+
+def _flag(argv: list[str], flag: str) -> str | None:
+    for i, word in enumerate(argv):
+        if word == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith(flag + "="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) -> dict:
+    """``closed(job_id)``: a teardown already closed the job (nothing left to tear down)."""
+    if "jobs" in answer and not answer.get("job_id"):
+        return poll_all(answer, code, argv)
+    decided, nxt, note = common_error("poll_status.py", argv, answer) if answer.get("error") else (False, None,
+                                                                                                      None)
+    if decided:
+        return _set(answer, nxt, note)
+    job_id, state = answer.get("job_id"), answer.get("state")
+    err = (answer.get("error") or {}).get("code")
+    if job_id is None:
+        return _set(answer, None)
+    if "teardown" in answer:   # --wait --teardown: the teardown's own next decides
+        down = teardown(dict(answer["teardown"]), code, [job_id])
+        return _set(answer, down.get("next"), down.get("next_note"))
+    if err == "WAIT_TIMEOUT":
+        return _set(answer, rerun("poll_status.py", argv))
+    if err == "JOB_STALLED" or (answer.get("stalled") and not answer.get("logs")):
+        return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES))
+    if err in ("RESULTS_UPLOAD_FAILED", "S3_VERIFY_FAILED"):
+        return _set(answer, command("poll_status.py", job_id))
+    if state in TERMINAL or state == "UNKNOWN":
+        if state == "ERROR" and answer.get("logs") is None:
+            return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES))
+        if closed(job_id):
+            return _set(answer, None, FINISHED + " (teardown ran)")
+        return _set(answer, command("teardown.py", job_id))
+    if state in ("PENDING", "RUNNING"):
+        return _set(answer, command("poll_status.py", job_id, "--wait"))
+    return _set(answer, None)
+
+
+def poll_all(answer: dict, code: int, argv: list[str]) -> dict:
+    jobs = answer.get("jobs") or []
+    if answer.get("error") and (answer["error"].get("code") in ENV_CODES or code == 2 or not jobs):
+        decided, nxt, note = common_error("poll_status.py", argv, answer)
+        if decided:
+            return _set(answer, nxt, note)
+    for job in jobs:
+        if job.get("state") in TERMINAL or job.get("state") == "UNKNOWN":
+            return _set(answer, command("teardown.py", job["job_id"]))
+    for entry in answer.get("quarantined") or []:
+        return _set(answer, command("teardown.py", entry["job_id"]))
+    if jobs:
+        return _set(answer, command("poll_status.py", "--all"))
+    if answer.get("error"):
+        return _set(answer, None)
+    return _set(answer, None, "no unfinished job: nothing to poll")
+
+
+def teardown(answer: dict, code: int, argv: list[str]) -> dict:
+    if "orphans" in answer:
+        return orphans(answer, code, argv)
+    decided, nxt, note = common_error("teardown.py", argv, answer) if answer.get("error") else (False, None, None)
+    if decided:
+        return _set(answer, nxt, note)
+    err = (answer.get("error") or {}).get("code")
+    if err == "INSTANCE_DELETE_PENDING":
+        return _set(answer, rerun("teardown.py", argv))
+    if answer.get("ok"):
+        if answer.get("instance_deleted") or not answer.get("instance"):
+            return _set(answer, None, FINISHED)
+        return _set(answer, command("teardown.py", "--orphans"))
+    return _set(answer, None)
+
+
+def orphans(answer: dict, code: int, argv: list[str]) -> dict:
+    decided, nxt, note = common_error("teardown.py", argv, answer) if answer.get("error") else (False, None, None)
+    if decided:
+        return _set(answer, nxt, note)
+    if answer.get("error"):
+        return _set(answer, None)
+    if "--delete" not in argv and any(o.get("owned") for o in answer.get("orphans") or []):
+        return _set(answer, command("teardown.py", "--orphans", "--delete"))
+    if answer.get("orphans") and "--delete" not in argv:
+        return _set(answer, None, "no orphan this bundle owns: deleting one of its reused instances is your "
+                                  "choice - teardown.py --orphans --delete --instance with its name")
+    return _set(answer, None, "nothing billing for nothing is left to delete by this bundle")
