@@ -112,9 +112,9 @@ def _refuse(problem, json_answer):
     code, why = problem
     message = "%s, and the bundle's environment %s is missing or broken." % (why, VENV)
     old = " --python /path/to/python3.9-or-newer" if code == OLD_PYTHON else ""
-    fix = ("Create it: %s%s (the --python flag names a Python >= 3.9 when python3 is older); then run the "
-           "same command again; bash %s --check shows what is installed."
-           % (install_command(), old, shlex.quote(os.path.join(ROOT, "install.sh"))))
+    fix = ("Create it: %s%s%s; then run the same command again; bash %s --check shows what is installed."
+           % (install_command(), old, " (a Python >= 3.9: python3 here is older)" if old else "",
+              shlex.quote(os.path.join(ROOT, "install.sh"))))
     try:
         sys.stderr.write("%s: %s\n%s\n" % (os.path.basename(sys.argv[0]), message, fix))
     except BrokenPipeError:

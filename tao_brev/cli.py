@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 
-from . import pipes
+from . import lazy_re, pipes
 from .errors import EXIT_FAILURE, EXIT_OK, TaoBrevError
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (start-up time)
@@ -269,6 +269,31 @@ def _unexpected(exc: Exception) -> tuple[dict, int]:
         EXIT_FAILURE
 
 
+_INSTANCE_PLACEHOLDER = lazy_re.compile(r"(--instance |brev (?:delete|stop|start|exec|copy [^\s]+) )NAME\b")
+_JOB_PLACEHOLDER = lazy_re.compile(r"\bJOB_ID\b")
+
+
+def concrete(answer, job_id: str | None = None, instance: str | None = None):
+    """``answer`` with the placeholders of its fix and advice texts filled with the real values
+    it names: ``JOB_ID`` with the job id of the nearest object that has one, ``NAME`` after
+    ``--instance`` / ``brev delete`` etc. with its instance (an error's default fix is generic)."""
+    if isinstance(answer, list):
+        return [concrete(item, job_id, instance) for item in answer]
+    if not isinstance(answer, dict):
+        return answer
+    job_id = answer.get("job_id") if isinstance(answer.get("job_id"), str) else job_id
+    instance = answer.get("instance") if isinstance(answer.get("instance"), str) else instance
+    out = {}
+    for key, value in answer.items():
+        if key in ("fix", "advice") and isinstance(value, str):
+            if job_id:
+                value = _JOB_PLACEHOLDER.sub(job_id, value)
+            if instance:
+                value = _INSTANCE_PLACEHOLDER.sub(lambda m: m.group(1) + instance, value)
+        out[key] = concrete(value, job_id, instance)
+    return out
+
+
 def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[str] | None = None,
         next_step: Callable[[dict, int, list[str]], dict] | None = None) -> int:
     """Call ``main(argv) -> (result, exit_code)``; print its JSON; return the exit code.
@@ -301,6 +326,8 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
             code = exc.exit_code
         except SystemExit:   # --help: its text, flushed here (a reader that left ends us quietly)
             pipes.flush_stdout()
+            if pipes.stdout_closed():   # argparse drops a failed write itself: end as the rest do
+                pipes.end_as_sigpipe()
             raise
         except KeyboardInterrupt:
             raise
@@ -322,6 +349,7 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
         result["job_id"] = _RUN["job_id"]
     if _STARTED:
         result["instance_started"] = instance_started_answer(_STARTED)
+    result = concrete(result)
     if next_step is not None:
         next_step(result, code, _RUN["argv"])
     emit(result)

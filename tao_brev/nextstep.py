@@ -179,7 +179,7 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
     if job_id is None:
         return _set(answer, None)
     if "teardown" in answer:   # --wait --teardown: the teardown's own next decides
-        down = teardown(dict(answer["teardown"]), code, [job_id])
+        down = teardown(answer["teardown"], code, [job_id])   # the nested answer names its next too
         return _set(answer, down.get("next"), down.get("next_note"))
     if err == "WAIT_TIMEOUT":
         return _set(answer, rerun("poll_status.py", argv))

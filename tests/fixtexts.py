@@ -279,11 +279,31 @@ def next_command(text: str) -> tuple[str | None, list[str], str | None]:
     return path.name, words[1:], None
 
 
+def _placeholder_fixes(answer, job_id: str | None = None) -> list[str]:
+    """Fix / advice texts that say ``JOB_ID`` inside an object (or under one) that names its job."""
+    if isinstance(answer, list):
+        return [bad for item in answer for bad in _placeholder_fixes(item, job_id)]
+    if not isinstance(answer, dict):
+        return []
+    job_id = answer.get("job_id") if isinstance(answer.get("job_id"), str) else job_id
+    found = []
+    for key, value in answer.items():
+        if key in ("fix", "advice") and isinstance(value, str):
+            if job_id and re.search(r"\bJOB_ID\b", value):
+                found.append(value)
+        else:
+            found += _placeholder_fixes(value, job_id)
+    return found
+
+
 def next_violations(script: str, argv: list[str], answer) -> list[str]:
     """What is wrong with the ``next`` of an answer of ``script argv`` (schema: common.schema.json)."""
     if script not in NEXT_SCRIPTS or not isinstance(answer, dict):
         return []
     where = f"answer of `{script} {' '.join(argv)}`"
+    generic = _placeholder_fixes(answer)
+    if generic:
+        return [f"{where}: fix texts name placeholders where the answer knows the real value: {generic}"]
     if "next" not in answer:
         return [f"{where} has no `next`: {str(answer)[:600]}"]
     nxt = answer["next"]

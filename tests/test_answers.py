@@ -1,0 +1,224 @@
+"""Answers an agent can act on: ``next`` in every verb's answer, quiet broken pipes, missing
+dependencies (tao_brev/nextstep.py, tao_brev/pipes.py, tao_brev/cli.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_script, validate
+from tao_brev import cli, nextstep
+from tests.fixtexts import answer_violations, next_violations
+
+SCRIPTS_DIR = ROOT / "scripts"
+JOB = "visual_changenet-train-1a2b3c"
+
+
+def cmd(script: str, *args) -> str:
+    return shlex.join([str(SCRIPTS_DIR / script), *map(str, args)])
+
+
+# -- the check every answer of the suite goes through (conftest's tap) --------------------------
+def test_the_tap_rejects_an_answer_without_next_a_placeholder_or_a_wrong_flag():
+    argv = [sys.executable, str(SCRIPTS_DIR / "poll_status.py"), JOB]
+    assert answer_violations(argv, json.dumps({"ok": True, "state": "RUNNING"}))   # no next
+    bad = [{"ok": True, "next": "poll_status.py JOB_ID --wait"},                  # relative, placeholder
+           {"ok": True, "next": cmd("poll_status.py", "JOB_ID", "--wait")},       # placeholder
+           {"ok": True, "next": cmd("poll_status.py", JOB, "--teardown")},        # --teardown needs --wait
+           {"ok": True, "next": cmd("poll_status.py", JOB, "--nope")},
+           {"ok": True, "next": None},                                            # null without a note
+           {"ok": True, "next": "brev delete box"}]
+    for answer in bad:
+        assert answer_violations(argv, json.dumps(answer)), answer
+    good = [{"ok": True, "next": cmd("poll_status.py", JOB, "--wait")},
+            {"ok": True, "next": cmd("teardown.py", JOB)},
+            {"ok": True, "next": None, "next_note": "nothing left to run"},
+            {"ok": False, "error": {"code": "DEPENDENCIES_MISSING", "message": "m", "fix": "f"},
+             "next": f"bash {ROOT / 'install.sh'} --local"}]
+    for answer in good:
+        assert answer_violations(argv, json.dumps(answer)) == [], answer
+    # the bank-format tools keep their format: no next asked of them
+    assert next_violations("tao_job_record.py", ["list", "--json"], {"ok": True, "jobs": []}) == []
+
+
+def test_the_tap_checks_processes_of_any_copy_of_the_bundle_and_nothing_else(tmp_path):
+    copy = tmp_path / "bundle" / "scripts" / "submit.py"
+    answer = json.dumps({"ok": True, "job_id": JOB})
+    assert answer_violations([sys.executable, str(copy)], answer)       # an installed copy's answer: checked
+    assert answer_violations(["brev", "ls", "--json"], answer) == []     # brev's output: not ours
+    assert answer_violations([sys.executable, str(copy), "--help"], "usage: submit.py ...") == []   # not JSON
+
+
+# -- next, verb by verb (pure: answer -> next) ----------------------------------------------------
+@pytest.mark.parametrize("state,logs,expected", [
+    ("RUNNING", None, ("poll_status.py", JOB, "--wait")),
+    ("PENDING", None, ("poll_status.py", JOB, "--wait")),
+    ("COMPLETE", None, ("teardown.py", JOB)),
+    ("CANCELED", None, ("teardown.py", JOB)),
+    ("UNKNOWN", None, ("teardown.py", JOB)),
+    ("ERROR", None, ("poll_status.py", JOB, "--logs", "50")),   # diagnose first
+    ("ERROR", "Traceback ...", ("teardown.py", JOB)),
+])
+def test_a_poll_names_the_next_step_of_each_state(state, logs, expected):
+    answer = {"ok": True, "job_id": JOB, "state": state, **({"logs": logs} if logs else {})}
+    assert nextstep.poll(answer, 0, [JOB])["next"] == cmd(*expected)
+
+
+def test_a_closed_job_has_nothing_left_and_a_wait_timeout_waits_again():
+    done = nextstep.poll({"ok": True, "job_id": JOB, "state": "COMPLETE"}, 0, [JOB], closed=lambda _j: True)
+    assert done["next"] is None and "closed" in done["next_note"]
+    argv = [JOB, "--wait", "--timeout", "60"]
+    timed_out = {"ok": False, "job_id": JOB, "state": "RUNNING",
+                 "error": {"code": "WAIT_TIMEOUT", "message": "m", "fix": "f"}}
+    assert nextstep.poll(timed_out, 1, argv)["next"] == cmd("poll_status.py", *argv)
+
+
+def test_failures_name_their_runnable_fix_or_say_a_person_must_act():
+    def err(code):
+        return {"ok": False, "error": {"code": code, "message": "m", "fix": f"the fix of {code}"}}
+
+    assert nextstep.submit(err("BAD_ARGUMENT"), 2, [])["next"] == cmd("submit.py", "--help")
+    assert nextstep.teardown(err("UNKNOWN_JOB"), 2, [JOB])["next"] == cmd("tao_job_record.py", "list")
+    assert nextstep.preflight(err("TRANSPORT_TIMEOUT"), 3, ["--instance", "box"])["next"] == \
+        cmd("preflight.py", "--instance", "box")
+    pending = {**err("TRANSPORT_FAILED"), "job_id": JOB, "state": "PENDING"}
+    assert nextstep.submit(pending, 3, ["--instance", "box"])["next"] == cmd("poll_status.py", JOB)   # no resubmit
+    human = nextstep.preflight(err("BREV_NOT_LOGGED_IN"), 3, ["--instance", "box"])
+    assert human["next"] is None and human["next_note"] == "a person must act first: the fix of BREV_NOT_LOGGED_IN"
+    deps = nextstep.poll(err("DEPENDENCIES_MISSING"), 3, ["--all"])
+    assert deps["next"] == f"bash {shlex.quote(str(ROOT / 'install.sh'))} --local"
+    submitted = nextstep.submit({"ok": True, "job_id": JOB, "state": "RUNNING"}, 0, ["--instance", "box"])
+    assert submitted["next"] == cmd("poll_status.py", JOB)
+    dry = ["--instance", "box", "--dry-run", "--spec", "/tmp/a b.yaml"]
+    assert nextstep.submit({"ok": True, "dry_run": True}, 0, dry)["next"] == \
+        cmd("submit.py", "--instance", "box", "--spec", "/tmp/a b.yaml")
+
+
+def test_next_names_the_bundle_that_answers_not_a_relative_path():
+    assert nextstep.SCRIPTS_DIR == Path(nextstep.__file__).absolute().parent.parent / "scripts"
+    assert shlex.split(cmd("teardown.py", JOB))[0] == str(ROOT / "scripts" / "teardown.py")
+
+
+# -- the lifecycle, through the scripts: each answer's next is the step that follows ----------------
+def test_each_answer_of_a_lifecycle_names_the_step_that_follows(world):
+    submitted = world.submit()
+    job_id = submitted.json["job_id"]
+    assert submitted.json["next"] == cmd("poll_status.py", job_id), submitted
+    polled = world.run("poll_status.py", job_id)
+    assert polled.json["next"] in (cmd("poll_status.py", job_id, "--wait"), cmd("teardown.py", job_id)), polled
+    waited = world.run("poll_status.py", job_id, "--wait", "--interval", "0.1")
+    assert waited.json["state"] == "COMPLETE" and waited.json["next"] == cmd("teardown.py", job_id), waited
+    down = world.run("teardown.py", job_id)
+    assert down.code == 0 and down.json["next"] == cmd("teardown.py", "--orphans"), down   # box is kept, bills
+    after = world.run("poll_status.py", job_id)
+    assert after.json["next"] is None and "closed" in after.json["next_note"], after
+    for answer, schema in ((submitted, "submit"), (waited, "poll_status"), (down, "teardown"),
+                           (after, "poll_status")):
+        validate(schema, answer.json)
+
+
+# -- a reader that leaves early (| head) ---------------------------------------------------------------
+def _to_a_closed_pipe(argv: list[str], env: dict, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    """Run with stdout a pipe nobody reads: its read end is closed before the script starts, so
+    the script's first write meets a reader that left - as ``| head -1`` once head exited."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(argv, stdout=write_end, stderr=subprocess.PIPE, input=stdin, env=env, timeout=120)
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize("argv", [
+    ("tao_job_record.py", "list"), ("tao_job_record.py", "list", "--json"), ("poll_status.py", "--all"),
+    ("poll_status.py", "nope-train-000000", "--logs", "5"), ("teardown.py", "--help"),
+    ("preflight.py", "--instance", "box", "--image", "images.no.such"), ("redact_secrets.py", "redact"),
+    ("tao_job_record.py", "open", "--image", "img:1", "--network-arch", "a", "--action", "b",
+     "--storage-tier", "A", "--results-root", "~/r"),
+], ids=" ".join)
+def test_a_reader_that_left_ends_every_script_quietly_as_sigpipe_would(state_env, argv, buffered):
+    for _ in range(3):   # records to list
+        run_script("tao_job_record.py", "open", "--image", "img:1", "--network-arch", "a", "--action", "b",
+                   "--storage-tier", "A", "--results-root", "~/r", env=state_env)
+    env = {k: v for k, v in state_env.items() if not (buffered and k == "PYTHONUNBUFFERED")}
+    env.update({} if buffered else {"PYTHONUNBUFFERED": "1"})
+    done = _to_a_closed_pipe([sys.executable, str(SCRIPTS_DIR / argv[0]), *argv[1:]], env,
+                             stdin=b"x\n" * 100_000)
+    assert done.returncode == -signal.SIGPIPE, done
+    assert b"Traceback" not in done.stderr and b"BrokenPipe" not in done.stderr, done.stderr[-2000:]
+    assert b"Exception ignored" not in done.stderr, done.stderr[-2000:]
+
+
+def test_a_broken_pipe_to_a_child_is_not_mistaken_for_a_reader_that_left(capsys):
+    def main(_argv):
+        raise BrokenPipeError(32, "Broken pipe")   # e.g. writing to brev's stdin: stdout is fine
+
+    assert cli.run(main, []) == 1
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "INTERNAL_ERROR"
+
+
+# -- missing dependencies -----------------------------------------------------------------------
+def test_a_dependency_that_fails_to_import_at_run_time_is_dependencies_missing(capsys):
+    def main(_argv):
+        raise ModuleNotFoundError("No module named 'botocore'", name="botocore")
+
+    assert cli.run(main, [], next_step=nextstep.poll) == 3
+    out = capsys.readouterr()
+    answer = json.loads(out.out)
+    assert answer["error"]["code"] == "DEPENDENCIES_MISSING" and "botocore" in answer["error"]["message"]
+    install = f"bash {shlex.quote(str(ROOT / 'install.sh'))} --local"
+    assert install in answer["error"]["fix"] and answer["next"] == install
+    assert "Traceback" not in out.err and "Report it" not in out.out
+
+
+def test_a_bundle_import_error_stays_a_bug(capsys):
+    def main(_argv):
+        raise ImportError("cannot import name 'x' from 'tao_brev.remote'", name="tao_brev.remote")
+
+    assert cli.run(main, []) == 1
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "INTERNAL_ERROR"
+
+
+def test_a_checkout_whose_dependency_is_broken_answers_dependencies_missing(tmp_path, state_env):
+    """find_spec finds ``yaml`` but importing it fails (a half-installed package): the script does
+    not crash with a traceback; it names the module and the install command."""
+    stubs = tmp_path / "site"
+    for name in ("yaml", "jsonschema", "boto3"):
+        (stubs / name).mkdir(parents=True)
+        (stubs / name / "__init__.py").write_text("from ._native import load  # the compiled part is missing\n")
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    env = {**state_env, "PYTHONPATH": str(stubs)}
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("train:\n  num_epochs: 1\n")
+    argv = [str(bare / "bin" / "python"), str(SCRIPTS_DIR / "submit.py"), "--instance", "box", "--image",
+            "images.tao_toolkit.pyt", "--network-arch", "visual_changenet", "--action", "train", "--spec",
+            str(spec), "--dry-run"]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 3, done
+    answer = json.loads(done.stdout)
+    validate("submit", answer)
+    assert answer["error"]["code"] == "DEPENDENCIES_MISSING" and "'yaml'" in answer["error"]["message"], answer
+    assert answer["next"] == f"bash {shlex.quote(str(ROOT / 'install.sh'))} --local"
+    assert "Traceback" not in done.stderr and "Report it" not in done.stdout
+
+
+def test_fix_texts_name_the_real_job_and_instance_not_placeholders():
+    answer = {"ok": False, "job_id": JOB, "instance": "gpu-1",
+              "error": {"code": "CORRUPT_RECORD", "message": "m",
+                        "fix": "teardown.py JOB_ID closes it; brev exec NAME \"docker ps\"; --env NAME stays"},
+              "jobs": [{"job_id": "other-train-000001", "hint": {"advice": "teardown.py JOB_ID"}}]}
+    filled = cli.concrete(answer)
+    assert filled["error"]["fix"] == f"teardown.py {JOB} closes it; brev exec gpu-1 \"docker ps\"; --env NAME stays"
+    assert filled["jobs"][0]["hint"]["advice"] == "teardown.py other-train-000001"
+    wrong = next_violations("teardown.py", [JOB], {**answer, "next": None, "next_note": "n"})
+    assert wrong and "placeholders" in wrong[0]
+    assert next_violations("teardown.py", [JOB], {**filled, "next": None, "next_note": "n"}) == []
