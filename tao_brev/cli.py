@@ -122,10 +122,13 @@ class Context:
 
 
 def emit(result: dict) -> None:
-    """Print the answer (redacted); a stdout reader that left ends the process quietly (``pipes``)."""
+    """Print the answer (redacted, then within ``logcap.ANSWER_BYTES``: cut after redaction);
+    a stdout reader that left ends the process quietly (``pipes``)."""
     from . import redact
+    from .logcap import cap_answer
 
-    pipes.write_stdout(json.dumps(redact.redact_obj(result), indent=2, default=str) + "\n")
+    pipes.write_stdout(json.dumps(cap_answer(redact.redact_obj(result)), indent=2, default=str) + "
+")
 
 
 def emit_stream(head: dict, key: str, items: Iterable) -> None:

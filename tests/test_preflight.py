@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TAO_IMAGE, validate
-from tao_brev import remote
+from tao_brev import nextstep, remote
 from tao_brev.cli import Context
 from tao_brev.errors import CODES
 from tao_brev.verbs import preflight as pf
@@ -183,6 +183,7 @@ def run_inprocess(world, **req):
     fake = req.pop("fake")
     answer, code = pf.preflight(Context(env=world.env, sleep=fake.sleep, clock=fake.clock),
                                 pf.PreflightRequest("box", **req))
+    nextstep.preflight(answer, code, ["--instance", "box"])   # what preflight.py adds (cli.run)
     validate("preflight", answer)
     return answer, code
 

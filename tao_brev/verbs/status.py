@@ -28,7 +28,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .. import cost, redact, remote
+from .. import cost, logcap, redact, remote
 from .. import progress as progress_mod
 from ..cli import Context, note_job, note_state, say
 from ..docker_state import JobState, after_instance_start, docker_error_code, from_inspect
@@ -54,15 +54,18 @@ def job_sections(token: str, job_id: str, log_lines: int, results_dir: str | Non
     with ``results_dir`` (its instance path) also ``<id>:progress`` (the status file,
     needs :func:`remote.progress_functions`) and ``<id>:lastlog`` (stall evidence)."""
     parts = [remote.section(token, f"{job_id}:state", remote.inspect_state(job_id))]
-    if log_lines > 0:
-        parts.append(remote.section(token, f"{job_id}:logs", remote.logs_tail(job_id, log_lines)))
+    if log_lines > 0:   # bounded on the instance (logcap): an 8 MiB progress line never crosses the network
+        parts.append(remote.section(token, f"{job_id}:logs",
+                                    logcap.remote_command(remote.logs_tail(job_id, log_lines), token)))
     if log_lines < CLASSIFY_TAIL_LINES:
-        parts.append(remote.section(token, f"{job_id}:tail", remote.logs_if_exited(job_id, CLASSIFY_TAIL_LINES)))
+        parts.append(remote.section(token, f"{job_id}:tail", logcap.remote_command(
+            remote.logs_if_exited(job_id, CLASSIFY_TAIL_LINES), token)))
     if results_dir:
         lines = remote.PROGRESS_LINES if progress_bytes <= remote.PROGRESS_BYTES else 10 ** 7
         parts.append(remote.section(token, f"{job_id}:progress", remote.read_progress(results_dir, lines,
                                                                                       progress_bytes)))
-        parts.append(remote.section(token, f"{job_id}:lastlog", remote.last_log_line(job_id)))
+        parts.append(remote.section(token, f"{job_id}:lastlog", logcap.remote_head(remote.last_log_line(job_id),
+                                                                                   token)))
     return "\n".join(parts)
 
 
@@ -116,14 +119,20 @@ def watch_fields(ctx: Context, record: dict, observed: JobState, probe: Probe | 
     return out
 
 
-def read_job(sections: dict, job_id: str, log_lines: int) -> tuple[JobState, str | None]:
-    """(state, logs) of one job from its parsed sections."""
+def read_job(sections: dict, job_id: str, log_lines: int,
+             token: str | None = None) -> tuple[JobState, logcap.Bounded | None]:
+    """(state, bounded logs) of one job from its parsed sections (``token``: the sections' token,
+    which the instance's log filter marks its cuts with)."""
     state_sec = sections.get(f"{job_id}:state")
     if state_sec is None:
         raise TransportError("TRANSPORT_FAILED", f"the answer for {job_id} was incomplete")
-    logs = sections[f"{job_id}:logs"].output if log_lines > 0 and f"{job_id}:logs" in sections else None
-    tail = logs if logs is not None else (sections.get(f"{job_id}:tail").output
-                                          if sections.get(f"{job_id}:tail") else "")
+    logs = None
+    if log_lines > 0 and f"{job_id}:logs" in sections:
+        logs = logcap.Bounded(*logcap.bound(sections[f"{job_id}:logs"].output, lines=log_lines, token=token))
+    raw_tail = sections.get(f"{job_id}:tail")
+    tail_text = logs.text if logs is not None else (
+        logcap.bound(raw_tail.output, token=token)[0] if raw_tail else "")
+    tail = logcap.redacted(tail_text or "")   # the hint's evidence lines are cut after redaction
     if state_sec.exit_code == 0:
         try:
             state = json.loads(state_sec.output.strip().splitlines()[-1])
@@ -243,13 +252,15 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
         out["hint"] = observed.hint
     out.update(watch_fields(ctx, record, observed, probe, metrics=metrics, stall_after=stall_after,
                             terminal=terminal))
+    full_log = logcap.full_log_command(instance, job_id) if not deleted_at else None
     if log_lines > 0 and (logs is None or observed.docker_status is None):   # the container is gone
         saved = ctx.sidecars.saved_logs(job_id)
         if saved is not None:
-            logs = "\n".join(saved.splitlines()[-log_lines:])
-            out["logs_source"] = f"saved at teardown ({ctx.sidecars.logs_path(job_id)})"
+            logs = logcap.Bounded(*logcap.bound(saved, lines=log_lines))
+            full_log = str(ctx.sidecars.logs_path(job_id))
+            out["logs_source"] = f"saved at teardown ({full_log})"
     if logs is not None:
-        out["logs"] = logs
+        out.update(logs.answer(full_log))
     results = results_mod.finalize(ctx, job_id)   # uploads + verifies once the job is terminal
     if results is not None:
         out["results"] = results
@@ -272,14 +283,14 @@ def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: d
         token = remote.new_token()
         try:
             result = ctx.brev.exec(answer["instance"], job_sections(token, job_id, log_lines), idempotent=True)
-            observed, logs = read_job(remote.parse_sections(result.stdout, token), job_id, log_lines)
+            observed, logs = read_job(remote.parse_sections(result.stdout, token), job_id, log_lines, token)
         except TaoBrevError as exc:
             say(f"poll {job_id}: its container could not be read ({exc.message}); the answer stands")
         else:
             if observed.docker_status:
                 out["observed"] = observed.to_json()
             if logs is not None:
-                out["logs"] = logs
+                out.update(logs.answer(logcap.full_log_command(answer["instance"], job_id)))
     results = results_mod.finalize(ctx, job_id)
     if results is not None:
         out["results"] = results
@@ -288,7 +299,7 @@ def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: d
 
 
 def _read_backend(ctx: Context, instance: str, job_id: str, log_lines: int, results_dir: str | None = None,
-                  metrics: int | None = None) -> tuple[JobState, str | None, Probe | None]:
+                  metrics: int | None = None) -> tuple[JobState, logcap.Bounded | None, Probe | None]:
     """(state, logs, progress probe) from the instance in one round trip (or why it cannot answer)."""
     token = remote.new_token()
     size = remote.METRICS_BYTES if metrics else remote.PROGRESS_BYTES
@@ -297,7 +308,7 @@ def _read_backend(ctx: Context, instance: str, job_id: str, log_lines: int, resu
     try:
         result = ctx.brev.exec(instance, script, idempotent=True)
         sections = remote.parse_sections(result.stdout, token)
-        observed, logs = read_job(sections, job_id, log_lines)
+        observed, logs = read_job(sections, job_id, log_lines, token)
     except TransportError as exc:
         return _instance_lost(ctx, instance, exc), None, None
     probe = _probe(sections, token, job_id, results_dir)
@@ -318,7 +329,8 @@ def _probe(sections: dict, token: str, job_id: str, results_dir: str | None) -> 
     lastlog = sections.get(f"{job_id}:lastlog")
     return Probe(now=_instance_clock(sections),
                  files=progress_mod.parse_files(sections[f"{job_id}:progress"].output, token),
-                 last_log=lastlog.output if lastlog is not None and lastlog.exit_code == 0 else None)
+                 last_log=logcap.redacted(lastlog.output) if lastlog is not None and lastlog.exit_code == 0
+                 else None)   # redacted before the stall evidence cuts the line
 
 
 def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,

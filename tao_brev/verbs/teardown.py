@@ -37,7 +37,7 @@ import json
 import re
 
 from .. import lazy_re
-from .. import cost, redact, remote
+from .. import cost, logcap, redact, remote
 from ..cli import Context, note_job, note_state, say
 from ..docker_state import after_instance_start, from_inspect
 from ..errors import TaoBrevError, TransportError
@@ -70,7 +70,8 @@ def _observe_and_remove(ctx: Context, instance: str, job_id: str,
     parts = [remote.abandon_launch(job_id),   # a launch still on its way now refuses
              remote.discard_job_credentials(job_id),   # none outlives the job
              remote.section(token, "state", remote.inspect_state(job_id)),
-             remote.section(token, "logs", remote.logs_tail(job_id, SAVED_LOG_LINES)),
+             remote.section(token, "logs", logcap.remote_command(remote.logs_tail(job_id, SAVED_LOG_LINES), token,
+                                                                 total_bytes=logcap.SAVED_LOG_BYTES)),
              remote.section(token, "rm", remote.remove_container(job_id))]
     if owner:
         parts.append(remote.section(token, "own", remote.own_results(*owner)))
@@ -87,8 +88,9 @@ def _observe_and_remove(ctx: Context, instance: str, job_id: str,
         raise TaoBrevError(docker_error_code(sections["rm"].output),
                            f"docker rm -f {job_id} failed: {redact.tail(sections['rm'].output, 400)}")
     logs = sections.get("logs")
-    if logs is not None and logs.exit_code == 0 and logs.output.strip():
-        ctx.sidecars.save_logs(job_id, logs.output)   # `docker logs` dies with the container
+    if logs is not None and logs.exit_code == 0 and logs.output.strip():   # `docker logs` dies with the container
+        kept, _cut = logcap.bound(logs.output, token=token, total_bytes=logcap.SAVED_LOG_BYTES)
+        ctx.sidecars.save_logs(job_id, kept + "\n")
     state_sec = sections["state"]
     if state_sec.exit_code != 0:
         return None, False
