@@ -260,8 +260,8 @@ def test_docker_daemon_down_fails_docker_and_still_reports_the_rest(box):
     assert names(res) == ["brev_cli", "brev_auth", "instance", "exec_ready", "docker", "gpu", "disk"]
     docker = check(res, "docker")
     assert docker["code"] == "DOCKER_DAEMON_DOWN" and "Cannot connect to the Docker daemon" in docker["detail"]
-    assert docker["fix"] == ('On the instance: sudo systemctl restart docker (brev exec NAME "sudo systemctl '
-                             'restart docker"), then retry.')
+    assert docker["fix"] == ('On the instance: sudo systemctl restart docker (brev exec box "sudo systemctl '
+                             'restart docker"), then retry.')   # the real instance, not the placeholder
     assert check(res, "gpu")["ok"] is True and res.json["error"]["message"] == "failed checks: docker"
 
 
