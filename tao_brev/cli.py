@@ -127,8 +127,7 @@ def emit(result: dict) -> None:
     from . import redact
     from .logcap import cap_answer
 
-    pipes.write_stdout(json.dumps(cap_answer(redact.redact_obj(result)), indent=2, default=str) + "
-")
+    pipes.write_stdout(json.dumps(cap_answer(redact.redact_obj(result)), indent=2, default=str) + "\n")
 
 
 def emit_stream(head: dict, key: str, items: Iterable) -> None:
