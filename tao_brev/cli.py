@@ -138,13 +138,14 @@ def emit_stream(head: dict, key: str, items: Iterable) -> None:
     from . import json_out, redact
 
     _RUN["answering"] = True
-    opening = json.dumps(redact.redact_obj({**head, key: []}), indent=2, default=str)
+    redacted = redact.obj_redactor()
+    opening = json.dumps(redacted({**head, key: []}), indent=2, default=str)
     assert opening.endswith(f"{json.dumps(key)}: []\n}}"), "the streamed key must be the last one"
     chunk = [opening[:-len("]\n}")]]
     size = 0
     separator = "\n    "
     for item in items:
-        text = json_out.dumps(redact.redact_obj(item), 2)   # an item of the list: depth 2
+        text = json_out.dumps(redacted(item), 2)   # an item of the list: depth 2
         chunk += (separator, text)
         separator = ",\n    "
         size += len(text)

@@ -429,3 +429,14 @@ def test_the_memo_answers_as_the_scan_does():
     for text in texts * 2:
         assert redact.redact(text) == redact._replace(text, redact._scan(text, redact._TEXT_RULES))
         assert redact.redact_uri(text) == redact._replace(text, redact._scan(text, redact._URI_RULES, False))
+
+
+def test_one_obj_redactor_for_many_objects_answers_as_redact_obj(monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_" + "k" * 34)
+    objects = [{"message": "export NGC_KEY=nvapi-" + "Q" * 40, "results_dir": "/data/token=v1/run",
+                "log": "value hf_" + "k" * 34, "n": [1, None, True, 2.5, ("x", "a b")]},
+               {"message": "export NGC_KEY=nvapi-" + "Q" * 40, "id": "visual_changenet-train-1a2b3c"},
+               "s3://user:pa55word99x@host/x", ["docker login -u x -p hunter2hunter2"]] * 2
+    redacted = redact.obj_redactor()
+    assert [redacted(o) for o in objects] == [redact_obj(o) for o in objects]
+    assert "k" * 34 not in json.dumps([redacted(o) for o in objects])
