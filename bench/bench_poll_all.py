@@ -54,6 +54,11 @@ def main() -> int:
               f"whatever the number of jobs")
         print(f"  jobs with progress: {with_progress}/{len(jobs)}; exit {answer.get('exit')}")
         print(f"  wall time:        {seconds:.2f} s")
+        print(f"ROW | `poll_status.py --all`, {len(jobs)} jobs on {INSTANCES} instances (`bench_poll_all.py`) | "
+              f"{world.sim.exec_count() - execs} `brev exec`; {len(calls)} docker calls "
+              f"({', '.join(f'{n} `{k}`' for k, n in sorted(kinds.items()))}); remote script "
+              f"{max(map(len, scripts)) if scripts else 0:,} bytes per instance whatever the job count; progress for "
+              f"{with_progress}/{len(jobs)} jobs; {seconds:.1f} s | {INSTANCES} exec, script size flat |")
     finally:
         world.close()
     return 0

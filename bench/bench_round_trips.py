@@ -18,9 +18,9 @@ from _world import World
 # verb -> (target exec calls, why above the floor of 1 when it is)
 TARGETS = {
     "preflight (exec-ready, NGC login)": (3, "readiness probe + combined checks; the NGC key file is a brev copy"),
-    "submit (with --env HF_TOKEN)": (2, "credential file travels by brev copy, then one exec"),
+    "submit (with --env HF_TOKEN)": (1, "the credential file travels by brev copy, then one exec"),
     "poll_status --logs 50": (1, ""),
-    "teardown --delete-instance": (2, "plus brev delete"),
+    "teardown --delete-instance": (1, "plus brev delete"),
 }
 
 
@@ -69,7 +69,25 @@ def main() -> int:
         if row["exit"] not in (0, None):
             note += f" (exit {row['exit']}: {row['answer'].get('error', {}).get('code')})"
         print(f"{row['verb']:44} {row['exec']:>4} {row['copy']:>4} {target:>6} {row['seconds']:>8.2f}  {note}")
+    for row in rows:   # the README's rows (bench/readme_table.py)
+        target, _why = TARGETS.get(row["verb"], (5, ""))
+        label, extra = README_ROWS[row["verb"]]
+        figure = f"{row['exec']} `brev exec`" + (f" + {row['copy']} `brev copy`" if row["copy"] else "") + extra
+        if row["verb"].startswith("poll_status --all"):
+            figure += f", concurrent ({row['seconds']:.1f} s on the simulator)"
+        print(f"ROW | {label} | {figure} | {README_TARGETS.get(row['verb'], f'{target} exec')} |")
     return 0
+
+
+README_TARGETS = {"preflight (exec-ready, NGC login)": "<= 3 exec", "teardown --delete-instance": "1 exec + delete",
+                  "poll_status --all (50 jobs, 5 instances)": "5 exec (one per instance)"}
+README_ROWS = {
+    "preflight (exec-ready, NGC login)": ("`preflight.py` on an exec-ready instance, with NGC login", " (key file)"),
+    "submit (with --env HF_TOKEN)": ("`submit.py` with `--env HF_TOKEN`", " (credential file)"),
+    "poll_status --logs 50": ("`poll_status.py JOB --logs 50`", ""),
+    "teardown --delete-instance": ("`teardown.py JOB --delete-instance`", " + `brev delete`"),
+    "poll_status --all (50 jobs, 5 instances)": ("`poll_status.py --all`, 50 jobs on 5 instances", ""),
+}
 
 
 if __name__ == "__main__":
