@@ -96,8 +96,12 @@ def push(brev: Brev, instance: str, label: str, content: str) -> RemoteSecretFil
     local_dir = tempfile.mkdtemp(prefix=LOCAL_PREFIX)
     owner = None
     try:
-        owner = os.open(os.path.join(local_dir, OWNER), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        # Locked before it is named: a concurrent sweep_local (any script's start) acts only on a
+        # directory whose .owner exists, so it never sees this one's unlocked.
+        unnamed = os.path.join(local_dir, OWNER + ".new")
+        owner = os.open(unnamed, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         fcntl.flock(owner, fcntl.LOCK_EX)   # released by the kernel however this process ends
+        os.rename(unnamed, os.path.join(local_dir, OWNER))
         local = os.path.join(local_dir, "cred")
         fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:

@@ -150,6 +150,37 @@ def test_a_live_writers_credential_file_is_never_swept(tmp_path):
         os.close(fd)
 
 
+def test_a_sweep_at_any_step_of_push_leaves_its_credential_alone(tmp_path, monkeypatch):
+    """Another script's start sweeps $TMPDIR while push() writes: a sweep run at each
+    filesystem step of push (before each open, lock and rename) removes nothing of it."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    swept = []
+    real = {"open": os.open, "flock": fcntl.flock, "rename": os.rename}
+    sweeping = []
+
+    def sweep_then(name):
+        def step(*args, **kwargs):
+            if not sweeping:
+                sweeping.append(1)
+                try:
+                    swept.extend(credentials.sweep_local(str(tmp_path)))
+                finally:
+                    sweeping.clear()
+            return real[name](*args, **kwargs)
+        return step
+
+    class Copier:
+        def copy(self, src, dst):
+            assert Path(src).read_text() == "X=1\n"
+
+    monkeypatch.setattr(credentials.os, "open", sweep_then("open"))
+    monkeypatch.setattr(credentials.os, "rename", sweep_then("rename"))
+    monkeypatch.setattr(credentials.fcntl, "flock", sweep_then("flock"))
+    credentials.push(Copier(), "box", "job", "X=1\n")
+    assert swept == [] and not list(tmp_path.glob("tao-cred-*"))
+
+
 # -- one JSON answer from the script's first line on -----------------------------------------
 SCRIPTS = [("submit.py", "--instance", "box"), ("poll_status.py", "--all"), ("teardown.py", "--orphans"),
            ("poll_status.py", "x-train-000000", "--wait", "--teardown"), ("tao_job_record.py", "list"),
