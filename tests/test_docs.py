@@ -754,17 +754,24 @@ def test_the_skill_lifecycle_runs_as_written(tmp_path, state_env):
         assert run(pick("preflight.py", "images.tao_toolkit.pyt", without="--pull"), "preflight")["ok"]
         run(pick("brev copy", "examples/data/levir_cd_tiny"))
         assert (sim.instance_home(DOC_INSTANCE) / "levir_cd_tiny" / "A").is_dir()
+        def bare(line: str) -> str:     # the command of a documented line, for the job just submitted
+            return line.split(" #")[0].strip().replace(DOC_JOB_ID, job["id"])
+
         submitted = run(pick("submit.py", "examples/visual_changenet/train.yaml"), "submit")
         assert submitted["state"] == "RUNNING", submitted
         job["id"] = submitted["job_id"]
-        assert run(pick("poll_status.py", DOC_JOB_ID, without="--"), "poll_status")["ok"]
+        one_look = pick("poll_status.py", DOC_JOB_ID, without="--")
+        assert submitted["next"] == bare(one_look), "submit's next is the document's next step"
+        assert run(one_look, "poll_status")["ok"]
         assert "logs" in run(pick("poll_status.py", "--logs 50"), "poll_status")
-        assert run(pick("poll_status.py", "--wait", without="--teardown"), "poll_status")["state"] == "COMPLETE"
-        run(pick("brev copy", "tao-results"))
+        waited = run(pick("poll_status.py", "--wait", without="--teardown"), "poll_status")
+        assert waited["state"] == "COMPLETE" and waited["next"] == bare(pick("teardown.py", DOC_JOB_ID, without="--"))
+        run(pick("brev copy", "tao-results"))        # results only on the instance: home BEFORE running next
         assert sorted((work / job["id"] / "train").glob("*.pth")), list(work.rglob("*"))
-        torn = run(pick("teardown.py", DOC_JOB_ID, without="--"), "teardown")
+        torn = run(waited["next"], "teardown")       # "every answer carries next: run it"
         assert torn["ok"] and torn["deleted"] == [], torn          # a reused instance stays
-        listed = run(pick("teardown.py", "--orphans", without="--delete"), "teardown")
+        assert torn["next"] == bare(pick("teardown.py", "--orphans", without="--delete"))
+        listed = run(torn["next"], "teardown")
         orphan = {o["instance"]: o for o in listed["orphans"]}[DOC_INSTANCE]
         assert (orphan["ours"], orphan["owned"], orphan["jobs"]) == (True, False, [job["id"]]), orphan
         assert listed["deleted"] == [] and sim.instance_home(DOC_INSTANCE).is_dir()
