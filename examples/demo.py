@@ -4,7 +4,9 @@
 Real Brev and a GPU are not needed: the demo starts the simulator of `brev`
 and `docker` shipped in tests/sim/ (a RUNNING instance whose sshd comes up a
 few seconds late, brev logged out, an NGC-gated TAO image) and then runs the
-bundle's scripts exactly as an agent would, printing each step's JSON:
+bundle's scripts exactly as an agent would, printing one line per step (its exit
+status, state and the answer's `next`) and a closing summary; --json prints each
+step's whole JSON answer and the scripts' progress (stderr) instead:
 
   1. preflight.py    brev, headless login, instance, readiness probe, docker, GPU, disk,
                      NGC login, and the image pulled as its own step (--pull), before any GPU run
@@ -14,9 +16,10 @@ bundle's scripts exactly as an agent would, printing each step's JSON:
   5. poll_status.py  --logs 20
   6. teardown.py     remove the container, close the record; the job's cost facts are printed last
 
-usage: demo.py [--workdir DIR] [--quiet]
+usage: demo.py [--workdir DIR] [--json | --quiet]
   --workdir DIR  keep the simulator, state dir and records there (default: a temp dir, removed)
-  --quiet        print one line per step instead of the JSON answers
+  --json         print each step's whole JSON answer and the scripts' progress (stderr)
+  --quiet        one line per step and the summary (the default; kept for CI's command line)
 Exit codes: 0 the job ended COMPLETE with its checkpoints and its container
 removed; 1 any step failed (its JSON answer says why).
 """
@@ -44,9 +47,9 @@ DEMO_NGC_KEY = "nvapi-DEMOdemo0000000000000000"  # the simulator's accepted NGC 
 
 
 class Demo:
-    def __init__(self, workdir: Path, quiet: bool):
+    def __init__(self, workdir: Path, verbose: bool):
         self.workdir = workdir
-        self.quiet = quiet
+        self.verbose = verbose
         self.sim = Simulator(workdir / "sim")
         base = {k: v for k, v in os.environ.items() if not k.startswith(("TAO_", "AWS_", "S3_"))}
         base.update(TAO_STATE_DIR=str(workdir / "state"), BREV_API_TOKEN=DEMO_TOKEN, NGC_KEY=DEMO_NGC_KEY)
@@ -58,20 +61,23 @@ class Demo:
         self.sim.add_instance(INSTANCE, ssh_delay_s=2.0)
 
     def step(self, title: str, argv: list[str]) -> dict:
-        """Run one command as an agent would (stdin closed); print and return its JSON."""
-        print(f"\n=== {title}\n$ {' '.join(argv)}", file=sys.stderr, flush=True)
+        """Run one command as an agent would (stdin closed); print one line (or, verbose, its
+        JSON and progress) and return its answer. A failed step prints its whole answer."""
+        if self.verbose:
+            print(f"\n=== {title}\n$ {' '.join(argv)}", file=sys.stderr, flush=True)
         done = subprocess.run(argv, env=self.env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               cwd=ROOT, timeout=900)
-        sys.stderr.write(done.stderr)
+        if self.verbose:
+            sys.stderr.write(done.stderr)
         try:
             answer = json.loads(done.stdout) if done.stdout.strip() else {"ok": done.returncode == 0}
         except json.JSONDecodeError:
             answer = {"ok": done.returncode == 0, "stdout": done.stdout}
-        if self.quiet:
-            print(f"{title}: exit {done.returncode}, state {answer.get('state', '-')}, ok {answer.get('ok')}")
-        else:
+        if self.verbose or done.returncode != 0:
             print(f"# {title} (exit {done.returncode})")
             print(json.dumps(answer, indent=2))
+        else:
+            print(step_line(title, done.returncode, answer))
         sys.stdout.flush()
         if done.returncode != 0:
             raise SystemExit(f"demo: step '{title}' failed with exit {done.returncode}")
@@ -107,26 +113,45 @@ class Demo:
         return 0 if ok else 1
 
 
-def cost_line(cost: dict) -> str:
-    """The job's cost facts (teardown's ``cost``) in one line; unknown figures print as '?'."""
-    def num(key: str, fmt: str = "{:.1f} s") -> str:
-        return "?" if cost.get(key) is None else fmt.format(cost[key])
+def step_line(title: str, code: int, answer: dict) -> str:
+    """One line for a step: exit status, what it says (state, job, checks), and its ``next``."""
+    said = [f"exit {code}"]
+    if answer.get("state"):
+        said.append(str(answer["state"]))
+    if answer.get("checks"):
+        passed = sum(1 for c in answer["checks"] if c.get("ok"))
+        said.append(f"{passed}/{len(answer['checks'])} checks passed")
+    nxt = answer.get("next") or answer.get("next_note")
+    if nxt:
+        said.append(f"next: {nxt.replace(str(ROOT) + '/', '')}")
+    return f"{title}: " + "; ".join(said)
 
+
+def cost_line(cost: dict) -> str:
+    """The job's cost facts (teardown's ``cost``) in one line; a figure that is not known says why
+    (references/cost.md): idle time is an owned instance's only, a cost needs a price."""
+    def num(key: str, fmt: str = "{:.1f} s", unknown: str = "unknown") -> str:
+        return unknown if cost.get(key) is None else fmt.format(cost[key])
+
+    idle = num("idle_billed_s", unknown="none (a reused instance: its idle time is not this job's)"
+               if cost.get("instance_owned") is False else "unknown")
     price = (f"{num('estimated_cost_usd', '${:.4f}')} at {num('price_per_hour_usd', '${:.2f}/h')} "
              f"({cost.get('instance_type')}, from {cost.get('price_source')})" if cost.get("price_source")
-             else "no price known (--price-per-hour)")
+             else "unknown (no price: pass --price-per-hour)")
     return (f"cost: submit->running {num('submit_to_running_s')}, image pull {num('image_pull_s')}, "
-            f"run {num('run_s')}, idle billed {num('idle_billed_s')}, billed {num('billed_s')}; estimated {price}")
+            f"run {num('run_s')}, idle billed {idle}, billed {num('billed_s')}; estimated {price}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, help="keep everything here (default: a temp dir, removed)")
-    parser.add_argument("--quiet", action="store_true", help="one line per step instead of the JSON answers")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--json", action="store_true", help="print each step's whole JSON answer and progress")
+    group.add_argument("--quiet", action="store_true", help="one line per step and the summary (the default)")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tao-brev-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    demo = Demo(workdir.resolve(), args.quiet)
+    demo = Demo(workdir.resolve(), verbose=args.json)
     try:
         return demo.run()
     finally:

@@ -53,8 +53,26 @@ def install_command() -> str:
 
 
 def rerun(script: str, argv: list[str]) -> str:
-    """This run's own command again."""
-    return command(script, *argv)
+    """This run's own command again, runnable from any directory: a local file it names
+    (``--spec``; the local inputs of storage tiers B/C) by its absolute path."""
+    return command(script, *_absolute_paths(argv))
+
+
+def _absolute_paths(argv: list[str]) -> list[str]:
+    import os
+
+    local_inputs = _flag(argv, "--storage-tier") in ("B", "C")
+    out = []
+    for i, word in enumerate(argv):
+        flag = argv[i - 1] if i else ""
+        if flag == "--spec" and word and not os.path.isabs(word):
+            word = os.path.abspath(word)
+        elif flag == "--inputs" and local_inputs and "=" in word:
+            source, name = word.rsplit("=", 1)
+            if source and not source.startswith(("~", "/", "s3://")) and os.path.exists(source):
+                word = f"{os.path.abspath(source)}={name}"
+        out.append(word)
+    return out
 
 
 def _job_args(argv: list[str]) -> list[str]:

@@ -126,6 +126,40 @@ def heredoc_file(target: str, content: str) -> str:
             f"exit {WRITE_FAILED_EXIT}; }}\n{_heredoc_text(content)}{delim}\n")
 
 
+_HEREDOC_START = lazy_re.compile(r"<<'(TAO_EOF_[0-9a-f]+)'")
+_DOCKER_RUN_BREAK = lazy_re.compile(r" (?=--?[a-z])")
+READABLE_WIDTH = 120
+
+
+def readable_lines(script: str) -> list[str]:
+    """A remote script as lines a person (or an agent) reads: one command per line, the body of
+    each file the script writes (a heredoc) summed up in one line, and a long ``docker run``
+    broken before each flag (``\\`` continuations). For plans (``--dry-run``); the script
+    itself is what runs."""
+    out: list[str] = []
+    lines = script.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        start = _HEREDOC_START.search(line)
+        if start:
+            out.append(line)
+            body = 0
+            i += 1
+            while i < len(lines) and lines[i] != start.group(1):
+                body, i = body + 1, i + 1
+            out.append(f"    ... {body} line(s) of the file's content (as sent, byte for byte) ...")
+            out.append(start.group(1))
+        elif line.startswith("docker run ") and len(line) > READABLE_WIDTH:
+            parts = _DOCKER_RUN_BREAK.split(line)
+            out += [part + " \\" for part in parts[:-1]] + [parts[-1]]
+            out[-len(parts) + 1:] = ["    " + part for part in out[-len(parts) + 1:]]
+        else:
+            out.append(line)
+        i += 1
+    return out
+
+
 def _heredoc_text(content: str) -> str:
     return content if content.endswith("\n") else content + "\n"
 

@@ -25,6 +25,19 @@ def cmd(script: str, *args) -> str:
     return shlex.join([str(SCRIPTS_DIR / script), *map(str, args)])
 
 
+@pytest.fixture
+def in_process():
+    """cli.run in this process installs its signal handlers and, once answered, blocks SIGINT /
+    SIGTERM (as a script does until it exits): restore both, or processes forked later by other
+    tests inherit the mask (a pool worker would then ignore the SIGTERM that ends it)."""
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield cli.run
+    for signum, handler in handlers.items():
+        signal.signal(signum, handler)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 # -- the check every answer of the suite goes through (conftest's tap) --------------------------
 def test_the_tap_rejects_an_answer_without_next_a_placeholder_or_a_wrong_flag():
     argv = [sys.executable, str(SCRIPTS_DIR / "poll_status.py"), JOB]
@@ -157,20 +170,20 @@ def test_a_reader_that_left_ends_every_script_quietly_as_sigpipe_would(state_env
     assert b"Exception ignored" not in done.stderr, done.stderr[-2000:]
 
 
-def test_a_broken_pipe_to_a_child_is_not_mistaken_for_a_reader_that_left(capsys):
+def test_a_broken_pipe_to_a_child_is_not_mistaken_for_a_reader_that_left(capsys, in_process):
     def main(_argv):
         raise BrokenPipeError(32, "Broken pipe")   # e.g. writing to brev's stdin: stdout is fine
 
-    assert cli.run(main, []) == 1
+    assert in_process(main, []) == 1
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "INTERNAL_ERROR"
 
 
 # -- missing dependencies -----------------------------------------------------------------------
-def test_a_dependency_that_fails_to_import_at_run_time_is_dependencies_missing(capsys):
+def test_a_dependency_that_fails_to_import_at_run_time_is_dependencies_missing(capsys, in_process):
     def main(_argv):
         raise ModuleNotFoundError("No module named 'botocore'", name="botocore")
 
-    assert cli.run(main, [], next_step=nextstep.poll) == 3
+    assert in_process(main, [], next_step=nextstep.poll) == 3
     out = capsys.readouterr()
     answer = json.loads(out.out)
     assert answer["error"]["code"] == "DEPENDENCIES_MISSING" and "botocore" in answer["error"]["message"]
@@ -179,11 +192,11 @@ def test_a_dependency_that_fails_to_import_at_run_time_is_dependencies_missing(c
     assert "Traceback" not in out.err and "Report it" not in out.out
 
 
-def test_a_bundle_import_error_stays_a_bug(capsys):
+def test_a_bundle_import_error_stays_a_bug(capsys, in_process):
     def main(_argv):
         raise ImportError("cannot import name 'x' from 'tao_brev.remote'", name="tao_brev.remote")
 
-    assert cli.run(main, []) == 1
+    assert in_process(main, []) == 1
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "INTERNAL_ERROR"
 
 
@@ -222,3 +235,48 @@ def test_fix_texts_name_the_real_job_and_instance_not_placeholders():
     wrong = next_violations("teardown.py", [JOB], {**answer, "next": None, "next_note": "n"})
     assert wrong and "placeholders" in wrong[0]
     assert next_violations("teardown.py", [JOB], {**filled, "next": None, "next_note": "n"}) == []
+
+
+# -- --dry-run: the remote step as lines a person reads -------------------------------------------
+def test_a_dry_run_plan_gives_the_remote_script_as_readable_lines_and_next_runs_it_for_real(world):
+    spec = world.spec({"epoch_seconds": 0.05})
+    secret = "hf_" + "k" * 30
+    res = world.submit("--env", "HF_TOKEN", "--dry-run", spec=spec, HF_TOKEN=secret)
+    assert res.code == 0, res
+    validate("submit", res.json)
+    launch = next(step for step in res.json["plan"] if step["step"] == "launch")
+    lines = launch["lines"]
+    assert isinstance(lines, list) and all(isinstance(line, str) for line in lines)
+    assert any("line(s) of the file's content" in line for line in lines)            # the spec, summed up
+    assert lines[lines.index("docker run \\") + 1].strip().startswith("-d")            # one flag per line
+    assert max(len(line) for line in lines if not line.startswith(("__tb", "[", "if", "docker image"))) < 200
+    assert secret not in res.stdout and secret not in "\n".join(lines)
+    real = shlex.split(res.json["next"])
+    assert "--dry-run" not in real and real[real.index("--spec") + 1] == str(spec)
+
+
+# -- the demo: one line per step and the summary; the JSON behind --json --------------------------
+def test_the_demo_step_and_cost_lines_say_what_is_unknown_and_why():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("demo", ROOT / "examples" / "demo.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    line = demo.step_line("3. submit", 0, {"ok": True, "state": "RUNNING",
+                                           "next": cmd("poll_status.py", JOB)})
+    assert line == f"3. submit: exit 0; RUNNING; next: scripts/poll_status.py {JOB}"
+    reused = demo.cost_line({"run_s": 6.1, "idle_billed_s": None, "instance_owned": False, "price_source": None})
+    assert "?" not in reused and "idle billed none (a reused instance" in reused
+    assert "estimated unknown (no price: pass --price-per-hour)" in reused
+    assert "idle billed unknown" in demo.cost_line({"idle_billed_s": None, "instance_owned": None})
+
+
+def test_the_demo_prints_one_line_per_step_and_the_summary_by_default():
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "demo.py")], capture_output=True, text=True,
+                          timeout=900, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) <= 10 and done.stderr == "", done.stdout
+    assert [line.split(".")[0] for line in lines[:6]] == ["1", "2", "3", "4", "5", "6"]
+    assert lines[-1].startswith("demo: cost:") and "?" not in lines[-1]
+    assert "next: scripts/poll_status.py" in lines[2] and "next: scripts/teardown.py" in lines[3]

@@ -321,7 +321,8 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                          *(stage.plan_steps(req.instance) if stage else []),
                          *([{"step": "copy_credentials", "what": f"brev copy <0600 file with {', '.join(req.env_names)}> "
                              f"{req.instance}:.tao-cred-<job_id>-<random>"}] if req.env_names else []),
-                         {"step": "launch", "command": f"brev exec {req.instance} <script>", "script": script},
+                         {"step": "launch", "command": f"brev exec {req.instance} <script>", "script": script,
+                          "lines": remote.readable_lines(script)},
                          {"step": "mark_running", "backend_ref": f"{req.instance}/<job_id>"}],
                 "storage_tier": req.storage_tier, **(stage.answer() if stage else {}), "warnings": warnings}, 0
 
