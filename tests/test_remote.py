@@ -268,3 +268,139 @@ def test_reconciliation_settles_a_launch_either_way(tmp_path):
 def test_an_abandoned_job_leaves_its_tombstone(tmp_path):
     code, _ = sh(remote.abandon_launch("j1"), tmp_path)
     assert code == 0 and (tmp_path / "tao-jobs" / "j1" / remote.ABANDONED).exists()
+
+
+# -- the whole submit, run by a local sh (docker answered by a shell function) ---------------
+def docker_fn(inspect="echo 'Error: No such object' >&2; return 1", image="return 0", ps="", run="echo \"RUN $*\""):
+    return ("docker() {\n  case \"$1\" in\n"
+            f"    inspect) {inspect};;\n"
+            f"    image) {image};;\n"
+            f"    ps) printf '%s' {shlex.quote(ps)};;\n"
+            f"    run) {run};;\n"
+            "    *) echo \"unexpected docker $*\"; return 99;;\n  esac\n}\n")
+
+
+def submit(tmp_path, run=None, checks="", **docker):
+    run = run or run_spec(env_file="~/.tao-cred-dino-train-abc123-x1")
+    (tmp_path / ".tao-cred-dino-train-abc123-x1").write_text("NGC_KEY=v")
+    return sh(docker_fn(**docker) + remote.submit_script(run, "model: dino\n", checks), tmp_path)
+
+
+def test_a_submit_writes_the_spec_and_launches_once(tmp_path):
+    code, out = submit(tmp_path)
+    assert code == 0, out
+    run_line = [ln for ln in out.splitlines() if ln.startswith("RUN ")]
+    assert run_line == ["RUN " + " ".join(shlex.split(run_spec(env_file="~/.tao-cred-dino-train-abc123-x1")
+                                                     .docker_run().replace('"$HOME"', str(tmp_path)))[1:])]
+    job = tmp_path / "tao-jobs" / "dino-train-abc123"
+    assert (job / "spec" / "spec.yaml").read_text() == "model: dino\n"
+    assert (tmp_path / "tao-results" / "dino-train-abc123").is_dir() and (job / ".launch.lock").exists()
+    assert not (tmp_path / ".tao-cred-dino-train-abc123-x1").exists()   # the trap removed the credential file
+
+
+def test_an_existing_container_is_not_launched_again(tmp_path):
+    code, out = submit(tmp_path, inspect="echo '{\"Status\":\"running\"}'")
+    assert code == 0 and out.splitlines() == ["TAO_ALREADY_SUBMITTED", '{"Status":"running"}']
+    assert not (tmp_path / ".tao-cred-dino-train-abc123-x1").exists()
+
+
+@pytest.mark.parametrize("image, code, marker", [("return 1", 4, "TAO_IMAGE_MISSING"),
+                                                 ("return 127", 127, "TAO_DOCKER_MISSING docker image inspect")])
+def test_a_missing_image_or_docker_stops_before_the_launch(tmp_path, image, code, marker):
+    status, out = submit(tmp_path, image=image)
+    assert status == code and out.strip() == marker
+    assert not (tmp_path / ".tao-cred-dino-train-abc123-x1").exists()
+
+
+def test_an_abandoned_launch_refuses(tmp_path):
+    (tmp_path / "tao-jobs" / "dino-train-abc123").mkdir(parents=True)
+    (tmp_path / "tao-jobs" / "dino-train-abc123" / remote.ABANDONED).write_text("")
+    code, out = submit(tmp_path)
+    assert (code, out.strip()) == (6, "TAO_LAUNCH_ABANDONED")
+
+
+def test_a_failing_check_stops_everything_after_it(tmp_path):
+    code, out = submit(tmp_path, checks="echo CHECK_FAILED; exit 8")
+    assert (code, out.strip()) == (8, "CHECK_FAILED")
+    assert not (tmp_path / "tao-jobs").exists() and not (tmp_path / ".tao-cred-dino-train-abc123-x1").exists()
+
+
+def test_busy_gpus_refuse_unless_shared(tmp_path):
+    code, out = submit(tmp_path, ps="other-job=all")
+    assert (code, out.strip()) == (remote.GPUS_BUSY_EXIT, "TAO_GPUS_BUSY other-job=all")
+    code, out = submit(tmp_path, run=run_spec(share_gpus=True), ps="other-job=all")
+    assert code == 0 and out.startswith("RUN ")
+
+
+def test_a_spec_that_did_not_arrive_is_not_launched(tmp_path):
+    broken = remote.submit_script(run_spec(), "model: dino\n").replace("model: dino\n", "model: dxno\n", 1)
+    code, out = sh(docker_fn() + broken, tmp_path)
+    assert code == remote.WRITE_FAILED_EXIT and "TAO_SPEC_UNVERIFIED" in out and "RUN " not in out
+
+
+# -- progress files and the job listing --------------------------------------------------------
+def test_progress_prints_each_status_file_with_its_time_size_and_last_lines(tmp_path):
+    token = "S0123456789ab"
+    results = tmp_path / "tao-results" / "j1"
+    (results / "train").mkdir(parents=True)
+    (results / "train" / "status.json").write_text("".join(f'{{"epoch": {i}}}\n' for i in range(20)))
+    (results / "status.json").write_text("x" * (remote.MAX_STATUS_LINE + 1) + "\n" + '{"last": 1}\n')
+    (results / "eval").mkdir()
+    script = remote.progress_functions(token) + "\n" + remote.read_progress("~/tao-results/j1", 3, 10_000_000)
+    code, out = sh(script, tmp_path)
+    lines = out.splitlines()
+    assert code == 0
+    size = (results / "train" / "status.json").stat().st_size
+    mtime = int((results / "train" / "status.json").stat().st_mtime)
+    assert lines[0] == f"{token}:F {mtime} {size} train/status.json"
+    assert lines[1:4] == ['{"epoch": 17}', '{"epoch": 18}', '{"epoch": 19}']
+    assert lines[4].startswith(f"{token}:F ") and lines[4].endswith(" status.json")
+    assert lines[5:] == [f"{token}:LONG {remote.MAX_STATUS_LINE + 1}", '{"last": 1}']
+    code, out = sh(remote.progress_functions(token) + "\n" + remote.read_progress("~/tao-results/j1", 3, 20), tmp_path)
+    assert out.splitlines()[1:3] == [': 18}', '{"epoch": 19}']   # the last 20 bytes, then the last 3 lines
+
+
+def test_the_job_listing_reads_every_labelled_container_once(tmp_path):
+    token = "S0123456789ab"
+    results = tmp_path / "r1"
+    results.mkdir()
+    (results / "status.json").write_text('{"epoch": 1}\n')
+    rows = (f"{token}:J\\tj1\\t{{\\\"Status\\\":\\\"exited\\\",\\\"ExitCode\\\":1}}\\tid1\\t{results}\\n"
+            f"{token}:J\\tj2\\t{{\\\"Status\\\":\\\"exited\\\",\\\"ExitCode\\\":0}}\\tid2\\t\\n"
+            f"noise\\n")
+    fn = ("docker() {\n  case \"$1 $2\" in\n"
+          "    'ps -aq') echo id1; echo id2;;\n"
+          f"    'inspect --type') printf \"{rows}\";;\n"
+          "    'logs --tail') echo \"log of $4\";;\n"
+          "  esac\n}\n")
+    code, out = sh(fn + remote.progress_functions(token) + "\n" + remote.read_all_jobs(), tmp_path)
+    assert code == 0
+    assert out.splitlines() == [f'{token}:J\tj1\t{{"Status":"exited","ExitCode":1}}',
+                                f"{token}:F " + out.splitlines()[1].split(" ", 1)[1],
+                                '{"epoch": 1}', f"{token}:T", "log of id1",
+                                f'{token}:J\tj2\t{{"Status":"exited","ExitCode":0}}']
+    assert out.splitlines()[1].endswith(" status.json")
+    code, out = sh("docker() { return 0; }\n" + remote.progress_functions(token) + "\n" + remote.read_all_jobs(),
+                   tmp_path)
+    assert (code, out) == (0, "")
+    code, out = sh("docker() { return 3; }\n" + remote.progress_functions(token) + "\n" + remote.read_all_jobs(),
+                   tmp_path)
+    assert code == 3
+
+
+def test_results_are_handed_to_the_user_only_when_they_exist(tmp_path):
+    fn = 'docker() { echo "docker $*"; }\nid() { echo 1000; }\n'
+    code, out = sh(fn + remote.own_results("img:1", "~/res"), tmp_path)
+    assert (code, out) == (0, "")
+    (tmp_path / "res").mkdir()
+    code, out = sh(fn + remote.own_results("img:1", "~/res"), tmp_path)
+    assert out.strip() == (f"docker run --rm --network none --entrypoint chown -v {tmp_path}/res:/results img:1 "
+                           "-R 1000:1000 /results")
+
+
+@pytest.mark.parametrize("status, logs", [("exited", "log tail 7 j1"), ("running", "")])
+def test_logs_are_read_only_for_an_exited_container(tmp_path, status, logs):
+    fn = f'docker() {{ case "$1" in inspect) echo {status};; logs) echo "log $2 $3 $4";; esac; }}\n'
+    code, out = sh(fn + remote.logs_if_exited("j1", 7), tmp_path)
+    assert (code, out.strip()) == (0, logs.replace("log tail", "log --tail"))
+    assert remote.list_job_containers() == "docker ps -a --filter label=tao-job --format '{{.Names}}\t{{.State}}'"
