@@ -318,3 +318,136 @@ def test_current_state_and_terminality():
     assert records.current_state({"transitions": []}) == records.current_state({}) == "UNKNOWN"
     assert [s for s in records.STATES if records.is_terminal(s)] == ["COMPLETE", "ERROR", "CANCELED"]
     assert records.is_terminal(None) is False
+
+
+# -- what each answer says, and the less travelled paths ------------------------------------------
+def test_the_answers_name_the_job_the_file_and_the_fix(store, tmp_path):
+    job_id = new(store)["id"]
+    with pytest.raises(TaoBrevError) as failed:
+        store.load("nope-train-000000")
+    assert failed.value.message == f"no job record for 'nope-train-000000' in {store.jobs_dir}"
+    with pytest.raises(TaoBrevError) as failed:
+        store.mark(job_id, "BOGUS")
+    assert failed.value.message == "unknown state 'BOGUS'; one of PENDING, RUNNING, COMPLETE, ERROR, CANCELED, UNKNOWN"
+    with pytest.raises(TaoBrevError) as failed:
+        store.mark(job_id, "RUNNING", source="me")
+    assert failed.value.message == "unknown source 'me'; one of agent, poller, backend-hook"
+    with pytest.raises(TaoBrevError) as failed:
+        store.mark(job_id, "ERROR", err_class="ERR_X")
+    assert failed.value.message == "unknown err_class 'ERR_X'"
+    store.mark(job_id, "CANCELED")
+    with pytest.raises(TaoBrevError) as failed:
+        store.mark(job_id, "RUNNING")
+    assert failed.value.message == f"job {job_id} is terminal (CANCELED); refusing transition to RUNNING"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(TaoBrevError) as failed:
+        new(RecordStore(tmp_path / "file"))
+    assert failed.value.message == f"not a directory: {tmp_path / 'file'}"
+    assert new(store)["transitions"][0]["message"] == "record opened before launch"
+
+
+def test_the_damage_answers_in_full(store):
+    job_id = new(store)["id"]
+    path = store.path(job_id)
+    path.write_text("{not json")
+    with pytest.raises(TaoBrevError) as failed:
+        store.load(job_id)
+    where = store.quarantine_dir / f"{job_id}.json"
+    assert failed.value.message.startswith(f"the record of {job_id} is damaged ({path} is not valid JSON: ")
+    assert failed.value.message.endswith(f"); quarantined so that it blocks no other job: {where}")
+    assert failed.value.fix == (f"Run teardown.py {job_id}: it removes any container of the job (its instance is in "
+                                "the sidecar) and closes the record; then submit again if the job is still wanted. "
+                                f"The damaged bytes are kept in {where}.")
+    with pytest.raises(TaoBrevError) as failed:
+        store.load(job_id)
+    assert failed.value.message == (f"the record of {job_id} is damaged (it was damaged); quarantined so that it "
+                                    f"blocks no other job: {where}")
+    assert store.quarantined_entries()[0]["error"] == failed.value.message
+    closed = store.close_quarantined(job_id)
+    with pytest.raises(TaoBrevError) as failed:
+        store.load(job_id)
+    assert failed.value.message == (f"the record of {job_id} is damaged (it was damaged); closed by teardown: "
+                                    f"nothing of this job is left to remove: {closed}")
+    assert failed.value.fix == (f"Nothing to do for {job_id}; submit again (--retry-of cannot name it) if the job is "
+                                "still wanted.")
+    other = new(store)["id"]
+    record = json.loads(raw(store, other))
+    del record["image"], record["action"]
+    store.path(other).write_text(json.dumps(record))
+    listed = {r["id"]: r for r in store.list()}
+    assert f"{store.path(other)} misses required fields: image, action" in listed[other]["error"]
+
+
+def test_an_upper_case_arch_keeps_its_case_in_the_id(store):
+    assert new(store, network_arch="DINO", action="Train")["id"].startswith("DINO-Train-")
+
+
+def test_paths_and_uris_keep_their_shape_and_other_fields_are_redacted_whole(store):
+    uri = "s3://bucket/token=abcdefgh12345678/run"
+    rec = new(store, results_root=None, results_dir=uri, image="registry.example/token=abcdefgh12345678:1",
+              upload_excludes=["token=abcdefgh12345678"])
+    stored = store.load(rec["id"])
+    assert stored["results_dir"] == uri and stored["image"] == "registry.example/token=abcdefgh12345678:1"
+    assert stored["upload_excludes"] == ["token=<redacted>"]
+    rec = store.mark(rec["id"], "RUNNING", message="token=abcdefgh12345678", backend_ref="box/token=abcdefgh12345678")
+    assert rec["transitions"][-1]["message"] == "token=<redacted>"
+    assert rec["backend_ref"] == "box/token=abcdefgh12345678"
+    assert store.load(rec["id"]) == rec
+
+
+def test_a_repeated_terminal_mark_that_adds_nothing_writes_nothing(store):
+    job_id = new(store)["id"]
+    store.mark(job_id, "COMPLETE", err_class="ERR_INFRA", backend_ref="box/c1")
+    inode = store.path(job_id).stat().st_ino
+    store.mark(job_id, "COMPLETE", err_class="ERR_PROGRAM", backend_ref="box/c2")
+    store.mark(job_id, "COMPLETE")
+    assert store.path(job_id).stat().st_ino == inode   # an atomic write would have replaced the file
+
+
+def test_a_record_repaired_while_it_was_being_quarantined_is_read(store, monkeypatch):
+    ids = sorted(new(store)["id"] for _ in range(3))
+    real = RecordStore._parse
+    failures = {ids[0]: 1}
+
+    def flaky(path, text):   # the first read of ids[0] sees a half-written file (another tool's writer)
+        if failures.get(path.stem):
+            failures[path.stem] -= 1
+            raise TaoBrevError("CORRUPT_RECORD", "half written")
+        return real(path, text)
+
+    monkeypatch.setattr(RecordStore, "_parse", staticmethod(flaky))
+    assert [r["id"] for r in store.list()] == ids and not store.quarantine_dir.exists()
+    assert all("corrupt" not in r for r in store.list())
+    failures[ids[1]] = 1
+    assert store.load(ids[1])["id"] == ids[1] and not store.quarantine_dir.exists()
+
+
+def test_quarantine_of_a_record_already_moved_answers_where_it_is(store):
+    job_id = new(store)["id"]
+    store.path(job_id).unlink()
+    target = store.quarantine_dir / f"{job_id}.json"
+    assert store.quarantine(job_id) == target and not target.exists()   # nothing to move
+    target.parent.mkdir(parents=True)
+    target.write_text("junk")
+    assert store.quarantine(job_id) == target
+    closed = store.close_quarantined(job_id)
+    assert store.quarantine(job_id) == closed
+
+
+def test_a_second_damaged_copy_gets_a_short_random_suffix(store):
+    import re
+
+    job_id = new(store)["id"]
+    for text in ("first", "second"):
+        store.path(job_id).write_text(text)
+        with pytest.raises(TaoBrevError):
+            store.load(job_id)
+    names = [p.name for p in store.quarantine_dir.iterdir() if p.suffix == ".damaged"]
+    assert len(names) == 1 and re.fullmatch(re.escape(job_id) + r"\.[0-9a-f]{6}\.damaged", names[0])
+
+
+def test_list_sweeps_the_temp_files_of_killed_writers(store):
+    job_id = new(store)["id"]
+    stale = store.jobs_dir / f".{job_id}.json.999999999.0123abcd.tmp"   # no such process
+    stale.write_text("{")
+    assert [r["id"] for r in store.list()] == [job_id] and not stale.exists()

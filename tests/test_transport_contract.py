@@ -394,3 +394,41 @@ def test_brevs_start_notice_is_matched_whatever_its_case():
     assert transport._auto_started("box", "Instance box is starting") is True
     assert transport._auto_started("box", "Instance box is startingly") is False
     assert transport._auto_started("b.x", "Instance bax is starting.") is False   # the name is literal
+
+
+# -- framing and reading brev's pipes ---------------------------------------------------------
+def test_the_last_complete_of_several_frames_wins():
+    nonce = "TAOBREV" + "0" * 20
+    frame_of = lambda out, rc: f"{nonce}:out\n{out}\n\n{nonce}:err\n\n{nonce}:rc {rc}\n"   # noqa: E731
+    text = frame_of("one", 1) + frame_of("two", 2) + f"{nonce}:out\nthree, cut"
+    assert transport.unframe(text, nonce) == (2, "two\n", "")
+    assert transport.unframe(frame_of("one", 1) + frame_of("two", 2) + frame_of("three", 3), nonce) == (3, "three\n", "")
+
+
+def test_reading_a_pipe_until_it_would_block_or_ends(monkeypatch):
+    chunks = [b"ab", b"cd", BlockingIOError(), b"", OSError(9, "bad fd")]
+
+    def read(fd, n):
+        assert n >= 4096
+        item = chunks.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    monkeypatch.setattr(transport.os, "read", read)
+    buf = bytearray()
+    assert transport._read_available(5, buf) is True and buf == b"abcd"   # would block: more may come
+    assert transport._read_available(5, buf) is False                      # end of file
+    assert transport._read_available(5, buf) is False and buf == b"abcd"  # a broken pipe ends it too
+
+
+def test_a_process_writing_more_than_a_pipe_holds_is_read_whole(tmp_path):
+    proc = subprocess.Popen(["sh", "-c", "for i in 1 2 3 4; do head -c 100000 /dev/zero; sleep 0.05; done; "
+                             "head -c 70000 /dev/zero >&2"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    code, out, err = transport.run_until_exit(proc, 120)   # the bound is a hang guard only
+    assert (code, len(out), len(err)) == (0, 400000, 70000)
+
+
+def test_brevs_bytes_are_text_even_when_not_utf8():
+    assert transport._text(bytearray(b"ok \xff\xfe end \xc3\xa9")) == "ok \ufffd\ufffd end \u00e9"
