@@ -451,3 +451,59 @@ def test_list_sweeps_the_temp_files_of_killed_writers(store):
     stale = store.jobs_dir / f".{job_id}.json.999999999.0123abcd.tmp"   # no such process
     stale.write_text("{")
     assert [r["id"] for r in store.list()] == [job_id] and not stale.exists()
+
+
+def test_the_store_defaults_to_the_state_dir_of_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAO_STATE_DIR", str(tmp_path / "st"))
+    assert RecordStore().root == tmp_path / "st" and RecordStore().jobs_dir == tmp_path / "st" / "jobs"
+    assert RecordStore(tmp_path / "x").root == tmp_path / "x"
+
+
+def test_eight_id_collisions_in_a_row_are_refused(store, monkeypatch):
+    class Same:
+        hex = "abcdef0123456789"
+
+    calls = []
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(records, "uuid", SimpleNamespace(uuid4=lambda: calls.append(1) or Same()))
+    first = new(store)
+    assert first["id"].endswith("-abcdef") and len(calls) == 1
+    with pytest.raises(TaoBrevError) as failed:
+        new(store)
+    assert (failed.value.code, failed.value.message) == ("BAD_ARGUMENT", "could not reserve a fresh job id")
+    assert len(calls) == 1 + 8 and store.load(first["id"]) == first
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"results_dir": "/r"}, "pass exactly one of results_dir or results_root"),
+    ({"image": " "}, "--image must be non-empty"),
+    ({"network_arch": ""}, "--network-arch must be non-empty"),
+    ({"action": ""}, "--action must be non-empty"),
+    ({"storage_tier": "Z"}, "storage tier must be one of A, B, C (got 'Z')"),
+])
+def test_open_says_which_argument_is_wrong(store, kw, message):
+    with pytest.raises(TaoBrevError) as failed:
+        new(store, **kw)
+    assert failed.value.message == message
+
+
+def test_state_dir_and_id_answers_in_full():
+    for raw_dir, message in (("", "TAO_STATE_DIR is set but empty"),
+                             ("rel", "TAO_STATE_DIR must be absolute (got 'rel')")):
+        with pytest.raises(TaoBrevError) as failed:
+            records.state_root({"TAO_STATE_DIR": raw_dir})
+        assert failed.value.message == message
+    with pytest.raises(TaoBrevError) as failed:
+        records.check_job_id("a b")
+    assert failed.value.message == "invalid job id: 'a b'"
+
+
+@pytest.mark.parametrize("arch, start", [("._x", "x-"), ("dino..", "dino-"), ("x-", "x-train"), ("Dino", "Dino-")])
+def test_slugs_lose_leading_and_trailing_punctuation_only(store, arch, start):
+    assert new(store, network_arch=arch)["id"].startswith(start)
+
+
+def test_the_current_state_is_the_last_of_many():
+    assert records.current_state({"transitions": [{"state": "PENDING"}, {"state": "RUNNING"},
+                                                  {"state": "COMPLETE"}]}) == "COMPLETE"
