@@ -94,8 +94,8 @@ def _redact_record(obj, key=None):
 
     if isinstance(obj, str):
         return redact.redact_values(redact.redact_uri(obj) if key in _URI_FIELDS else redact.redact(obj))
-    if isinstance(obj, list):
-        return [_redact_record(v, key) for v in obj]
+    if isinstance(obj, list):   # no path/URI field holds a list
+        return [_redact_record(v) for v in obj]
     if isinstance(obj, dict):
         return {k: _redact_record(v, k) for k, v in obj.items()}
     return obj
@@ -276,14 +276,10 @@ class RecordStore:
                 if state != terminal:
                     raise TaoBrevError("TERMINAL_STATE",
                                        f"job {job_id} is terminal ({terminal}); refusing transition to {state}")
-                changed = False
-                if err_class and not record.get("err_class"):
-                    record["err_class"] = err_class
-                    changed = True
-                if backend_ref and not record.get("backend_ref"):
-                    record["backend_ref"] = backend_ref
-                    changed = True
-                if changed:
+                added = {k: v for k, v in (("err_class", err_class), ("backend_ref", backend_ref))
+                         if v and not record.get(k)}
+                if added:
+                    record.update(added)
                     self._write(path, record)
                 return record
             record["transitions"].append({"ts": now_iso(), "state": state,
