@@ -185,8 +185,11 @@ class LogPattern:
     example: str     # a real message it must match (documented, and tested)
 
 
+# Runs only while the module is imported (it builds LOG_PATTERNS), before mutmut's workers
+# fork: none of its mutants could ever be active, so dev/mutation.py does not make them.
+# Its defaults (advice by class, case-insensitive) are tested through classify_logs.
 def _p(err_class: str, regex: str, reason: str, example: str, advice: Optional[str] = None,
-       flags: int = re.I) -> LogPattern:
+       flags: int = re.I) -> LogPattern:  # pragma: no mutate block
     default = INFRA_ADVICE if err_class == "ERR_INFRA" else PROGRAM_ADVICE
     return LogPattern(err_class, lazy_re.compile(regex, flags), reason, advice or default, example)
 

@@ -373,3 +373,25 @@ def test_markdown_has_one_line_per_row_pattern_and_error():
     assert '`{"Status":"exited","ExitCode":137,"OOMKilled":true}`' in text
     assert "\\|" in text and text.endswith("\n")   # table cells escape | (regex alternatives)
     assert "| `\\bdocker: (command )?not found` | `DOCKER_NOT_FOUND` |" in lines
+
+
+def test_a_pattern_without_its_own_advice_gets_its_class_default_and_ignores_case():
+    nccl = classify_logs("nccl warn NET/Socket : socket timeout")
+    assert (nccl["err_class"], nccl["advice"]) == ("ERR_INFRA", docker_state.INFRA_ADVICE)
+    traceback = classify_logs("Traceback (most recent call last):")
+    assert (traceback["err_class"], traceback["advice"]) == ("ERR_PROGRAM", docker_state.PROGRAM_ADVICE)
+    assert classify_logs("no space left on device")["advice"] == docker_state.DISK_ADVICE
+    assert classify_logs("nvrm: xid (pci:0000:00:04): 79") is None   # the driver's own spelling only
+
+
+def test_markdown_headings_and_escaped_cells():
+    lines = docker_state.markdown().splitlines()
+    assert lines[:4] == ["### Docker state -> status (first matching row of a status wins)", "",
+                         "| `.State.Status` | ExitCode / OOMKilled / Error | state | hint class | reason | advice | "
+                         "example `.State` |", "|---|---|---|---|---|---|---|"]
+    i = lines.index("### Log patterns -> failure class (first class wins: ERR_INFRA before ERR_PROGRAM)")
+    assert lines[i - 1:i + 4] == ["", lines[i], "", "| class | pattern (regex) | reason | advice | example evidence line |",
+                                  "|---|---|---|---|---|"]
+    j = lines.index("### Docker error messages -> error code (first match wins)")
+    assert lines[j - 1:j + 4] == ["", lines[j], "", "| pattern (regex, case-insensitive) | code |", "|---|---|"]
+    assert lines[i + 4].startswith("| ERR_INFRA | `NVRM: Xid\\|\\bXid \\(PCI:` | NVIDIA driver Xid error (GPU fault) |")
