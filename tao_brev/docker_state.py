@@ -326,18 +326,20 @@ def _hint(row: StateRow, f: Facts, logs: Optional[str]) -> dict:
         evidence.insert(0, f"State.Error={_short(f.error)}")
     from_logs = classify_logs(logs or "")
     if from_logs and row.logs_refine:
-        return {**from_logs, "evidence": (from_logs["evidence"] + evidence)[:MAX_EVIDENCE + 2]}
+        # no State.Error here (a row with one comes first): at most MAX_EVIDENCE + 2 lines
+        return {**from_logs, "evidence": from_logs["evidence"] + evidence}
     reason, advice = row.reason, row.advice
     if row.kind == "start":
         code = docker_error_code(f.error, default="")
-        missing = classify_logs(f.error) if not code else None
         if code:
             from .errors import CODES
 
             reason = f"{reason} ({code})"
             advice = CODES[code].fix
-        elif missing and missing["reason"] == "the command is not in the image":
-            return {**missing, "evidence": evidence}   # exit 127/126 at start: the spec names no command
+        else:
+            missing = classify_logs(f.error)
+            if missing and missing["reason"] == "the command is not in the image":
+                return {**missing, "evidence": evidence}   # exit 127/126 at start: the spec names no command
     elif row.kind == "signal":
         reason = f"killed by {_signal_name(_code(f))} (exit {f.exit_code}), no known pattern in the logs"
     elif row.kind == "exit":

@@ -395,3 +395,20 @@ def test_markdown_headings_and_escaped_cells():
     j = lines.index("### Docker error messages -> error code (first match wins)")
     assert lines[j - 1:j + 4] == ["", lines[j], "", "| pattern (regex, case-insensitive) | code |", "|---|---|"]
     assert lines[i + 4].startswith("| ERR_INFRA | `NVRM: Xid\\|\\bXid \\(PCI:` | NVIDIA driver Xid error (GPU fault) |")
+
+
+def test_short_errors_are_kept_whole_up_to_the_limit_and_an_empty_one_stays_empty():
+    exact = "e" * docker_state.EVIDENCE_CHARS
+    assert from_inspect(state("created", 128, error=exact)).hint["evidence"][0] == f"State.Error={exact}"
+    assert from_inspect(state("created", 128)).message.endswith("could not start the container (failed launch): ")
+
+
+def test_a_vm_stop_message_in_full():
+    observed = after_instance_start(from_inspect(state("exited", 143)), "box")
+    assert observed.message == ("instance box was STOPPED; brev started it again to answer this poll (it bills "
+                                "again). The stop killed the job's container (exit code 143); its work since the "
+                                "last checkpoint is lost, files on the instance disk survive")
+
+
+def test_an_nvcr_refusal_without_a_login_is_not_authenticated_by_default():
+    assert registry_error_code("unauthorized: authentication required", "nvcr.io") == "NGC_NOT_AUTHENTICATED"
