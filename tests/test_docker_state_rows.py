@@ -186,7 +186,8 @@ def test_logs_refine_the_rows_that_allow_it_and_add_evidence_to_the_others():
         assert from_inspect(state("exited", code), logs).hint["reason"] == "CUDA device-side assert"
     kept = from_inspect(state("exited", 137), logs)   # not refined: the kill is the cause
     assert kept.hint["reason"].startswith("killed by SIGKILL") and kept.hint["advice"] == KILL_ADVICE
-    assert kept.hint["evidence"][-1] == "RuntimeError: CUDA error: device-side assert triggered"
+    assert kept.hint["evidence"] == ["ExitCode=137", "OOMKilled=false",
+                                     "RuntimeError: CUDA error: device-side assert triggered"]
     oom = from_inspect(state("exited", 1, oom=True), logs)
     assert oom.hint["err_class"] == "ERR_PROGRAM" and oom.hint["reason"].startswith("out of memory")
 
@@ -195,7 +196,8 @@ def test_without_a_pattern_the_last_log_lines_are_evidence():
     logs = "a\n\nb\nc\n  d  \n"
     for code in (2, 139):
         hint = from_inspect(state("exited", code), logs).hint
-        assert hint["evidence"][-3:] == ["b", "c", "d"] and hint["advice"] == LOGS_ADVICE
+        assert hint["evidence"] == [f"ExitCode={code}", "OOMKilled=false", "b", "c", "d"]
+        assert hint["advice"] == LOGS_ADVICE
     hint = from_inspect(state("exited", 143), logs).hint   # not a signal/exit row: no log lines
     assert hint["evidence"] == ["ExitCode=143", "OOMKilled=false"]
 
