@@ -48,7 +48,7 @@ def check_env_name(value: str) -> str:
     """An environment variable name (``--env NAME``). ``NAME=value`` is refused
     without repeating the value (it may be a credential). Raises BAD_ARGUMENT / BAD_NAME."""
     if isinstance(value, str) and "=" in value:
-        name = value.split("=", 1)[0]
+        name = value.partition("=")[0]
         raise TaoBrevError("BAD_ARGUMENT", f"--env takes a variable NAME only, got {name}=<value, not shown>",
                            f"Pass only the name and export the value in the shell that runs the script: "
                            f"export {name}=... (never on a command line), then --env {name}.")

@@ -48,10 +48,11 @@ def test_env_names_pass(name):
 def test_bad_env_names_are_bad_name(name):
     with pytest.raises(TaoBrevError) as failed:
         remote.check_env_name(name)
-    assert failed.value.code == "BAD_NAME"
+    assert failed.value.code == "BAD_NAME" and failed.value.message == f"invalid environment variable name: {name!r}"
 
 
-@pytest.mark.parametrize("value", ["NGC_KEY=nvapi-secret-value-123", "A=", "=Zq8secretvalue", "bad name=Zq8val"])
+@pytest.mark.parametrize("value", ["NGC_KEY=nvapi-secret-value-123", "A=", "=Zq8secretvalue", "bad name=Zq8val",
+                                   "TOKEN=Zq8a=Zq8b"])
 def test_an_env_assignment_is_refused_without_its_value(value):
     with pytest.raises(TaoBrevError) as failed:
         remote.check_env_name(value)
@@ -191,6 +192,11 @@ def test_docker_run_refuses_what_is_not_plain(field, value, code):
     with pytest.raises(TaoBrevError) as failed:
         run_spec(**{field: value}).docker_run()
     assert failed.value.code == code
+    what = {"job_id": "job id", "network_arch": "network arch", "action": "action"}.get(field)
+    if what:
+        assert failed.value.message.startswith(f"invalid {what}: {value!r}")
+    elif field == "shm_size":
+        assert failed.value.message == f"--shm-size must look like 16g or 512m (got {value!r})"
 
 
 @pytest.mark.parametrize("shm", ["1", "512m", "16g", "2G", "64k", "100b", "3M", "1K", "8B"])
@@ -206,6 +212,7 @@ def test_every_command_on_a_job_refuses_a_bad_id():
         with pytest.raises(TaoBrevError) as failed:
             build("x;rm -rf ~")
         assert failed.value.code == "BAD_NAME"
+        assert failed.value.message == "invalid job id: 'x;rm -rf ~' (allowed: letters, digits, '.', '_', '-')"
 
 
 def test_the_job_commands():
@@ -216,6 +223,8 @@ def test_the_job_commands():
     assert remote.discard_job_credentials("j1") == 'rm -f "$HOME"/.tao-cred-j1-*'
     assert remote.read_progress("~/r", 3, 99) == '__tb_progress "$HOME"/r 3 99'
     assert remote.read_all_jobs(2, 50) == "__tb_jobs 2 50"
+    assert remote.read_all_jobs() == f"__tb_jobs 4 {4 * remote.MAX_STATUS_LINE}"
+    assert remote.read_progress("~/r") == f'__tb_progress "$HOME"/r 12 {12 * remote.MAX_STATUS_LINE}'
     assert remote.instance_now() == "date +%s"
 
 
@@ -271,7 +280,9 @@ def test_an_abandoned_job_leaves_its_tombstone(tmp_path):
 
 
 # -- the whole submit, run by a local sh (docker answered by a shell function) ---------------
-def docker_fn(inspect="echo 'Error: No such object' >&2; return 1", image="return 0", ps="", run="echo \"RUN $*\""):
+def docker_fn(inspect="echo 'Error: No such object' >&2; return 1",
+              image='[ "$3" = nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt ] || return 1', ps="",
+              run="echo \"RUN $*\""):
     return ("docker() {\n  case \"$1\" in\n"
             f"    inspect) {inspect};;\n"
             f"    image) {image};;\n"
@@ -400,7 +411,32 @@ def test_results_are_handed_to_the_user_only_when_they_exist(tmp_path):
 
 @pytest.mark.parametrize("status, logs", [("exited", "log tail 7 j1"), ("running", "")])
 def test_logs_are_read_only_for_an_exited_container(tmp_path, status, logs):
-    fn = f'docker() {{ case "$1" in inspect) echo {status};; logs) echo "log $2 $3 $4";; esac; }}\n'
+    fn = (f'docker() {{ case "$1" in inspect) [ "$5 $6" = "{{{{.State.Status}}}} j1" ] && echo {status};; '
+          'logs) echo "log $2 $3 $4";; esac; }\n')
     code, out = sh(fn + remote.logs_if_exited("j1", 7), tmp_path)
     assert (code, out.strip()) == (0, logs.replace("log tail", "log --tail"))
     assert remote.list_job_containers() == "docker ps -a --filter label=tao-job --format '{{.Names}}\t{{.State}}'"
+
+
+@pytest.mark.parametrize("content", ["None\nafter\n", "TAO_EOF_\n", "EOF\n"])
+def test_a_line_of_the_content_never_ends_the_heredoc(content, tmp_path):
+    code, out = sh(remote.heredoc_file("~/f", content) + remote.verify_file("~/f", content), tmp_path)
+    assert (code, out) == (0, "") and (tmp_path / "f").read_text() == content
+
+
+def test_the_job_listing_reads_states_with_blanks_and_says_when_docker_failed(tmp_path):
+    token = "S0123456789ab"
+    state = '{"Status":"exited","ExitCode":0,"Error":"no such file or directory"}'
+    row = f"{token}:J\t j1\t{state}\tid1\t\n".replace("\t ", "\t")
+    (tmp_path / "rows").write_text(row)
+    fn = ("docker() {\n  case \"$1 $2\" in\n    'ps -aq') echo id1;;\n"
+          f"    'inspect --type') cat {tmp_path}/rows; return 3;;\n  esac\n}}\n")
+    code, out = sh(fn + remote.progress_functions(token) + "\n" + remote.read_all_jobs(), tmp_path)
+    assert code == 3 and out.splitlines() == [f"{token}:J\tj1\t{state}"]
+
+
+def test_the_job_listing_asks_docker_for_exactly_these_fields():
+    script = remote.progress_functions("S0123456789ab")
+    fmt = ('S0123456789ab:J\t{{index .Config.Labels "tao-job"}}\t{{json .State}}\t{{.Id}}\t'
+           '{{range .Mounts}}{{if eq .Destination "/results"}}{{.Source}}{{end}}{{end}}')
+    assert f"docker inspect --type container --format {shlex.quote(fmt)} $__tb_ids" in script
