@@ -440,3 +440,12 @@ def test_the_job_listing_asks_docker_for_exactly_these_fields():
     fmt = ('S0123456789ab:J\t{{index .Config.Labels "tao-job"}}\t{{json .State}}\t{{.Id}}\t'
            '{{range .Mounts}}{{if eq .Destination "/results"}}{{.Source}}{{end}}{{end}}')
     assert f"docker inspect --type container --format {shlex.quote(fmt)} $__tb_ids" in script
+
+
+def test_path_answers_in_full_and_only_slashes_are_trimmed():
+    assert remote.rpath("~/dirX") == '"$HOME"/dirX' and remote.rpath("~/d/X/") == '"$HOME"/d/X'
+    for path, message in (("/a/../b", "instance path must not contain '..' (got '/a/../b')"),
+                          ("rel", "instance path must be absolute or start with ~/ (got 'rel')")):
+        with pytest.raises(TaoBrevError) as failed:
+            remote.rpath(path)
+        assert failed.value.message == message
