@@ -73,7 +73,8 @@ def test_each_state_row(inspect, expected_state, expected_class, reason):
         assert reason in observed.hint["reason"]
         assert f"ExitCode={inspect.get('ExitCode')}" in observed.hint["evidence"]
         assert f"OOMKilled={str(inspect['OOMKilled']).lower()}" in observed.hint["evidence"]
-        validate("poll_status", {"ok": True, "hint": observed.hint})
+        validate("poll_status", {"ok": True, "hint": observed.hint, "next": None,
+                                 "next_note": "the hint is what is checked"})
     assert observed.docker_status == (inspect["Status"] or None)
     assert observed.oom_killed is inspect["OOMKilled"] and observed.gone is None
 
