@@ -28,6 +28,9 @@ teardown, and in the sidecar under ``cost``), every value null when unknown:
 ``clock_skew_s``         instance clock minus this machine's, when docker's times prove a skew (a bound)
 ``idle_billed_s``        job ended -> instance deleted by teardown, or -> now while it still bills
                          (``still_billing``); null for a reused instance this bundle does not own
+``still_billing``        owned instance: the job ended and the instance is not deleted yet (tear it
+                         down); null for a reused instance (it bills its owner while RUNNING, job
+                         or not: ``teardown.py --orphans`` lists it when idle)
 ``billed_s``             the instance time this job caused: submit -> deletion (owned instance,
                          plus ``image_pull_s``), or submit -> end (reused instance)
 ``stalled_s``            only for a job torn down as stalled: its seconds without a status line or log
@@ -264,7 +267,8 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     end_here = _end_here(record, submitted, running_mark, terminal_mark, run_s if started and finished else None)
     never_existed = (sidecar.get("launch") or {}).get("instance_missing") is True   # brev ls: no such instance
     owned = (owned or deleted_at is not None) and not never_existed
-    still_billing = owned and deleted_at is None and end_here is not None
+    # a reused instance bills its owner whatever the job did: not this bundle's to say (null)
+    still_billing = (owned and deleted_at is None and end_here is not None) if owned or never_existed else None
     billing_end = (deleted_at or datetime.now(timezone.utc)) if owned else end_here
     pull_s = _pull_seconds(ctx, sidecar.get("instance"), submitted)
     billed = 0.0 if never_existed else seconds(submitted, billing_end)

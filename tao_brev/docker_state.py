@@ -132,7 +132,8 @@ STATE_ROWS: tuple[StateRow, ...] = (
               "custom device \"/dev/nvidia0\": no such file or directory"}, hint=True, kind="start"),
     StateRow("exited", "OOMKilled true, ExitCode != 0", lambda f: f.oom_killed, "ERROR", "ERR_PROGRAM",
              "out of memory (OOM): docker's OOM killer record (OOMKilled true)",
-             "reduce the batch size or num_workers, or use an instance with more RAM, then resubmit with --retry-of",
+             "the host's memory (RAM, not the GPU's) ran out: lower num_workers or the batch size, or use an "
+             "instance with more RAM, then resubmit with --retry-of",
              {"Status": "exited", "ExitCode": 137, "OOMKilled": True}, hint=True),
     StateRow("exited", "ExitCode 137, OOMKilled false", lambda f: _code(f) == 137, "ERROR", None,
              "killed by SIGKILL (exit 137) without docker's OOM record: out of memory (the host's OOM killer) or "
@@ -346,6 +347,8 @@ def _hint(row: StateRow, f: Facts, logs: Optional[str]) -> dict:
         reason = f"exit {f.exit_code}, no known pattern: read the last log lines"
     if from_logs:
         evidence += from_logs["evidence"]
+        if from_logs.get("advice") and from_logs["reason"] not in reason:   # both facts, neither hidden
+            advice = f"{advice}; the log also shows {from_logs['reason']}: {from_logs['advice']}"
     elif logs and row.kind in ("signal", "exit"):
         evidence += [ln.strip()[:EVIDENCE_CHARS] for ln in logs.splitlines() if ln.strip()][-3:]
     return {"err_class": row.err_class, "reason": reason, "advice": advice, "evidence": evidence}

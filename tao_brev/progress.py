@@ -309,6 +309,18 @@ def summarize(file: StatusFile | None, now: float | None, action: str = "") -> d
 
 
 # -- metrics --------------------------------------------------------------------
+def after_end(progress: dict, terminal: str | None) -> dict:
+    """``progress`` of a job that ended (``terminal``): a status file whose last line still says
+    STARTED/RUNNING was cut off by the end (a kill, an OOM): no ETA, and a note that says so."""
+    if not terminal or not progress.get("available") or progress.get("status") in ("SUCCESS", "FAILURE", "SKIPPED"):
+        return progress
+    out = {k: v for k, v in progress.items() if k != "eta_source"}
+    out["eta_s"] = None
+    out["note"] = (f"the job ended {terminal}; status {progress.get('status')} is the status file's last line, "
+                   "written before the end")
+    return out
+
+
 def goal(name: str) -> str | None:
     """``min`` / ``max`` for a KPI name (a heuristic from its name), None when unknown."""
     if _NOT_A_GOAL.search(name):

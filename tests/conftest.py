@@ -43,6 +43,11 @@ def validate(schema_name: str, instance) -> None:
     validator.validate(instance)
 
 
+def validate_hint(hint: dict) -> None:
+    """A failure hint is valid where answers carry it (a poll_status answer holding just it)."""
+    validate("poll_status", {"ok": True, "hint": hint, "next": None, "next_note": "a hint alone"})
+
+
 class ScriptResult:
     def __init__(self, done: subprocess.CompletedProcess):
         self.code = done.returncode

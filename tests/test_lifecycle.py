@@ -78,6 +78,38 @@ def test_oom_job_ends_error_naming_oom(world):
     assert wait.json["observed"]["oom_killed"] is True and wait.json["observed"]["exit_code"] == 137
 
 
+def test_host_oom_and_gpu_oom_get_their_own_advice(world):
+    """docker's OOMKilled is the host's RAM; PyTorch's "CUDA out of memory" is the GPU's: each
+    answer names its own memory, and no hint contradicts its evidence."""
+    answers = {}
+    for key in ("oom", "cuda_oom"):
+        sub = world.submit(spec=world.spec({key: True, "epoch_seconds": 0.01}))
+        answers[key] = world.run("poll_status.py", sub.json["job_id"], "--wait", "--interval", "0.2",
+                                 "--timeout", "60").json
+    host, gpu = answers["oom"], answers["cuda_oom"]
+    assert host["observed"]["oom_killed"] is True and "RAM" in host["hint"]["advice"]
+    assert not any("CUDA" in line for line in host["hint"]["evidence"])
+    assert gpu["observed"]["oom_killed"] is False and gpu["observed"]["exit_code"] == 1
+    assert gpu["hint"]["reason"] == "CUDA out of memory" and "GPU" in gpu["hint"]["advice"]
+    assert "RAM" not in gpu["hint"]["advice"]
+    for answer in (host, gpu):
+        assert answer["error"]["code"] == "JOB_FAILED" and "--retry-of " + answer["job_id"] in answer["error"]["fix"]
+    # killed mid-run, the status file's last line still says RUNNING: no ETA, a note that it ended
+    assert host["progress"]["status"] == "RUNNING", host["progress"]
+    assert host["progress"]["eta_s"] is None and "ended ERROR" in host["progress"]["note"]
+    assert gpu["progress"]["status"] == "FAILURE" and "note" not in gpu["progress"], gpu["progress"]
+
+
+def test_a_log_pattern_beside_docker_s_record_adds_its_advice():
+    """OOMKilled with a CUDA OOM line in the logs (both can happen): the hint keeps docker's
+    fact and adds the log's cause, instead of advice that contradicts its evidence."""
+    from tao_brev.docker_state import from_inspect
+    state = {"Status": "exited", "ExitCode": 137, "OOMKilled": True}
+    hint = from_inspect(state, logs="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB").hint
+    assert "RAM" in hint["advice"] and "CUDA out of memory" in hint["advice"] and "GPU" in hint["advice"]
+    assert "CUDA out of memory" not in from_inspect(state, logs="Epoch 1/3").hint["advice"]
+
+
 def test_xid_in_the_log_hints_infrastructure(world):
     sub = world.submit(spec=world.spec({"xid": True, "epoch_seconds": 0.01}))
     wait = world.run("poll_status.py", sub.json["job_id"], "--wait", "--interval", "0.2", "--timeout", "60")

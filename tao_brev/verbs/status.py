@@ -106,6 +106,7 @@ def watch_fields(ctx: Context, record: dict, observed: JobState, probe: Probe | 
             ctx.sidecars.update(job_id, final_progress=out["progress"])
     elif saved and not out["progress"].get("available"):
         out["progress"] = {**saved, "note": "kept from the last poll that read the status file"}
+    out["progress"] = progress_mod.after_end(out["progress"], terminal)
     if terminal == "COMPLETE" and out.get("progress", {}).get("kpi"):
         out["final_kpi"] = out["progress"]["kpi"]
     if metrics:
@@ -373,7 +374,8 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
                     return {"ok": False, **out, "polls": polls, "error": unverified}, code.exit_code if code else 1
                 return {"ok": True, **out, "polls": polls}, 0
             code = "JOB_FAILED" if state == "ERROR" else "JOB_CANCELED"
-            err = TaoBrevError(code, f"job {job_id} ended {state}: {out.get('message', '')}")
+            err = TaoBrevError(code, f"job {job_id} ended {state}: {out.get('message', '')}",
+                               failed_fix(job_id, out) if state == "ERROR" else None)
             return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
         if state == "UNKNOWN":
             lost = (out.get("observed") or {}).get("gone") == "instance"   # a fact, never the message's words
@@ -392,6 +394,15 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
         say(f"poll {job_id}: {state} ({out.get('message', '')}){progress_note(out.get('progress'))}; "
             f"next poll in {interval:.0f} s")
         ctx.sleep(interval)
+
+
+def failed_fix(job_id: str, out: dict) -> str:
+    """JOB_FAILED's fix for this answer: the cause is in ``hint`` (and the log tail, when this
+    answer carries it); only an answer without logs sends the reader to read them."""
+    read = ("the log tail is in this answer (logs)" if out.get("logs")
+            else f"read the log tail: poll_status.py {job_id} --logs 200")
+    return (f"Act on hint.advice (the cause, from docker's record and the logs; {read}; classes: "
+            f"references/failure-classes.md), then submit again with --retry-of {job_id}.")
 
 
 def check_watch(metrics: int | None, stall_after: float | None) -> None:

@@ -24,7 +24,8 @@ it runs as ``<arch>`` executables on PATH behind an NGC-style entrypoint and
 uses :class:`RealContainer`.
 
 A ``simulate:`` block in the spec (tests only) steers the run:
-``exit_code``, ``oom`` (OOM kill: marker + SIGKILL -> 137/OOMKilled),
+``exit_code``, ``oom`` (the host's OOM killer: marker + SIGKILL -> 137/OOMKilled, no message),
+``cuda_oom`` (GPU memory: PyTorch's ``torch.OutOfMemoryError`` traceback, exit 1),
 ``xid`` (NVRM Xid 79 line, exit 1), ``epoch_seconds`` (default 0.05),
 ``hang`` (run until killed, after the last epoch), ``hang_after_epoch: N`` (no
 output at all after epoch N), ``diverge`` (rising losses), ``write_env_hashes: [NAMES]`` (sha256 of each
@@ -319,10 +320,13 @@ def main(argv: list[str]) -> int:
         if sim.get("hang_after_epoch") is not None and epoch + 1 >= int(sim["hang_after_epoch"]):
             while True:          # a hung data loader / NCCL collective: no output, container running
                 time.sleep(1)
-        if sim.get("oom"):
-            print("CUDA out of memory. Tried to allocate 2.00 GiB", file=sys.stderr, flush=True)
+        if sim.get("oom"):   # the kernel's OOM killer: SIGKILL, nothing written by the job itself
             ctx.oom_marker.write_text("oom")
             os.kill(os.getpid(), signal.SIGKILL)
+        if sim.get("cuda_oom"):   # PyTorch's CUDA caching allocator raises torch.OutOfMemoryError: exit 1
+            status.write(status="FAILURE", message="CUDA out of memory")
+            return traceback_exit(arch, action, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                                  "2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.06 GiB is free.")
         if sim.get("xid"):
             print("NVRM: Xid (PCI:0000:00:04): 79, GPU has fallen off the bus.", flush=True)
             status.write(status="FAILURE", message="CUDA error: unspecified launch failure")
