@@ -29,12 +29,16 @@ Checks, in this order (stable names; a check that does not apply is absent):
               file that arrives empty is NGC_KEY_NOT_DELIVERED, a registry the
               instance cannot reach REGISTRY_UNREACHABLE (also for --pull, --gpu-smoke)
   image       on the instance; with --pull, pulled as its own step (timed)
+  s3_from_instance  with a bucket: the instance itself opens a TCP connection to the S3
+              endpoint (AWS_ENDPOINT_URL, else s3.<region>.amazonaws.com:443) within 10 s
+              (S3_UNREACHABLE otherwise: the transfers run there), and holds the AWS CLI
+              image images.s3_transfer (a warning when absent: the first transfer pulls it)
   gpu_smoke   with --gpu-smoke: `docker run --rm --gpus all <images.gpu_smoke> nvidia-smi -L`
 
 brev missing, not logged in, an unknown / not running instance or one that is
 not exec-ready stop the run; otherwise every check runs. Round trips once the
 instance is exec-ready: 2 `brev exec` (the probe, then one combined script
-for docker/gpu/disk/ngc_auth/image), plus 1 `brev copy` for the NGC key; the
+for docker/gpu/disk/ngc_auth/image/s3_from_instance), plus 1 `brev copy` for the NGC key; the
 pull and the GPU smoke test are one more each.
 
 Output: {"ok", "instance", "image", "checks": [{"name", "ok", "detail", "fix",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -435,6 +436,51 @@ def test_s3_bucket_missing(box, s3_server):
     assert s3["fix"] == ("Check S3_BUCKET_NAME / --bucket and AWS_ENDPOINT_URL (a bucket lives on one store); "
                          "create the bucket first.")
     assert check(res, "docker")["ok"] is True     # the rest of the truth is still told
+
+
+def test_s3_is_checked_from_the_instance_in_the_same_round_trip(box, s3_server):
+    """The transfers run on the instance: preflight asks it to reach the endpoint and looks for
+    the carrier image there, inside the one combined script (no extra round trip)."""
+    from tao_brev.staging import carrier_image
+
+    bucket = s3_server["create_bucket"]()
+    name = fresh(box, "s3box")
+    res = preflight(box, "--bucket", bucket, instance=name, **s3_server["env"])
+    assert res.code == 0 and res.json["round_trips"]["checks"] == 1, res
+    carrier = carrier_image(os.environ)
+    reach = check(res, "s3_from_instance")
+    port = s3_server["endpoint_url"].rsplit(":", 1)[1]
+    assert reach["data"] == {"endpoint": f"127.0.0.1:{port}", "carrier_image": carrier, "carrier_present": False}
+    assert reach["warning"] and f'docker pull {carrier}' in reach["fix"] and "s3_from_instance" in res.json["warnings"]
+    box.sim.preload_image(name, carrier)
+    res = preflight(box, "--bucket", bucket, instance=name, **s3_server["env"])
+    reach = check(res, "s3_from_instance")
+    assert reach["ok"] and not reach.get("warning") and reach["data"]["carrier_present"] is True, reach
+
+
+def test_an_endpoint_the_instance_cannot_reach_fails_the_check(box, s3_server):
+    with socket.socket() as sock:   # a port nobody listens on (bound, never listening)
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+        env = dict(s3_server["env"], AWS_ENDPOINT_URL=f"http://127.0.0.1:{closed}")
+        res = preflight(box, "--bucket", "any-bucket", instance=fresh(box, "cut"), **env)
+    assert res.code == 1 and res.json["error"]["code"] == "PREFLIGHT_FAILED"
+    reach = check(res, "s3_from_instance")
+    assert not reach["ok"] and reach["code"] == "S3_UNREACHABLE" and f"127.0.0.1:{closed}" in reach["detail"]
+    assert "cut" in reach["fix"]
+
+
+@pytest.mark.parametrize("endpoint, region, target", [
+    (None, "eu-west-1", ("s3.eu-west-1.amazonaws.com", 443)),
+    (None, None, ("s3.us-east-1.amazonaws.com", 443)),
+    ("http://minio.lan", None, ("minio.lan", 80)),
+    ("https://r2.example.com", None, ("r2.example.com", 443)),
+    ("http://10.0.0.5:9000/", None, ("10.0.0.5", 9000)),
+])
+def test_the_instance_reaches_the_endpoint_the_transfers_use(endpoint, region, target):
+    found = pf.S3Target.of(endpoint, region, "amazon/aws-cli:2")
+    assert (found.host, found.port) == target
+    assert found.reach_command() == f"timeout 10 bash -c 'exec 3<>/dev/tcp/{target[0]}/{target[1]}' && echo reached"
 
 
 @pytest.fixture

@@ -118,6 +118,7 @@ class Report:
         self.ctx = ctx
         self.checks: list[Check] = []
         self.round_trips = {"probe": 0, "checks": 0, "pull": 0, "gpu_smoke": 0, "copy": 0}
+        self.s3_target: S3Target | None = None   # set by check_s3: what the instance must reach
         self._mark = ctx.clock()
 
     def add(self, check: Check) -> Check:
@@ -237,9 +238,10 @@ def check_s3(report: Report, ctx: Context, req: PreflightRequest) -> str:
         return root
     if routing.kind != "s3":
         return routing.instance_root
-    from .. import storage  # boto3 only on this path
+    from .. import staging, storage  # boto3 only on this path
 
     settings = storage.s3_settings(ctx.env, bucket=routing.bucket)
+    report.s3_target = S3Target.of(settings.endpoint_url, settings.region, staging.carrier_image(ctx.env))
     where = f"s3://{routing.bucket}/results/"
     data = {"bucket": routing.bucket, "prefix": "results/", "endpoint": settings.endpoint_url,
             "credential_sources": {k: v for k, v in settings.sources.items() if k != "bucket"}}
@@ -436,7 +438,7 @@ def check_on_instance(report: Report, ctx: Context, req: PreflightRequest, image
     ngc = image is not None and bank.image_registry(image) == credentials.NGC_REGISTRY
     key = _push_ngc_key(report, ctx, req) if ngc else NgcKey()
     token = remote.new_token()
-    script = combined_script(token, image, results_root, key.file)
+    script = combined_script(token, image, results_root, key.file, report.s3_target)
     try:
         result = report.count("checks", ctx.brev.exec, req.instance, script, idempotent=True, host=req.host)
     except TaoBrevError as exc:
@@ -451,6 +453,8 @@ def check_on_instance(report: Report, ctx: Context, req: PreflightRequest, image
     check_gpu(report, answers)
     disk = check_disk(report, answers, facts, results_root)
     ngc_check = check_ngc(report, answers, key, facts.present) if ngc else None
+    if report.s3_target is not None:
+        check_s3_from_instance(report, answers, report.s3_target)
     if facts:
         blocker = next((c for c in (docker, disk, ngc_check) if c is not None and not c.ok), None)
         authed = ngc_check is not None and ngc_check.data.get("status") == "AUTH_OK"
@@ -471,8 +475,36 @@ def _push_ngc_key(report: Report, ctx: Context, req: PreflightRequest) -> NgcKey
         return NgcKey(error=exc)
 
 
+@dataclass(frozen=True)
+class S3Target:
+    """What the instance itself needs for S3 transfers (tier B/C inputs, S3 results): a TCP
+    connection to the endpoint and the carrier image (``images.s3_transfer``) that runs the AWS CLI."""
+
+    host: str
+    port: int
+    carrier: str
+
+    @classmethod
+    def of(cls, endpoint_url: str | None, region: str | None, carrier: str) -> "S3Target":
+        """``endpoint_url`` (AWS_ENDPOINT_URL...) or AWS's regional endpoint (botocore's default
+        ``s3.<region>.amazonaws.com``, port 443)."""
+        from urllib.parse import urlsplit
+
+        if endpoint_url:
+            url = urlsplit(endpoint_url)
+            port = url.port or (80 if url.scheme == "http" else 443)
+            return cls(url.hostname or "", port, carrier)
+        return cls(f"s3.{region or 'us-east-1'}.amazonaws.com", 443, carrier)
+
+    def reach_command(self) -> str:
+        """Prints ``reached`` when a TCP connection to host:port opens within 10 s (bash's
+        /dev/tcp, as curl may be missing on the host); its error otherwise."""
+        connect = shlex.quote(f"exec 3<>/dev/tcp/{self.host}/{self.port}")
+        return f"timeout 10 bash -c {connect} && echo reached"
+
+
 def combined_script(token: str, image: str | None, results_root: str,
-                    key_file: credentials.RemoteSecretFile | None) -> str:
+                    key_file: credentials.RemoteSecretFile | None, s3: S3Target | None = None) -> str:
     """The on-instance checks as sections of one POSIX sh script.
 
     The NGC key file (if any) is removed by the trap on every path; the login
@@ -493,7 +525,37 @@ def combined_script(token: str, image: str | None, results_root: str,
         if key_file:
             parts.append(remote.section(token, "ngc_login", credentials.ngc_login_command(key_file)))
         parts.append(remote.section(token, "manifest", f"docker manifest inspect {quoted}"))
+    if s3 is not None:
+        parts.append(remote.section(token, "s3_reach", s3.reach_command()))
+        parts.append(remote.section(token, "carrier", f"docker image inspect --format '{{{{.Size}}}}' "
+                                                      f"{shlex.quote(s3.carrier)}"))
     return "\n".join(parts)
+
+
+def check_s3_from_instance(report: Report, answers: Answers, target: S3Target) -> None:
+    """``s3_from_instance``: the transfers run ON the instance (staging.py's carrier), so the
+    instance must reach the endpoint (a failure: S3_UNREACHABLE, nothing would be staged or
+    uploaded) and should hold the carrier image (a warning: the first transfer pulls it)."""
+    t = answers.elapsed_s
+    where = f"{target.host}:{target.port}"
+    reach, carrier = answers.get("s3_reach"), answers.get("carrier")
+    data = {"endpoint": where, "carrier_image": target.carrier,
+            "carrier_present": carrier is not None and carrier.exit_code == 0}
+    if reach is None or reach.exit_code != 0 or "reached" not in reach.output.split():
+        report.fail("s3_from_instance", "S3_UNREACHABLE",
+                    f"the instance cannot open a connection to the S3 endpoint {where}: {_tail(reach)}",
+                    f"Make {where} reachable from {answers.instance} (a public endpoint, or one on its network; "
+                    "127.0.0.1 on this machine is not the instance's), or choose --storage-tier A without a bucket",
+                    elapsed_s=t, **data)
+        return
+    if not data["carrier_present"]:
+        report.warn("s3_from_instance", f"{where} is reachable from the instance; the AWS CLI image "
+                    f"{target.carrier} is not on it: the first transfer pulls it (from Docker Hub)",
+                    f"Pull it now: brev exec {answers.instance} \"docker pull {target.carrier}\"",
+                    elapsed_s=t, **data)
+        return
+    report.passed("s3_from_instance", f"{where} is reachable from the instance and {target.carrier} is on it",
+                  elapsed_s=t, **data)
 
 
 # Where docker is when the non-interactive ssh shell cannot find it: usual places, and the
