@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,9 +33,10 @@ def rows_from(log: str) -> list[str]:
         if m and m.group(1) != "first upload":
             case, data, t_aws, t_ours, ratio, target, fresh, fresh_ratio, sent, aws_sent = m.groups()
             fresh_text = f"; as a fresh process {fresh} s, {fresh_ratio}x" if fresh else ""
-            rows.append(f"| staging {data} files, {case} (`bench_staging.py`, moto) | bundle {t_ours} s vs "
+            what = f"{data} files" if data.endswith("small") else data
+            rows.append(f"| staging {what}, {case} (`bench_staging.py`, moto) | bundle {t_ours} s vs "
                         f"`aws s3 sync` {t_aws} s: {ratio}x{fresh_text}; sent {sent} MiB (aws {aws_sent} MiB) | "
-                        f"{target or '-'} |")
+                        f"{target + 'x' if target else '-'} |")
     return rows
 
 
@@ -50,13 +52,15 @@ def main(argv: list[str]) -> int:
         print(f"{argv[0]}: not the output of bench/run.sh (no header line or no rows)", file=sys.stderr)
         return 2
     machine = head.split(" - ", 1)[1]
-    loads = re.findall(r"load average ([\d.]+)", log)
+    loads = sorted(set(re.findall(r"load average ([\d.]+)", log)), key=float)
+    span = f"{loads[0]}-{loads[-1]}" if len(loads) > 1 else (loads[0] if loads else "")
     intro = (f"Measured {machine}, from one `bench/run.sh` run; the simulator for brev/docker and moto's S3 server "
              f"on 127.0.0.1. The machine was shared with other work during the run (load average "
-             f"{min(loads, key=float)}-{max(loads, key=float)} on its cores), so the seconds are noisy; the ratios, "
+             f"{span} on its cores), so the seconds are noisy; the ratios, "
              f"each taken against its yardstick in the same run with the runs interleaved, and the counts are what "
              f"the targets apply to. `bench/run.sh` prints every figure again; nothing here is a timed test.\n"
              if loads else f"Measured {machine}, from one `bench/run.sh` run. Nothing here is a timed test.\n")
+    intro = textwrap.fill(intro, width=100) + "\n"
     table = "| what | figure | target |\n|---|---|---|\n" + "\n".join(rows) + "\n"
     text = readme.read_text()
     start = text.index(HEADING) + len(HEADING)
