@@ -46,7 +46,7 @@ def main() -> int:
             kinds[verb] = kinds.get(verb, 0) + 1
         jobs = answer.get("jobs", [])
         with_progress = sum(1 for j in jobs if (j.get("progress") or {}).get("available"))
-        print(f"poll_status.py --all: {len(jobs)} jobs on {INSTANCES} instances "
+        print(f"poll_status.py --all: {JOBS} jobs on {INSTANCES} instances, {len(jobs)} in the answer "
               f"({len(failed)} submits failed; submits took {submit_s:.1f} s)")
         print(f"  brev exec:        {world.sim.exec_count() - execs}   (target {INSTANCES}: one per instance)")
         print(f"  docker calls:     {len(calls)}  {dict(sorted(kinds.items()))}   (before: 2 inspects per job)")
@@ -54,11 +54,13 @@ def main() -> int:
               f"whatever the number of jobs")
         print(f"  jobs with progress: {with_progress}/{len(jobs)}; exit {answer.get('exit')}")
         print(f"  wall time:        {seconds:.2f} s")
-        print(f"ROW | `poll_status.py --all`, {len(jobs)} jobs on {INSTANCES} instances (`bench_poll_all.py`) | "
+        cut = answer.get("answer_cut") or {}
+        listed = f"; the answer lists {len(jobs)} (bounded at {cut['limit']:,} bytes)" if cut else ""
+        print(f"ROW | `poll_status.py --all`, {JOBS} live jobs on {INSTANCES} instances (`bench_poll_all.py`) | "
               f"{world.sim.exec_count() - execs} `brev exec`; {len(calls)} docker calls "
               f"({', '.join(f'{n} `{k}`' for k, n in sorted(kinds.items()))}); remote script "
               f"{max(map(len, scripts)) if scripts else 0:,} bytes per instance whatever the job count; progress for "
-              f"{with_progress}/{len(jobs)} jobs; {seconds:.1f} s | {INSTANCES} exec, script size flat |")
+              f"{with_progress}/{len(jobs)} listed jobs{listed}; {seconds:.1f} s | {INSTANCES} exec, script size flat |")
     finally:
         world.close()
     return 0

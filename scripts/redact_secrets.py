@@ -41,7 +41,6 @@ import _bootstrap
 _bootstrap.setup(needs=(), json_answer=False)   # the standard library is enough; stdout is text, not JSON
 
 import argparse  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 STDIN = "-"
@@ -52,6 +51,8 @@ def _read(name: str) -> tuple[str, str]:
     """(label, text) of one input; raises OSError or UnicodeDecodeError."""
     if name == STDIN:
         return "<stdin>", sys.stdin.read()
+    from pathlib import Path
+
     return name, Path(name).read_text(encoding="utf-8")
 
 

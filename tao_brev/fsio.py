@@ -31,7 +31,6 @@ import json
 import os
 import stat
 import threading
-import uuid
 from pathlib import Path
 
 from . import lazy_re
@@ -62,6 +61,8 @@ def private_dir(path: Path) -> Path:
 
 def _write_temp(path: Path, text: str, mode: int) -> Path:
     """``text`` in a fresh private temp file beside ``path`` (fsynced)."""
+    import uuid   # here, not at import: every script start loads this module
+
     tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
     fd = os.open(tmp, CREATE_PRIVATE, mode)
     try:

@@ -421,7 +421,7 @@ def obj_redactor(env: Mapping[str, str] | None = None) -> Callable[[object], obj
     def string(text: str) -> str:
         out = memo.get(text)
         if out is None:
-            if len(memo) >= 65536:
+            if len(memo) >= 4096:   # memory stays flat; what repeats comes back at once
                 memo.clear()
             out = memo[text] = _redact_string(text, values)
         return out
