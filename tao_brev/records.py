@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import uuid
 from pathlib import Path
 
 from . import lazy_re
@@ -59,7 +60,7 @@ def is_terminal(state: str | None) -> bool:
 
 
 def now_iso() -> str:
-    from datetime import datetime, timezone   # here: tao_job_record.py --help loads neither datetime nor uuid
+    from datetime import datetime, timezone   # here: tao_job_record.py --help does not load datetime
 
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -142,8 +143,6 @@ class RecordStore:
                 check_job_id(ref)
         self._ensure_dir()
         for _ in range(8):
-            import uuid
-
             job_id = f"{_slug(network_arch)}-{_slug(action)}-{uuid.uuid4().hex[:6]}"
             record = self._new_record(job_id, image=image, network_arch=network_arch, action=action,
                                       results_dir=results_dir or os.path.join(results_root, job_id),
@@ -242,8 +241,6 @@ class RecordStore:
                 pass
             private_dir(self.quarantine_dir)   # 0700, like the state dir
             if target.exists():   # an earlier damaged copy under this id stays as it is
-                import uuid
-
                 target = self.quarantine_dir / f"{path.stem}.{uuid.uuid4().hex[:6]}.damaged"
             os.replace(path, target)
         return target
