@@ -58,6 +58,11 @@ Output: one JSON object on stdout:
    ["teardown": {...teardown.py's answer...}], ["teardown_skipped": why]}
   With --all: {"ok", "jobs": [...one entry per non-terminal job...]}.
   (schema: references/schemas/poll_status.schema.json). Progress on stderr.
+  Every answer, failures included, ends with "next": the exact command to run
+  next (absolute path, real values), or null with "next_note" saying why
+  (references/output.md). Logs: each line keeps its last 2 KiB, carriage-return
+  progress its last state, the last lines within 32 KiB ("logs_cut" says what was cut and
+  where the full log is); a whole answer stays within 64 KiB.
 Exit codes: 0 answered (any state without --wait; COMPLETE with --wait, and
   with --teardown the teardown done),
   1 --wait ended in ERROR, CANCELED or UNKNOWN, timed out, or the job stalled

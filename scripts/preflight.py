@@ -49,6 +49,9 @@ Output: {"ok", "instance", "image", "checks": [{"name", "ok", "detail", "fix",
   in bytes. "ok" is true only when every check passed; warnings do not fail it.
   Checks answered by the combined round trip share its elapsed_s.
   Progress on stderr.
+  Every answer, failures included, ends with "next": the exact command to run
+  next (absolute path, real values), or null with "next_note" saying why
+  (references/output.md).
 Exit codes: 0 every check passed; 1 a check failed (error PREFLIGHT_FAILED, or
   UNKNOWN_INSTANCE / INSTANCE_NOT_RUNNING when the instance stopped the run);
   2 bad input (flags, an unknown versions key, a missing credential variable);

@@ -32,6 +32,9 @@ Output: one JSON object on stdout:
    "results": {kind, destination, instance_dir}, "warnings",
    ["error": {"code","message","fix"}]}
   (schema: references/schemas/submit.schema.json). Progress on stderr.
+  Every answer, failures included, ends with "next": the exact command to run
+  next (absolute path, real values), or null with "next_note" saying why
+  (references/output.md).
 Guards (references/submit-guards.md), each before any GPU time is spent: the
 instance's status comes from `brev ls --json` before the first exec (STOPPED is
 refused, INSTANCE_NOT_RUNNING, unless --start); --network-arch/--action are

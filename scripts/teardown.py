@@ -50,6 +50,9 @@ Output: one JSON object on stdout:
    blockers, advice, deleted, [delete_pending], [error]}], "kept": [{instance, reason}],
    "deleted": [names], ["error"]}
   (schema: references/schemas/teardown.schema.json)
+  Every answer, failures included, ends with "next": the exact command to run
+  next (absolute path, real values), or null with "next_note" saying why
+  (references/output.md).
 Exit codes: 0 done, 1 a deletion was refused (INSTANCE_DELETE_REFUSED: blockers
   listed; NOT_AN_ORPHAN: a named instance may not be deleted), 2 bad input
   (JOB_ID and --orphans together or neither, --delete without --orphans, ...),
