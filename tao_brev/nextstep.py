@@ -201,12 +201,17 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
         return _set(answer, down.get("next"), down.get("next_note"))
     if err == "WAIT_TIMEOUT":
         return _set(answer, rerun("poll_status.py", argv))
-    if err == "JOB_STALLED" or (answer.get("stalled") and not answer.get("logs")):
-        return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES))
+    if (err == "JOB_STALLED" or answer.get("stalled")) and state not in TERMINAL:
+        if "--logs" not in argv:   # read what it printed last before anything else
+            return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES))
+        return _set(answer, None, f"job {job_id} looks stalled (a heuristic) and its logs are read: if they show "
+                                  f"it hung, {command('teardown.py', job_id)} cancels it; if it is only slow, wait "
+                                  f"with a larger threshold: {command('poll_status.py', job_id, '--wait')} "
+                                  "--stall-after SECONDS")
     if err in ("RESULTS_UPLOAD_FAILED", "S3_VERIFY_FAILED"):
         return _set(answer, command("poll_status.py", job_id))
     if state in TERMINAL or state == "UNKNOWN":
-        if state == "ERROR" and answer.get("logs") is None:
+        if state == "ERROR" and answer.get("logs") is None and "--logs" not in argv:   # once: none may exist
             return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES))
         if closed(job_id):
             return _set(answer, None, FINISHED + " (teardown ran)")

@@ -84,6 +84,19 @@ def test_a_poll_names_the_next_step_of_each_state(state, logs, expected):
     assert nextstep.poll(answer, 0, [JOB])["next"] == cmd(*expected)
 
 
+def test_diagnosis_is_asked_once_then_the_next_step_follows():
+    """A failed job without logs: read them once; a job that never ran has none - then teardown,
+    never the same --logs again. A stalled job: its logs first, then a person decides."""
+    failed = {"ok": True, "job_id": JOB, "state": "ERROR"}
+    assert nextstep.poll(dict(failed), 0, [JOB])["next"] == cmd("poll_status.py", JOB, "--logs", "50")
+    assert nextstep.poll(dict(failed), 0, [JOB, "--logs", "50"])["next"] == cmd("teardown.py", JOB)
+    stalled = {"ok": False, "job_id": JOB, "state": "RUNNING", "stalled": True,
+               "error": {"code": "JOB_STALLED", "message": "m", "fix": "f"}}
+    assert nextstep.poll(dict(stalled), 1, [JOB, "--wait"])["next"] == cmd("poll_status.py", JOB, "--logs", "50")
+    read = nextstep.poll({**stalled, "logs": "..."}, 1, [JOB, "--logs", "50"])
+    assert read["next"] is None and cmd("teardown.py", JOB) in read["next_note"]
+
+
 def test_a_closed_job_has_nothing_left_and_a_wait_timeout_waits_again():
     done = nextstep.poll({"ok": True, "job_id": JOB, "state": "COMPLETE"}, 0, [JOB], closed=lambda _j: True)
     assert done["next"] is None and "closed" in done["next_note"]
