@@ -293,3 +293,19 @@ def test_the_demo_prints_one_line_per_step_and_the_summary_by_default():
     assert [line.split(".")[0] for line in lines[:6]] == ["1", "2", "3", "4", "5", "6"]
     assert lines[-1].startswith("demo: cost:") and "?" not in lines[-1]
     assert "next: scripts/poll_status.py" in lines[2] and "next: scripts/teardown.py" in lines[3]
+
+
+@pytest.mark.parametrize("script,argv,state,expected", [
+    ("poll_status.py", [JOB, "--wait"], "RUNNING", ("poll_status.py", JOB, "--wait")),
+    ("teardown.py", [JOB], "RUNNING", ("teardown.py", JOB)),
+    ("submit.py", ["--instance", "box"], "PENDING", ("poll_status.py", JOB)),
+    ("preflight.py", ["--instance", "box"], None, ("preflight.py", "--instance", "box")),
+])
+def test_an_interrupt_is_answered_with_the_command_that_resumes_this_verb(script, argv, state, expected):
+    job_id = None if script == "preflight.py" else JOB
+    fix = nextstep.resume_fix(script, argv, job_id, state)
+    assert nextstep.resume(script, argv, job_id) == cmd(*expected) and cmd(*expected) in fix
+    assert ("resubmit" in fix.lower()) == (script == "submit.py")   # only a submit speaks of submitting
+    answer = {"ok": False, "job_id": job_id, "error": {"code": "INTERRUPTED", "message": "m", "fix": fix}}
+    assert getattr(nextstep, {"poll_status.py": "poll", "teardown.py": "teardown", "submit.py": "submit",
+                              "preflight.py": "preflight"}[script])(answer, 130, argv)["next"] == cmd(*expected)
