@@ -432,3 +432,88 @@ def test_a_process_writing_more_than_a_pipe_holds_is_read_whole(tmp_path):
 
 def test_brevs_bytes_are_text_even_when_not_utf8():
     assert transport._text(bytearray(b"ok \xff\xfe end \xc3\xa9")) == "ok \ufffd\ufffd end \u00e9"
+
+
+# -- the process plumbing, in process ----------------------------------------------------------
+@pytest.mark.parametrize("script, expected", [
+    ("echo out; echo err >&2; exit 7", (7, "out\n", "err\n")),
+    ("printf 'a\\n\\nb'; printf 'e' >&2", (0, "a\n\nb", "e")),
+    ("exit 0", (0, "", "")),
+])
+def test_a_framed_script_reports_its_status_and_streams_under_sh(script, expected):
+    nonce = "TAOBREV" + "1" * 20
+    done_sh = subprocess.run(["sh", "-c", transport.frame(script, nonce)], capture_output=True, text=True, timeout=60)
+    assert done_sh.returncode == 0 and done_sh.stderr == ""
+    assert transport.unframe("banner\n" + done_sh.stdout + "box\n", nonce) == expected
+
+
+def test_brev_must_be_on_path(tmp_path):
+    with pytest.raises(TaoBrevError) as failed:
+        Brev(binary="brev", env={"PATH": str(tmp_path)}).path()
+    assert (failed.value.code, failed.value.message) == ("BREV_NOT_FOUND", "`brev` is not on PATH")
+    (tmp_path / "brev").write_text("#!/bin/sh\n")
+    (tmp_path / "brev").chmod(0o755)
+    assert Brev(binary="brev", env={"PATH": str(tmp_path)}).path() == str(tmp_path / "brev")
+
+
+def test_a_known_secret_never_reaches_brevs_command_line_but_the_login_token_may(monkeypatch):
+    seen = []
+    real_popen = subprocess.Popen
+    monkeypatch.setattr(transport.subprocess, "Popen", lambda argv, **kw: seen.append(argv) or real_popen(["true"], **kw))
+    ngc = CREDENTIALS["NGC_KEY"]
+    brev = Brev(binary="true", env={"PATH": "/usr/bin:/bin", "NGC_KEY": ngc, "BREV_API_TOKEN": TOKEN})
+    with pytest.raises(TaoBrevError) as failed:
+        brev._spawn(["exec", "box", f"echo {ngc}"], 30)
+    assert failed.value.code == "SECRET_IN_COMMAND" and ngc not in failed.value.message and seen == []
+    with pytest.raises(TaoBrevError):
+        brev._spawn(["login", "--token", TOKEN], 30)   # only login --token may carry the token
+    assert brev._spawn(["login", "--token", TOKEN], 30, allow=TOKEN).returncode == 0 and len(seen) == 1
+
+
+def test_a_brev_that_does_not_answer_in_time_is_transport_timeout():
+    brev = Brev(binary="sleep", env={"PATH": "/usr/bin:/bin"})
+    with pytest.raises(TransportError) as failed:
+        brev._spawn(["30"], 1)
+    assert failed.value.code == "TRANSPORT_TIMEOUT" and failed.value.message == "`brev 30` did not answer within 1 s"
+    assert failed.value.details["timeout_s"] == 1
+
+
+def test_scripts_with_a_secret_are_refused_before_brev_runs():
+    ngc = CREDENTIALS["NGC_KEY"]
+    brev = scripted_brev()
+    brev.env["NGC_KEY"] = ngc
+    with pytest.raises(TaoBrevError) as failed:
+        brev.exec("box", f"docker login -p {ngc}")
+    assert failed.value.code == "SECRET_IN_COMMAND" and ngc not in failed.value.message
+    with pytest.raises(TaoBrevError) as failed:
+        transport.refuse_secrets("export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123", "remote command for box", {})
+    assert failed.value.message == ("remote command for box holds a literal credential: line 1: HF_TOKEN=<literal> "
+                                    "(inline credential assignment)")
+    assert failed.value.details["findings"] == [{"kind": "assignment", "name": "HF_TOKEN", "line": 1,
+                                                 "message": "line 1: HF_TOKEN=<literal> (inline credential assignment)"}]
+    assert brev._spawn.calls == []
+    transport.refuse_secrets("echo $HF_TOKEN", "x", {})   # a reference is fine
+
+
+def test_exec_waits_as_long_as_the_instance_needs():
+    seen = []
+    brev = scripted_brev()
+    answer = Scripted((0, "{frame}", ""), (0, "{frame}", ""), (0, "{frame}", ""))
+    brev._spawn = lambda args, timeout, allow=None: seen.append(timeout) or answer(args, timeout)
+    brev.exec("box", "echo hi")
+    brev.exec("box", "echo hi")
+    brev.exec("box", "echo hi", timeout=5)
+    assert seen == [transport.FIRST_EXEC_TIMEOUT_S, transport.EXEC_TIMEOUT_S, 5] and brev.exec_calls == 3
+
+
+def test_the_elapsed_time_comes_from_the_injected_clock():
+    ticks = iter([10.0, 12.5])
+    brev = scripted_brev((0, "{frame}", ""))
+    brev.clock = lambda: next(ticks)
+    assert brev.exec("box", "echo hi").elapsed_s == 2.5
+
+
+def test_the_waits_come_from_the_environment_unless_given():
+    assert Brev(env={transport.BACKOFF_ENV: "1,2"}).backoff_s == (1.0, 2.0)
+    assert Brev(env={transport.BACKOFF_ENV: "1,2"}, backoff_s=(9.0,)).backoff_s == (9.0,)
+    assert Brev(env={}).backoff_s == transport.BACKOFF_S
