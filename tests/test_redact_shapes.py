@@ -196,3 +196,46 @@ def test_words_of_a_name():
     assert redact.name_words("SecretAccessKey") == ("secret", "access", "key")
     assert redact.name_words("HTTPServer2-key.v") == ("http", "server", "2", "key", "v")
     assert redact.name_words("") == () and redact.name_words(None) == ()
+
+
+# -- keys, names, objects, tails ----------------------------------------------------------------
+@pytest.mark.parametrize("key", ["auth", "Auth", "AUTH"])
+def test_dockers_auth_key_is_a_credential_key_in_any_case(key):
+    text = f'{{"auths": {{"nvcr.io": {{"{key}": "JG9hdXRodG9rZW46bnZhcGktc2VjcmV0"}}}}}}'
+    assert findings(text) == [("mapping", key, 1)]
+    assert "JG9hdXRo" not in redact.redact(text)
+    assert lint('{"author": "JG9hdXRodG9rZW46bnZhcGktc2VjcmV0"}') == []
+
+
+def test_long_names_are_shown_bounded():
+    for n, shown in ((80, None), (81, 77)):
+        name = "x" * (n - len("_password")) + "_password"
+        found = lint(f"{name}={LIT}")
+        assert [f.name for f in found] == [name if shown is None else name[:shown] + "..."]
+
+
+def test_objects_are_redacted_string_by_string_paths_gently(monkeypatch):
+    monkeypatch.delenv("NGC_KEY", raising=False)
+    env = {"NGC_KEY": "ngc-known-value-0123456789"}
+    obj = {"msg": "token=abcdefgh12345678 and ngc-known-value-0123456789", "n": 3, "ok": True, "none": None,
+           "dir": "s3://bucket/token=abcdefgh12345678/run", "list": ["token=abcdefgh12345678", 7],
+           "tuple": ("token=abcdefgh12345678", "/data/ngc-known-value-0123456789/x"),
+           "nested": {"inner": ["export HF_TOKEN=" + LIT]}}
+    want = {"msg": "token=<redacted> and <redacted>", "n": 3, "ok": True, "none": None,
+            "dir": "s3://bucket/token=abcdefgh12345678/run", "list": ["token=<redacted>", 7],
+            "tuple": ("token=<redacted>", "/data/<redacted>/x"),
+            "nested": {"inner": ["export HF_TOKEN=<redacted>"]}}
+    assert redact.redact_obj(obj, env) == want
+    many = redact.obj_redactor(env)
+    assert [many(obj), many(obj)] == [want, want] and many("plain") == "plain"
+    assert many("ngc-known-value-0123456789") == "<redacted>"
+
+
+def test_a_tail_is_the_end_of_the_text_redacted_first():
+    assert redact.tail("x" * 600) == "x" * 600
+    assert redact.tail("x" * 601) == "..." + "x" * 600
+    assert redact.tail("y" * 50, 10) == "..." + "y" * 10
+    assert redact.tail("  ") == "(no output)" and redact.tail(None) == "(no output)"
+    assert redact.tail("key hunter2hunter2 end", 600, "hunter2hunter2") == "key <redacted> end"
+    secret = "nvapi-" + body(30)
+    assert redact.tail("z" * 20 + " " + secret, 10) == "...<redacted>"   # redacted before the trim
