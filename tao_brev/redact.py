@@ -480,7 +480,7 @@ def _is_literal(value: str) -> bool:
 
 def _value_span(start: int, word: str) -> tuple[int, int]:
     """The span to replace: inside the quotes of a wholly quoted word."""
-    if len(word) > 2 and _QUOTED_RE.fullmatch(word):
+    if _QUOTED_RE.fullmatch(word):   # callers pass literals only: never an empty ""
         return start + 1, start + len(word) - 1
     return start, start + len(word)
 

@@ -239,3 +239,49 @@ def test_a_tail_is_the_end_of_the_text_redacted_first():
     assert redact.tail("key hunter2hunter2 end", 600, "hunter2hunter2") == "key <redacted> end"
     secret = "nvapi-" + body(30)
     assert redact.tail("z" * 20 + " " + secret, 10) == "...<redacted>"   # redacted before the trim
+
+
+# -- YAML scalars, references, literals ---------------------------------------------------------
+@pytest.mark.parametrize("line, redacted", [
+    ("password: Zq8literal0123  # why", "password: <redacted>  # why"),
+    ('password: "Zq8literal0123", # c', 'password: "<redacted>", # c'),
+    ("password: 'Zq8literal0123'", "password: '<redacted>'"),
+    ("password:\t \tZq8literal0123,", "password:\t \t<redacted>,"),
+    ("password: Zq8literal0123 ,", "password: <redacted> ,"),
+    ('password: "abc" junk12345', "password: <redacted>"),
+    ("password: abcdefgh", "password: <redacted>"),
+    ("- password: Zq8literal0123#not-a-comment", "- password: <redacted>"),
+])
+def test_yaml_values_are_cut_at_comments_commas_and_quotes(line, redacted):
+    assert redact.redact(line) == redacted and [f.kind for f in lint(line)] == ["mapping"]
+
+
+@pytest.mark.parametrize("line", [
+    "password: # only a comment", "password: {a: bbbbbbbbbb}", "password: [aaaaaaaaaa]", "password: ,",
+    'password: "abcdefg"', "password: 'abcdefg'", "password: abcdefg", "password: !!!!!!!!!", "password:",
+    "GOOGLE_APPLICATION_CREDENTIALS=/home/u/key.json", "password: ${oc.env:PW}", "TOKEN=${A}${B}",
+    "TOKEN=${TOKEN:?set it}",
+])
+def test_what_is_not_a_literal(line):
+    assert lint(line) == [] and redact.redact(line) == line
+
+
+@pytest.mark.parametrize("line, name", [
+    ("password: ${oc.env:PW,Zq8-literal-default}", "password"),
+    ("TOKEN=${T-Zq8-literal-default}", "TOKEN"),
+    ("TOKEN=${T:=Zq8-literal-default}", "TOKEN"),
+    ("TOKEN=${T+Zq8-literal-default}", "TOKEN"),
+])
+def test_a_literal_default_inside_a_reference_is_a_literal(line, name):
+    assert [f.name for f in lint(line)] == [name] and "Zq8-literal-default" not in redact.redact(line)
+
+
+def test_paths_in_objects_are_redacted_gently_long_texts_too():
+    path = "/data/run?token=abcdefgh12345678"
+    assert redact.redact(path) == "/data/run?token=<redacted>"
+    assert redact.redact_obj({"k": path, "m": "x " + path}) == {"k": path, "m": "x /data/run?token=<redacted>"}
+    long_uri = "s3://bucket/" + "d/" * 600 + "token=abcdefgh12345678/" + "nvapi-" + body(20)
+    assert redact.redact_uri(long_uri) == long_uri[:-26] + "<redacted>"
+    long_text = "x " * 600 + "TOKEN=abcdefgh12345678 nvapi-" + body(20)
+    assert redact.redact(long_text) == "x " * 600 + "TOKEN=<redacted> <redacted>"
+    assert [f.kind for f in lint(long_text)] == ["assignment", "token-shape"]
