@@ -285,3 +285,32 @@ def test_paths_in_objects_are_redacted_gently_long_texts_too():
     long_text = "x " * 600 + "TOKEN=abcdefgh12345678 nvapi-" + body(20)
     assert redact.redact(long_text) == "x " * 600 + "TOKEN=<redacted> <redacted>"
     assert [f.kind for f in lint(long_text)] == ["assignment", "token-shape"]
+
+
+# -- commands ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("line, redacted, name", [
+    ("docker login -u me -p Zq8literal0123 nvcr.io", "docker login -u me -p <redacted> nvcr.io", "-p"),
+    ("docker run -p 8080:80 img && docker login -p Zq8literal0123", "docker run -p 8080:80 img && docker login -p <redacted>",
+     "-p"),
+    ("mysql -u root -pZq8literal0123 db", "mysql -u root -p<redacted> db", "-p"),
+    ("sshpass -p Zq8literal0123 ssh host", "sshpass -p <redacted> ssh host", "-p"),
+    ("curl -u me:Zq8literal0123 https://x", "curl -u me:<redacted> https://x", "-u"),
+    ("curl -s -u me https://x --user you:Zq8literal0123", "curl -s -u me https://x --user you:<redacted>", "--user"),
+    ("aws configure set aws_secret_access_key Zq8literal0123", "aws configure set aws_secret_access_key <redacted>",
+     "aws_secret_access_key"),
+    ("tool --verbose --password Zq8literal0123", "tool --verbose --password <redacted>", "--password"),
+    ('["--token", "Zq8literal0123"]', '["--token", "<redacted>"]', "--token"),
+    ("A=os.getenv('X') PASSWORD=Zq8literal0123", "A=os.getenv('X') PASSWORD=<redacted>", "PASSWORD"),
+    ("PASSWORD=os.getenv('X') TOKEN=Zq8literal0123", "PASSWORD=os.getenv('X') TOKEN=<redacted>", "TOKEN"),
+])
+def test_credentials_on_command_lines(line, redacted, name):
+    assert redact.redact(line) == redacted and [f.name for f in lint(line)] == [name]
+
+
+@pytest.mark.parametrize("line", [
+    "docker run -p 8080:80 -p 127.0.0.1:9000:9000/tcp img", "mysql -p db", "curl -u me https://x",
+    "curl https://x -u me:short", "PASSWORD=os.getenv('X')", "TOKEN=vault.read(path)", "tool --password -",
+    "aws configure set region Zq8literal0123", "docker build --secret id=npm,src=/run/npmrc .",
+])
+def test_commands_without_a_literal_credential(line):
+    assert lint(line) == []
