@@ -10,7 +10,8 @@ tests, minus the tests carrying the module's exclude_markers), runs `mutmut run`
 with ONE worker under `nice -n 15`, then prints per module:
   score = killed / (mutants - equivalents), and every surviving mutant with its diff.
 Killed counts mutmut's "killed" and "timeout"; "survived", "no tests" (no focused test
-reaches the function) and "suspicious" count as not killed.
+reaches the function), "suspicious" and "not checked" (an interrupted run) count as not
+killed; an interrupted run also prints the score of the mutants it checked.
 
 Equivalent mutants (they cannot change behaviour) are listed in dev/mutation_equivalents.toml
 as [[equivalent]] tables: module, function, the mutant's changed lines (`change`, as printed
@@ -174,24 +175,34 @@ def score(module, where, equivalents):
             used.add(match)
             equivalent.append(dict(entry, reason=mine[match]["reason"]))
     counted = len(status) - len(equivalent)
+    unchecked = sum(s["status"] == "not checked" for s in survivors)
+    checked = counted - unchecked
     return {
         "module": module,
         "mutants": len(status),
         "killed": len(killed),
         "equivalent": equivalent,
         "survivors": survivors,
+        "not_checked": unchecked,
         "stale_equivalents": [e for i, e in enumerate(mine) if i not in used],
         "score": round(100.0 * len(killed) / counted, 1) if counted else 100.0,
+        # an interrupted run: the score of the mutants it did check
+        "score_checked": round(100.0 * len(killed) / checked, 1) if checked else None,
     }
 
 
 def print_report(reports):
-    print("%-14s %8s %7s %11s %9s %7s" % ("module", "mutants", "killed", "equivalent", "survived", "score"))
+    print("%-14s %8s %7s %11s %9s %12s %7s" % ("module", "mutants", "killed", "equivalent", "survived",
+                                               "not checked", "score"))
     for r in reports:
-        print("%-14s %8d %7d %11d %9d %6.1f%%" % (r["module"], r["mutants"], r["killed"], len(r["equivalent"]),
-                                                  len(r["survivors"]), r["score"]))
+        partial = (" (%.1f%% of those checked)" % r["score_checked"]) if r["not_checked"] else ""
+        print("%-14s %8d %7d %11d %9d %12d %6.1f%%%s" % (
+            r["module"], r["mutants"], r["killed"], len(r["equivalent"]), len(r["survivors"]) - r["not_checked"],
+            r["not_checked"], r["score"], partial))
     for r in reports:
         for s in r["survivors"]:
+            if s["status"] == "not checked":
+                continue
             print("\nSURVIVED (%s) %s\n%s" % (s["status"], s["mutant"], s["change"]))
         for e in r["equivalent"]:
             print("\nequivalent %s: %s\n%s" % (e["mutant"], e["reason"], e["change"]))
