@@ -416,3 +416,10 @@ def test_a_vm_stop_message_in_full():
 
 def test_an_nvcr_refusal_without_a_login_is_not_authenticated_by_default():
     assert registry_error_code("unauthorized: authentication required", "nvcr.io") == "NGC_NOT_AUTHENTICATED"
+
+
+def test_the_facts_read_from_no_container_and_from_a_state_without_a_status():
+    assert docker_state.row_for(None) == (docker_state.STATE_ROWS[0], docker_state.Facts("none", None, False, ""))
+    row, facts = docker_state.row_for({"ExitCode": 0})
+    assert (row.status, facts) == ("*", docker_state.Facts("", 0, False, ""))
+    assert from_inspect(None).message == "no such container on the instance (removed, or never launched)"

@@ -449,3 +449,27 @@ def test_path_answers_in_full_and_only_slashes_are_trimmed():
         with pytest.raises(TaoBrevError) as failed:
             remote.rpath(path)
         assert failed.value.message == message
+
+
+def test_a_plan_shows_the_script_readably_and_loses_nothing_but_the_files_body():
+    run = run_spec(mounts=(("~/data/coco", "/data/coco", True),))
+    script = remote.submit_script(run, "a: 1\nb: 2\nc: 3\n")
+    lines = remote.readable_lines(script)
+    original = script.splitlines()
+    start = next(i for i, ln in enumerate(original) if "<<'TAO_EOF_" in ln)
+    delim = original[start].split("<<'")[1].split("'")[0]
+    assert lines[start:start + 3] == [original[start], "    ... 3 line(s) of the file's content (as sent, byte for byte) ...",
+                                      delim]
+    assert "a: 1" not in lines and lines[:start] == original[:start]
+    run_at = lines.index("docker run \\")
+    broken = lines[run_at:]
+    assert all(ln.endswith(" \\") for ln in broken[:-1]) and all(ln.startswith("    ") for ln in broken[1:])
+    assert " ".join(ln.strip().rstrip("\\").strip() for ln in broken) == original[-1]
+    assert broken[1:3] == ["    -d \\", "    --name dino-train-abc123 \\"]
+    rest = [ln for ln in original[start + 5:-1]]
+    assert lines[start + 3:run_at] == rest
+    short = "docker run -d x"
+    assert remote.readable_lines(short + "\necho hi") == [short, "echo hi"]
+    assert remote.readable_lines("cat > f <<'TAO_EOF_0a'\nx\n") == ["cat > f <<'TAO_EOF_0a'",
+                                                                    "    ... 1 line(s) of the file's content (as sent, "
+                                                                    "byte for byte) ...", "TAO_EOF_0a"]
