@@ -42,6 +42,8 @@ _bootstrap.setup(needs=(), json_answer=False)   # the standard library is enough
 
 import argparse  # noqa: E402
 
+from tao_brev.cli import help_formatter  # noqa: E402  (argparse's own, without its shutil import)
+
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 STDIN = "-"
 _PARAGRAPHS = __doc__.strip().split("\n\n")  # title, usage (argparse prints its own), the rest
@@ -59,7 +61,7 @@ def _read(name: str) -> tuple[str, str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="redact_secrets.py", description=_PARAGRAPHS[0],
-        epilog="\n\n".join(_PARAGRAPHS[2:]), formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog="\n\n".join(_PARAGRAPHS[2:]), formatter_class=help_formatter)
     parser.add_argument("mode", choices=("lint", "redact"))
     parser.add_argument("files", nargs="*", metavar="FILE", help="files to read; stdin if none or '-'")
     args = parser.parse_args(argv)

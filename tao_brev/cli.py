@@ -30,16 +30,33 @@ if TYPE_CHECKING:   # the rest is imported where used: --help and light commands
 
 
 class JsonArgumentParser(argparse.ArgumentParser):
-    """argparse that reports bad input as BAD_ARGUMENT (exit 2) in JSON."""
+    """argparse that reports bad input as BAD_ARGUMENT (exit 2) in JSON; help laid out by
+    :func:`help_formatter` (sub-parsers too)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", help_formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):  # noqa: D401 - argparse API
         raise TaoBrevError("BAD_ARGUMENT", f"{self.prog}: {message}",
                            f"Run {self.prog} --help for the accepted flags.")
 
 
+def help_formatter(prog: str) -> argparse.HelpFormatter:
+    """argparse's raw-description formatter at ``$COLUMNS`` (default 80) minus 2 columns, which is
+    what argparse itself picks when stdout is not a terminal (an agent's pipe) - without the
+    ``shutil`` import (bz2, lzma, ...) its terminal-size lookup costs every ``--help``."""
+    import os
+
+    try:
+        columns = int(os.environ.get("COLUMNS", "80"))
+    except ValueError:
+        columns = 80
+    return argparse.RawDescriptionHelpFormatter(prog, width=max(columns, 40) - 2)
+
+
 def parser(prog: str, doc: str) -> JsonArgumentParser:
-    return JsonArgumentParser(prog=prog, description=doc, allow_abbrev=False,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    return JsonArgumentParser(prog=prog, description=doc, allow_abbrev=False, formatter_class=help_formatter)
 
 
 def say(message: str) -> None:

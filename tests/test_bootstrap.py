@@ -235,7 +235,8 @@ def test_the_start_of_every_script_compiles_on_old_pythons(version):
 # verbs: these are imported by main() once the arguments are read.
 NOT_FOR_HELP = ("tao_brev.verbs", "tao_brev.staging", "tao_brev.storage", "tao_brev.transport",
                 "tao_brev.known_secrets", "tao_brev.docker_state", "tao_brev.progress", "boto3", "botocore",
-                "jsonschema", "yaml", "dataclasses", "typing", "tempfile")
+                "jsonschema", "yaml", "dataclasses", "typing", "tempfile",
+                "shutil")   # argparse loads shutil (bz2, lzma) for the terminal width: cli.help_formatter does not
 
 
 def _imported(*argv: str, **env: str) -> set[str]:
