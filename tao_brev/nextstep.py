@@ -266,4 +266,15 @@ def orphans(answer: dict, code: int, argv: list[str]) -> dict:
     if answer.get("orphans") and "--delete" not in argv:
         return _set(answer, None, "no orphan this bundle owns: deleting one of its reused instances is your "
                                   "choice - teardown.py --orphans --delete --instance with its name")
-    return _set(answer, None, "nothing billing for nothing is left to delete by this bundle")
+    return _set(answer, None, orphans_note(answer))
+
+
+def orphans_note(answer: dict) -> str:
+    """What is left after ``--orphans [--delete]``: true of every instance the answer lists."""
+    deleted = answer.get("deleted") or []
+    left = [o["instance"] for o in answer.get("orphans") or [] if not o.get("deleted")]
+    done = f"deleted {', '.join(deleted)}; " if deleted else ""
+    if not left:
+        return done + "no orphan is left: nothing of this bundle's bills for nothing"
+    return (done + f"still idle and billing: {', '.join(left)} (not this bundle's to delete unasked: its reason "
+            "says why; after saving what is on it, teardown.py --orphans --delete --instance NAME deletes one)")

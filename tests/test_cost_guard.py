@@ -214,6 +214,9 @@ def test_orphans_are_listed_and_only_ours_deleted_only_when_asked(guard):
 
     deleted = guard.run("teardown.py", "--orphans", "--delete", schema="teardown")
     assert deleted.code == 0 and deleted.json["deleted"] == ["eph"], deleted
+    # what is left is named, never "nothing bills" while idle instances still run
+    assert deleted.json["next"] is None and deleted.json["next_note"].startswith(
+        "deleted eph; still idle and billing: box, dev ("), deleted.json["next_note"]
     assert [guard.exists(n) for n in ("eph", "box", "dev", "busy", "parked")] == [False, True, True, True, True]
 
     foreign = guard.run("teardown.py", "--orphans", "--delete", "--instance", "dev", schema="teardown")
@@ -222,6 +225,7 @@ def test_orphans_are_listed_and_only_ours_deleted_only_when_asked(guard):
 
     named = guard.run("teardown.py", "--orphans", "--delete", "--instance", "box", schema="teardown")
     assert named.code == 0 and named.json["deleted"] == ["box"] and not guard.exists("box"), named
+    assert named.json["next_note"].startswith("deleted box; still idle and billing: dev ("), named.json
     assert [c["argv"] for c in guard.brev_calls("delete")] == [["delete", "eph"], ["delete", "box"]]
 
 
