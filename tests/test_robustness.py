@@ -477,6 +477,23 @@ def test_ordinary_training_output_is_not_a_failure(text):
     assert classify_logs(text) is None
 
 
+def test_all_lists_the_jobs_that_need_action_first(world):
+    """--all puts ended / failed jobs before quiet RUNNING ones, so an answer cut to its size
+    bound drops the quiet ones first."""
+    def submitted(spec: dict) -> str:
+        sub = world.submit("--share-gpus", spec=world.spec(spec))   # several jobs on one instance
+        assert sub.code == 0, sub
+        return sub.json["job_id"]
+
+    running = [submitted({"hang": True, "epoch_seconds": 0.01}) for _ in range(3)]
+    failed = submitted({"exit_code": 3, "epoch_seconds": 0.01})
+    world.sim.wait_container("box", failed)
+    res = world.run("poll_status.py", "--all")
+    order = [j["job_id"] for j in res.json["jobs"]]
+    assert order == [failed, *sorted(running)], res.json
+    assert res.json["jobs"][0]["state"] == "ERROR"
+
+
 def test_failed_jobs_carry_their_failure_class_in_status_and_record(world):
     lines = {"infra": "RuntimeError: CUDA error: GPU has fallen off the bus",
              "oom": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",

@@ -506,6 +506,13 @@ def _from_probe(job_id: str, probe) -> JobState:
     return from_inspect(state, probe.tail or "")   # the log tail refines an ERROR's hint
 
 
+def _needs_action(job: dict) -> bool:
+    """A job the reader must act on (ended, lost, failed to answer, stalled): listed first, so an
+    answer cut to its size bound (``answer_cut``) drops quiet RUNNING/PENDING jobs before these."""
+    return (not job.get("ok") or job.get("stalled") is True
+            or job.get("state") not in ("RUNNING", "PENDING"))
+
+
 def poll_all(ctx: Context) -> tuple[dict, int]:
     """``--all``: every unfinished Brev job in the record store, polled once.
 
@@ -518,6 +525,7 @@ def poll_all(ctx: Context) -> tuple[dict, int]:
     closes it (it may hide a job that still bills), never skipped - and never a
     failure of the other jobs. Exit 0 when every job answered; else the worst
     class among the failures: 3 (the backend could not be reached), 2, 1.
+    Jobs that need action come first (:func:`_needs_action`), then by job id.
     """
     from ..record_index import live_records
 
@@ -536,7 +544,7 @@ def poll_all(ctx: Context) -> tuple[dict, int]:
     quarantined = [_quarantined_entry(ctx, entry) for entry in ctx.records.quarantined_entries()]
     if ids:
         ctx.brev.path()   # BREV_NOT_FOUND: the whole answer is exit 3, not one error per job
-    jobs = sorted(jobs + poll_many(ctx, ids), key=lambda a: a["job_id"])
+    jobs = sorted(jobs + poll_many(ctx, ids), key=lambda a: (not _needs_action(a), a["job_id"]))
     extra = {"quarantined": quarantined} if quarantined else {}
     failed = [j for j in jobs if not j.get("ok")]
     if not failed:
