@@ -70,6 +70,13 @@ def collect(env: dict, names: list[str] | tuple[str, ...]) -> dict[str, str]:
     for name, value in values.items():
         if "\n" in value or "\r" in value:
             raise TaoBrevError("BAD_ARGUMENT", f"the value of {name} holds a newline; docker --env-file cannot carry it")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:   # os.environ's PEP 383 surrogates: bytes that are not UTF-8
+            raise TaoBrevError("BAD_ARGUMENT", f"the value of {name} is not UTF-8 text; docker --env-file refuses "
+                               "such a file (docker/cli opts/file.go: 'contains invalid utf8 bytes', and that "
+                               "error prints the line's bytes)",
+                               f"Export {name} as UTF-8 text (e.g. its base64), then submit again") from None
     return values
 
 
@@ -104,7 +111,7 @@ def push(brev: Brev, instance: str, label: str, content: str) -> RemoteSecretFil
         os.rename(unnamed, os.path.join(local_dir, OWNER))
         local = os.path.join(local_dir, "cred")
         fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(content)
         # scp's remote side is relative to the home directory: "NAME:.tao-cred-..."
         brev.copy(local, f"{instance}:{remote.path[2:]}")

@@ -145,8 +145,17 @@ def _lower_escapes(text: str) -> str:
     return re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), text)
 
 
+def _bytes(text: str) -> bytes:
+    """The bytes a value stands for: os.environ decodes bytes that are not UTF-8 to lone
+    surrogates (PEP 383 ``surrogateescape``), which give the original bytes back."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:   # a surrogate PEP 383 never makes (e.g. from JSON's \ud800)
+        return text.encode("utf-8", "surrogatepass")
+
+
 def _b64(text: str) -> str:
-    return base64.b64encode(text.encode("utf-8", "surrogatepass")).decode()
+    return base64.b64encode(_bytes(text)).decode()
 
 
 @lru_cache(maxsize=512)
@@ -161,8 +170,12 @@ def encodings(value: str, name: str = "") -> tuple[tuple[str, str], ...]:
 
     add(value, "verbatim")
     add(value.strip(), "verbatim")
+    raw = _bytes(value)
+    if raw.decode("utf-8", "replace") != value:   # not UTF-8: how a reader that is not PEP 383 shows it
+        add(raw.decode("utf-8", "replace"), "verbatim")
+        add(raw.decode("latin-1"), "verbatim")
     for safe in ("", "/"):
-        for encoded in (quote(value, safe=safe), quote_plus(value, safe=safe)):
+        for encoded in (quote(raw, safe=safe), quote_plus(raw, safe=safe)):
             add(encoded, "URL-encoded")
             add(_lower_escapes(encoded), "URL-encoded")
     for ascii_only in (True, False):
@@ -176,7 +189,7 @@ def encodings(value: str, name: str = "") -> tuple[tuple[str, str], ...]:
     encoded = _b64(value)
     add(encoded, "base64")
     add(encoded.rstrip("="), "base64")
-    urlsafe = base64.urlsafe_b64encode(value.encode("utf-8", "surrogatepass")).decode()
+    urlsafe = base64.urlsafe_b64encode(raw).decode()
     add(urlsafe, "base64")
     add(urlsafe.rstrip("="), "base64")
     user = LOGIN_USERS.get(name)

@@ -4,10 +4,12 @@ private state on disk."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import stat
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -240,3 +242,36 @@ def test_one_redactor_per_answer_redacts_as_redact_text_does(monkeypatch):
     obj = {"message": strings[2], "results_dir": "/data/token=v1/run", "n": [1, None, ("a", strings[2])]}
     assert redact.redact_obj(obj) == {"message": "key <redacted>", "results_dir": "/data/token=v1/run",
                                       "n": [1, None, ("a", "key <redacted>")]}
+
+
+# -- a value that is not UTF-8 (os.environ holds its bytes as PEP 383 surrogates) -------------
+RAW = b"p\xe4ssw\xf6rd-latin1-Qz7/+"
+
+
+def raw_forms() -> dict[str, str]:
+    return {"latin-1": RAW.decode("latin-1"), "replaced": RAW.decode("utf-8", "replace"),
+            "url": quote(RAW, safe=""), "base64": base64.b64encode(RAW).decode()}
+
+
+def test_a_credential_that_is_not_utf8_answers_and_stays_a_known_value(world):
+    """A Latin-1 password in a credential-named variable: every script still answers one JSON
+    document (no traceback), and a job given it by --env has it redacted in every form."""
+    value = os.fsdecode(RAW)
+    for script, args in [("poll_status.py", ["--all"]), ("teardown.py", ["--orphans"]),
+                         ("tao_job_record.py", ["list", "--json"]), ("preflight.py", ["--instance", "box"])]:
+        res = world.run(script, *args, MY_DB_PASSWORD=value)
+        assert res.code in (0, 1, 2, 3) and "Traceback" not in res.stderr, (script, res)
+        json.loads(res.stdout)
+    # docker --env-file refuses bytes that are not UTF-8 (docker/cli opts/file.go) and its error prints
+    # them: submit refuses such a value itself, before anything is sent, naming it only
+    execs = world.sim.exec_count()
+    sub = world.submit("--env", "MY_DB_PASSWORD", MY_DB_PASSWORD=value)
+    assert sub.code == 2 and sub.json["error"]["code"] == "BAD_ARGUMENT", sub
+    assert "MY_DB_PASSWORD is not UTF-8" in sub.json["error"]["message"] and world.sim.exec_count() == execs
+    assert [how for how, form in raw_forms().items() if form in sub.stdout + sub.stderr] == []
+
+
+def test_a_value_that_is_not_utf8_is_redacted_in_the_forms_a_reader_shows_it():
+    value = os.fsdecode(RAW)
+    text = " | ".join(raw_forms().values()) + " | " + value
+    assert known_secrets.redact_text(text, {"MY_DB_PASSWORD": value}) == " | ".join(["<redacted>"] * 5)

@@ -221,3 +221,4 @@ def test_docker_store_is_the_only_residual_and_it_goes_with_the_container(world,
     assert before and all(line.startswith(rel + "/") for line in before), before   # config (env) and logs only
     assert not flow["container_dir"].exists()
     assert tree_leaks(world["sim"].world.instance_dir(BOX)) == []                    # job dir, results, cred files
+
