@@ -144,7 +144,56 @@ def emit(result: dict) -> None:
     from . import redact
     from .logcap import cap_answer
 
-    pipes.write_stdout(json.dumps(cap_answer(redact.redact_obj(result)), indent=2, default=str) + "\n")
+    pipes.write_stdout(json.dumps(cap_answer(redact.redact_obj(withhold_job_output(result))), indent=2,
+                                  default=str) + "\n")
+
+
+WITHHELD = "[tao-brev: withheld: the job was given {names} by --env and this shell has not their values: " \
+           "its output cannot be redacted]"
+OWN_EVIDENCE = ("ExitCode=", "OOMKilled=", "State.Error=")   # docker's facts, not the job's output
+
+
+def withhold_job_output(answer: dict) -> dict:
+    """``answer`` without the text a job printed (``logs``, log lines in a hint's ``evidence``,
+    a stall's ``last_log_line``/``evidence``, the status file's ``message``) when a job's
+    ``--env`` name has no value in this process (:func:`known_secrets.unset_watched`): redaction
+    rests on the values, so text that may hold unknown ones is never printed. ``withheld``
+    names the variables; exporting them (the same values) and running again shows it all."""
+    from . import known_secrets
+
+    names = known_secrets.unset_watched()
+    if not names or not isinstance(answer, dict):
+        return answer
+    notice = WITHHELD.format(names=", ".join(names))
+    found = []
+
+    def walk(obj, parent: str = ""):
+        if isinstance(obj, list):
+            return [walk(item, parent) for item in obj]
+        if not isinstance(obj, dict):
+            return obj
+        out = {}
+        for key, value in obj.items():
+            if key == "logs" and isinstance(value, str) and value:
+                out[key], _ = notice, found.append(key)
+            elif key == "evidence" and isinstance(value, list):
+                kept = [v for v in value if isinstance(v, str) and v.startswith(OWN_EVIDENCE)]
+                out[key] = kept + ([notice] if len(kept) < len(value) else [])
+                if len(kept) < len(value):
+                    found.append(key)
+            elif (parent == "stall" and key in ("last_log_line", "evidence") and isinstance(value, str)) or \
+                    (parent == "progress" and key == "message" and isinstance(value, str)):
+                out[key], _ = notice[:280], found.append(key)
+            else:
+                out[key] = walk(value, key)
+        return out
+
+    result = walk(answer)
+    if found:
+        result["withheld"] = {"names": names, "fields": sorted(set(found)),
+                              "fix": f"export {' '.join(names)} (the values the job was given) in the shell that "
+                                     "runs this script, then run it again"}
+    return result
 
 
 def emit_stream(head: dict, key: str, items: Iterable) -> None:

@@ -96,6 +96,14 @@ def watch(names: Iterable[str] | None) -> None:
     _LAST.clear()
 
 
+def unset_watched(env: Mapping[str, str] | None = None) -> list[str]:
+    """The watched ``--env`` names whose value this process cannot know (unset or empty in its
+    environment and in the observed ones): text a job printed may hold those values, and
+    nothing here can find them. Sorted."""
+    envs = [env] if env is not None else [os.environ, *_observed]
+    return sorted(n for n in _watched if not any(source.get(n) for source in envs))
+
+
 def reset() -> None:
     """Forget observed environments and watched names (tests)."""
     _observed.clear()

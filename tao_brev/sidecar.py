@@ -68,6 +68,12 @@ class SidecarStore:
         path = self.logs_path(job_id)
         self._dir(path.parent)
         self.load(job_id)   # the job's --env names: their values are redacted too
+        from . import known_secrets
+
+        missing = known_secrets.unset_watched()
+        if missing:   # values this process does not know cannot be redacted: the text is not kept
+            text = (f"[tao-brev: the log was not saved: the job was given {', '.join(missing)} by --env and "
+                    "the shell that ran teardown had not their values, so it could not be redacted]\n")
         atomic_write_text(path, redact.redact_values(redact.redact(text)))
         return path
 

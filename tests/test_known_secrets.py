@@ -275,3 +275,30 @@ def test_a_value_that_is_not_utf8_is_redacted_in_the_forms_a_reader_shows_it():
     value = os.fsdecode(RAW)
     text = " | ".join(raw_forms().values()) + " | " + value
     assert known_secrets.redact_text(text, {"MY_DB_PASSWORD": value}) == " | ".join(["<redacted>"] * 5)
+
+
+def test_a_later_shell_without_the_env_values_never_prints_the_job_output(world):
+    """Redaction rests on the values: a poll or teardown from a shell that lacks a job's --env
+    values withholds what the job printed (logs, log evidence, the saved log) and says which
+    variables to export; with them exported, the same poll shows the logs, redacted."""
+    value = "mRq4/Zt+8sYp2Wn6Kv0Lb5Gh-later"
+    spec = world.spec({"print_env": ["DATASET_MIRROR_CFG"], "exit_code": 3, "epoch_seconds": 0.01})
+    sub = world.submit("--env", "DATASET_MIRROR_CFG", spec=spec, DATASET_MIRROR_CFG=value)
+    assert sub.code == 0, sub
+    job_id = sub.json["job_id"]
+    world.sim.wait_container("box", job_id)
+    forms = (value, quote(value, safe=""), base64.b64encode(value.encode()).decode())
+
+    later = world.run("poll_status.py", job_id, "--logs", "50")            # a new shell: no value
+    assert later.json["state"] == "ERROR" and later.json["withheld"]["names"] == ["DATASET_MIRROR_CFG"], later
+    assert "withheld" in later.json["logs"] and "logs" in later.json["withheld"]["fields"]
+    assert all(line.startswith(("ExitCode=", "OOMKilled=", "State.Error=", "[tao-brev: withheld"))
+               for line in later.json["hint"]["evidence"]), later.json["hint"]
+    same = world.run("poll_status.py", job_id, "--logs", "50", DATASET_MIRROR_CFG=value)
+    assert "withheld" not in same.json and "<redacted>" in same.json["logs"], same
+    down = world.run("teardown.py", job_id)                                 # saves the log: not without the value
+    assert down.code == 0, down
+    saved = world.run("poll_status.py", job_id, "--logs", "50", DATASET_MIRROR_CFG=value)
+    assert "the log was not saved" in saved.json["logs"], saved.json
+    for res in (later, same, down, saved):
+        assert not any(form in res.stdout + res.stderr for form in forms)
