@@ -89,14 +89,25 @@ NO_MODULES = "DEPENDENCIES_MISSING"               # tao_brev.errors.CODES (exit 
 EXIT_UNREACHABLE = 3
 
 
+def _findable(name):
+    """importlib.util.find_spec(name) is not None, for a top-level name, without importing
+    importlib.util (on Python 3.9 it loads typing: a cost on every start, --help included)."""
+    if name in sys.modules:
+        return True
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is not None and find(name, None) is not None:
+            return True
+    return False
+
+
 def _problem(needs):
     """(error code, why this interpreter cannot run the script), or None if it can."""
     version = "%d.%d" % sys.version_info[:2]
     if sys.version_info[:2] < MIN_PYTHON:
         return OLD_PYTHON, "Python %s (%s) started this script; the bundle needs Python >= %d.%d" % (
             (version, sys.executable) + MIN_PYTHON)
-    import importlib.util
-    missing = [name for name in needs if importlib.util.find_spec(name) is None]
+    missing = [name for name in needs if not _findable(name)]
     if missing:
         return NO_MODULES, "Python %s (%s) lacks the module(s) %s" % (version, sys.executable, ", ".join(missing))
     return None
