@@ -50,6 +50,12 @@ class _Reader:
     def peek(self, n=1):
         return self.text[self.pos:self.pos + n]
 
+    def expect(self, token, what):
+        """Step over ``token`` here, or fail with ``what``."""
+        if self.peek(len(token)) != token:
+            self.fail(what)
+        self.pos += len(token)
+
     def skip_space(self, newlines=False, comments=False):
         chars = " \t\r\n" if newlines else " \t"
         while self.pos < len(self.text):
@@ -185,9 +191,7 @@ class _Reader:
             return table
         while True:
             parts = self.key()
-            if self.peek() != "=":
-                self.fail("expected '='")
-            self.pos += 1
+            self.expect("=", "expected '='")
             self.skip_space()
             _assign(table, parts, self.value(), self.fail)
             self.skip_space()
@@ -208,9 +212,7 @@ class _Reader:
             if self.peek(2) == "[[":
                 self.pos += 2
                 parts = self.key()
-                if self.peek(2) != "]]":
-                    self.fail("expected ']]'")
-                self.pos += 2
+                self.expect("]]", "expected ']]'")
                 array = _walk(root, parts[:-1], self.fail).setdefault(parts[-1], [])
                 if not isinstance(array, list):
                     self.fail("%s is not an array of tables" % ".".join(parts))
@@ -219,15 +221,11 @@ class _Reader:
             elif self.peek() == "[":
                 self.pos += 1
                 parts = self.key()
-                if self.peek() != "]":
-                    self.fail("expected ']'")
-                self.pos += 1
+                self.expect("]", "expected ']'")
                 table = _walk(root, parts, self.fail)
             else:
                 parts = self.key()
-                if self.peek() != "=":
-                    self.fail("expected '=' after a key")
-                self.pos += 1
+                self.expect("=", "expected '=' after a key")
                 self.skip_space()
                 _assign(table, parts, self.value(), self.fail)
             self.end_of_line()
