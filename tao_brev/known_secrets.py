@@ -20,10 +20,15 @@ mapping a caller passes.
 
 Every value is searched in each common encoding (:func:`encodings`):
 verbatim; URL-encoded with upper- or lower-case escapes, with or without
-``/`` kept, ``+`` for blanks or not; JSON-escaped (``\\/`` too) and
-Python-repr escaped; base64 of the value, and base64 of ``user:value`` for the
+``/`` kept, ``+`` for blanks or not, and percent-encoded byte by byte
+(``%41%42``, either case); JSON-escaped (``\\/`` too) and Python-repr
+escaped; base64 (padded or not), base64url (padded or not), base32 (padded
+or not, either case), hex (either case); and base64 of ``user:value`` for the
 login the bundle builds (``$oauthtoken:NGC_KEY``, what ``docker login``
-stores). Values shorter than :data:`MIN_VALUE_LENGTH` are never searched as
+stores). A spec or override is also checked after parsing
+(:func:`refuse_parsed`): every key and string YAML or the override grammar
+decodes, so an escape, a line continuation or a quoting the raw text hides
+is still found. Values shorter than :data:`MIN_VALUE_LENGTH` are never searched as
 free text (too many false hits); ``submit.py`` refuses such short values for
 its ``--env`` names and the bundle's own credentials instead
 (:func:`refuse_short`).
@@ -37,6 +42,7 @@ Inbound (JSON answers, stderr, records, sidecars, saved logs):
 from __future__ import annotations
 
 import base64
+import bisect
 import html
 import json
 import os
@@ -60,6 +66,13 @@ LOGIN_USERS = {"NGC_KEY": "$oauthtoken", "NGC_API_KEY": "$oauthtoken"}
 _ENV_LAST_WORDS = frozenset({"key", "pwd", "pass", "passcode", "auth", "pat", "dsn", "sas", "cookie", "hmac",
                              "salt", "pin"})
 _ENV_ANY_WORDS = frozenset({"webhook", "webhooks"})   # SLACK_WEBHOOK_URL: the URL is the secret
+# A last word that says how the value is written, not what it is (``HF_TOKEN_B64``,
+# ``GITHUB_TOKEN_BASE64``, ``MY_SECRET_JSON``, ``signingKeyPem``): the name without it decides.
+# After ``_``, ``-``, ``.`` or at a camelCase step; never FILE/PATH/DIR (a path names a file).
+_FORMAT_SUFFIX_RE = lazy_re.compile(
+    r"(?:[_.\-]+|(?<=[a-z0-9])(?=[A-Z]))(?i:base64url|base64|b64url|b64|base32|b32|base58|b58|base85|b85|"
+    r"hex|json|yaml|yml|toml|xml|ini|pem|der|crt|jwk|jwt|p12|pfx|pkcs12|raw|enc|encoded|encrypted|txt|text|"
+    r"str|string|bin|binary|gz|gzip|asc|armored|armor|utf8|ascii|plain|plaintext|value|val|data)$")
 # A URL with a password in an environment value (DATABASE_URL=postgres://u:PASSWORD@h/db): the password is known.
 _URL_PASSWORD_RE = lazy_re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:(?P<password>[^\s/@]+)@")
 
@@ -70,8 +83,10 @@ _watched: set[str] = set()                # --env names: secret whatever their n
 def is_credential_env_name(name: str) -> bool:
     """True for the bundle's credential variables and every name that looks
     like a credential: ``HF_TOKEN``, ``clientSecret``, ``PGPASSWORD``,
-    ``KAGGLE_KEY``, ``MYSQL_PWD``, ``AZURE_STORAGE_CONNECTION_STRING``; not
-    ``AWS_SHARED_CREDENTIALS_FILE``, ``SSH_AUTH_SOCK``, ``KEY``."""
+    ``KAGGLE_KEY``, ``MYSQL_PWD``, ``AZURE_STORAGE_CONNECTION_STRING``, and
+    such a name followed by a word saying how the value is written
+    (``HF_TOKEN_B64``, ``GITHUB_TOKEN_BASE64``, ``MY_SECRET_JSON``,
+    ``signingKeyPem``); not ``AWS_SHARED_CREDENTIALS_FILE``, ``SSH_AUTH_SOCK``, ``KEY``."""
     return _is_credential_env_name(name) if isinstance(name, str) else False
 
 
@@ -80,7 +95,10 @@ def _is_credential_env_name(name: str) -> bool:
     if name in redact.SECRET_ENV_NAMES or redact.is_secret_name(name):
         return True
     words = redact.name_words(name)
-    return (len(words) >= 2 and words[-1] in _ENV_LAST_WORDS) or any(w in _ENV_ANY_WORDS for w in words)
+    if (len(words) >= 2 and words[-1] in _ENV_LAST_WORDS) or any(w in _ENV_ANY_WORDS for w in words):
+        return True
+    bare = _FORMAT_SUFFIX_RE.sub("", name)   # HF_TOKEN_B64 -> HF_TOKEN (once per call: JSON_B64 peels twice)
+    return bool(bare) and bare != name and _is_credential_env_name(bare)
 
 
 def observe_env(env: Mapping[str, str]) -> None:
@@ -198,8 +216,17 @@ def encodings(value: str, name: str = "") -> tuple[tuple[str, str], ...]:
     add(encoded, "base64")
     add(encoded.rstrip("="), "base64")
     urlsafe = base64.urlsafe_b64encode(raw).decode()
-    add(urlsafe, "base64")
-    add(urlsafe.rstrip("="), "base64")
+    add(urlsafe, "base64url")
+    add(urlsafe.rstrip("="), "base64url")
+    b32 = base64.b32encode(raw).decode()
+    for form in (b32, b32.rstrip("=")):
+        add(form, "base32")
+        add(form.lower(), "base32")
+    add(raw.hex(), "hex")
+    add(raw.hex().upper(), "hex")
+    every = "".join(f"%{b:02X}" for b in raw)   # every byte escaped (``%41%42``), not only the unsafe ones
+    add(every, "percent-encoded")
+    add(every.lower(), "percent-encoded")
     user = LOGIN_USERS.get(name)
     if user:
         add(_b64(f"{user}:{value}"), "base64 login")
@@ -208,7 +235,32 @@ def encodings(value: str, name: str = "") -> tuple[tuple[str, str], ...]:
 
 @lru_cache(maxsize=32)
 def _pattern(forms: tuple[str, ...]) -> re.Pattern | None:
-    return re.compile("|".join(map(re.escape, forms))) if forms else None
+    """One regex matching the longest of ``forms`` at the leftmost place, as a trie
+    (``(?:ab(?:c|d)|x...)``): the engine tries each first character once instead of
+    every form at every position (about 2x faster than a flat alternation of 15 forms a value)."""
+    if not forms:
+        return None
+    root: dict = {}
+    for form in forms:
+        node = root
+        for char in form:
+            node = node.setdefault(char, {})
+        node[""] = {}   # a form ends here
+    return re.compile(_trie_source(root))
+
+
+def _trie_source(node: dict) -> str:
+    parts = []
+    for char in sorted(c for c in node if c):
+        run, child = [char], node[char]
+        while len(child) == 1 and "" not in child:   # a chain of single children: one literal
+            (char, child), = child.items()
+            run.append(char)
+        parts.append(re.escape("".join(run)) + _trie_source(child))
+    if not parts:
+        return ""
+    body = parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+    return f"(?:{body})?" if "" in node else body   # greedy: the longer form first
 
 
 # The index of the last call without an explicit env, with copies of what it was built from:
@@ -298,6 +350,83 @@ def refuse(text: str, where: str, env: Mapping[str, str] | None = None) -> None:
                            "never write its value into a spec, an override or a name.",
                            findings=[{"kind": "known-value", "name": n, "encoding": h, "line": ln}
                                      for n, h, ln in hits])
+
+
+def parsed_strings(data, prefix: str = "") -> list[tuple[str, str]]:
+    """[(path, text), ...]: every key and every scalar of a parsed document (YAML,
+    JSON, an override's value), nested, as the text a program reading it gets:
+    ``train.wandb.key`` for a mapping's value, ``train.wandb.key (the key)`` for
+    the key itself, ``callbacks[2]`` for a list item; bytes (YAML ``!!binary``)
+    as the text they stand for, numbers and other scalars as ``str()``. Shared
+    nodes (YAML aliases) are walked where each is used (a spec is bounded by
+    ``yaml_bounded``)."""
+    found: list[tuple[str, str]] = []
+    stack = [(prefix, data)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in reversed(list(node.items())):
+                dotted = f"{path}.{key}" if path else str(key)
+                found.append((f"{dotted} (the key)", _text_of(key)))
+                stack.append((dotted, value))
+        elif isinstance(node, (list, tuple, set, frozenset)):
+            stack.extend(reversed([(f"{path}[{i}]", item) for i, item in enumerate(node)]))
+        elif node is not None:
+            found.append((path, _text_of(node)))
+    return found
+
+
+def _text_of(scalar) -> str:
+    if isinstance(scalar, str):
+        return scalar
+    if isinstance(scalar, (bytes, bytearray)):
+        return bytes(scalar).decode("utf-8", "surrogateescape")
+    return str(scalar)
+
+
+def find_parsed(data, env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
+    """[(variable name, encoding, path), ...]: where known values occur in the keys and
+    strings of a parsed document (:func:`parsed_strings`), never the value. The paths
+    are redacted (a key may be a value) and at most 80 characters long."""
+    pattern, owners = _index(env)
+    if pattern is None:
+        return []
+    items = [(path, text) for path, text in parsed_strings(data) if text and len(text) >= MIN_VALUE_LENGTH]
+    if not items:
+        return []
+    # One search over all of them: NUL never occurs in an environment value, so no form spans two strings.
+    joined = "\0".join(text for _path, text in items)
+    starts, offset = [], 0
+    for _path, text in items:
+        starts.append(offset)
+        offset += len(text) + 1
+    hide = redactor(env)
+    hits: list[tuple[str, str, str]] = []
+    for m in pattern.finditer(joined):
+        name, how = owners[m.group()]
+        path = items[bisect.bisect_right(starts, m.start()) - 1][0]
+        shown = hide(path)
+        hit = (name, how, shown if len(shown) <= 80 else shown[:77] + "...")
+        if hit not in hits:
+            hits.append(hit)
+    return hits
+
+
+def refuse_parsed(data, where: str, env: Mapping[str, str] | None = None) -> None:
+    """Raise SECRET_IN_COMMAND when a key or string of ``data`` (``where`` after
+    parsing: the spec's YAML, an override's value) holds a known secret value in any
+    encoding: the spellings a parser decodes (YAML escapes ``\\x41``, line
+    continuations, ``''``, block scalars, ``!!binary``) are caught here, whatever the
+    raw text looked like. The message names the variable and the key's path, never the value."""
+    hits = find_parsed(data, env)
+    if hits:
+        shown = ", ".join(f"the value of {name} ({how}, at {path})" for name, how, path in hits[:5])
+        more = f" and {len(hits) - 5} more" if len(hits) > 5 else ""
+        raise TaoBrevError("SECRET_IN_COMMAND", f"{where} holds {shown}{more} once parsed",
+                           "Refer to a credential by name only (--env NAME; ${oc.env:NAME} or $NAME in a spec); "
+                           "never write its value into a spec, an override or a name, in any spelling.",
+                           findings=[{"kind": "known-value", "name": n, "encoding": h, "path": p}
+                                     for n, h, p in hits])
 
 
 def refuse_argv(argv: list[str], where: str, env: Mapping[str, str] | None = None,

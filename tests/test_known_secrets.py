@@ -302,3 +302,191 @@ def test_a_later_shell_without_the_env_values_never_prints_the_job_output(world)
     assert "the log was not saved" in saved.json["logs"], saved.json
     for res in (later, same, down, saved):
         assert not any(form in res.stdout + res.stderr for form in forms)
+
+
+# -- every spelling a parser decodes, and every encoding a reader may use ---------------------------
+# Values with characters every encoding treats differently ('/', '+', a quote, a backslash, non-ASCII).
+ODD_VALUES = {"WANDB_API_KEY": "Xr7/Qm+Lk2Vw9Np4Tz6Bc8Hd3Jf", "MIRROR_DB_PASSWORD": "it's-a\\b/c+dé9Zq",
+              "HF_TOKEN": "hfTok3nPlainAlnum42"}
+
+
+def _every_byte(value: str, fmt: str) -> str:
+    return "".join(fmt % b for b in value.encode())
+
+
+ENCODED = {   # computed here from the standard library, not by the bundle
+    "hex": lambda v: v.encode().hex(), "HEX": lambda v: v.encode().hex().upper(),
+    "base32": lambda v: base64.b32encode(v.encode()).decode(),
+    "base32-unpadded": lambda v: base64.b32encode(v.encode()).decode().rstrip("="),
+    "base32-lower": lambda v: base64.b32encode(v.encode()).decode().rstrip("=").lower(),
+    "base64url": lambda v: base64.urlsafe_b64encode(v.encode()).decode(),
+    "base64url-unpadded": lambda v: base64.urlsafe_b64encode(v.encode()).decode().rstrip("="),
+    "percent-every-byte": lambda v: _every_byte(v, "%%%02X"),
+    "percent-every-byte-lower": lambda v: _every_byte(v, "%%%02x"),
+}
+
+
+@pytest.mark.parametrize("how", ENCODED)
+@pytest.mark.parametrize("name", ODD_VALUES)
+def test_every_encoding_is_found_and_redacted_never_printed(name, how):
+    form = ENCODED[how](ODD_VALUES[name])
+    text = f"line one\nwandb url=https://x.example/?k={form}&n=1 done\n"
+    hits = known_secrets.find(text, ODD_VALUES)
+    assert hits and hits[0][0] == name and hits[0][2] == 2, hits
+    assert form not in known_secrets.redact_text(text, ODD_VALUES)
+    with pytest.raises(TaoBrevError) as err:
+        known_secrets.refuse(text, "spec s.yaml", ODD_VALUES)
+    assert name in err.value.message and form not in err.value.message and ODD_VALUES[name] not in err.value.message
+
+
+def _yaml_escaped(value: str, fmt: str) -> str:
+    return "".join(fmt % ord(c) for c in value)
+
+
+SPELLINGS = {   # YAML text of the key `train.wandb.key` whose PARSED value is exactly the value
+    "line-continuation": lambda v: f'"{_dq(v[:5])}\\\n      {_dq(v[5:])}"',
+    "continuation-twice": lambda v: f'"{_dq(v[:3])}\\\n  {_dq(v[3:7])}\\\n  {_dq(v[7:])}"',
+    "x-escapes": lambda v: '"' + _yaml_escaped(v[:6], "\\x%02x") + _dq(v[6:]) + '"' if v.isascii() else
+    '"' + _yaml_escaped(v, "\\u%04x") + '"',
+    "u-escapes": lambda v: '"' + _dq(v[:2]) + _yaml_escaped(v[2:], "\\u%04X") + '"',
+    "U-escapes": lambda v: '"' + _yaml_escaped(v, "\\U%08x") + '"',
+    "single-quoted": lambda v: "'" + v.replace("'", "''") + "'",
+    "folded-block": lambda v: f">-\n      {v}",
+    "literal-block": lambda v: f"|-\n      {v}",
+    "literal-block-keep": lambda v: f"|+\n      {v}\n",
+    "binary": lambda v: "!!binary |\n      " + "\n      ".join(
+        [base64.b64encode(v.encode()).decode()[i:i + 8] for i in range(0, 40, 8)]),
+    "str-tag": lambda v: '!!str "' + _yaml_escaped(v, "\\u%04x") + '"',
+}
+
+
+def _dq(text: str) -> str:
+    """``text`` inside a YAML double-quoted scalar."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+@pytest.mark.parametrize("name", ODD_VALUES)
+def test_a_spec_spelling_the_value_so_yaml_decodes_it_is_refused_naming_the_key(name, spelling):
+    value = ODD_VALUES[name]
+    text = f"train:\n  num_epochs: 3\n  wandb:\n    key: {SPELLINGS[spelling](value)}\n"
+    data = yaml_bounded.load(text, "spec s.yaml")
+    assert value in known_secrets.parsed_strings(data)[-1][1]    # the spelling really decodes to the value
+    with pytest.raises(TaoBrevError) as err:
+        known_secrets.refuse_parsed(data, "spec s.yaml", ODD_VALUES)
+    assert err.value.code == "SECRET_IN_COMMAND"
+    assert name in err.value.message and "train.wandb.key" in err.value.message, err.value.message
+    assert value not in str(err.value.to_json()) and err.value.details["findings"][0]["path"] == "train.wandb.key"
+
+
+@pytest.mark.parametrize("text, where", [
+    ('train:\n  "\\x{first:02x}{rest}": 1\n', "train.<redacted> (the key)"),      # the key itself
+    ("callbacks:\n  - {{name: w, args: ['{quoted}']}}\n", "callbacks[0].args[0]"),  # flow style, in a list
+    ('base: &b {{k: "\\u{first:04x}{rest}"}}\ntrain:\n  <<: *b\n', "base.k"),       # an anchor, merged later
+    ('7: "\\x{first:02x}{rest}"\n', "7"),                                          # a key that is no string
+])
+def test_keys_lists_flow_style_and_aliases_are_searched_too(text, where):
+    value = ODD_VALUES["WANDB_API_KEY"]
+    text = text.format(first=ord(value[0]), rest=_dq(value[1:]), quoted=value.replace("'", "''"))
+    data = yaml_bounded.load(text, "s")
+    hits = known_secrets.find_parsed(data, ODD_VALUES)
+    assert hits and hits[0][0] == "WANDB_API_KEY" and hits[0][2] == where, hits
+    assert value not in str(hits)
+
+
+def test_a_spec_without_any_value_passes_the_parsed_check():
+    data = yaml_bounded.load(EXAMPLE_SPEC.read_text(), "s")
+    assert known_secrets.find_parsed(data, ODD_VALUES) == []
+    known_secrets.refuse_parsed(data, "spec", ODD_VALUES)   # does not raise
+    assert known_secrets.find_parsed({"a": ODD_VALUES["HF_TOKEN"][:-1], "b": 12345678, "c": None}, ODD_VALUES) == []
+
+
+@pytest.mark.parametrize("spec_value", ['"\\x{first:02x}{rest}"', '"{head}\\\n   {tail}"', "{hex}", "'{b32}'"])
+def test_submit_refuses_a_spec_whose_parsed_value_is_a_credential(state_env, tmp_path, spec_value):
+    value = ODD_VALUES["WANDB_API_KEY"]
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(EXAMPLE_SPEC.read_text() + "logging:\n  wandb:\n    key: " + spec_value.format(
+        first=ord(value[0]), rest=value[1:], head=value[:9], tail=value[9:], hex=value.encode().hex(),
+        b32=base64.b32encode(value.encode()).decode()) + "\n")
+    res = submit(state_env, "--dry-run", spec=spec, WANDB_API_KEY=value)
+    assert res.code == 2 and res.json["error"]["code"] == "SECRET_IN_COMMAND", res
+    assert "WANDB_API_KEY" in res.json["error"]["message"]
+    assert value not in res.stdout + res.stderr and no_record(state_env)
+
+
+OVERRIDES = {   # KEY=VALUE words whose value Hydra or YAML decodes to the value
+    "hydra-single-quoted": lambda v: "cfg.mirror='" + v.replace("\\", "\\\\").replace("'", "\\'") + "'",
+    "hydra-double-quoted": lambda v: 'cfg.mirror="' + v.replace("\\", "\\\\").replace('"', '\\"') + '"',
+    "hydra-escapes": lambda v: "cfg.mirror=" + "".join("\\" + c if c in "\\'\", []{}=:" else c for c in v[:4])
+    + "\\" + v[4] + v[5:].replace("\\", "\\\\").replace("'", "\\'"),
+    "yaml-x-escapes": lambda v: 'cfg.mirror="' + _yaml_escaped(v, "\\x%02x" if v.isascii() else "\\u%04x") + '"',
+    "yaml-continuation": lambda v: 'cfg.mirror="' + _dq(v[:4]) + '\\\n  ' + _dq(v[4:]) + '"',
+    "yaml-single-doubled": lambda v: "cfg.mirror='" + v.replace("'", "''") + "'",
+    "in-a-list": lambda v: "cfg.mirrors=[a,'" + v.replace("\\", "\\\\").replace("'", "\\'") + "']",
+    "hex": lambda v: "cfg.mirror=" + v.encode().hex(),
+    "base32": lambda v: "cfg.mirror=" + base64.b32encode(v.encode()).decode().rstrip("="),
+    "percent": lambda v: "++cfg.mirror=" + _every_byte(v, "%%%02X"),
+}
+
+
+@pytest.mark.parametrize("spelling", OVERRIDES)
+@pytest.mark.parametrize("name", ODD_VALUES)
+def test_an_override_spelling_the_value_is_refused_naming_its_key(name, spelling):
+    from tao_brev.verbs import submit as submit_verb
+
+    item = OVERRIDES[spelling](ODD_VALUES[name])
+    with pytest.raises(TaoBrevError) as err:
+        submit_verb._refuse_secret_overrides(["train.num_epochs=3", item], ODD_VALUES)
+    message = err.value.message
+    assert err.value.code == "SECRET_IN_COMMAND" and message.startswith("override 2") and name in message, message
+    assert ODD_VALUES[name] not in str(err.value.to_json())
+
+
+def test_overrides_without_a_value_pass():
+    from tao_brev.verbs import submit as submit_verb
+
+    submit_verb._refuse_secret_overrides(["train.num_epochs=3", "model.backbone='resnet\\'s'", "a.b=[1,2]",
+                                          '~x.y', 'k="\\x41\\x42"', "+p=a\\,b"], ODD_VALUES)
+
+
+def test_submit_refuses_a_hydra_quoted_override(state_env):
+    value = ODD_VALUES["WANDB_API_KEY"]
+    res = submit(state_env, "--dry-run", "--", "train.num_epochs=3", f"cfg.note=\"{value[:5]}\\x{ord(value[5]):02x}"
+                 f"{value[6:]}\"", WANDB_API_KEY=value)
+    assert res.code == 2 and res.json["error"]["code"] == "SECRET_IN_COMMAND", res
+    assert "override 2" in res.json["error"]["message"] and "cfg.note" in res.json["error"]["message"]
+    assert value not in res.stdout + res.stderr and no_record(state_env)
+
+
+# -- names: a credential word followed by how the value is written -----------------------------------
+@pytest.mark.parametrize("name", ["HF_TOKEN_B64", "GITHUB_TOKEN_BASE64", "MY_SECRET_JSON", "hfTokenB64",
+                                  "signingKeyPem", "DB_PASSWORD_HEX", "API_KEY_JSON_B64", "KAGGLE_KEY_JSON",
+                                  "WANDB_API_KEY_BASE64URL", "SERVICE_ACCOUNT_SECRET_YAML", "hf-token-b32",
+                                  "NPM_TOKEN_TXT", "CLIENT_SECRET_ENCODED", "GCP_CREDENTIALS_JSON"])
+def test_a_credential_name_with_an_encoding_suffix_is_a_credential(name):
+    assert known_secrets.is_credential_env_name(name)
+    value = "Zq8/Lm+Pw3Nx5Rt7"
+    assert known_secrets.redact_text(f"x {value} y", {name: value}) == "x <redacted> y"
+
+
+@pytest.mark.parametrize("name", ["AWS_SHARED_CREDENTIALS_FILE", "SSH_AUTH_SOCK", "KEY", "KEY_JSON", "PAD_TOKEN_STR",
+                                  "MAX_TOKENS_JSON", "CONFIG_JSON", "DATA_B64", "TOKENIZER_JSON", "TOKEN_FILE",
+                                  "GITHUB_TOKEN_PATH", "HF_HOME", "SPEC_YAML"])
+def test_a_format_suffix_alone_makes_no_credential(name):
+    assert not known_secrets.is_credential_env_name(name)
+
+
+def test_the_trie_pattern_matches_exactly_as_a_flat_alternation():
+    """The regex of all forms is a trie; it must find what the plain longest-first alternation finds."""
+    import random
+    import re
+
+    rng = random.Random(7)
+    for _ in range(200):
+        values = {f"A{i}_TOKEN": "".join(rng.choice("ab/+%=\\\"x'é") for _ in range(rng.randint(8, 14)))
+                  for i in range(3)}
+        pattern, owners = known_secrets._index(values)
+        forms = sorted(owners, key=lambda f: (-len(f), f))
+        flat = re.compile("|".join(map(re.escape, forms)))
+        text = "".join(rng.choice([rng.choice(forms), rng.choice("ab/+%=x\\ ") * 3]) for _ in range(30))
+        assert pattern.sub("<r>", text) == flat.sub("<r>", text)

@@ -117,6 +117,18 @@ REFUSED = [
     ("override", "", ["--", f"train.wandb.key={V_WANDB}"], "SECRET_IN_COMMAND", "WANDB_API_KEY"),
     ("override-json", "", ["--", f"dataset.mirror={json.dumps(V_MIRROR)[1:-1].replace('/', chr(92) + '/')}"],
      "SECRET_IN_COMMAND", "DATASET_MIRROR_CFG"),
+    # spellings only a parser turns into the value: YAML escapes and a line continuation, Hydra quoting
+    ("spec-escaped", "mirror:\n  cfg: \"" + "".join(f"\\x{ord(c):02x}" for c in V_MIRROR) + "\"\n", [],
+     "SECRET_IN_COMMAND", "DATASET_MIRROR_CFG"),
+    ("spec-continued", f'logging:\n  note: "{V_WANDB[:9]}\\\n    {V_WANDB[9:]}"\n', [], "SECRET_IN_COMMAND",
+     "WANDB_API_KEY"),
+    ("override-hydra-escaped", "", ["--", "dataset.mirror=" + "".join("\\" + c if c in "/+" else c for c in V_MIRROR)],
+     "SECRET_IN_COMMAND",
+     "DATASET_MIRROR_CFG"),
+    # encodings a reader may use: hex, base32
+    ("spec-hex", f"mirror_hex: {V_MIRROR.encode().hex().upper()}\n", [], "SECRET_IN_COMMAND", "DATASET_MIRROR_CFG"),
+    ("override-base32", "", ["--", f"train.note={base64.b32encode(V_WANDB.encode()).decode().rstrip('=')}"],
+     "SECRET_IN_COMMAND", "WANDB_API_KEY"),
     ("identifier", "", ["--results-root", f"~/runs/{V_MIRROR.replace('+', '-')}"], None, None),
     ("results-root", "", ["--results-root", f"~/runs/{V_WANDB}"], "SECRET_IN_IDENTIFIER", "WANDB_API_KEY"),
     ("bundle-credential", "", ["--env", "NGC_KEY"], "BUNDLE_CREDENTIAL_ENV", "NGC_KEY"),

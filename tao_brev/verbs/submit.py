@@ -134,6 +134,7 @@ def _read_spec(path: str) -> str:
         raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not a YAML mapping",
                            "A TAO spec is a mapping of sections (train:, model:, dataset:, ...).")
     refuse_secrets(text, f"spec {path}")   # known values (any encoding), then the lint
+    known_secrets.refuse_parsed(data, f"spec {path}")   # ... and every key and string YAML decodes
     nodes = _node_counts(data)
     if any(n > 1 for n in nodes.values()):
         raise TaoBrevError("MULTI_NODE_UNSUPPORTED", f"spec {path!r} asks for several nodes: "
@@ -160,6 +161,49 @@ def _refuse_multi_node_overrides(overrides: list[str]) -> None:
             raise TaoBrevError("MULTI_NODE_UNSUPPORTED", f"override {key} asks for several nodes")
 
 
+def _override_views(item: str) -> tuple[str, list]:
+    """(key, [value as each reader may decode it]) of a ``KEY=VALUE`` override.
+
+    TAO's launchers hand overrides to Hydra, whose grammar drops quotes and
+    backslash escapes (``key='a\\'b'``, ``key=a\\,b``; hydra-core's
+    hydra/grammar/OverrideLexer.g4: quoted values, ESC), and a value may be read as YAML
+    later (``"\\x41"`` escapes, ``''`` doubling). The views: the text as
+    written, quotes dropped with escapes decoded, quotes dropped with
+    backslashes kept, and the YAML document of the first two when they parse.
+    Generous by design: a view only matters when it holds a known value."""
+    key, _, value = item.partition("=")
+    key = key.lstrip("+~").strip() or "override"
+    views: list = [value]
+    decoded, kept = _hydra_unquote(value)
+    views += [decoded, kept]
+    for text in (value, decoded):
+        try:
+            views.append(yaml_bounded.load(text, "override"))
+        except TaoBrevError:
+            pass
+    return key, views
+
+
+def _hydra_unquote(value: str) -> tuple[str, str]:
+    """``value`` with its quotes dropped: (backslash escapes decoded, backslashes kept)."""
+    decoded, kept, quote = [], [], ""
+    i = 0
+    while i < len(value):
+        char = value[i]
+        if char == "\\" and i + 1 < len(value):
+            decoded.append(value[i + 1])
+            kept.append(value[i:i + 2] if value[i + 1] not in "'\"" else value[i + 1])
+            i += 2
+            continue
+        if char in "'\"" and (not quote or quote == char):
+            quote = "" if quote else char
+        else:
+            decoded.append(char)
+            kept.append(char)
+        i += 1
+    return "".join(decoded), "".join(kept)
+
+
 def _input_mounts(inputs: list[str]) -> list[tuple[str, str, bool]]:
     """Tier A inputs ``PATH[=NAME]`` (instance paths, names unique) -> read-only mounts at /data/NAME."""
     mounts = []
@@ -175,9 +219,13 @@ def _input_mounts(inputs: list[str]) -> list[tuple[str, str, bool]]:
 
 def _refuse_secret_overrides(overrides: list[str], env: dict) -> None:
     """Check each ``-- KEY=VALUE`` override on its own, so the finding names it:
-    known secret values first, then the lint."""
+    known secret values first (as written, then as parsed: :func:`_override_views`),
+    then the lint."""
     for number, item in enumerate(overrides, 1):
         known_secrets.refuse(item, f"override {number}", env)
+        key, views = _override_views(item)
+        for view in views:
+            known_secrets.refuse_parsed({key: view}, f"override {number}", env)
         findings = redact.lint(item)
         if findings:
             raise TaoBrevError("SECRET_IN_COMMAND", f"override {number} ({findings[0].name}) holds a literal "
