@@ -25,11 +25,11 @@ calls to what Python 3.5 understands (no f-strings, annotations or pathlib);
 the scripts themselves must compile on 3.6 up to their ``setup()`` call.
 """
 
-import json
 import os
-import shlex
 import signal
 import sys
+
+# json and shlex are imported where an answer is made: --help and every working run need neither
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -40,12 +40,16 @@ NEXT_SCRIPTS = ("preflight.py", "submit.py", "poll_status.py", "teardown.py")
 
 def _rerun():
     """This script's own command line again: absolute path, every word quoted."""
+    import shlex
+
     return " ".join(shlex.quote(word) for word in [os.path.abspath(sys.argv[0])] + sys.argv[1:])
 
 
 def _answer(answer, next_command):
     """``answer`` with ``next`` when this script's answers carry one (tao_brev/nextstep.py;
     ``null`` plus ``next_note`` = the fix when no command fits)."""
+    import json
+
     if os.path.basename(sys.argv[0] if sys.argv else "") in NEXT_SCRIPTS:
         answer["next"] = next_command
         if next_command is None:
@@ -115,6 +119,8 @@ def _problem(needs):
 
 def install_command():
     """The command that creates the bundle's environment (tao_brev.nextstep.install_command says the same)."""
+    import shlex
+
     return " ".join(shlex.quote(word) for word in ["bash", os.path.join(ROOT, "install.sh"), "--local"])
 
 
@@ -123,6 +129,8 @@ def _refuse(problem, json_answer):
     code, why = problem
     message = "%s, and the bundle's environment %s is missing or broken." % (why, VENV)
     old = " --python /path/to/python3.9-or-newer" if code == OLD_PYTHON else ""
+    import shlex
+
     fix = ("Create it: %s%s%s; then run the same command again; bash %s --check shows what is installed."
            % (install_command(), old, " (a Python >= 3.9: python3 here is older)" if old else "",
               shlex.quote(os.path.join(ROOT, "install.sh"))))

@@ -78,7 +78,7 @@ import sys  # noqa: E402
 
 _bootstrap.setup()
 
-from tao_brev import cli, nextstep  # noqa: E402
+from tao_brev import cli  # noqa: E402
 
 
 def build_parser():
@@ -143,6 +143,8 @@ def _closed(job_id):
 
 
 def _next_step(answer, code, argv):
+    from tao_brev import nextstep
+
     return nextstep.poll(answer, code, argv, closed=_closed)
 
 

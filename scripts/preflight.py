@@ -65,7 +65,7 @@ import sys  # noqa: E402
 
 _bootstrap.setup()
 
-from tao_brev import cli, nextstep  # noqa: E402
+from tao_brev import cli  # noqa: E402
 
 
 def build_parser():
@@ -103,4 +103,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(cli.run(main, next_step=nextstep.preflight))
+    sys.exit(cli.run(main, next_step="preflight"))   # tao_brev.nextstep.preflight

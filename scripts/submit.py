@@ -60,7 +60,7 @@ import sys  # noqa: E402
 
 _bootstrap.setup()
 
-from tao_brev import cli, nextstep  # noqa: E402
+from tao_brev import cli  # noqa: E402
 
 
 def build_parser():
@@ -131,4 +131,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(cli.run(main, next_step=nextstep.submit))
+    sys.exit(cli.run(main, next_step="submit"))   # tao_brev.nextstep.submit

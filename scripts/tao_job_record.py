@@ -32,7 +32,7 @@ import sys  # noqa: E402
 
 _bootstrap.setup()
 
-from tao_brev import cli, records  # noqa: E402
+from tao_brev import cli, vocabulary  # noqa: E402  (records: imported once the arguments are read)
 
 
 def build_parser():
@@ -43,7 +43,7 @@ def build_parser():
     o.add_argument("--image", required=True)
     o.add_argument("--network-arch", required=True)
     o.add_argument("--action", required=True)
-    o.add_argument("--storage-tier", required=True, choices=records.STORAGE_TIERS)
+    o.add_argument("--storage-tier", required=True, choices=vocabulary.STORAGE_TIERS)
     o.add_argument("--results-dir", help="use this exact results_dir")
     o.add_argument("--results-root", help="results_dir = <root>/<job_id>")
     o.add_argument("--upload-exclude", action="append", default=[])
@@ -52,11 +52,11 @@ def build_parser():
     o.add_argument("--json", action="store_true", help="print JSON instead of the bare id")
     m = sub.add_parser("mark", help="append a status transition (terminal states are immutable)")
     m.add_argument("id")
-    m.add_argument("--state", required=True, choices=records.STATES)
+    m.add_argument("--state", required=True, choices=vocabulary.STATES)
     m.add_argument("--message", default="")
-    m.add_argument("--source", default="agent", choices=records.SOURCES)
+    m.add_argument("--source", default="agent", choices=vocabulary.SOURCES)
     m.add_argument("--backend-ref")
-    m.add_argument("--err-class", choices=records.ERR_CLASSES)
+    m.add_argument("--err-class", choices=vocabulary.ERR_CLASSES)
     s = sub.add_parser("show", help="print the redacted record JSON")
     s.add_argument("id")
     ls = sub.add_parser("list", help="one line per record: id, platform, last state, results_dir")
@@ -75,6 +75,8 @@ def _platform(value: str) -> str:
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    from tao_brev import records
+
     store = records.RecordStore()
     if args.cmd == "open":
         record = store.open(image=args.image, network_arch=args.network_arch, action=args.action,

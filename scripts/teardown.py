@@ -67,7 +67,7 @@ import sys  # noqa: E402
 
 _bootstrap.setup()
 
-from tao_brev import cli, nextstep  # noqa: E402
+from tao_brev import cli  # noqa: E402
 
 
 def build_parser():
@@ -113,4 +113,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(cli.run(main, next_step=nextstep.teardown))
+    sys.exit(cli.run(main, next_step="teardown"))   # tao_brev.nextstep.teardown

@@ -9,8 +9,6 @@ string in it passed through the redactor, and exits 0/1/2/3 as documented in
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
 import signal
 import sys
@@ -19,8 +17,11 @@ import time
 from . import lazy_re, pipes
 from .errors import EXIT_FAILURE, EXIT_OK, TaoBrevError
 
+# Every script imports this module before it reads its arguments: what --help does not use
+# (json, nextstep, pathlib, contextlib, ...) is imported where it is used
+# (tests/test_bootstrap.py pins what a --help imports).
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:   # the rest is imported where used: --help and light commands do not load it
+if TYPE_CHECKING:
     from pathlib import Path
     from typing import Callable, Iterable
 
@@ -141,6 +142,8 @@ class Context:
 def emit(result: dict) -> None:
     """Print the answer (redacted, then within ``logcap.ANSWER_BYTES``: cut after redaction);
     a stdout reader that left ends the process quietly (``pipes``)."""
+    import json
+
     from . import redact
     from .logcap import cap_answer
 
@@ -201,6 +204,8 @@ def emit_stream(head: dict, key: str, items: Iterable) -> None:
     time, each redacted on its way: memory stays flat however many items (written in
     chunks of about 64 KiB). From the first byte on, signals are ignored (the one JSON
     document is being printed), as in ``run``."""
+    import json
+
     from . import json_out, redact
 
     _RUN["answering"] = True
@@ -254,18 +259,21 @@ def note_state(state: str | None) -> None:
         _RUN["state"] = state
 
 
-@contextlib.contextmanager
-def deferred_interrupts():
+class deferred_interrupts:  # noqa: N801 - used as a function: `with deferred_interrupts():`
     """A SIGINT/SIGTERM arriving inside is acted on when the block ends: what the block
-    makes (a record) and what names it (:func:`note_job`) exist together or not at all."""
-    _RUN["deferred"] += 1
-    try:
-        yield
-    finally:
+    makes (a record) and what names it (:func:`note_job`) exist together or not at all.
+    (A class, not ``contextlib.contextmanager``: --help does not import contextlib.)"""
+
+    def __enter__(self):
+        _RUN["deferred"] += 1
+        return self
+
+    def __exit__(self, *_exc):
         _RUN["deferred"] -= 1
         if not _RUN["deferred"] and _RUN["pending"] is not None:
             signum, _RUN["pending"] = _RUN["pending"], None
             _interrupt(signum, None)
+        return False
 
 
 def _interrupt(signum, _frame):
@@ -276,6 +284,8 @@ def _interrupt(signum, _frame):
         return
     if _RUN["signal"] is not None:   # a second signal while winding down: answer now
         _RUN["answering"] = True
+        import json
+
         from . import redact
 
         answer = interrupted_answer()
@@ -363,8 +373,18 @@ def concrete(answer, job_id: str | None = None, instance: str | None = None):
     return out
 
 
+def _next_step_of(name: str) -> Callable[[dict, int, list[str]], dict]:
+    """``nextstep.<name>``, imported when an answer is made (a --help makes none)."""
+    def next_step(answer: dict, code: int, argv: list[str]) -> dict:
+        from . import nextstep
+
+        return getattr(nextstep, name)(answer, code, argv)
+
+    return next_step
+
+
 def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[str] | None = None,
-        next_step: Callable[[dict, int, list[str]], dict] | None = None) -> int:
+        next_step: Callable[[dict, int, list[str]], dict] | str | None = None) -> int:
     """Call ``main(argv) -> (result, exit_code)``; print its JSON; return the exit code.
 
     A :class:`TaoBrevError` becomes ``{"ok": false, "error": ...}`` with its exit
@@ -375,11 +395,14 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
     STOPPED instance by itself meanwhile, the answer carries ``instance_started``
     (it bills again). A ``None`` result means ``main`` printed its own (non-JSON,
     bank-format) answer. ``next_step(answer, exit_code, argv)`` (``nextstep``) adds the
-    answer's ``next`` / ``next_note``, on every answer including failures and interrupts.
+    answer's ``next`` / ``next_note``, on every answer including failures and interrupts;
+    a string names a function of ``nextstep`` (imported only when an answer is made).
     A reader that closed stdout early (``| head``) ends the run quietly (:func:`emit`).
     """
     _reset(os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else None,
            sys.argv[1:] if argv is None else argv)
+    if isinstance(next_step, str):
+        next_step = _next_step_of(next_step)
     _RUN["next_step"] = next_step
     _STARTED.clear()
     try:

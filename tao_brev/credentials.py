@@ -26,10 +26,7 @@ argv (brev's only headless login, used only after an auth failure).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
-import shlex
 import sys
 from collections import namedtuple
 
@@ -39,7 +36,7 @@ TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from .transport import Brev
 # cli.run sweeps with this module on every start (--help too): what only the other functions
-# need (remote, uuid, the transport) is imported where it is used
+# need (remote, uuid, shlex, fcntl, the transport) is imported where it is used
 
 NGC_USER = "$oauthtoken"   # NGC's registry user is this literal string, never expanded
 NGC_REGISTRY = "nvcr.io"
@@ -94,6 +91,7 @@ def push(brev: Brev, instance: str, label: str, content: str) -> RemoteSecretFil
 
     The remote command that reads it must remove it (``trap 'rm -f F' EXIT``).
     """
+    import fcntl
     import uuid
 
     remote = RemoteSecretFile(f"~/.tao-cred-{label}-{uuid.uuid4().hex[:10]}")
@@ -147,11 +145,13 @@ def sweep_local(tmp_dir: str | None = None) -> list[str]:
     except OSError:
         return removed
     for entry in entries:
-        with contextlib.suppress(OSError):
+        try:
             if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
                 continue
             fd = os.open(os.path.join(entry.path, OWNER), os.O_RDONLY | os.O_NOFOLLOW)
             try:
+                import fcntl
+
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # BlockingIOError: its writer is alive
                 import shutil
 
@@ -159,6 +159,8 @@ def sweep_local(tmp_dir: str | None = None) -> list[str]:
                 removed.append(entry.path)
             finally:
                 os.close(fd)
+        except OSError:
+            pass
     return removed
 
 
@@ -202,6 +204,8 @@ def push_ngc_key(brev: Brev, instance: str, env: dict) -> RemoteSecretFile | Non
 def remove_on_exit(secret: RemoteSecretFile) -> str:
     """``trap 'rm -f FILE' EXIT``: the remote shell removes the file when the
     command ends, on every path (success, failure, early exit)."""
+    import shlex
+
     from .remote import rpath
 
     return f"trap {shlex.quote('rm -f ' + rpath(secret.path))} EXIT"
@@ -220,6 +224,8 @@ def ngc_login_command(secret: RemoteSecretFile) -> str:
     answer to an empty stdin (``Cannot perform an interactive login from a non TTY
     device``) would hide the cause.
     """
+    import shlex
+
     from .remote import rpath
 
     path = rpath(secret.path)

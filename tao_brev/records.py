@@ -34,17 +34,13 @@ from pathlib import Path
 from . import lazy_re
 from .errors import TaoBrevError
 from .fsio import atomic_write_json, create_json, locked, private_dir, sweep_temp
+from .vocabulary import ERR_CLASSES, SOURCES, STATES, STORAGE_TIERS, TERMINAL_STATES  # noqa: F401 (re-exported)
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (tao_job_record.py --help)
 if TYPE_CHECKING:
     from typing import Iterator
 
 SCHEMA_VERSION = 1
-STATES = ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
-TERMINAL_STATES = ("COMPLETE", "ERROR", "CANCELED")
-SOURCES = ("agent", "poller", "backend-hook")
-STORAGE_TIERS = ("A", "B", "C")
-ERR_CLASSES = ("ERR_INFRA", "ERR_PROGRAM")
 PLATFORM = "brev"
 
 # The bank's id pattern; also the path-traversal guard (no '/', no leading '.').

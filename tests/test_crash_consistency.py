@@ -176,7 +176,7 @@ def test_a_sweep_at_any_step_of_push_leaves_its_credential_alone(tmp_path, monke
 
     monkeypatch.setattr(credentials.os, "open", sweep_then("open"))
     monkeypatch.setattr(credentials.os, "rename", sweep_then("rename"))
-    monkeypatch.setattr(credentials.fcntl, "flock", sweep_then("flock"))
+    monkeypatch.setattr(fcntl, "flock", sweep_then("flock"))   # credentials imports it where it locks
     credentials.push(Copier(), "box", "job", "X=1\n")
     assert swept == [] and not list(tmp_path.glob("tao-cred-*"))
 
