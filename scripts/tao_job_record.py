@@ -98,6 +98,9 @@ def main(argv=None):
     if args.json:   # streamed: one record in memory at a time
         cli.emit_stream({"ok": True}, "jobs", store.iter_list())
         return None, 0
+    from tao_brev import known_secrets
+
+    hide = known_secrets.redactor()   # values known now (a record is redacted with those known when written)
     lines = []   # written in chunks: one write per line costs a system call each when unbuffered
     for r in store.iter_list():
         if r.get("corrupt"):
@@ -105,9 +108,9 @@ def main(argv=None):
             continue
         lines.append(f"{r['id']}\t{r.get('platform', '?')}\t{records.current_state(r)}\t{r.get('results_dir', '?')}\n")
         if len(lines) >= 512:
-            sys.stdout.write("".join(lines))
+            sys.stdout.write(hide("".join(lines)))
             lines.clear()
-    sys.stdout.write("".join(lines))
+    sys.stdout.write(hide("".join(lines)))
     return None, 0
 
 

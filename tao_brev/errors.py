@@ -39,7 +39,8 @@ CODES: dict[str, Code] = {
                        "Pass the id printed by submit.py (job_id), e.g. visual_changenet-train-1a2b3c."),
     "UNKNOWN_JOB": Code(2, "No job record exists for this id.",
                         "List the known jobs with scripts/tao_job_record.py list."),
-    "CORRUPT_RECORD": Code(2, "A job record or sidecar file is not valid JSON or misses required fields.",
+    "CORRUPT_RECORD": Code(2, "A job record or sidecar file is not valid JSON, misses required fields, or (a "
+                              "record) has a field of the wrong type or one its schema does not have.",
                            "A damaged job record is moved, bytes intact, to jobs/quarantine/ (named in the message) "
                            "and blocks no other job; teardown.py JOB_ID removes the job's container and closes it. "
                            "A damaged sidecar: restore the file named in the message (it is JSON) from a backup. "

@@ -11,8 +11,9 @@ visible empty or half-written, whatever kills the writer; ``mark`` appends
 transitions; a terminal state never changes (a repeated mark of the same
 terminal state may only add ``err_class`` or ``backend_ref``).
 
-A damaged record (not JSON, not an object, required fields missing - written
-by some other tool, or by a crash of an older version) is moved, bytes intact,
+A damaged record (not UTF-8, not JSON, not an object, required fields
+missing, a field of the wrong type or value or one the schema does not have -
+written by some other tool, by hand, or by a crash of an older version) is moved, bytes intact,
 to ``jobs/quarantine/<id>.json`` by the first reader that finds it, and
 answered as ``CORRUPT_RECORD`` naming that path: it never blocks the other
 jobs (``list`` reports it apart). ``teardown.py <id>`` closes it
@@ -125,7 +126,8 @@ class RecordStore:
         """Mint ``<arch>-<action>-<6 hex>``, bind ``results_dir`` and write PENDING.
 
         Exactly one of ``results_dir`` / ``results_root`` (then
-        ``results_dir = <root>/<id>``). Returns the record. Raises BAD_ARGUMENT.
+        ``results_dir = <root>/<id>``). Returns the record as written (redacted, like
+        every record this store returns). Raises BAD_ARGUMENT.
         """
         if bool(results_dir) == bool(results_root):
             raise TaoBrevError("BAD_ARGUMENT", "pass exactly one of results_dir or results_root")
@@ -145,8 +147,9 @@ class RecordStore:
                                       storage_tier=storage_tier, upload_excludes=upload_excludes,
                                       parent_job=parent_job, retry_of=retry_of, platform=platform)
             path = self.path(job_id)
-            if self.quarantined(job_id) is None and create_json(path, _redact_record(record)):
-                return record
+            stored = _redact_record(record)
+            if self.quarantined(job_id) is None and create_json(path, stored):
+                return stored   # what was written, not what was passed: a caller prints it
         raise TaoBrevError("BAD_ARGUMENT", "could not reserve a fresh job id")  # pragma: no cover - 8 collisions
 
     @staticmethod
@@ -181,7 +184,7 @@ class RecordStore:
         record is quarantined first: see the module doc)."""
         path = self.path(job_id)
         try:
-            text = path.read_text()
+            text = path.read_bytes()
         except FileNotFoundError:
             quarantined = self.quarantined(job_id) or self.closed_quarantine(job_id)
             if quarantined is not None:
@@ -196,14 +199,26 @@ class RecordStore:
             raise _quarantine_error(job_id, where, exc.message) from None
 
     @staticmethod
-    def _parse(path: Path, text: str) -> dict:
+    def _parse(path: Path, text: str | bytes) -> dict:
+        """The record in ``text`` (the bytes or text of ``path``), or CORRUPT_RECORD: not
+        UTF-8, not JSON (nesting too deep included), not an object, a required field
+        missing, or a field of the wrong type or value (:func:`record_problem`). The
+        message names the field, never its value (it may be anything)."""
         try:
             record = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TaoBrevError("CORRUPT_RECORD", f"{path} is not valid JSON: {exc}") from None
+        except UnicodeDecodeError:
+            raise TaoBrevError("CORRUPT_RECORD", f"{path} is not UTF-8 text") from None
+        except (ValueError, RecursionError) as exc:   # an integer of too many digits; nesting too deep
+            raise TaoBrevError("CORRUPT_RECORD", f"{path} is not JSON this store can read "
+                               f"({type(exc).__name__})") from None
         missing = [k for k in _REQUIRED if not isinstance(record, dict) or k not in record]
         if missing:
             raise TaoBrevError("CORRUPT_RECORD", f"{path} misses required fields: {', '.join(missing)}")
+        problem = record_problem(record)
+        if problem:
+            raise TaoBrevError("CORRUPT_RECORD", f"{path} has {problem}")
         return record
 
     # -- damaged records ------------------------------------------------------
@@ -229,7 +244,7 @@ class RecordStore:
         target = self.quarantine_dir / path.name
         with locked(path):
             try:
-                self._parse(path, path.read_text())
+                self._parse(path, path.read_bytes())
                 return None
             except FileNotFoundError:
                 return self.quarantined(job_id) or self.closed_quarantine(job_id) or target
@@ -278,7 +293,7 @@ class RecordStore:
                 if added:
                     record.update(added)
                     self._write(path, record)
-                return record
+                return _redact_record(record)
             record["transitions"].append({"ts": now_iso(), "state": state,
                                           "message": message or "", "source": source})
             if backend_ref:
@@ -312,7 +327,7 @@ class RecordStore:
             path = self.jobs_dir / f"{stem}.json"
             try:
                 yield self._parse(path, path.read_text())
-            except (TaoBrevError, OSError) as exc:
+            except (TaoBrevError, OSError, UnicodeDecodeError) as exc:   # not UTF-8: damaged too
                 if not ID_RE.fullmatch(stem):
                     continue
                 where = self.quarantine(stem)
@@ -354,6 +369,62 @@ def _quarantine_error(job_id: str, where: Path, why: str) -> TaoBrevError:
            f"in {where}.")
     return TaoBrevError("CORRUPT_RECORD", f"the record of {job_id} is damaged ({why}); {state}: {where}", fix,
                         answer={"job_id": job_id})
+
+
+# The record schema (references/schemas/job_record.schema.json) as explicit checks, read at every
+# load: no jsonschema import on the read path (tao_job_record.py list reads every record).
+# tests/test_records_contract.py proves they agree with the schema on every field.
+_DATE_TIME = lazy_re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
+_PLATFORM = lazy_re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
+_TRANSITION_KEYS = frozenset({"ts", "state", "message", "source"})
+
+
+def _text(value) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _transitions_ok(value) -> bool:
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(t, dict) and t.keys() == _TRANSITION_KEYS and isinstance(t["ts"], str)
+        and bool(_DATE_TIME.fullmatch(t["ts"])) and t["state"] in STATES and isinstance(t["message"], str)
+        and t["source"] in SOURCES for t in value)
+
+
+_FIELD_CHECKS = {   # field: (test of a present value, what it must be)
+    "schema_version": (lambda v: v == SCHEMA_VERSION and not isinstance(v, bool), "1"),
+    "id": (lambda v: isinstance(v, str) and bool(ID_RE.fullmatch(v)), "a job id"),
+    "platform": (lambda v: isinstance(v, str) and bool(_PLATFORM.fullmatch(v)), "a kebab-case platform name"),
+    "backend_ref": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "image": (_text, "a non-empty string"),
+    "network_arch": (_text, "a non-empty string"),
+    "action": (_text, "a non-empty string"),
+    "results_dir": (_text, "a non-empty string"),
+    "storage_tier": (lambda v: isinstance(v, str) and v in STORAGE_TIERS, "A, B or C"),
+    "upload_excludes": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings"),
+    "submitted_at": (lambda v: isinstance(v, str) and bool(_DATE_TIME.fullmatch(v)), "an ISO 8601 date-time"),
+    "transitions": (_transitions_ok, "a non-empty list of {ts, state, message, source}"),
+    "terminal_state": (lambda v: v is None or (isinstance(v, str) and v in TERMINAL_STATES),
+                       "null or COMPLETE, ERROR, CANCELED"),
+    "terminal_write_by": (lambda v: isinstance(v, str) and v in SOURCES, "agent, poller or backend-hook"),
+    "err_class": (lambda v: isinstance(v, str) and v in ERR_CLASSES, "ERR_INFRA or ERR_PROGRAM"),
+    "retry_of": (lambda v: isinstance(v, str) and bool(ID_RE.fullmatch(v)), "a job id"),
+    "parent_job": (lambda v: isinstance(v, str) and bool(ID_RE.fullmatch(v)), "a job id"),
+    "redacted": (lambda v: v is True, "true"),
+}
+
+
+def record_problem(record: dict) -> str | None:
+    """What makes ``record`` (a JSON object) no record of schema_version 1, or None:
+    a field of the wrong type or value, or a field the schema does not know
+    (``additionalProperties: false``). Names fields, never their values. The fields
+    the schema requires beyond ``_REQUIRED`` may be missing (an older writer)."""
+    unknown = sorted(str(k) for k in record if k not in _FIELD_CHECKS)
+    if unknown:
+        shown = ", ".join(k if ID_RE.fullmatch(k) and len(k) <= 40 else "(a field with an odd name)"
+                          for k in unknown[:5])
+        return f"fields the record schema does not have: {shown}"
+    wrong = [f"{k} (must be {what})" for k, (ok, what) in _FIELD_CHECKS.items() if k in record and not ok(record[k])]
+    return f"wrongly typed fields: {'; '.join(wrong)}" if wrong else None
 
 
 def current_state(record: dict) -> str:

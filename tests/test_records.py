@@ -273,3 +273,32 @@ def test_the_listing_reads_one_record_at_a_time(tmp_path, monkeypatch):
         if not entry.get("corrupt"):
             assert reads[-1].stem == entry["id"]
     assert len(reads) == len([e for e in store.list() if not e.get("corrupt")]) == 5
+
+
+@pytest.mark.parametrize("change", [{"transitions": "garbage"}, {"status": 5}, {"created": []},
+                                    {"terminal_state": 7}, {"upload_excludes": {"a": 1}}, {"schema_version": "1"}],
+                         ids=lambda c: next(iter(c)))
+def test_a_wrongly_typed_record_answers_corrupt_record_in_every_script(state_env, tmp_path, change):
+    """Valid JSON, wrong types: CORRUPT_RECORD (exit 2, no traceback), moved to quarantine with
+    its bytes intact, and named by poll_status.py --all and tao_job_record.py list."""
+    job_id = run_script("tao_job_record.py", *open_args(), env=state_env).stdout.strip()
+    path = tmp_path / "state" / "jobs" / f"{job_id}.json"
+    text = json.dumps({**json.loads(path.read_text()), **change})
+    path.write_text(text)
+    res = run_script("tao_job_record.py", "show", job_id, env=state_env)
+    assert res.code == 2 and res.json["error"]["code"] == "CORRUPT_RECORD", res
+    assert next(iter(change)) in res.json["error"]["message"] and "Traceback" not in res.stderr
+    quarantined = tmp_path / "state" / "jobs" / "quarantine" / f"{job_id}.json"
+    assert quarantined.read_text() == text and not path.exists()
+    polled = run_script("poll_status.py", "--all", env=state_env)
+    assert "Traceback" not in polled.stderr and [q["job_id"] for q in polled.json["quarantined"]] == [job_id], polled
+    listed = run_script("tao_job_record.py", "list", "--json", env=state_env)
+    assert listed.code == 0 and [r["id"] for r in listed.json["jobs"] if r.get("corrupt")] == [job_id]
+
+
+def test_a_wrongly_typed_record_is_named_by_the_all_scan_before_any_reader_moved_it(state_env, tmp_path):
+    job_id = run_script("tao_job_record.py", *open_args(), env=state_env).stdout.strip()
+    path = tmp_path / "state" / "jobs" / f"{job_id}.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "transitions": [{"state": 5}]}))
+    polled = run_script("poll_status.py", "--all", env=state_env)
+    assert "Traceback" not in polled.stderr and [q["job_id"] for q in polled.json["quarantined"]] == [job_id], polled

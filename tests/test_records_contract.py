@@ -508,3 +508,103 @@ def test_slugs_lose_leading_and_trailing_punctuation_only(store, arch, start):
 def test_the_current_state_is_the_last_of_many():
     assert records.current_state({"transitions": [{"state": "PENDING"}, {"state": "RUNNING"},
                                                   {"state": "COMPLETE"}]}) == "COMPLETE"
+
+
+# -- a record that is JSON but not a record: wrong types and values, unknown fields ---------------------
+WRONG = [   # (field, value): every one breaks the record schema
+    ("transitions", "garbage"), ("transitions", []), ("transitions", [{}]), ("transitions", ["PENDING"]),
+    ("transitions", [{"ts": "2026-11-30T00:00:00+00:00", "state": "DONE", "message": "", "source": "agent"}]),
+    ("transitions", [{"ts": 5, "state": "PENDING", "message": "", "source": "agent"}]),
+    ("transitions", [{"ts": "yesterday", "state": "PENDING", "message": "", "source": "agent"}]),
+    ("transitions", [{"ts": "2026-11-30T00:00:00Z", "state": "PENDING", "message": None, "source": "agent"}]),
+    ("transitions", [{"ts": "2026-11-30T00:00:00Z", "state": "PENDING", "message": "", "source": "me"}]),
+    ("transitions", [{"ts": "2026-11-30T00:00:00Z", "state": "PENDING", "message": "", "source": "agent", "x": 1}]),
+    ("transitions", {"0": "PENDING"}), ("transitions", None),
+    ("status", 5), ("created", []), ("state", "RUNNING"),                      # fields no record has
+    ("schema_version", 2), ("schema_version", "1"), ("schema_version", True),
+    ("id", 7), ("id", "../etc/passwd"), ("platform", "Brev Cloud"), ("platform", None),
+    ("backend_ref", 3), ("backend_ref", ["box"]), ("image", ""), ("image", {"name": "x"}), ("network_arch", 1.5),
+    ("action", None), ("results_dir", ""), ("results_dir", 0), ("storage_tier", "D"), ("storage_tier", ["A"]),
+    ("upload_excludes", "*.tmp"), ("upload_excludes", [1]), ("submitted_at", 1732924800), ("submitted_at", "now"),
+    ("terminal_state", "RUNNING"), ("terminal_state", True), ("terminal_write_by", "me"), ("err_class", 1),
+    ("retry_of", "../x"), ("parent_job", 5), ("redacted", False), ("redacted", "true"),
+]
+
+
+@pytest.mark.parametrize("field, value", WRONG, ids=[f"{f}={json.dumps(v)[:30]}" for f, v in WRONG])
+def test_a_wrongly_typed_record_is_corrupt_quarantined_and_named_like_bad_json(store, field, value):
+    job_id = new(store)["id"]
+    record = {**json.loads(raw(store, job_id)), field: value}
+    text = json.dumps(record)
+    store.path(job_id).write_text(text)
+    with pytest.raises(Exception) as schema_says:   # the schema itself refuses it: the checks agree with it
+        validate("job_record", record)
+    assert type(schema_says.value).__name__ == "ValidationError"
+    with pytest.raises(TaoBrevError) as failed:
+        store.mark(job_id, "RUNNING")
+    where = store.quarantine_dir / f"{job_id}.json"
+    assert failed.value.code == "CORRUPT_RECORD" and field in failed.value.message, failed.value.message
+    assert str(where) in failed.value.message and where.read_text() == text and not store.path(job_id).exists()
+    with pytest.raises(TaoBrevError) as again:
+        store.load(job_id)
+    assert again.value.code == "CORRUPT_RECORD"
+    assert [e["id"] for e in store.list() if e.get("corrupt")] == [job_id]
+
+
+@pytest.mark.parametrize("field", sorted(records._FIELD_CHECKS))
+def test_the_explicit_checks_agree_with_the_schema_on_every_field(store, field):
+    """For each field of the schema, a handful of values of every JSON type: the store reads the
+    record exactly when the schema says it is valid (``records._FIELD_CHECKS`` is the schema, spelled out)."""
+    import jsonschema
+
+    base = new(store, parent_job="p-1", retry_of="r-1")
+    base.update(terminal_write_by="agent", err_class="ERR_INFRA")
+    good = json.loads(json.dumps(base))
+    samples = [None, True, False, 0, 1, 1.0, 2, -1, "", "x", "A", "COMPLETE", "agent", "ERR_INFRA", "brev",
+               "2026-11-30T00:00:00+00:00", "job-1", [], ["x"], [1], {}, {"a": 1}, good["transitions"],
+               good["transitions"] + [{"ts": "2026-11-30T01:00:00Z", "state": "RUNNING", "message": "m",
+                                       "source": "poller"}]]
+    for value in samples:
+        record = {**good, field: value}
+        try:
+            validate("job_record", record)
+            schema_ok = True
+        except jsonschema.ValidationError:
+            schema_ok = False
+        assert (records.record_problem(record) is None) == schema_ok, (field, value)
+    assert records.record_problem(good) is None
+
+
+def test_a_record_that_is_not_utf8_or_nests_too_deep_is_corrupt_not_an_internal_error(store):
+    first, second = new(store)["id"], new(store)["id"]
+    store.path(first).write_bytes(raw(store, first).replace(b'"train"', b'"tr\xe4in"'))
+    store.path(second).write_text("[" * 100_000 + "]" * 100_000)
+    for job_id in (first, second):
+        with pytest.raises(TaoBrevError) as failed:
+            store.load(job_id)
+        assert failed.value.code == "CORRUPT_RECORD" and store.quarantined(job_id) is not None
+
+
+# -- what the store returns is what it wrote: redacted ----------------------------------------------------
+def test_open_and_every_mark_return_the_record_redacted(store, monkeypatch):
+    value = "Pq7/Lm+Zx3Vb8Nw2Kc"
+    monkeypatch.setenv("MYAPP_API_KEY", value)
+    opened = new(store, results_root=f"~/runs/{value}", upload_excludes=[f"*{value}*"])
+    assert value not in json.dumps(opened) and opened == json.loads(raw(store, opened["id"]))
+    running = store.mark(opened["id"], "RUNNING", message=f"token {value}", backend_ref=f"box/{value}")
+    done = store.mark(opened["id"], "COMPLETE", message=f"done {value}")
+    again = store.mark(opened["id"], "COMPLETE", err_class="ERR_PROGRAM")   # terminal: only enriches
+    for record in (running, done, again, store.load(opened["id"])):
+        assert value not in json.dumps(record) and "<redacted>" in json.dumps(record)
+
+
+def test_the_tsv_listing_redacts_a_value_known_only_after_the_record_was_written(state_env, tmp_path):
+    from conftest import run_script
+
+    value = "Pq7/Lm+Zx3Vb8Nw2Kc-later"
+    store = RecordStore(tmp_path / "state")
+    record = new(store, results_root=f"~/runs/{value}")       # written while nothing knew the value
+    assert value in raw(store, record["id"]).decode()
+    listed = run_script("tao_job_record.py", "list", env={**state_env, "MYAPP_API_KEY": value})
+    assert listed.code == 0 and record["id"] in listed.stdout and value not in listed.stdout + listed.stderr
+    assert "<redacted>" in listed.stdout
