@@ -16,7 +16,9 @@ carries, and every log saved at teardown, passes through the same caps:
 The cutting happens twice. On the instance (:func:`remote_filter`, an ``awk``
 filter in the same round trip, byte-wise in the C locale) so that an 8 MiB line
 never crosses the network; and here (:func:`bound`), as the guarantee, whatever
-arrived. Both are linear in the input; :func:`bound` walks the text from its end
+arrived. Both count UTF-8 bytes and cut on character boundaries: a kept end
+starts after any continuation byte (0x80-0xBF), so no character is split (it
+would come back as U+FFFD). Both are linear in the input; :func:`bound` walks the text from its end
 and copies only what it keeps (plus a margin), never a whole long line.
 
 Secrets and cuts: a known secret value (``known_secrets``, every encoding) that
@@ -71,7 +73,10 @@ def remote_filter(token: str, line_bytes: int = LINE_BYTES, total_bytes: int = L
         'match(line, tok ":rc:[0-9]+$") { rc = substr(line, RSTART + length(tok) + 4) + 0; '
         'line = substr(line, 1, RSTART - 1); if (line == "") next }\n'
         '{ sub(/\\r+$/, "", line); sub(/.*\\r/, "", line) }\n'
-        '{ n = length(line); if (n > max) line = tok ":cut:" (n - max) " " substr(line, n - max + 1); '
+        '{ n = length(line); if (n > max) { s = n - max + 1; '
+        # the kept end starts on a character: skip UTF-8 continuation bytes (0x80-0xBF)
+        'while (s <= n && substr(line, s, 1) ~ /^[\\200-\\277]$/) s++; '
+        'line = tok ":cut:" (s - 1) " " substr(line, s) } '
         'kept[++count] = line }\n'
         'END { used = 0; first = count + 1\n'
         '  while (first > 1 && used + length(kept[first - 1]) + 1 <= total) { first--; used += length(kept[first]) + 1 }\n'
@@ -95,7 +100,9 @@ def remote_head(command: str, token: str, keep_bytes: int = 1024) -> str:
     program = ('{ line = $0 }\n'
                'match(line, tok ":rc:[0-9]+$") { rc = substr(line, RSTART + length(tok) + 4) + 0; '
                'line = substr(line, 1, RSTART - 1); if (line == "") next }\n'
-               '{ print substr(line, 1, max) }\n'
+               # the kept start ends on a character: no UTF-8 continuation byte right after it
+               '{ e = max; if (length(line) > e) while (e > 0 && substr(line, e + 1, 1) ~ /^[\\200-\\277]$/) e--; '
+               'print substr(line, 1, e) }\n'
                'END { exit rc }')
     return (f"{{ {{ {command}\n}} 2>&1; printf '%s' \"{token}:rc:$?\"; }} | LC_ALL=C awk -v tok={shlex.quote(token)} "
             f"-v max={int(keep_bytes)} {shlex.quote(program)}")
@@ -206,10 +213,14 @@ def _line(text: str, start: int, end: int, line_bytes: int, margin: int, cut_tag
     if cr >= 0:
         cut.progress_collapsed += 1
         start = cr + 1
-    if end - start > line_bytes:   # cut here: redact first (end + margin), then keep the end
-        window = redacted(text[max(start, end - line_bytes - margin):end])
-        local_cut = (end - start) - line_bytes
-        piece = strip_partial_prefix(window[-line_bytes:], forms)
+    chars = end - start   # a character is 1 to 4 UTF-8 bytes: fewer than line_bytes / 4 always fit
+    if chars > line_bytes or (chars * 4 > line_bytes and _utf8_size(text, start, end) > line_bytes):
+        # cut here: redact first (end + margin), then keep the last line_bytes BYTES, whole characters
+        first = max(start, end - line_bytes - margin)
+        window = redacted(text[first:end])
+        kept = _tail_bytes(window, line_bytes)
+        local_cut = _utf8_size(text, start, first) + _utf8_size(window, 0, len(window)) - _utf8_size(kept, 0, len(kept))
+        piece = strip_partial_prefix(kept, forms)
         remote_cut += local_cut
     else:
         piece = text[start:end]
@@ -220,6 +231,24 @@ def _line(text: str, start: int, end: int, line_bytes: int, margin: int, cut_tag
         cut.bytes_cut += remote_cut
         piece = CUT_MARK.format(n=remote_cut) + piece
     return piece
+
+
+def _utf8_size(text: str, start: int, end: int) -> int:
+    """The UTF-8 size of ``text[start:end]``, encoded 64 Ki characters at a time (no copy of a long line)."""
+    return sum(len(text[i:min(end, i + 65536)].encode("utf-8", "surrogatepass")) for i in range(start, end, 65536))
+
+
+def _tail_bytes(text: str, limit: int) -> str:
+    """The end of ``text`` within ``limit`` UTF-8 bytes, starting on a character boundary
+    (a character cut in two would come back as U+FFFD)."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    tail = data[len(data) - limit:]
+    skip = 0
+    while skip < len(tail) and tail[skip] & 0xC0 == 0x80:   # a continuation byte: inside a character
+        skip += 1
+    return tail[skip:].decode("utf-8", "surrogatepass")
 
 
 def full_log_command(instance: str, job_id: str) -> str:

@@ -88,6 +88,50 @@ def test_a_secret_cut_in_two_leaves_no_part_behind_here_or_on_the_instance(secre
     assert logcap.strip_partial_prefix("plain text") == "plain text"
 
 
+MULTIBYTE = {"2-byte": "é", "3-byte": "€", "4-byte": "😀", "mixed": "é€😀ж中"}
+
+
+@pytest.mark.parametrize("shift", range(4))
+@pytest.mark.parametrize("kind", MULTIBYTE)
+def test_cuts_keep_whole_characters_here_and_on_the_instance(tmp_path, kind, shift):
+    """Each cut (a line's last LINE_BYTES bytes, here and by awk in the C locale; a line's first
+    bytes for remote_head) lands on a character boundary: no U+FFFD, at most LINE_BYTES bytes,
+    the same text either way, the bytes cut counted exactly."""
+    chars = MULTIBYTE[kind]
+    line = "a" * shift + (chars * 4000)[:3000] + "END"
+    size = len(line.encode())
+    log = tmp_path / "log"
+    log.write_text(f"{line}\nshort\n", encoding="utf-8")
+    received = _on_instance(f"cat {log}").stdout
+    remote, remote_cut = logcap.bound(received.decode("utf-8", "replace"), token="Stok")
+    local, local_cut = logcap.bound(f"{line}\nshort\n")
+    assert remote == local and "\ufffd" not in remote, (kind, shift)
+    kept = local.split("\n")[0].split("] ", 1)[1]
+    assert line.endswith(kept) and len(kept.encode()) <= logcap.LINE_BYTES
+    assert len(kept.encode()) > logcap.LINE_BYTES - 4                       # at most one character short
+    assert remote_cut.bytes_cut == local_cut.bytes_cut == size - len(kept.encode())
+    head = subprocess.run(["bash", "-c", logcap.remote_head(f"cat {log}", "Stok", 1001 + shift)],
+                          capture_output=True).stdout.decode("utf-8", "replace").split("\n")[0]
+    assert "\ufffd" not in head and line.startswith(head) and 1001 + shift - 4 < len(head.encode()) <= 1001 + shift
+
+
+def test_a_secret_with_multibyte_characters_cut_anywhere_leaves_no_piece(monkeypatch, tmp_path):
+    secret = "tök€n-😀-" + "Zq9ж" * 8
+    monkeypatch.setenv("HF_TOKEN", secret)
+    known_secrets.reset()
+    try:
+        for at in range(1, len(secret)):
+            line = "é" * 3000 + secret + "€" * ((logcap.LINE_BYTES - len(secret[at:].encode())) // 3)
+            log = tmp_path / "log"
+            log.write_text(line + "\n", encoding="utf-8")
+            remote, _ = logcap.bound(_on_instance(f"cat {log}").stdout.decode("utf-8", "replace"), token="Stok")
+            local, _ = logcap.bound(line + "\n")
+            for text in (local, remote):
+                assert not [s for s in substrings(secret) if s in text] and "\ufffd" not in text, (at, text[:80])
+    finally:
+        known_secrets.reset()
+
+
 def test_the_whole_answer_is_capped_after_redaction():
     answer = {"ok": True, "logs": "z" * 300_000, "jobs": [{"job_id": f"j-{i}", "message": "m" * 200}
                                                          for i in range(3000)]}
