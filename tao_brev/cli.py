@@ -206,7 +206,7 @@ def emit_stream(head: dict, key: str, items: Iterable) -> None:
     document is being printed), as in ``run``."""
     import json
 
-    from . import json_out, redact
+    from . import redact
 
     _RUN["answering"] = True
     redacted = redact.obj_redactor()
@@ -216,7 +216,7 @@ def emit_stream(head: dict, key: str, items: Iterable) -> None:
     size = 0
     separator = "\n    "
     for item in items:
-        text = json_out.dumps(redacted(item), 2)   # an item of the list: depth 2
+        text = redacted.json_text(item, 2)   # an item of the list: depth 2; redacted as it is written
         chunk += (separator, text)
         separator = ",\n    "
         size += len(text)

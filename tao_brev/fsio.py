@@ -59,6 +59,33 @@ def private_dir(path: Path) -> Path:
     return path
 
 
+def read_text(path: str | os.PathLike) -> str:
+    """``Path(path).read_text()``: the text-mode default encoding, strict errors, universal
+    newlines (``\r\n`` and ``\r`` read as ``\n``). When that encoding is UTF-8 (the usual
+    case) the bytes are read and decoded at once, without a text-mode stream: about half
+    the cost per small file (a listing reads 50,000 records). Raises what ``read_text`` raises
+    (OSError, UnicodeDecodeError)."""
+    if not _utf8_text_mode():
+        return Path(path).read_text()
+    with open(path, "rb") as fh:
+        text = fh.read().decode("utf-8")
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+_TEXT_MODE: list = []
+
+
+def _utf8_text_mode() -> bool:
+    """True when text-mode ``open`` without an encoding decodes UTF-8 (asked of a text
+    stream itself, so the locale, UTF-8 mode and the Python version decide as they do for it)."""
+    if not _TEXT_MODE:
+        import codecs
+        import io
+
+        _TEXT_MODE.append(codecs.lookup(io.TextIOWrapper(io.BytesIO()).encoding).name == "utf-8")
+    return _TEXT_MODE[0]
+
+
 def _write_temp(path: Path, text: str, mode: int) -> Path:
     """``text`` in a fresh private temp file beside ``path`` (fsynced)."""
     import uuid   # here, not at import: every script start loads this module

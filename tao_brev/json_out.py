@@ -6,7 +6,9 @@ same text by recursion over the object, with the C string encoder the standard l
 uses (``ensure_ascii``), ``int.__repr__``/``float.__repr__`` and NaN/Infinity as it
 writes them, ``str(o)`` for anything else (``default=str``). Unlike ``json.dumps`` it does
 not detect circular references (JSON read back from files has none).
-``tests/test_json_out.py`` compares the two on generated objects.
+:func:`encoder` makes a ``dumps`` that writes each string value through a function of the
+caller (the streamed listing redacts and encodes each distinct string once, in the same
+walk). ``tests/test_json_out.py`` compares both with ``json.dumps`` on generated objects.
 """
 
 from __future__ import annotations
@@ -14,39 +16,52 @@ from __future__ import annotations
 from json.encoder import INFINITY
 from json.encoder import encode_basestring_ascii as _string
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
+
 _INT = int.__repr__
 _FLOAT = float.__repr__
 
 
-def dumps(obj, level: int = 0) -> str:
-    """``json.dumps(obj, indent=2, default=str)``; ``level`` is the nesting depth of ``obj``."""
-    scalar = _SCALARS.get(obj.__class__)
-    if scalar is not None:
-        return scalar(obj)
-    if isinstance(obj, str):   # None, True, False and exact str/int/float: _SCALARS above
-        return _string(obj)
-    if isinstance(obj, int):
-        return _INT(obj)
-    if isinstance(obj, float):
-        return _float(obj)
-    if isinstance(obj, (list, tuple)):
-        if not obj:
-            return "[]"
-        inner = _PAD[level + 1]
-        return "[" + inner + ("," + inner).join([_value(v, level) for v in obj]) + _PAD[level] + "]"
-    if isinstance(obj, dict):
-        if not obj:
-            return "{}"
-        inner = _PAD[level + 1]
-        return ("{" + inner + ("," + inner).join([(_string(k) if k.__class__ is str else _key(k)) + ": " + _value(v, level)
-                                                 for k, v in obj.items()]) + _PAD[level] + "}")
-    return dumps(str(obj), level)
+def encoder(string: Callable[[str], str] = _string) -> Callable[..., str]:
+    """A ``dumps(obj, level=0)`` that writes every string VALUE (not a key, not what
+    ``default=str`` made of another object) as ``string(value)``, which returns a JSON string
+    literal: the default writes ``json.dumps(obj, indent=2, default=str)``'s text, and
+    ``encoder(lambda s: _string(f(s)))`` the text of ``obj`` with each string value ``s``
+    replaced by ``f(s)``. ``level`` is the nesting depth of ``obj``."""
+    scalars = {**_SCALARS, str: string}
+    scalar_of = scalars.get
 
+    def dumps(obj, level: int = 0) -> str:
+        scalar = scalar_of(obj.__class__)
+        if scalar is not None:
+            return scalar(obj)
+        if isinstance(obj, str):   # None, True, False and exact str/int/float: the table above
+            return string(obj)
+        if isinstance(obj, int):
+            return _INT(obj)
+        if isinstance(obj, float):
+            return _float(obj)
+        if isinstance(obj, (list, tuple)):
+            if not obj:
+                return "[]"
+            inner = _PAD[level + 1]
+            deeper = level + 1
+            return ("[" + inner + ("," + inner).join([s(v) if (s := scalar_of(v.__class__)) is not None
+                                                      else dumps(v, deeper) for v in obj]) + _PAD[level] + "]")
+        if isinstance(obj, dict):
+            if not obj:
+                return "{}"
+            inner = _PAD[level + 1]
+            deeper = level + 1
+            return ("{" + inner + ("," + inner).join([(_string(k) if k.__class__ is str else _key(k)) + ": "
+                                                      + (s(v) if (s := scalar_of(v.__class__)) is not None
+                                                         else dumps(v, deeper)) for k, v in obj.items()])
+                    + _PAD[level] + "}")
+        return _string(str(obj))   # default=str: the text of the object as it is
 
-def _value(value, level: int) -> str:
-    """An item of a container at depth ``level``."""
-    scalar = _SCALARS.get(value.__class__)
-    return scalar(value) if scalar is not None else dumps(value, level + 1)
+    return dumps
 
 
 class _Pads(dict):
@@ -87,3 +102,7 @@ def _key(key) -> str:
     if isinstance(key, int):
         return _string(_INT(key))
     raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
+
+
+dumps = encoder()
+dumps.__doc__ = """``json.dumps(obj, indent=2, default=str)``; ``level`` is the nesting depth of ``obj``."""

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from . import lazy_re
 from .errors import TaoBrevError
-from .fsio import atomic_write_json, create_json, locked, private_dir, sweep_temp
+from .fsio import atomic_write_json, create_json, locked, private_dir, read_text, sweep_temp
 from .vocabulary import ERR_CLASSES, SOURCES, STATES, STORAGE_TIERS, TERMINAL_STATES  # noqa: F401 (re-exported)
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (tao_job_record.py --help)
@@ -199,7 +199,7 @@ class RecordStore:
             raise _quarantine_error(job_id, where, exc.message) from None
 
     @staticmethod
-    def _parse(path: Path, text: str | bytes) -> dict:
+    def _parse(path: Path | str, text: str | bytes) -> dict:
         """The record in ``text`` (the bytes or text of ``path``), or CORRUPT_RECORD: not
         UTF-8, not JSON (nesting too deep included), not an object, a required field
         missing, or a field of the wrong type or value (:func:`record_problem`). The
@@ -320,19 +320,20 @@ class RecordStore:
         sweep_temp(self.jobs_dir)   # temp files of writers killed before their link/rename
         stems = _json_stems(self.jobs_dir)
         quarantined = {stem for stem in _json_stems(self.quarantine_dir) if ID_RE.fullmatch(stem)}
+        jobs = os.path.join(self.jobs_dir, "")   # paths as strings: pathlib costs as much as the read
         for stem in sorted(stems | quarantined):
             if stem not in stems:
                 yield self._quarantined_entry(self.quarantine_dir / f"{stem}.json")
                 continue
-            path = self.jobs_dir / f"{stem}.json"
+            path = f"{jobs}{stem}.json"
             try:
-                yield self._parse(path, path.read_text())
+                yield self._parse(path, read_text(path))
             except (TaoBrevError, OSError, UnicodeDecodeError) as exc:   # not UTF-8: damaged too
                 if not ID_RE.fullmatch(stem):
                     continue
                 where = self.quarantine(stem)
                 if where is None:
-                    yield self._parse(path, path.read_text())
+                    yield self._parse(path, read_text(path))
                     continue
                 yield {"id": stem, "corrupt": True, "quarantined": str(where),
                        "error": _quarantine_error(stem, where, str(exc)).message}

@@ -409,23 +409,66 @@ def redact_obj(obj, env: Mapping[str, str] | None = None):
     return _redact_obj(obj, lambda text: _redact_string(text, values))
 
 
-def obj_redactor(env: Mapping[str, str] | None = None) -> Callable[[object], object]:
+def obj_redactor(env: Mapping[str, str] | None = None) -> ObjRedactor:
     """:func:`redact_obj` for many objects in a row (a streamed listing): the known values are
     looked up once and each distinct string is redacted once (the same image, state, message
     or timestamp in 50,000 records). Use it at once, for one answer, as ``known_secrets.redactor``."""
     from . import known_secrets
 
-    values = known_secrets.redactor(env)
-    memo: dict[str, str] = {}
+    return ObjRedactor(known_secrets.redactor(env))
 
-    def string(text: str) -> str:
-        out = memo.get(text)
+
+class ObjRedactor:
+    """Made by :func:`obj_redactor`. Calling it answers as :func:`redact_obj`; :meth:`json_text`
+    writes the JSON text of that answer without building it."""
+
+    _MEMO_MAX = 4096   # strings remembered; memory stays flat, what repeats comes back at once
+
+    def __init__(self, values: Callable[[str], str]):
+        self._values = values
+        self._memo: dict[str, str] = {}
+        self._literals = _Literals(self._redacted)
+        self._dumps = None
+
+    def __call__(self, obj):
+        return _redact_obj(obj, self.string)
+
+    def string(self, text: str) -> str:
+        out = self._memo.get(text)
         if out is None:
-            if len(memo) >= 4096:   # memory stays flat; what repeats comes back at once
-                memo.clear()
-            out = memo[text] = _redact_string(text, values)
+            if len(self._memo) >= self._MEMO_MAX:
+                self._memo.clear()
+            out = self._memo[text] = _redact_string(text, self._values)
         return out
-    return lambda obj: _redact_obj(obj, string)
+
+    def _redacted(self, text: str) -> str:
+        return _redact_string(text, self._values)
+
+    def json_text(self, obj, level: int = 0) -> str:
+        """``json_out.dumps(self(obj), level)``, in one walk: each distinct string is redacted
+        and encoded once (its JSON literal is remembered), no redacted copy is built."""
+        if self._dumps is None:
+            from . import json_out
+
+            self._dumps = json_out.encoder(self._literals.__getitem__)
+        return self._dumps(obj, level)
+
+
+class _Literals(dict):
+    """{string: JSON literal of its redacted text}, filled on first use, at most
+    ``ObjRedactor._MEMO_MAX`` entries (a hit is one dict lookup)."""
+
+    def __init__(self, redacted: Callable[[str], str]):
+        super().__init__()
+        self._redacted = redacted
+
+    def __missing__(self, text: str) -> str:
+        from json.encoder import encode_basestring_ascii
+
+        if len(self) >= ObjRedactor._MEMO_MAX:
+            self.clear()
+        out = self[text] = encode_basestring_ascii(self._redacted(text))
+        return out
 
 
 def _redact_string(text: str, values: Callable[[str], str]) -> str:

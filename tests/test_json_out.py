@@ -37,6 +37,25 @@ def test_an_item_at_depth_two_is_its_text_inside_a_list_inside_an_object(obj):
     assert whole == '{\n  "ok": true,\n  "jobs": [\n    ' + json_out.dumps(obj, 2) + "\n  ]\n}"
 
 
+def _shout(obj):
+    """``obj`` with each string value (not a key) upper-cased and marked."""
+    if isinstance(obj, str):
+        return "!" + obj.upper()
+    if isinstance(obj, (list, tuple)):
+        return [_shout(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _shout(v) for k, v in obj.items()}
+    return obj
+
+
+@settings(max_examples=200, deadline=None)
+@given(OBJECTS)
+def test_an_encoder_writes_each_string_value_through_its_function(obj):
+    dumps = json_out.encoder(lambda s: json.dumps("!" + s.upper()))
+    assert dumps(obj) == json.dumps(_shout(obj), indent=2, default=str)
+    assert dumps(obj, 2) == json_out.dumps(_shout(obj), 2)
+
+
 class Color(enum.IntEnum):
     RED = 1
 

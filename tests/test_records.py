@@ -241,6 +241,35 @@ def test_list_json_streams_exactly_the_answer_it_printed_whole(state_env, tmp_pa
     assert store.list() == expected_rows
 
 
+def test_list_json_redacts_a_credentials_value_in_a_record_written_by_another_tool(state_env, tmp_path):
+    """Records hold what the bank's tool (or a hand) wrote, unredacted: the listing redacts every
+    value this process holds, in every form a record string can carry it, whatever escapes its
+    JSON text needs (a quote, a backslash, non-ASCII letters), in any field and at any depth."""
+    import base64
+    from urllib.parse import quote
+
+    secret = 'Sk\\"r\u00e9t-' + "W" * 14
+    store = _store_with_every_kind_of_entry(tmp_path)
+    template = next(r for r in store.list() if not r.get("corrupt"))
+    forms = {"verbatim": secret, "url": quote(secret, safe=""), "base64": base64.b64encode(secret.encode()).decode(),
+             "json": json.dumps(secret)[1:-1]}
+    for n, (how, form) in enumerate(forms.items()):
+        record = {**template, "id": f"bank-{how}-00000{n}", "message_{n}": f"got {form} back",
+                  "transitions": [*template["transitions"], {"ts": "t", "state": "COMPLETE", "message": form,
+                                                             "source": "agent"}]}
+        (store.jobs_dir / f"bank-{how}-00000{n}.json").write_text(json.dumps(record, indent=2, ensure_ascii=n % 2 == 0))
+    store.list()
+    env = {**state_env, "MY_SERVICE_TOKEN": secret}
+    res = run_script("tao_job_record.py", "list", "--json", env=env)
+    from tao_brev import redact
+
+    whole = json.dumps(redact.redact_obj({"ok": True, "jobs": store.list()}, env), indent=2, default=str) + "\n"
+    assert res.code == 0 and res.stdout == whole
+    escaped = {how: json.dumps(form)[1:-1] for how, form in forms.items()}
+    assert [how for how, form in escaped.items() if form in res.stdout] == []
+    assert res.stdout.count("<redacted>") >= 2 * len(forms)
+
+
 def test_list_json_of_an_empty_store_is_the_same_document(state_env, tmp_path):
     res = run_script("tao_job_record.py", "list", "--json", env=state_env)
     assert res.code == 0 and res.stdout == json.dumps({"ok": True, "jobs": []}, indent=2) + "\n"
@@ -264,14 +293,15 @@ def test_the_listing_reads_one_record_at_a_time(tmp_path, monkeypatch):
     store = _store_with_every_kind_of_entry(tmp_path)
     list(store.iter_list())   # quarantine the damaged record first
     reads = []
-    real = type(store.jobs_dir).read_text
-    monkeypatch.setattr(type(store.jobs_dir), "read_text", lambda self, *a, **k: reads.append(self) or real(self, *a, **k))
+    from tao_brev import records
+
+    monkeypatch.setattr(records, "read_text", lambda path, real=records.read_text: reads.append(path) or real(path))
     listing = store.iter_list()
     assert reads == []
     for count, entry in enumerate(listing, start=1):
         assert len(reads) <= count                       # never a record read ahead of the one given
         if not entry.get("corrupt"):
-            assert reads[-1].stem == entry["id"]
+            assert os.path.basename(reads[-1]) == f"{entry['id']}.json"
     assert len(reads) == len([e for e in store.list() if not e.get("corrupt")]) == 5
 
 
@@ -302,3 +332,23 @@ def test_a_wrongly_typed_record_is_named_by_the_all_scan_before_any_reader_moved
     path.write_text(json.dumps({**json.loads(path.read_text()), "transitions": [{"state": 5}]}))
     polled = run_script("poll_status.py", "--all", env=state_env)
     assert "Traceback" not in polled.stderr and [q["job_id"] for q in polled.json["quarantined"]] == [job_id], polled
+
+
+@pytest.mark.parametrize("data", [b'{"a": "\xc3\xa9"}\n', b'{\r\n  "a": 1\r\n}\r\n', b'{\r"a": 1\r}', b"",
+                                  b"\xef\xbb\xbf{}", b"\xff\xfe not UTF-8"])
+def test_the_listing_reads_a_file_as_path_read_text_does(tmp_path, data):
+    """fsio.read_text (the listing's reader, bytes decoded at once) answers as Path.read_text:
+    the same text (universal newlines, a BOM kept) or the same error."""
+    from tao_brev import fsio
+
+    path = tmp_path / "r.json"
+    path.write_bytes(data)
+    try:
+        want = path.read_text()
+    except UnicodeDecodeError:
+        with pytest.raises(UnicodeDecodeError):
+            fsio.read_text(str(path))
+    else:
+        assert fsio.read_text(str(path)) == want and fsio.read_text(path) == want
+    with pytest.raises(FileNotFoundError):
+        fsio.read_text(str(tmp_path / "missing.json"))

@@ -440,3 +440,27 @@ def test_one_obj_redactor_for_many_objects_answers_as_redact_obj(monkeypatch):
     redacted = redact.obj_redactor()
     assert [redacted(o) for o in objects] == [redact_obj(o) for o in objects]
     assert "k" * 34 not in json.dumps([redacted(o) for o in objects])
+
+
+def test_an_obj_redactor_writes_the_json_text_of_what_it_answers(monkeypatch):
+    """json_text (redact and encode in one walk, each distinct string once) is the text of the
+    redacted object at every depth; a known value with a quote, a backslash or non-ASCII letters
+    is gone in every form, the JSON-escaped one included; a small memo changes nothing."""
+    from tao_brev import json_out
+
+    secret = 'k\\"y-\u00e9t\u00e9-' + "Z" * 12
+    monkeypatch.setenv("WANDB_API_KEY", secret)
+    monkeypatch.setattr(redact.ObjRedactor, "_MEMO_MAX", 3)
+    objects = [{"message": "export NGC_KEY=nvapi-" + "Q" * 40, "results_dir": "/data/token=v1/run",
+                "log": f"value {secret} end", "escaped": json.dumps(secret), "n": [1, None, True, 2.5, ("x", "a b")],
+                "empty": [{}, []], 3: "int key", "k" + secret: "a key is kept"},
+               {"id": "visual_changenet-train-1a2b3c", "transitions": [{"state": "COMPLETE", "message": secret}]},
+               "s3://user:pa55word99x@host/x", ["docker login -u x -p hunter2hunter2"], secret, 7] * 3
+    redacted = redact.obj_redactor()
+    for level in (0, 2):
+        texts = [redacted.json_text(o, level) for o in objects]
+        assert texts == [json_out.dumps(redact_obj(o), level) for o in objects]
+    whole = "".join(texts).replace(json.dumps("k" + secret), "")
+    assert [form for form in (secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
+                              json.dumps(json.dumps(secret))[1:-1]) if form in whole] == []
+    assert whole.count("<redacted>") >= 15
