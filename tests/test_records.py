@@ -254,9 +254,8 @@ def test_list_json_redacts_a_credentials_value_in_a_record_written_by_another_to
     forms = {"verbatim": secret, "url": quote(secret, safe=""), "base64": base64.b64encode(secret.encode()).decode(),
              "json": json.dumps(secret)[1:-1]}
     for n, (how, form) in enumerate(forms.items()):
-        record = {**template, "id": f"bank-{how}-00000{n}", "message_{n}": f"got {form} back",
-                  "transitions": [*template["transitions"], {"ts": "t", "state": "COMPLETE", "message": form,
-                                                             "source": "agent"}]}
+        record = {**template, "id": f"bank-{how}-00000{n}", "backend_ref": f"box/{form}",
+                  "transitions": [*template["transitions"], {**template["transitions"][-1], "message": f"got {form}"}]}
         (store.jobs_dir / f"bank-{how}-00000{n}.json").write_text(json.dumps(record, indent=2, ensure_ascii=n % 2 == 0))
     store.list()
     env = {**state_env, "MY_SERVICE_TOKEN": secret}
