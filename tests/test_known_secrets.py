@@ -483,10 +483,60 @@ def test_the_trie_pattern_matches_exactly_as_a_flat_alternation():
 
     rng = random.Random(7)
     for _ in range(200):
-        values = {f"A{i}_TOKEN": "".join(rng.choice("ab/+%=\\\"x'é") for _ in range(rng.randint(8, 14)))
+        values = {f"A{i}_TOKEN": "k" + "".join(rng.choice("ab/+%=\\\"x'é") for _ in range(rng.randint(8, 14)))
                   for i in range(3)}
         pattern, owners = known_secrets._index(values)
         forms = sorted(owners, key=lambda f: (-len(f), f))
         flat = re.compile("|".join(map(re.escape, forms)))
         text = "".join(rng.choice([rng.choice(forms), rng.choice("ab/+%=x\\ ") * 3]) for _ in range(30))
         assert pattern.sub("<r>", text) == flat.sub("<r>", text)
+        long = text * (known_secrets.LONG_TEXT // len(text) + 2) + "k" * 3000   # narrowed to the forms it has
+        assert known_secrets.redact_text(long, values) == flat.sub(redact.PLACEHOLDER, long)
+        assert known_secrets.redactor(values)(long) == flat.sub(redact.PLACEHOLDER, long)
+        assert known_secrets.redact_text("q" * 5000, values) == "q" * 5000
+
+
+SECOND_DECODINGS = {   # a parsed string that a program reading the spec decodes once more
+    "partly-url-encoded": lambda v: "https://m.example/?k=%" + f"{ord(v[0]):02X}" + quote(v[1:], safe=""),
+    "literal-backslash-escapes": lambda v: "".join(f"\\x{ord(c):02x}" if c.isascii() else c for c in v),
+    "html-entities": lambda v: "".join(f"&#x{ord(c):x};" for c in v[:3]) + v[3:].replace("&", "&amp;"),
+    "json-in-a-string": lambda v: json.dumps({"mirror": {"k": "".join(f"\\u{ord(c):04x}" for c in v)}})
+    .replace("\\\\u", "\\u"),
+}
+
+
+@pytest.mark.parametrize("how", SECOND_DECODINGS)
+@pytest.mark.parametrize("name", ODD_VALUES)
+def test_a_string_a_program_decodes_once_more_is_searched_decoded(name, how):
+    value = ODD_VALUES[name]
+    text = "train:\n  cfg: " + json.dumps(SECOND_DECODINGS[how](value)) + "\n"
+    data = yaml_bounded.load(text, "s")
+    hits = known_secrets.find_parsed(data, ODD_VALUES)
+    assert hits and hits[0][0] == name and hits[0][2] == "train.cfg", (how, hits)
+    assert value not in str(hits)
+
+
+@pytest.mark.parametrize("before", ["", "u", "us", "user:", "Bearer ", '{"auth": "'])
+@pytest.mark.parametrize("after", ["", "x", '"}'])
+@pytest.mark.parametrize("name", ODD_VALUES)
+def test_a_value_inside_a_longer_base64_text_is_found_and_redacted(name, before, after):
+    value = ODD_VALUES[name]
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        blob = encode((before + value + after).encode()).decode()
+        text = f"Authorization: Basic {blob}"
+        assert known_secrets.find(text, ODD_VALUES)[0][0] == name
+        shown = known_secrets.redact_text(text, ODD_VALUES)
+        left = shown.split("<redacted>")
+        assert len(left) == 2 and len(left[0]) - len("Authorization: Basic ") <= 4 * (len(before) // 3 + 1)
+        assert len(left[1]) <= 4 * (len(after) // 3 + 2)   # at most the groups shared with what follows
+
+
+def test_an_override_key_that_hydra_would_not_read_is_not_repeated():
+    from tao_brev.verbs import submit as submit_verb
+
+    value = ODD_VALUES["WANDB_API_KEY"]
+    odd_key = 'cfg."' + value[:4]
+    with pytest.raises(TaoBrevError) as err:
+        submit_verb._refuse_secret_overrides([f"{odd_key}=" + value.replace("/", "\\/").replace("+", "\\+")],
+                                             ODD_VALUES)
+    assert "(its key)" in err.value.message and value[:4] not in err.value.message

@@ -161,6 +161,9 @@ def _refuse_multi_node_overrides(overrides: list[str]) -> None:
             raise TaoBrevError("MULTI_NODE_UNSUPPORTED", f"override {key} asks for several nodes")
 
 
+_PLAIN_KEY = lazy_re.compile(r"[A-Za-z0-9_.\[\]/@:-]{1,80}")
+
+
 def _override_views(item: str) -> tuple[str, list]:
     """(key, [value as each reader may decode it]) of a ``KEY=VALUE`` override.
 
@@ -172,7 +175,9 @@ def _override_views(item: str) -> tuple[str, list]:
     backslashes kept, and the YAML document of the first two when they parse.
     Generous by design: a view only matters when it holds a known value."""
     key, _, value = item.partition("=")
-    key = key.lstrip("+~").strip() or "override"
+    key = key.lstrip("+~").strip()
+    if not _PLAIN_KEY.fullmatch(key):   # no key Hydra reads (quotes, escapes, blanks): not repeated
+        key = "(its key)"
     views: list = [value]
     decoded, kept = _hydra_unquote(value)
     views += [decoded, kept]
