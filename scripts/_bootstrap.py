@@ -26,12 +26,14 @@ the scripts themselves must compile on 3.6 up to their ``setup()`` call.
 """
 
 import os
-import signal
 import sys
+
+import _signal as signal   # signal.py's C core (Python >= 3.5): signal.py's enum classes cost every start ~1 ms
 
 # json and shlex are imported where an answer is made: --help and every working run need neither
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
 
 
 # the verbs whose every answer carries "next" (tao_brev/nextstep.py); the bank-format tools do not
@@ -71,7 +73,7 @@ def _interrupted(signum, _frame):
     name = os.path.basename(sys.argv[0] if sys.argv else "script")
     answer = {"ok": False, "error": {"code": "INTERRUPTED",
                                      "message": "%s was interrupted (%s) before it started: nothing was done"
-                                                % (name, signal.Signals(signum).name),
+                                                % (name, _NAMES[signum]),
                                      "fix": "Run the same command again: %s" % _rerun()}}
     _write(1, _answer(answer, _rerun()))
     os._exit(130)

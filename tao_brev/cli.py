@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import time
+
+import _signal as signal   # signal.py's C core: signal.py's enum classes cost every start ~1 ms
 
 from . import lazy_re, pipes
 from .errors import EXIT_FAILURE, EXIT_OK, TaoBrevError
@@ -234,6 +235,7 @@ def emit_stream(head: dict, key: str, items: Iterable) -> None:
 # settle what they can and answer), a second one answers at once; once the answer is being
 # printed, signals are ignored (exactly one JSON document).
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
 _RUN: dict = {}
 
 
@@ -304,7 +306,7 @@ def interrupted_answer() -> dict:
     """``INTERRUPTED`` (exit 130), naming the job this run worked on, if any."""
     from . import nextstep
 
-    name = signal.Signals(_RUN["signal"]).name if _RUN["signal"] else "SIGINT"
+    name = _NAMES[_RUN["signal"]] if _RUN["signal"] else "SIGINT"
     job_id, state, script = _RUN["job_id"], _RUN["state"], _RUN["script"] or ""
     fix = _RUN["fix"] or nextstep.resume_fix(script, _RUN["argv"], job_id, state)
     if job_id is None:
