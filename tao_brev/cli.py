@@ -236,6 +236,7 @@ def emit_stream(head: dict, key: str, items: Iterable) -> None:
 # printed, signals are ignored (exactly one JSON document).
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
+_HELP = {"-h", "--help"}
 _RUN: dict = {}
 
 
@@ -411,9 +412,10 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
         try:
             for signum in _SIGNALS:   # an agent's tool timeout: answer like Ctrl-C (a signal that
                 signal.signal(signum, _interrupt)   # arrived just before is handled here, inside the try)
-            from .credentials import sweep_local
+            if not _HELP & set(_RUN["argv"]):   # a --help only prints: the next run sweeps
+                from .credentials import sweep_local
 
-            sweep_local()   # credential files that killed runs left on this machine
+                sweep_local()   # credential files that killed runs left on this machine
             result, code = main(argv)
         except TaoBrevError as exc:
             result = {"ok": False, "error": exc.to_json(), **exc.details.get("answer", {})}

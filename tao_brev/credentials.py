@@ -15,7 +15,8 @@ carrier is therefore a FILE:
    copy`` runs). Its directory holds ``.owner``, locked (``flock``) by the
    writing process for as long as it lives: a process killed before its
    cleanup (SIGKILL) leaves the directory unlocked, and the next run of any
-   script removes it (:func:`sweep_local`, called by ``cli.run``).
+   script removes it (:func:`sweep_local`, called by ``cli.run``; a ``--help``,
+   which only prints, does not list ``$TMPDIR`` for it).
 
 Residual exposure (cannot be avoided, kept small): ``docker inspect`` on the
 instance shows a container's environment to whoever can run docker there;
@@ -35,7 +36,7 @@ from .errors import TaoBrevError
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from .transport import Brev
-# cli.run sweeps with this module on every start (--help too): what only the other functions
+# cli.run sweeps with this module on every start but a --help's: what only the other functions
 # need (remote, uuid, shlex, fcntl, the transport) is imported where it is used
 
 NGC_USER = "$oauthtoken"   # NGC's registry user is this literal string, never expanded

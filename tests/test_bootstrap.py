@@ -255,16 +255,15 @@ ARGPARSE_HELP = ("import argparse\n"
                  "p.add_argument('name', nargs='?', help='a name')\n"
                  "p.parse_args(['--help'])\n")
 # ... and all a script's --help may load beyond it: the interrupt handlers, the answer machinery,
-# the sweep of dead credential files, the record vocabulary (tao_job_record.py's choices). json,
-# pathlib, shlex, contextlib, nextstep, the record store are loaded where an answer is made.
+# the record vocabulary (tao_job_record.py's choices). json, pathlib, shlex, contextlib, nextstep,
+# the record store, the sweep of dead credential files are loaded where an answer is made.
 HELP_MAY_ADD = {"_bootstrap", "select", "__future__", "tao_brev", "tao_brev.cli", "tao_brev.errors",
-                "tao_brev.lazy_re", "tao_brev.pipes", "tao_brev.credentials", "tao_brev.vocabulary"}
+                "tao_brev.lazy_re", "tao_brev.pipes", "tao_brev.vocabulary"}
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_help_imports_only_what_it_needs(script, tmp_path):
-    # an empty TMPDIR: no credential directory for the start's sweep to lock-check (fcntl)
-    imported = _imported(str(ROOT / "scripts" / script), "--help", TMPDIR=str(tmp_path))
+def test_help_imports_only_what_it_needs(script):
+    imported = _imported(str(ROOT / "scripts" / script), "--help")
     heavy = sorted(m for m in imported if m.startswith(NOT_FOR_HELP))
     assert heavy == [], heavy
     beyond = sorted(imported - _imported("-c", ARGPARSE_HELP) - HELP_MAY_ADD)

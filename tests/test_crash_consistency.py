@@ -129,6 +129,8 @@ def test_a_credential_file_of_a_killed_submit_is_swept_by_the_next_run(world, tm
     assert res.code == -signal.SIGKILL and res.stdout == "", res    # killed during `brev copy`
     [left] = list(tmp.glob("tao-cred-*"))
     assert (left / "cred").read_text() == "HF_TOKEN=hf_" + "x" * 34 + "\n"
+    helped = world.run("poll_status.py", "--help", TMPDIR=str(tmp))   # only prints: $TMPDIR is not listed
+    assert helped.code == 0 and list(tmp.glob("tao-cred-*")) == [left], helped
     after = world.run("poll_status.py", "--all", TMPDIR=str(tmp))   # any script, any verb
     assert after.json is not None and not list(tmp.glob("tao-cred-*")), after
 
