@@ -15,10 +15,11 @@ AWS CLI (``aws s3 sync``, the venv's awscli) to its own prefix:
   with the bytes each tool sent again (objects created or rewritten).
 
 The bundle is timed twice: in this process (botocore already imported; how
-the issue measured it, and what the targets apply to) and as a fresh process
-(``python -c`` that imports the package and stages), which adds interpreter
-and botocore start-up as the AWS CLI's own figure does. Each figure is the
-median of ``--reps`` runs, the runs of the tools interleaved.
+the issue first measured it) and as a fresh process, ``bench/stage_fresh.py``:
+what ``submit.py`` runs up to its upload (the same start, imports and calls),
+which adds interpreter and botocore start-up as the AWS CLI's own figure
+does. Each figure is the median of ``--reps`` runs, the runs of the tools
+interleaved.
 Both tools get the same credentials, endpoint and checksum settings
 (``S3Settings.container_env``) and the same concurrency (10) and 8 MiB
 multipart threshold (awscli's defaults).
@@ -44,16 +45,7 @@ from tests.s3server import MotoS3Server  # noqa: E402
 
 MiB = 2**20
 TARGETS = {"no change": 0.5, "one file changed": 1.2}
-_CHILD = """
-import sys
-from pathlib import Path
-sys.path.insert(0, sys.argv[1])
-from tao_brev import hash_cache, staging, storage
-settings = storage.s3_settings()
-[inp] = staging.prepare_inputs(settings, sys.argv[2], staging.parse_inputs([sys.argv[3] + "=" + sys.argv[4]]),
-                               cache=hash_cache.HashCache(Path(sys.argv[5])), progress=None)
-print(inp.upload["uploaded"])
-"""
+FRESH = ROOT / "bench" / "stage_fresh.py"
 
 
 def small_files(root: Path, count: int) -> int:
@@ -87,6 +79,7 @@ class Bench:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         self.env.update(self.settings.container_env())
         self.env["AWS_CONFIG_FILE"] = self.env["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+        self.env["TAO_STATE_DIR"] = str(tmp / "state")   # stage_fresh.py's hash cache: self.cache
 
     def objects(self, prefix: str) -> dict[str, tuple]:
         pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
@@ -106,9 +99,12 @@ class Bench:
     def bundle_process(self, source: Path, name: str) -> tuple[float, int]:
         before = self.objects(f"inputs/{name}/")
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), self.bucket, str(source), name, str(self.cache)],
-                       env=self.env, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-        return time.perf_counter() - started, self.sent(f"inputs/{name}/", before)
+        done = subprocess.run([sys.executable, str(FRESH), f"{source}={name}"], env=self.env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        seconds = time.perf_counter() - started
+        if done.returncode:
+            sys.exit(f"{FRESH.name} failed ({done.returncode}): {done.stderr[-2000:]}")
+        return seconds, self.sent(f"inputs/{name}/", before)
 
     def aws_sync(self, source: Path, name: str) -> tuple[float, int]:
         prefix = f"awscli/{name}/"
@@ -171,8 +167,8 @@ def main() -> None:
         fresh_s = f"{fresh[0]:10.2f} {fresh[0] / t_aws:6.2f}" if fresh else f"{'':>10} {'':>6}"
         print(f"{case:<17} {data:<11} {t_aws:10.2f} {t_ours:9.2f} {t_ours / t_aws:6.2f} {target:>7} {fresh_s} "
               f"{b_ours / MiB:8.2f} MiB {b_aws / MiB:6.2f} MiB")
-    print("bundle: staging.prepare_inputs in this process (how the issue measured it; the target applies); "
-          "process: a fresh python that imports the package and stages, as a script would (its extra is "
+    print("bundle: staging.prepare_inputs in this process (botocore already loaded); process: "
+          "bench/stage_fresh.py, a fresh process doing what submit.py does up to its upload (its extra is "
           "interpreter and botocore start-up, which the aws CLI pays too); sent: bytes of the objects created "
           "or rewritten (the bundle's include its manifest and index)")
     print(json.dumps({"shards_verified": report["verified"]}))

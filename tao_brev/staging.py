@@ -58,6 +58,7 @@ DATA_DIR = "data/"             # inputs/<NAME>/data/<path>: the files, one key p
 MANIFESTS_DIR = "manifests/"   # inputs/<NAME>/manifests/<digest>.sha256: one per version, never rewritten
 INDEX_KEY = "index.json"       # inputs/<NAME>/index.json: what this bundle last wrote to data/
 INDEX_FORMAT = 1
+MAX_CONCURRENCY = 10           # concurrent requests of one staging (awscli's default too)
 STAGE_FAILED_EXIT = 8          # the submit script's exit status when staging failed (6, 7: remote.py)
 CARRIER_CONFIG_DIR = "/tao-aws"  # where the carrier sees its AWS config (read-only mount)
 _CARRIER_CONFIG = "[default]\ns3 =\n    addressing_style = path\n"
@@ -166,8 +167,11 @@ def prepare_inputs(settings: storage.S3Settings, bucket: str, inputs: list[Input
     source is used in place and must hold at least one object. With
     ``upload=False`` (a dry run) nothing is written. ``cache`` spares hashing
     files whose stat did not change. Upload progress goes to ``progress``
-    (stderr by default, None for silence).
+    (stderr by default, None for silence). The S3 client is built in the
+    background while the files are hashed (``storage.prefetch_client``).
     """
+    if upload and inputs:
+        prefetch_client(settings)
     for inp in inputs:
         if inp.source.startswith("s3://"):
             inp.uri = inp.source if inp.source.endswith("/") else inp.source + "/"
@@ -195,6 +199,18 @@ def prepare_inputs(settings: storage.S3Settings, bucket: str, inputs: list[Input
     return inputs
 
 
+def prefetch_client(settings: storage.S3Settings) -> None:
+    """Start building, in the background, the S3 client :func:`prepare_inputs` will use
+    (``storage.prefetch_client``: no request; its failure is raised by the staging itself)."""
+    storage.prefetch_client(settings, max_pool_connections=_pool_size(MAX_CONCURRENCY))
+
+
+def _pool_size(max_concurrency: int) -> int:
+    """HTTP connections of the client for ``max_concurrency`` transfers (32 at the default: the
+    same client as ``storage.client``'s default, which :func:`list_sizes` uses)."""
+    return max(32, max_concurrency * 2)
+
+
 def _read_index(s3, settings: storage.S3Settings, bucket: str, key: str) -> dict[str, tuple]:
     """path -> (size, sha256, etag) from ``index.json``; {} when absent or damaged (then HEADs decide)."""
     try:
@@ -210,7 +226,8 @@ def _read_index(s3, settings: storage.S3Settings, bucket: str, key: str) -> dict
 
 def sync_input(settings: storage.S3Settings, bucket: str, base: str, entries: Sequence[tuple[dict, Path]],
                manifest_key: str, manifest_text: str,
-               progress: Optional[Callable[[str], None]] = storage._stderr, max_concurrency: int = 10) -> dict:
+               progress: Optional[Callable[[str], None]] = storage._stderr,
+               max_concurrency: int = MAX_CONCURRENCY) -> dict:
     """Make ``s3://<bucket>/<base>data/`` hold exactly the files of ``entries``; send only what differs.
 
     Requests: one paginated LIST of ``<base>``, one GET of ``index.json``;
@@ -225,7 +242,7 @@ def sync_input(settings: storage.S3Settings, bucket: str, base: str, entries: Se
     longer in the input. Nothing changed: zero PUTs, zero HEADs.
     """
     started = time.monotonic()
-    s3 = storage.client(settings, max_pool_connections=max(32, max_concurrency * 2))
+    s3 = storage.client(settings, max_pool_connections=_pool_size(max_concurrency))
     data = base + DATA_DIR
     listed = storage.list_objects(s3, settings, bucket, base)
     index = _read_index(s3, settings, bucket, base + INDEX_KEY) if base + INDEX_KEY in listed else {}

@@ -402,6 +402,35 @@ def test_a_restage_sends_only_the_changed_file_and_nothing_when_nothing_changed(
     assert fewer.files == 14
 
 
+def test_submits_staging_in_a_fresh_process_loads_no_upload_machinery_when_nothing_changed(s3_server, tmp_path):
+    """bench/stage_fresh.py runs what submit.py runs up to its upload, as a fresh process (the
+    benchmark times it beside aws s3 sync): the first run sends every file, the re-run none, and
+    the re-run imports neither boto3 nor s3transfer (only an upload needs them). The imports are
+    read from PYTHONPROFILEIMPORTTIME's report, which also shows the first run loading them."""
+    import sys
+
+    root = shards(tmp_path / "ds", small=6, big=1, big_bytes=MiB)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(s3_server["env"], S3_BUCKET_NAME=s3_server["create_bucket"](), TAO_STATE_DIR=str(tmp_path / "state"),
+               AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull, PYTHONPROFILEIMPORTTIME="1")
+    script = Path(__file__).resolve().parent.parent / "bench" / "stage_fresh.py"
+
+    def run():
+        done = subprocess.run([sys.executable, str(script), f"{root}=ds"], env=env, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert not [secret for secret in SECRETS if secret in done.stdout + done.stderr]
+        imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+                    if line.startswith("import time:")}
+        return done.stdout, imported
+
+    first, imported = run()
+    assert first == "7\n" and {"boto3", "s3transfer"} <= imported
+    again, imported = run()
+    assert again == "0\n" and "botocore.session" in imported
+    assert not {"boto3", "s3transfer"} & imported
+
+
 def test_an_interrupted_staging_names_no_unsent_file_and_the_rerun_sends_the_rest(s3_server, tmp_path,
                                                                                   requests_seen, monkeypatch):
     stager, root = Stager(s3_server, tmp_path), shards(tmp_path / "ds", small=6, big=0)

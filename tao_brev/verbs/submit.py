@@ -379,6 +379,8 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                          {"step": "mark_running", "backend_ref": f"{req.instance}/<job_id>"}],
                 "storage_tier": req.storage_tier, **(stage.answer() if stage else {}), "warnings": warnings}, 0
 
+    if stage:
+        stage.warm()
     ctx.brev.path()       # BREV_NOT_FOUND before anything is recorded
     _instance_running(ctx, req)   # before the first exec: brev exec would start a STOPPED instance
     if stage:
@@ -563,6 +565,12 @@ class Staging:
                                f"not set: {', '.join(settings.missing())}")
         return cls(req.storage_tier, settings, staging.parse_inputs(req.inputs), staging.carrier_image(ctx.env),
                    hash_cache.default_path(ctx.state_root))
+
+    def warm(self) -> None:
+        """Start building the S3 client in the background (no request), so it overlaps the
+        instance checks that come before the upload (``brev ls``)."""
+        if self.inputs:
+            staging.prefetch_client(self.settings)
 
     def prepare(self, upload: bool = True) -> None:
         """Put the local inputs in S3 (or, with ``upload=False``, only work out where they would go)."""
