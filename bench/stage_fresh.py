@@ -28,7 +28,7 @@ import _bootstrap  # noqa: E402,I001
 
 _bootstrap.setup()
 
-from tao_brev import cli, nextstep  # noqa: E402,F401  (submit.py's own imports)
+from tao_brev import cli  # noqa: E402  (submit.py's own imports)
 from tao_brev.errors import TaoBrevError  # noqa: E402
 from tao_brev.verbs.submit import Staging, SubmitRequest  # noqa: E402
 
