@@ -13,8 +13,12 @@ agent sandboxes: it stops Python writing bytecode, not reading it):
 * checkout without any bytecode: a copy of the code with no __pycache__, run with
   PYTHONDONTWRITEBYTECODE=1, so every module it imports is compiled from source each time.
 
-Prints the median wall and CPU time of each and the ratio to the bare interpreter (target:
-<= 3x). Figures only; nothing is asserted.
+Prints, for each, the ratio to the bare interpreter of the median CPU times (user + system of
+the child, from the kernel), of the median wall times and of the fastest runs. The target,
+<= 3x, is judged on CPU time: on a shared machine (2 cores, several people's work) a start's
+wall time mostly measures the others' load - even the fastest of a few runs may never find the
+machine idle - while the CPU time of a single-threaded start that reads only cached files is
+what its wall time is on an idle machine. Figures only; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -104,33 +108,40 @@ def main() -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
-    print(f"script start-up: `NAME.py --help` vs `python -c pass` of the same interpreter, median of {RUNS} "
-          f"interleaved runs; {_measure.load()}")
-    print(f"{'start':<23} {'PYTHONDONTWRITEBYTECODE':<23} {'script':<18} {'wall s':>7} {'bare s':>7} {'x':>5} "
-          f"{'cpu x':>6}  target")
+    print(f"script start-up: `NAME.py --help` vs `python -c pass` of the same interpreter, {RUNS} interleaved "
+          f"runs; x = ratio of the median CPU times (target), of the median wall times, of the fastest runs; "
+          f"{_measure.load()}")
+    print(f"{'start':<23} {'PYTHONDONTWRITEBYTECODE':<23} {'script':<18} {'cpu s':>6} {'bare s':>6} {'cpu x':>5} "
+          f"{'wall s':>6} {'wall x':>6} {'fast x':>6}  target")
     for r in rows:
-        ratio, cpu = r["ours"]["wall"] / r["bare"]["wall"], r["ours"]["cpu"] / r["bare"]["cpu"]
-        print(f"{r['mode']:<23} {'=1' if r['nowrite'] else 'unset':<23} {r['script']:<18} {r['ours']['wall']:7.3f} "
-              f"{r['bare']['wall']:7.3f} {ratio:5.1f} {cpu:6.1f}  <= {TARGET:g}x{'' if ratio <= TARGET else '  MISSED'}")
+        ours, bare = r["ours"], r["bare"]
+        ratio = ours["cpu"] / bare["cpu"]
+        print(f"{r['mode']:<23} {'=1' if r['nowrite'] else 'unset':<23} {r['script']:<18} {ours['cpu']:6.3f} "
+              f"{bare['cpu']:6.3f} {ratio:5.1f} {ours['wall']:6.3f} {ours['wall'] / bare['wall']:6.1f} "
+              f"{ours['fastest'] / bare['fastest']:6.1f}  <= {TARGET:g}x{'' if ratio <= TARGET else '  MISSED'}")
     for note in notes:
         print(note)
-    floor_x = floor[0]["wall"] / floor[1]["wall"]
-    print(f"floor: `python -c \"{FLOOR}\"` takes {floor[0]['wall']:.3f} s, {floor_x:.1f}x the bare interpreter "
-          f"(CPU {floor[0]['cpu'] / floor[1]['cpu']:.1f}x): the part of any script's --help no code of the bundle adds")
+
+    def ratios(ours: dict, bare: dict) -> str:
+        return (f"CPU {ours['cpu'] / bare['cpu']:.1f}x, wall {ours['wall'] / bare['wall']:.1f}x, "
+                f"fastest {ours['fastest'] / bare['fastest']:.1f}x")
+
+    print(f"floor: `python -c \"{FLOOR}\"`: {ratios(*floor)} the bare interpreter: the part of any script's "
+          "--help no code of the bundle adds")
     groups = {}
     for r in rows:
         groups.setdefault((r["mode"], r["nowrite"]), []).append(r)
     for (mode, nowrite), group in groups.items():
-        ratios = [g["ours"]["wall"] / g["bare"]["wall"] for g in group]
-        cpus = [g["ours"]["cpu"] / g["bare"]["cpu"] for g in group]
-        walls = [g["ours"]["wall"] for g in group]
-        bare = sorted(g["bare"]["wall"] for g in group)[len(group) // 2]
+        def span(key: str) -> str:
+            values = [g["ours"][key] / g["bare"][key] for g in group]
+            return f"{min(values):.1f}-{max(values):.1f}x"
+
+        cpu = sorted(g["bare"]["cpu"] for g in group)[len(group) // 2]
         print(f"ROW | script start-up, {mode}, PYTHONDONTWRITEBYTECODE {'=1' if nowrite else 'unset'} "
-              f"(`--help` of the 6 scripts, median of {RUNS}) | {min(walls):.3f}-{max(walls):.3f} s: "
-              f"{min(ratios):.1f}-{max(ratios):.1f}x the bare interpreter ({bare:.3f} s); CPU time "
-              f"{min(cpus):.1f}-{max(cpus):.1f}x | <= {TARGET:g}x |")
-    print(f"ROW | the floor of any `--help`: argparse printing a help, nothing of the bundle | "
-          f"{floor_x:.1f}x the bare interpreter (CPU {floor[0]['cpu'] / floor[1]['cpu']:.1f}x) | - |")
+              f"(`--help` of the 6 scripts, median of {RUNS}) | CPU time {span('cpu')} the bare interpreter's "
+              f"({cpu:.3f} s); wall time {span('wall')}, fastest runs {span('fastest')} | <= {TARGET:g}x (CPU) |")
+    print(f"ROW | the floor of any `--help`: argparse printing a help, nothing of the bundle | {ratios(*floor)} "
+          "the bare interpreter | - |")
     return 0
 
 
