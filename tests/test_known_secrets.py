@@ -540,3 +540,52 @@ def test_an_override_key_that_hydra_would_not_read_is_not_repeated():
         submit_verb._refuse_secret_overrides([f"{odd_key}=" + value.replace("/", "\\/").replace("+", "\\+")],
                                              ODD_VALUES)
     assert "(its key)" in err.value.message and value[:4] not in err.value.message
+
+
+INTERPOLATED = {   # (spec text, overrides): the value split across keys and joined by OmegaConf interpolation
+    "absolute": (lambda a, b: f"train:\n  a: '{a}'\n  key: '${{train.a}}{b}'\n", lambda a, b: []),
+    "relative": (lambda a, b: f"train:\n  a: '{a}'\n  key: '${{.a}}{b}'\n", lambda a, b: []),
+    "two-levels-up": (lambda a, b: f"a: '{a}'\ntrain:\n  w:\n    key: '${{...a}}{b}'\n", lambda a, b: []),
+    "list-item": (lambda a, b: f"parts: ['{a}', '{b}']\ntrain:\n  key: '${{parts.0}}${{parts[1]}}'\n",
+                  lambda a, b: []),
+    "chained": (lambda a, b: f"x: '{a}'\ny: '${{x}}'\ntrain:\n  key: '${{y}}{b}'\n", lambda a, b: []),
+    "override-sets-a-part": (lambda a, b: f"train:\n  key: '${{cfg.p}}{b}'\n", lambda a, b: [f"cfg.p={a}"]),
+    "override-uses-the-spec": (lambda a, b: f"cfg:\n  p: '{a}'\n", lambda a, b: [f"train.key=${{cfg.p}}{b}"]),
+}
+
+
+@pytest.mark.parametrize("case", INTERPOLATED)
+def test_a_value_split_across_keys_and_joined_by_interpolation_is_refused(case):
+    from tao_brev.verbs import submit as submit_verb
+
+    value = ODD_VALUES["WANDB_API_KEY"]
+    a, b = value[:6], value[6:]
+    spec_text, overrides = INTERPOLATED[case]
+    data = yaml_bounded.load(spec_text(a, b), "s")
+    known_secrets.refuse_parsed(data, "spec", ODD_VALUES)                    # no key holds it by itself
+    submit_verb._refuse_secret_overrides(overrides(a, b), ODD_VALUES)
+    with pytest.raises(TaoBrevError) as err:
+        submit_verb._refuse_interpolated_secrets(data, overrides(a, b), ODD_VALUES)
+    path = err.value.details["findings"][0]["path"]
+    assert "WANDB_API_KEY" in err.value.message and path in ("train.key", "train.w.key"), err.value.message
+    assert value not in str(err.value.to_json())
+
+
+def test_interpolation_loops_and_doublings_stop():
+    from tao_brev.verbs import submit as submit_verb
+
+    bomb = "a: 'xy'\n" + "".join(f"{chr(98 + i)}: '${{{chr(97 + i)}}}${{{chr(97 + i)}}}'\n" for i in range(24))
+    loop = "p: '${q}'\nq: '${p}'\nr: '${missing.key}'\n"
+    for text in (bomb, loop):
+        submit_verb._refuse_interpolated_secrets(yaml_bounded.load(text, "s"), ["z=${p}"], ODD_VALUES)
+
+
+def test_submit_refuses_a_value_joined_by_interpolation(state_env, tmp_path):
+    value = ODD_VALUES["WANDB_API_KEY"]
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(EXAMPLE_SPEC.read_text() + f"logging:\n  part: '{value[:7]}'\n")
+    res = submit(state_env, "--dry-run", "--", f"logging.key=${{logging.part}}{value[7:]}", spec=spec,
+                 WANDB_API_KEY=value)
+    assert res.code == 2 and res.json["error"]["code"] == "SECRET_IN_COMMAND", res
+    assert "logging.key" in res.json["error"]["message"] and value not in res.stdout + res.stderr
+    assert no_record(state_env)

@@ -118,7 +118,7 @@ class SubmitRequest:
         return argv, []
 
 
-def _read_spec(path: str) -> str:
+def _read_spec(path: str) -> tuple[str, dict]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
@@ -139,7 +139,7 @@ def _read_spec(path: str) -> str:
     if any(n > 1 for n in nodes.values()):
         raise TaoBrevError("MULTI_NODE_UNSUPPORTED", f"spec {path!r} asks for several nodes: "
                            + ", ".join(f"{k}={v}" for k, v in nodes.items() if v > 1))
-    return text
+    return text, data
 
 
 def _node_counts(node, prefix: str = "") -> dict[str, int]:
@@ -187,6 +187,52 @@ def _override_views(item: str) -> tuple[str, list]:
         except TaoBrevError:
             pass
     return key, views
+
+
+# An OmegaConf interpolation of another key: ${train.a}, ${.a} (relative), ${a.0} (a list item).
+_INTERPOLATION = lazy_re.compile(r"\$\{(\.*[A-Za-z0-9_][A-Za-z0-9_.\[\]-]*)\}")
+_LIST_INDEX = lazy_re.compile(r"\.(\d+)(?=\.|$)")   # a.0 -> a[0]
+MAX_RESOLVED_CHARS = 65536   # an interpolated string is followed no longer than this (x: ${y}${y}, ...)
+
+
+def _refuse_interpolated_secrets(spec: dict, overrides: list[str], env: dict) -> None:
+    """SECRET_IN_COMMAND when a string of the spec or an override's value, once its
+    OmegaConf interpolations of other keys are resolved as TAO's loader resolves them
+    (``b: ${a}def`` with ``a: abc``; an override ``a=abc`` counts as the key it sets),
+    holds a known value: a value split across keys is still the value."""
+    scalars = {path: text for path, text in known_secrets.parsed_strings(spec) if not path.endswith(" (the key)")}
+    for item in overrides:
+        key, views = _override_views(item)
+        scalars[key] = views[1]   # quotes dropped, escapes decoded: what Hydra sets
+    resolved = {}
+    for path, text in scalars.items():
+        if "${" in text:
+            out = _resolve(text, path, scalars)
+            if out != text:
+                resolved[path] = out
+    if resolved:
+        known_secrets.refuse_parsed(resolved, "a string of the spec or an override, its interpolations "
+                                    "resolved,", env)
+
+
+def _resolve(text: str, path: str, scalars: dict) -> str:
+    for _level in range(8):   # nested references; a cycle just stops changing or hits the caps
+        out = _INTERPOLATION.sub(lambda m: scalars.get(_reference(m.group(1), path), m.group()), text)
+        if out == text or len(out) > MAX_RESOLVED_CHARS:
+            return out
+        text = out
+    return text
+
+
+def _reference(ref: str, path: str) -> str:
+    """The dotted path (``parsed_strings``' spelling: ``a.b[0].c``) of ``ref`` used at ``path``."""
+    dots = len(ref) - len(ref.lstrip("."))
+    if dots:
+        parent = path
+        for _ in range(dots):   # ${.x}: a sibling; each further dot one level up
+            parent = parent.rsplit(".", 1)[0] if "." in parent else ""
+        ref = f"{parent}.{ref[dots:]}" if parent else ref[dots:]
+    return _LIST_INDEX.sub(r"[\1]", ref)
 
 
 def _hydra_unquote(value: str) -> tuple[str, str]:
@@ -345,9 +391,10 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         raise TaoBrevError("BAD_ARGUMENT", f"--storage-tier must be A, B or C (got {req.storage_tier!r})")
     resolved = bank.resolve_image(req.image, ctx.env)
     arch_warnings = _check_arch(req, resolved["image"])
-    spec_text = _read_spec(req.spec)
+    spec_text, spec_data = _read_spec(req.spec)
     _refuse_multi_node_overrides(req.overrides)
     _refuse_secret_overrides(req.overrides, ctx.env)
+    _refuse_interpolated_secrets(spec_data, req.overrides, ctx.env)
     if req.retry_of:
         ctx.records.load(req.retry_of)   # BAD_JOB_ID / UNKNOWN_JOB: a retry names a job we know
     secret_values = credentials.collect(ctx.env, req.env_names)
