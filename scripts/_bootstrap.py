@@ -26,11 +26,16 @@ the scripts themselves must compile on 3.6 up to their ``setup()`` call.
 """
 
 import os
+import re  # noqa: F401  (whole before the handlers below can run: see _HANDLER_NEEDS)
 import sys
 
 import _signal as signal   # signal.py's C core (Python >= 3.5): signal.py's enum classes cost every start ~1 ms
 
-# json and shlex are imported where an answer is made: --help and every working run need neither
+# json and shlex are imported where an answer is made: --help and every working run need neither.
+# An interrupt handler that imports them may run in the middle of any import of the script (its
+# argparse loading re, ...): what they need beyond themselves is imported before the handlers are
+# installed - re, which every script's argparse loads anyway - so they never meet a half-made module.
+_HANDLER_NEEDS = ("json", "shlex")
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}

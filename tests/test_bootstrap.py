@@ -270,6 +270,19 @@ def test_help_imports_only_what_it_needs(script):
     assert beyond == [], f"{script} --help imports {beyond}: import them where they are used"
 
 
+def test_what_the_interrupt_handler_imports_needs_nothing_the_script_may_be_importing():
+    """_bootstrap's handler may run in the middle of any import of the script: the modules it imports
+    itself (json, shlex) must load nothing more than themselves once _bootstrap is loaded, or a
+    signal during the script's import of re would meet a half-made module (a traceback, not JSON)."""
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import _bootstrap; before = set(sys.modules)\n"
+             "for name in _bootstrap._HANDLER_NEEDS: __import__(name)\n"
+             "print(' '.join(sorted(set(sys.modules) - before)))")
+    done = subprocess.run([sys.executable, "-c", probe, str(ROOT / "scripts")], capture_output=True, text=True)
+    assert done.returncode == 0, done
+    own = {name for name in done.stdout.split() if name.split(".")[0] in bootstrap._HANDLER_NEEDS or name == "_json"}
+    assert set(done.stdout.split()) == own, done.stdout
+
+
 def test_a_record_listing_imports_no_verb_transport_or_s3(tmp_path):
     imported = _imported(str(ROOT / "scripts" / "tao_job_record.py"), "list", TAO_STATE_DIR=str(tmp_path))
     heavy = sorted(m for m in imported if m.startswith(("tao_brev.verbs", "tao_brev.transport", "tao_brev.staging",
