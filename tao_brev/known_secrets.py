@@ -303,9 +303,10 @@ def redactor(env: Mapping[str, str] | None = None) -> Callable[[str], str]:
     if pattern is None:
         return _unchanged
     sub, placeholder = pattern.sub, redact.PLACEHOLDER
+    shortest = min(map(len, owners))   # a shorter text holds no form (most fields of a record)
 
     def redact_one(text):
-        if not text or not isinstance(text, str):
+        if not text or not isinstance(text, str) or len(text) < shortest:
             return text
         if len(text) < LONG_TEXT:
             return sub(placeholder, text)

@@ -74,7 +74,8 @@ def remote_filter(token: str, line_bytes: int = LINE_BYTES, total_bytes: int = L
         'line = substr(line, 1, RSTART - 1); if (line == "") next }\n'
         '{ sub(/\\r+$/, "", line); sub(/.*\\r/, "", line) }\n'
         '{ n = length(line); if (n > max) { s = n - max + 1; '
-        # the kept end starts on a character: skip UTF-8 continuation bytes (0x80-0xBF)
+        # the kept end starts on a character: skip UTF-8 continuation bytes (0x80-0xBF); octal
+        # escapes in a bracket expression, byte-wise in the C locale (mawk 1.3.4, gawk 5.2.1, busybox 1.35)
         'while (s <= n && substr(line, s, 1) ~ /^[\\200-\\277]$/) s++; '
         'line = tok ":cut:" (s - 1) " " substr(line, s) } '
         'kept[++count] = line }\n'
