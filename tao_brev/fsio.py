@@ -62,14 +62,26 @@ def private_dir(path: Path) -> Path:
 def read_text(path: str | os.PathLike) -> str:
     """``Path(path).read_text()``: the text-mode default encoding, strict errors, universal
     newlines (``\r\n`` and ``\r`` read as ``\n``). When that encoding is UTF-8 (the usual
-    case) the bytes are read and decoded at once, without a text-mode stream: about half
-    the cost per small file (a listing reads 50,000 records). Raises what ``read_text`` raises
+    case) the bytes are read with ``os.read`` and decoded at once, without file objects or a
+    text-mode stream: a quarter of the cost per small file (a listing reads 50,000). Raises what ``read_text`` raises
     (OSError, UnicodeDecodeError)."""
     if not _utf8_text_mode():
         return Path(path).read_text()
-    with open(path, "rb") as fh:
-        text = fh.read().decode("utf-8")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))   # no file object: half the cost again
+    try:
+        data = os.read(fd, _CHUNK)
+        if data:
+            more = os.read(fd, _CHUNK)
+            while more:   # until end of file: a read may return less than asked before it
+                data += more
+                more = os.read(fd, _CHUNK)
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8")
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+_CHUNK = 1 << 16
 
 
 _TEXT_MODE: list = []

@@ -30,7 +30,7 @@ import uuid
 from pathlib import Path
 
 from .errors import TaoBrevError
-from .fsio import CREATE_PRIVATE, FILE_MODE, private_dir
+from .fsio import CREATE_PRIVATE, FILE_MODE, private_dir, read_text
 from .records import PLATFORM, RecordStore, is_terminal
 
 INDEX_VERSION = 1
@@ -85,7 +85,7 @@ def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM,
                 fresh[name] = known
                 continue
             try:
-                record = RecordStore._parse(Path(entry.path), Path(entry.path).read_text())
+                record = RecordStore._parse(Path(entry.path), read_text(entry.path))
             except (TaoBrevError, OSError, UnicodeDecodeError) as exc:
                 corrupt.append({"id": name[:-5], "error": str(exc)})
                 continue
