@@ -360,16 +360,16 @@ def redact(text: str) -> str:
     """``text`` with every literal credential replaced by ``<redacted>``."""
     if not isinstance(text, str) or _plain(text):
         return text
-    return _redact_text(text) if len(text) <= _MEMO_MAX_CHARS else _replace(text, _scan(text, _TEXT_RULES))
+    return _redacted(text, _TEXT_RULES)
 
 
 def redact_uri(value: str) -> str:
     """The gentle mode for paths and URIs: only URL-userinfo passwords,
-    presigned-URL query credentials and well-known token shapes are replaced,
-    so ``/data/token=v1/run`` stays intact."""
+    presigned-URL query credentials, well-known token shapes and PEM private
+    keys are replaced, so ``/data/token=v1/run`` stays intact."""
     if not isinstance(value, str) or _plain(value):
         return value
-    return _redact_uri(value) if len(value) <= _MEMO_MAX_CHARS else _replace(value, _scan(value, _URI_RULES, False))
+    return _redacted(value, _URI_RULES)
 
 
 def _plain(text: str) -> bool:
@@ -378,15 +378,18 @@ def _plain(text: str) -> bool:
     return _PLAIN_RE.fullmatch(text) is not None and TOKEN_SHAPE_RE.search(text) is None
 
 
-# Both are pure functions of the text: the same message or path in 50,000 records is scanned once.
-@lru_cache(maxsize=4096)
-def _redact_text(text: str) -> str:
-    return _replace(text, _scan(text, _TEXT_RULES))
+def _redacted(text: str, rules) -> str:
+    """``text`` with what ``rules`` find replaced. A pure function of its arguments: texts up to
+    _MEMO_MAX_CHARS are memoised (the same message or path in 50,000 records is scanned once),
+    longer ones scanned each time (the memo stays small)."""
+    if len(text) <= _MEMO_MAX_CHARS:
+        return _memo_redacted(text, rules)
+    return _replace(text, _scan(text, rules))
 
 
-@lru_cache(maxsize=4096)
-def _redact_uri(value: str) -> str:
-    return _replace(value, _scan(value, _URI_RULES, manifests=False))
+@lru_cache(maxsize=8192)
+def _memo_redacted(text: str, rules) -> str:
+    return _replace(text, _scan(text, rules))
 
 
 def redact_values(text: str, env: Mapping[str, str] | None = None) -> str:
@@ -502,8 +505,8 @@ def _strip_references(value: str) -> str:
     def keep_default(m: re.Match) -> str:
         if m.group("ocdefault") is not None:
             return _REFERENCE_RE.sub(keep_default, m.group("ocdefault"))
-        op = m.group("op")
-        if op and op[-1] in "-=+":
+        op = m.group("op")   # one of - = + ? after an optional colon; ? gives an error message, not a value
+        if op and op[-1] != "?":
             return _REFERENCE_RE.sub(keep_default, m.group("default"))
         return ""
 
@@ -578,30 +581,27 @@ def _word_after(text: str, pos: int) -> tuple[int, str] | None:
     return (pos, m.group()) if m else None
 
 
-def _scalar_after(text: str, pos: int) -> tuple[int, str] | None:
-    """(start, text) of the YAML scalar after a key, or None (nothing, or a flow
-    collection, follows). Quoted: up to the closing quote (and only a trailing
-    comma or comment after it); a block indicator (``|``, ``>-``) as such;
+def _scalar_after(rest: str) -> str:
+    """The YAML scalar that starts ``rest`` (what follows a key's colon and the blanks
+    after it: ENTRY_KEY_RE and YAML_MAPPING_RE consume them), or "" when nothing, a
+    comment or a flow collection follows. Quoted: up to the closing quote (and only a
+    trailing comma or comment after it); a block indicator (``|``, ``>-``) as such;
     plain: up to `` #`` or the end, trailing blanks and one comma dropped.
     Linear in the line's length."""
-    start = pos
-    while start < len(text) and text[start] in " \t":
-        start += 1
-    if start >= len(text) or text[start] in "#,{}[]":
-        return None
-    quoted = _QUOTED_SCALAR_RE.match(text, start)
+    if not rest or rest[0] in "#,{}[]":
+        return ""
+    quoted = _QUOTED_SCALAR_RE.match(rest)
     if quoted:
-        rest = text[quoted.end():].strip()
-        if rest.startswith(","):
-            rest = rest[1:].strip()
-        if not rest or rest.startswith("#"):
-            return start, quoted.group()
-    comment = _COMMENT_RE.search(text, start)
-    end = comment.start() if comment else len(text)
-    value = text[start:end].rstrip()
+        after = rest[quoted.end():].strip()
+        if after.startswith(","):
+            after = after[1:].strip()
+        if not after or after.startswith("#"):
+            return quoted.group()
+    comment = _COMMENT_RE.search(rest)
+    value = rest[:comment.start() if comment else len(rest)].rstrip()
     if value.endswith(","):
         value = value[:-1].rstrip()
-    return (start, value) if value else None
+    return value
 
 
 def _assignments(text: str) -> Iterator[tuple]:
@@ -609,11 +609,14 @@ def _assignments(text: str) -> Iterator[tuple]:
         if not is_secret_name(m.group("name")):
             continue
         found = _word_after(text, m.end())
-        after = found[0] + len(found[1]) if found else 0
-        if found and text[after:after + 1] in ("(", "[") and found[1][-1:].isalnum():
-            continue   # NAME=os.getenv("X"): code reading a value at run time, not a literal
-        if found and _is_literal(found[1]):
-            yield ("assignment", m.group("name"), *_value_span(*found))
+        if not found:
+            continue
+        start, word = found
+        # NAME=os.getenv("X"): code reading a value at run time, not a literal (a word never ends before [)
+        if text[start + len(word):start + len(word) + 1] == "(" and word[-1].isalnum():
+            continue
+        if _is_literal(word):
+            yield ("assignment", m.group("name"), *_value_span(start, word))
 
 
 def _parameter_defaults(text: str) -> Iterator[tuple]:
@@ -699,9 +702,9 @@ def _mappings(text: str) -> Iterator[tuple]:
             yield ("mapping", m.group("name"), *_value_span(m.start("val"), m.group("val")))
     m = YAML_MAPPING_RE.match(text)
     if m and is_secret_name(m.group("name")):
-        found = _scalar_after(text, m.end())
-        if found and not BLOCK_INDICATOR_RE.fullmatch(found[1]) and _is_literal(found[1]):
-            yield ("mapping", m.group("name"), *_value_span(*found))
+        value = _scalar_after(text[m.end():])
+        if not BLOCK_INDICATOR_RE.fullmatch(value) and _is_literal(value):
+            yield ("mapping", m.group("name"), *_value_span(m.end(), value))
 
 
 def _presigned(text: str) -> Iterator[tuple]:
@@ -780,34 +783,31 @@ def _manifest_entries(lines: Iterable[_Line]) -> Iterator[_Hit]:
         key_column = len(m.group("lead"))
         if "-" in m.group("lead") or key_column != column:
             column, name, pending = key_column, None, []
-        found = _scalar_after(text, m.end())
-        value = found[1] if found else ""
+        value = _scalar_after(text[m.end():])
         if m.group("key") == "name":
             name = _unquote(value)
         elif BLOCK_INDICATOR_RE.fullmatch(value):
             block = (key_column, line.number)
-        elif value and _is_literal(value):
-            pending.append(_Hit("manifest-env", "", line.number, *line.original(*_value_span(*found))))
+        elif _is_literal(value):
+            pending.append(_Hit("manifest-env", "", line.number, *line.original(*_value_span(m.end(), value))))
         yield from flush()
 
 
 def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    return value
+    return value[1:-1] if _QUOTED_RE.fullmatch(value) else value
 
 
 # --- scanning and replacing -------------------------------------------------
 
-def _scan(text: str, rules, manifests: bool = True) -> list[_Hit]:
+def _scan(text: str, rules) -> list[_Hit]:
+    """What ``rules`` find on each logical line, block-style env entries and PEM private keys."""
     if not text or not isinstance(text, str):
         return []
     lines = list(_logical_lines(text))
     hits = [_Hit(kind, name, line.number, *line.original(start, end))
             for line in lines for rule in rules for kind, name, start, end in rule(line.text) if end > start]
-    if manifests:
-        hits.extend(_manifest_entries(lines))
-        hits.extend(_private_keys(text))
+    hits.extend(_manifest_entries(lines))
+    hits.extend(_private_keys(text))
     return hits
 
 

@@ -412,7 +412,7 @@ PLAIN_WORDS = ["login", "mysql", "sshpass", "curl", "aws", "configure", "set", "
 def test_plain_text_is_exactly_what_no_rule_finds_anything_in(words, joiner):
     text = joiner.join(words)
     if redact._plain(text):
-        assert redact._scan(text, redact._TEXT_RULES) == [] and redact._scan(text, redact._URI_RULES, False) == []
+        assert redact._scan(text, redact._TEXT_RULES) == [] and redact._scan(text, redact._URI_RULES) == []
         assert redact.redact(text) is text and redact.redact_uri(text) is text
 
 
@@ -428,7 +428,7 @@ def test_the_memo_answers_as_the_scan_does():
              "plain words only", "https://user:pa55word99@host/x?X-Amz-Signature=abc123def456"]
     for text in texts * 2:
         assert redact.redact(text) == redact._replace(text, redact._scan(text, redact._TEXT_RULES))
-        assert redact.redact_uri(text) == redact._replace(text, redact._scan(text, redact._URI_RULES, False))
+        assert redact.redact_uri(text) == redact._replace(text, redact._scan(text, redact._URI_RULES))
 
 
 def test_one_obj_redactor_for_many_objects_answers_as_redact_obj(monkeypatch):
@@ -464,3 +464,101 @@ def test_an_obj_redactor_writes_the_json_text_of_what_it_answers(monkeypatch):
     assert [form for form in (secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
                               json.dumps(json.dumps(secret))[1:-1]) if form in whole] == []
     assert whole.count("<redacted>") >= 15
+
+
+# --- the YAML scalar after a key, touching findings, ${VAR:?message} ---------------------------
+
+@pytest.mark.parametrize("line, redacted", [
+    # a quoted value runs to its closing quote, whatever it holds (` #` is not a comment inside quotes)
+    ('password: "ab #cdefgh123"', 'password: "<redacted>"'),
+    ("password: 'ab #cdefgh123'", "password: '<redacted>'"),
+    ('password: "ab #cdefgh123" # note', 'password: "<redacted>" # note'),
+    ('password: "ab #cdefgh123",', 'password: "<redacted>",'),
+    ('password: "ab #cdefgh123",# note', 'password: "<redacted>",# note'),
+    ('password: "ab #cdefgh123" , # note', 'password: "<redacted>" , # note'),
+    # anything else after the closing quote: the value is plain text up to ` #`, quotes and all
+    ('password: "abcdefgh123", more text', "password: <redacted>"),
+    ('password: "abcdefgh123" more', "password: <redacted>"),
+    # plain values: up to ` #`, trailing blanks and one comma dropped, leading letters kept
+    ("password: XXsecretvalue1", "password: <redacted>"),
+    ("password: Xsecretvalue1 # note", "password: <redacted> # note"),
+    ("password: abcdefgh123 ,", "password: <redacted> ,"),
+    ("password: abc#defgh123", "password: <redacted>"),
+    ("password:\tabcdefgh123", "password:\t<redacted>"),
+    ("password:   abcdefgh123", "password:   <redacted>"),
+    # nothing, a comment or a flow collection after the key: no scalar
+    ("password:   # abcdefgh123", "password:   # abcdefgh123"),
+    ("password: ,abcdefgh123", "password: ,abcdefgh123"),
+    ("password: [abcdefgh123]", "password: [abcdefgh123]"),
+])
+def test_the_scalar_after_a_credential_key(line, redacted):
+    assert redact.redact(line) == redacted
+    assert len(lint(line)) == (line != redacted)
+
+
+@pytest.mark.parametrize("entry", [
+    '- name: NGC_KEY\n  value: "ab #cdefgh123"\n',
+    '- name: NGC_KEY\n  value: XXsecretvalue1\n',
+    '- name: NGC_KEY\n  value: "abcdefgh123", more text\n',
+    '- name: "NGC_KEY"\n  value: Xsecretvalue1 # note\n',
+    "- name: 'NGC_KEY'\n  value:    abcdefgh123\n",
+    '- value: "ab #cdefgh123"\n  name: NGC_KEY\n',
+])
+def test_a_manifest_value_is_read_as_the_mapping_rule_reads_it(entry):
+    out = redact.redact(entry)
+    assert "cdefgh123" not in out and "secretvalue1" not in out, out
+    assert [f.kind for f in lint(entry)] == ["manifest-env"]
+
+
+def test_a_manifest_name_is_reported_unquoted_only_when_wholly_quoted():
+    def names(name):
+        return [f.name for f in lint("- name: %s\n  value: abcdefgh123\n" % name)]
+    assert names('"NGC_KEY"') == names("'NGC_KEY'") == names("NGC_KEY") == ["NGC_KEY"]
+    assert names('"NGC_KEY') == ['"NGC_KEY'] and names("'NGC_KEY\"") == ["'NGC_KEY\""]
+    assert names('XNGC_KEYX') == [] and names('""') == [] and names("''") == []
+
+
+def test_findings_that_touch_are_two_findings_and_one_placeholder():
+    # the mapping's value is the PEM header; the private key's value starts where the header ends
+    text = "private_key: -----BEGIN PRIVATE KEY-----\nMIIabcdefghijklmnop\n-----END PRIVATE KEY-----\n"
+    assert [(f.kind, f.line) for f in lint(text)] == [("mapping", 1), ("private-key", 1)]
+    assert redact.redact(text) == "private_key: <redacted>-----END PRIVATE KEY-----\n"
+    assert redact._replace("abcdef", [redact._Hit("k", "", 1, 1, 3), redact._Hit("k", "", 1, 3, 5)]) == "a<redacted>f"
+    assert redact._replace("abcdef", [redact._Hit("k", "", 1, 1, 3), redact._Hit("k", "", 1, 4, 5)]) == \
+        "a<redacted>d<redacted>f"
+
+
+@pytest.mark.parametrize("value, literal", [
+    ("${NGC_KEY:?set NGC_KEY to your key first}", False),   # ? : the error message, never a value
+    ("${NGC_KEY?set NGC_KEY to your key first}", False),
+    ("${NGC_KEY:-abcdefgh123}", True), ("${NGC_KEY-abcdefgh123}", True),
+    ("${NGC_KEY:=abcdefgh123}", True), ("${NGC_KEY:+abcdefgh123}", True), ("${NGC_KEY+abcdefgh123}", True),
+])
+def test_a_parameter_default_is_a_value_and_an_error_message_is_not(value, literal):
+    assert redact._is_literal(value) is literal
+    assert bool(lint("NGC_KEY=%s" % value)) is literal
+
+
+def test_the_gentle_mode_replaces_what_it_promises_and_nothing_else():
+    long_dir = "/data/" + "d" * 1100 + "/token=v1/run"
+    for path in ("/data/token=v1/run", long_dir, "s3://bucket/password=abcdefgh123/x"):
+        assert redact_uri(path) == path
+    for path in ("s3://user:pa55word99x@host/x", "/data/" + "d" * 1100 + "/nvapi-" + "Q" * 30,
+                 "https://h/x?X-Amz-Signature=abc123def456", "/k/-----BEGIN PRIVATE KEY-----MIIabcdefgh123"):
+        assert "<redacted>" in redact_uri(path), path
+        assert redact_uri(path) == redact._replace(path, redact._scan(path, redact._URI_RULES))
+
+
+@pytest.mark.parametrize("line, found", [
+    ('NGC_KEY=settings.v("ngc")', False),     # code: a call whose name ends in a letter or digit
+    ('NGC_KEY=load_key2("ngc")', False),
+    ('NGC_KEY=abcdefgh12-("x")', True),       # not a call: the word ends in a dash
+    ('NGC_KEY=abcdefgh12 ("x")', True),
+    ("NGC_KEY=ABCDEFGHIJ", True),             # upper-case letters only are letters too
+    ("password: <redacted>abcd", False),      # what a placeholder leaves is too short
+    ("password: <your key>abcdefgh", True),
+    ("password: [PAD]<|im_end|></s>", False),
+])
+def test_what_an_assignment_or_a_mapping_takes_as_a_literal(line, found):
+    assert bool(lint(line)) is found
+    assert (redact.redact(line) != line) is found
