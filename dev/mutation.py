@@ -20,8 +20,9 @@ mutmut's number, which moves when a function changes); matched ones are subtract
 denominator and listed; entries that match no mutant are reported as stale.
 
   --report      do not run: score the results already under .mutation/
-  --survivors   keep the staged results and rerun only the mutants not killed (after adding
-                tests; a changed module needs a full run)
+  --survivors   keep the staged results: check the mutants of functions changed since the last
+                run (mutmut regenerates those and keeps the other results), then rerun every
+                mutant not killed (after adding tests or simplifying code; a full run re-checks all)
   --json FILE   also write the figures and survivors as JSON to FILE
 
 Exit codes: 0 ran (whatever the score), 2 bad input (unknown module, no mutmut), 1 mutmut failed.
@@ -231,6 +232,7 @@ def main(argv=None):
         where = STAGE_ROOT / module
         if not args.report:
             if args.survivors and results(where, module):
+                run_mutmut(where)   # mutants of functions changed since the last run (mutmut keeps the rest)
                 left = [n for n, s in results(where, module).items() if s not in ("killed", "timeout")]
                 if left:
                     run_mutmut(where, left)
