@@ -663,12 +663,12 @@ def _login_passwords(text: str) -> Iterator[tuple]:
             if not found:
                 continue
             start, end = _value_span(*found)
-            colon = text.find(":", start, end)
-            if colon >= 0 and _is_literal(text[colon + 1:end]):
-                yield ("login-password", m.group("name"), colon + 1, end)
-    for m in AWS_SET_RE.finditer(text):
+            user, colon, password = text[start:end].partition(":")
+            if colon and _is_literal(password):
+                yield ("login-password", m.group("name"), start + len(user) + 1, end)
+    for m in AWS_SET_RE.finditer(text):   # the name may be dotted: default.aws_secret_access_key
         found = _word_after(text, m.end())
-        if found and is_secret_name(m.group("name").split(".")[-1]) and _is_literal(found[1]):
+        if found and is_secret_name(m.group("name")) and _is_literal(found[1]):
             yield ("flag", m.group("name"), *_value_span(*found))
 
 

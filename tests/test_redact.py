@@ -562,3 +562,49 @@ def test_the_gentle_mode_replaces_what_it_promises_and_nothing_else():
 def test_what_an_assignment_or_a_mapping_takes_as_a_literal(line, found):
     assert bool(lint(line)) is found
     assert (redact.redact(line) != line) is found
+
+
+@pytest.mark.parametrize("line, found", [
+    ('args: ["--token", $TOKEN]', False),               # the array form takes a quoted string only
+    ('args: ["--token", "abcdefgh123"]', True),
+    ('train --token "--verbose-mode"', False),           # another flag, quoted, is not the value
+    ("train --token --verbose-mode", False),
+    ("train --token X-abcdefgh123", True),               # a dash later in the value is a value
+    ("train --token 'X-abcdefgh123'", True),
+    # -p counts after its command word only
+    ("tool -p abcdefgh123; docker login -u x", False),
+    ("docker login -u x -p abcdefgh123", True),
+    ("tool -pabcdefgh123 && mysql -u root", False),
+    ("mysql -u root -pabcdefgh123", True),
+    ('mysql -u root -p"$MYSQL_PWD"', False),
+    ('sshpass -p "$SSHPASS" ssh host', False),
+    ("sshpass -p abcdefgh123 ssh host", True),
+])
+def test_what_a_flag_takes_as_its_value(line, found):
+    assert bool(lint(line)) is found
+    assert (redact.redact(line) != line) is found
+
+
+@pytest.mark.parametrize("line, redacted", [
+    ("curl -u user:abcdefgh123 https://h", "curl -u user:<redacted> https://h"),
+    ('curl -u "user:abcdefgh123" https://h', 'curl -u "user:<redacted>" https://h'),
+    ("curl --user=user:abcd:efgh1234 https://h", "curl --user=user:<redacted> https://h"),
+    ("curl -u :abcdefgh123 https://h", "curl -u :<redacted> https://h"),
+    ("curl -u user https://h:8443/x", "curl -u user https://h:8443/x"),   # no password: curl prompts
+    ("tool -u x:abcdefgh123; curl https://h", "tool -u x:abcdefgh123; curl https://h"),
+    ("aws configure set default.aws_secret_access_key abcdefgh123",
+     "aws configure set default.aws_secret_access_key <redacted>"),
+    ("aws configure set --profile p aws_session_token abcdefgh123",
+     "aws configure set --profile p aws_session_token <redacted>"),
+    ("aws configure set default.region us-east-1-abcdefgh", "aws configure set default.region us-east-1-abcdefgh"),
+    ("env: {name: NGC_KEY, value: abcdefgh123 }", "env: {name: NGC_KEY, value: <redacted> }"),
+    ("auth: {password: abcdefgh123 , user: x}", "auth: {password: <redacted> , user: x}"),
+])
+def test_where_a_value_starts_and_ends(line, redacted):
+    assert redact.redact(line) == redacted
+    assert bool(lint(line)) is (line != redacted)
+
+
+def test_a_private_key_is_reported_on_the_line_it_starts():
+    text = "a: 1\nb: 2\n-----BEGIN RSA PRIVATE KEY-----\nMIIabcdefghijklmnop\n-----END RSA PRIVATE KEY-----\n"
+    assert [(f.kind, f.name, f.line) for f in lint(text)] == [("private-key", "RSA PRIVATE KEY", 3)]
