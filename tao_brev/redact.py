@@ -753,13 +753,13 @@ def _manifest_entries(lines: Iterable[_Line]) -> Iterator[_Hit]:
     lines below it.
     """
     column: int | None = None
-    name: str | None = None
-    pending: list[_Hit] = []
+    name = ""
+    pending: list[tuple[int, int, int]] = []   # (line, start, end) of literal values
     block: tuple[int, int] | None = None  # (key column, line of ``value: |``)
 
     def flush() -> Iterator[_Hit]:
-        if name and is_secret_name(name):
-            yield from (_Hit("manifest-env", name, h.line, h.start, h.end) for h in pending)
+        if is_secret_name(name):
+            yield from (_Hit("manifest-env", name, *span) for span in pending)
             pending.clear()
 
     for line in lines:
@@ -769,7 +769,7 @@ def _manifest_entries(lines: Iterable[_Line]) -> Iterator[_Hit]:
         if block is not None:
             if not stripped or indent > block[0]:
                 if _is_literal(stripped):
-                    pending.append(_Hit("manifest-env", "", block[1], *line.original(indent, len(text.rstrip()))))
+                    pending.append((block[1], *line.original(indent, len(text.rstrip()))))
                     yield from flush()
                 continue
             block = None
@@ -778,18 +778,18 @@ def _manifest_entries(lines: Iterable[_Line]) -> Iterator[_Hit]:
         m = ENTRY_KEY_RE.match(text)
         if m is None:
             if column is not None and indent < column:
-                column, name, pending = None, None, []
+                column, name, pending = None, "", []
             continue
         key_column = len(m.group("lead"))
         if "-" in m.group("lead") or key_column != column:
-            column, name, pending = key_column, None, []
+            column, name, pending = key_column, "", []
         value = _scalar_after(text[m.end():])
         if m.group("key") == "name":
             name = _unquote(value)
         elif BLOCK_INDICATOR_RE.fullmatch(value):
             block = (key_column, line.number)
         elif _is_literal(value):
-            pending.append(_Hit("manifest-env", "", line.number, *line.original(*_value_span(m.end(), value))))
+            pending.append((line.number, *line.original(*_value_span(m.end(), value))))
         yield from flush()
 
 

@@ -608,3 +608,34 @@ def test_where_a_value_starts_and_ends(line, redacted):
 def test_a_private_key_is_reported_on_the_line_it_starts():
     text = "a: 1\nb: 2\n-----BEGIN RSA PRIVATE KEY-----\nMIIabcdefghijklmnop\n-----END RSA PRIVATE KEY-----\n"
     assert [(f.kind, f.name, f.line) for f in lint(text)] == [("private-key", "RSA PRIVATE KEY", 3)]
+
+
+@pytest.mark.parametrize("text", [
+    # a block scalar's lines are those indented past its key; the next key at that column ends it
+    "- value: |\n    abcdefgh123\n  name: NGC_KEY\n",
+    "env:\n  - value: >-\n      abcdefgh123\n    name: NGC_KEY\n",
+    # a comment or a blank line, at any column, neither ends nor starts an entry
+    "- name: NGC_KEY\n# a comment\n  value: abcdefgh123\n",
+    "- name: NGC_KEY\n\n  value: abcdefgh123\n",
+    "-   name: NGC_KEY\n    # the key\n    value: abcdefgh123\n",
+])
+def test_a_manifest_entry_across_blocks_comments_and_blank_lines(text):
+    assert "abcdefgh123" not in redact.redact(text)
+    assert [(f.kind, f.name) for f in lint(text)] == [("manifest-env", "NGC_KEY")]
+
+
+def test_a_block_value_ends_at_its_key_column():
+    text = "- value: |\n    abcdefgh123\n  name: NGC_KEY\n- name: OTHER\n  value: plainvalue99\n"
+    assert redact.redact(text) == "- value: |\n    <redacted>\n  name: NGC_KEY\n- name: OTHER\n  value: plainvalue99\n"
+    assert [f.line for f in lint(text)] == [1]
+
+
+@pytest.mark.parametrize("text, redacted, line", [
+    ("export NGC_KEY=abcd\\\nefgh1234 && run", "export NGC_KEY=<redacted> && run", 1),     # one backslash joins
+    ("x\nexport NGC_KEY=abcd\\\\\nefgh1234", "x\nexport NGC_KEY=abcd\\\\\nefgh1234", None),  # two: a literal one
+    ("export NGC_KEY=abcdefgh\\\\\\\nijkl", "export NGC_KEY=<redacted>", 1),                # three: joins
+    ("a\r\nexport NGC_KEY=abcdefgh123\r\nb", "a\r\nexport NGC_KEY=<redacted>\r\nb", 2),
+])
+def test_backslash_continued_lines_are_one_line(text, redacted, line):
+    assert redact.redact(text) == redacted
+    assert [f.line for f in lint(text)] == ([line] if line else [])
