@@ -555,9 +555,11 @@ def _logical_lines(text: str) -> Iterator[_Line]:
     starts: list[int] = []
     origins: list[int] = []
     first = joined = offset = 0
-    for number, raw in enumerate(text.split("\n"), start=1):
+    physical = text.split("\n")
+    for number, raw in enumerate(physical, start=1):
         body = raw[:-1] if raw.endswith("\r") else raw
-        continued = (len(body) - len(body.rstrip("\\"))) % 2 == 1
+        # an odd run of trailing backslashes joins the next line (the last line has none to join)
+        continued = number < len(physical) and (len(body) - len(body.rstrip("\\"))) % 2 == 1
         if continued:
             body = body[:-1]
         if not parts:
@@ -570,8 +572,6 @@ def _logical_lines(text: str) -> Iterator[_Line]:
         if not continued:
             yield _Line(first, "".join(parts), tuple(starts), tuple(origins))
             parts, starts, origins, joined = [], [], [], 0
-    if parts:
-        yield _Line(first, "".join(parts), tuple(starts), tuple(origins))
 
 
 # --- rules: each yields (kind, name, start, end) within one logical line ------

@@ -639,3 +639,29 @@ def test_a_block_value_ends_at_its_key_column():
 def test_backslash_continued_lines_are_one_line(text, redacted, line):
     assert redact.redact(text) == redacted
     assert [f.line for f in lint(text)] == ([line] if line else [])
+
+
+def test_a_backslash_at_the_end_of_the_text_is_kept():
+    assert redact.redact("export NGC_KEY=abcdefgh123\\") == "export NGC_KEY=<redacted>"
+    assert [f.line for f in lint("x\nexport NGC_KEY=abcdefgh123\\")] == [2]
+    assert redact.redact("a \\\nexport NGC_KEY=abcdefgh123 \\") == "a \\\nexport NGC_KEY=<redacted> \\"
+
+
+@pytest.mark.parametrize("url, redacted, names", [
+    ("https://b.s3.amazonaws.com/k?AWSAccessKeyId=AKID&Signature=abcdefgh123%3D&Expires=1",
+     "https://b.s3.amazonaws.com/k?AWSAccessKeyId=AKID&Signature=<redacted>&Expires=1", ["Signature"]),
+    ("https://a.blob.core.windows.net/c/b?sv=2022-11-02&sig=abcdefgh123%2B&se=x",
+     "https://a.blob.core.windows.net/c/b?sv=2022-11-02&sig=<redacted>&se=x", ["sig"]),
+    ("https://h/k?x-amz-security-token=abcdefgh123&a=1", "https://h/k?x-amz-security-token=<redacted>&a=1",
+     ["x-amz-security-token"]),
+    ("https://h/k?mysig=abcdefgh123", "https://h/k?mysig=abcdefgh123", []),   # a parameter ending in sig
+    # a token as the URL user: 20+ characters, letters and digits both
+    ("https://abcdefghij0123456789@github.com/o/r.git", "https://<redacted>@github.com/o/r.git", ["https"]),
+    ("https://abc_defghij-0123456789@h/x", "https://<redacted>@h/x", ["https"]),
+    ("https://abcdefghijklmnopqrstuvwxyz@h/x", "https://abcdefghijklmnopqrstuvwxyz@h/x", []),
+    ("https://01234567890123456789012@h/x", "https://01234567890123456789012@h/x", []),
+    ("https://abcdefghij012345678@h/x", "https://abcdefghij012345678@h/x", []),         # 19 characters
+])
+def test_presigned_queries_and_token_users(url, redacted, names):
+    assert redact_uri(url) == redacted and redact.redact(url) == redacted
+    assert [f.name for f in lint(url)] == names
