@@ -574,7 +574,7 @@ def _logical_lines(text: str) -> Iterator[_Line]:
             parts, starts, origins, joined = [], [], [], 0
 
 
-# --- rules: each yields (kind, name, start, end) within one logical line ------
+# --- rules: each yields (kind, name, start, end), a non-empty span within one logical line ---
 
 def _word_after(text: str, pos: int) -> tuple[int, str] | None:
     m = WORD_RE.match(text, pos)
@@ -726,8 +726,8 @@ def _url_passwords(text: str) -> Iterator[tuple]:
 
 def _token_shapes(text: str) -> Iterator[tuple]:
     for m in TOKEN_SHAPE_RE.finditer(text):
-        prefix = TOKEN_PREFIX_RE.match(m.group())
-        yield ("token-shape", prefix.group() if prefix else "token", m.start(), m.end())
+        # every shape starts with one of the prefixes: the finding names it
+        yield ("token-shape", TOKEN_PREFIX_RE.match(m.group()).group(), m.start(), m.end())
 
 
 _TEXT_RULES = (_assignments, _parameter_defaults, _flags, _login_passwords, _auth_headers,
@@ -805,7 +805,7 @@ def _scan(text: str, rules) -> list[_Hit]:
         return []
     lines = list(_logical_lines(text))
     hits = [_Hit(kind, name, line.number, *line.original(start, end))
-            for line in lines for rule in rules for kind, name, start, end in rule(line.text) if end > start]
+            for line in lines for rule in rules for kind, name, start, end in rule(line.text)]
     hits.extend(_manifest_entries(lines))
     hits.extend(_private_keys(text))
     return hits

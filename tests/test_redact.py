@@ -665,3 +665,17 @@ def test_a_backslash_at_the_end_of_the_text_is_kept():
 def test_presigned_queries_and_token_users(url, redacted, names):
     assert redact_uri(url) == redacted and redact.redact(url) == redacted
     assert [f.name for f in lint(url)] == names
+
+
+@pytest.mark.parametrize("thing", [None, 123, 1.5, b"NGC_KEY=abcdefgh123", ["NGC_KEY=abcdefgh123"], True])
+def test_anything_but_a_string_is_linted_as_empty_and_kept_as_it_is(thing):
+    assert lint(thing) == [] and redact.redact(thing) is thing and redact_uri(thing) is thing
+
+
+def test_every_token_shape_finding_is_named_by_its_prefix():
+    shapes = {"nvapi-": "nvapi-" + "a" * 20, "hf_": "hf_" + "a" * 20, "ghs_": "ghs_" + "a" * 20,
+              "github_pat_": "github_pat_" + "a" * 20, "glpat-": "glpat-" + "a" * 20, "npm_": "npm_" + "a" * 30,
+              "pypi-": "pypi-" + "a" * 40, "ASIA": "ASIA" + "A" * 16, "AIza": "AIza" + "a" * 35,
+              "xoxp-": "xoxp-" + "a" * 10, "rk_live_": "rk_live_" + "a" * 20, "sk-": "sk-ant-" + "a" * 20}
+    for prefix, token in shapes.items():
+        assert [(f.kind, f.name) for f in lint("x " + token + " y")] == [("token-shape", prefix)], prefix
