@@ -350,10 +350,15 @@ def lint(text: str) -> list[Finding]:
     Never raises; anything but a ``str`` is linted as empty text."""
     kept: list[_Hit] = []
     for hit in sorted(_scan(text, _TEXT_RULES), key=lambda h: (_PRIORITY[h.kind], h.start)):
-        if not any(hit.start < k.end and k.start < hit.end for k in kept):
+        if not any(_overlap(hit, k) for k in kept):
             kept.append(hit)
     kept.sort(key=lambda h: (h.line, h.start))
     return [Finding(h.kind, _name_shown(h.name), h.line) for h in kept]
+
+
+def _overlap(a: _Hit, b: _Hit) -> bool:
+    """True when the spans share a character (spans that only touch do not)."""
+    return a.start < b.end and b.start < a.end
 
 
 def redact(text: str) -> str:

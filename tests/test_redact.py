@@ -679,3 +679,28 @@ def test_every_token_shape_finding_is_named_by_its_prefix():
               "xoxp-": "xoxp-" + "a" * 10, "rk_live_": "rk_live_" + "a" * 20, "sk-": "sk-ant-" + "a" * 20}
     for prefix, token in shapes.items():
         assert [(f.kind, f.name) for f in lint("x " + token + " y")] == [("token-shape", prefix)], prefix
+
+
+def test_a_user_flag_without_a_value_does_not_end_the_scan():
+    line = "curl -u | curl -u x:abcdefgh123 https://h"
+    assert redact.redact(line) == "curl -u | curl -u x:<redacted> https://h" and len(lint(line)) == 1
+
+
+def test_spans_overlap_when_they_share_a_character():
+    def hit(start, end):
+        return redact._Hit("k", "", 1, start, end)
+    for a, b, shared in [((1, 3), (3, 5), False), ((3, 5), (1, 3), False), ((1, 4), (3, 5), True),
+                         ((3, 5), (1, 4), True), ((1, 9), (3, 5), True), ((3, 5), (1, 9), True),
+                         ((1, 2), (4, 5), False), ((2, 3), (2, 3), True)]:
+        assert redact._overlap(hit(*a), hit(*b)) is shared, (a, b)
+
+
+@pytest.mark.parametrize("text, lines", [
+    ("NGC_KEY= ; HF_TOKEN=abcdefgh123", [1]),                 # a name without a value does not end the scan
+    ("export A=1 \\\nNGC_KEY=abcdefgh123", [1]),             # the blank before the backslash stays
+    ("\n-----BEGIN PRIVATE KEY-----\nMIIabcdefghijklmnop\n-----END PRIVATE KEY-----", [2]),
+    ("- name: NGC_KEY\n  other: x\n  value: abcdefgh123\n", [3]),   # another key at the entry's column
+])
+def test_scans_go_on_past_what_they_skip(text, lines):
+    assert [f.line for f in lint(text)] == lines
+    assert "abcdefgh123" not in redact.redact(text) and "MIIabc" not in redact.redact(text)
