@@ -63,6 +63,34 @@ class Cut:
                 "bytes_cut": self.bytes_cut, "line_bytes": LINE_BYTES, "full_log": full_log}
 
 
+# awk (byte-wise, LC_ALL=C) snippets that move a cut of ``line`` onto a UTF-8 character boundary:
+# a kept END starting at byte s skips continuation bytes (0x80-0xBF); a kept START of e bytes gives
+# back the bytes of a character that byte e+1 continues. Octal escapes in a bracket expression,
+# byte-wise in the C locale (mawk 1.3.4, gawk 5.2.1, busybox 1.35).
+_AWK_CHAR_START = 'while (s <= n && substr(line, s, 1) ~ /^[\\200-\\277]$/) s++; '
+_AWK_CHAR_END = 'while (e > 0 && substr(line, e + 1, 1) ~ /^[\\200-\\277]$/) e--; '
+
+
+def remote_tail_bytes(limit) -> str:
+    """A pipeline stage for the instance: the last ``limit`` bytes of its input (``tail -c``), the
+    first kept line starting on a UTF-8 character (the bytes of a character cut in two are left out
+    too, so at most 3 fewer). ``limit``: a number, or a shell word such as ``"$3"`` (inside a
+    function). Every output line ends with a newline."""
+    word = str(int(limit)) if isinstance(limit, int) else limit
+    program = ('{ line = $0 } NR == 1 { n = length(line); s = 1; ' + _AWK_CHAR_START
+               + 'line = substr(line, s) } { print line }')
+    return f"tail -c {word} | LC_ALL=C awk {shlex.quote(program)}"
+
+
+def remote_head_bytes(limit: int) -> str:
+    """A pipeline stage for the instance: the first ``limit`` bytes of its input (``head -c``),
+    ending on a UTF-8 character (a character cut in two is left out whole). Lines kept whole end
+    with a newline; a cut line does not."""
+    program = ('{ line = $0; n = length(line) + 1 } used + n <= max { print line; used += n; next }\n'
+               '{ e = max - used; if (e > 0) { ' + _AWK_CHAR_END + 'printf "%s", substr(line, 1, e) }; exit }')
+    return f"LC_ALL=C awk -v max={int(limit)} {shlex.quote(program)}"
+
+
 def remote_filter(token: str, line_bytes: int = LINE_BYTES, total_bytes: int = LOG_BYTES) -> str:
     """An ``awk`` program for the instance, reading ``command 2>&1; printf '%s' "<token>:rc:$?"``:
     collapse ``\\r`` progress, keep each line's last ``line_bytes`` bytes (``<token>:cut:N <end>``),
@@ -74,9 +102,7 @@ def remote_filter(token: str, line_bytes: int = LINE_BYTES, total_bytes: int = L
         'line = substr(line, 1, RSTART - 1); if (line == "") next }\n'
         '{ sub(/\\r+$/, "", line); sub(/.*\\r/, "", line) }\n'
         '{ n = length(line); if (n > max) { s = n - max + 1; '
-        # the kept end starts on a character: skip UTF-8 continuation bytes (0x80-0xBF); octal
-        # escapes in a bracket expression, byte-wise in the C locale (mawk 1.3.4, gawk 5.2.1, busybox 1.35)
-        'while (s <= n && substr(line, s, 1) ~ /^[\\200-\\277]$/) s++; '
+        + _AWK_CHAR_START +   # the kept end starts on a character
         'line = tok ":cut:" (s - 1) " " substr(line, s) } '
         'kept[++count] = line }\n'
         'END { used = 0; first = count + 1\n'
@@ -102,7 +128,7 @@ def remote_head(command: str, token: str, keep_bytes: int = 1024) -> str:
                'match(line, tok ":rc:[0-9]+$") { rc = substr(line, RSTART + length(tok) + 4) + 0; '
                'line = substr(line, 1, RSTART - 1); if (line == "") next }\n'
                # the kept start ends on a character: no UTF-8 continuation byte right after it
-               '{ e = max; if (length(line) > e) while (e > 0 && substr(line, e + 1, 1) ~ /^[\\200-\\277]$/) e--; '
+               '{ e = max; if (length(line) > e) ' + _AWK_CHAR_END +
                'print substr(line, 1, e) }\n'
                'END { exit rc }')
     return (f"{{ {{ {command}\n}} 2>&1; printf '%s' \"{token}:rc:$?\"; }} | LC_ALL=C awk -v tok={shlex.quote(token)} "

@@ -21,7 +21,7 @@ import shlex
 import uuid
 from dataclasses import dataclass
 
-from . import lazy_re
+from . import lazy_re, logcap
 from .errors import TaoBrevError
 
 NAME_RE = lazy_re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -410,24 +410,26 @@ def progress_functions(token: str) -> str:
     ``__tb_progress DIR LINES BYTES`` prints, for each ``DIR/*/status.json``
     and ``DIR/status.json``: ``<token>:F <mtime epoch s> <size> <path under DIR>``
     then its last LINES lines within the last BYTES bytes (a longer line becomes
-    ``<token>:LONG <length>``). ``__tb_jobs LINES BYTES`` finds every container
+    ``<token>:LONG <length>``; the byte cut lands on a UTF-8 character boundary,
+    :func:`logcap.remote_tail_bytes`). ``__tb_jobs LINES BYTES`` finds every container
     labelled ``tao-job`` (one ``docker ps``, one ``docker inspect`` for all of
     them: the script does not grow with the number of jobs) and prints per
     container ``<token>:J<TAB><tao-job label><TAB><.State JSON>``, then the
     progress of its ``/results`` bind mount, and for a container that exited
     non-zero ``<token>:T`` and its last TAIL_LINES log lines (at most
-    TAIL_BYTES) for the failure hint. Never ``.Config.Env``.
+    TAIL_BYTES, starting on a character) for the failure hint. Never ``.Config.Env``.
     """
     fmt = (f'{token}:J\t{{{{index .Config.Labels "tao-job"}}}}\t{{{{json .State}}}}\t{{{{.Id}}}}\t'
            f'{{{{range .Mounts}}}}{{{{if eq .Destination "{CONTAINER_RESULTS_DIR}"}}}}{{{{.Source}}}}'
            '{{end}}{{end}}')
+    status_tail = logcap.remote_tail_bytes('"$3"')
     return "\n".join([
         "__tb_progress() {",
         f'  for __tb_f in "$1"/*/{STATUS_FILE} "$1"/{STATUS_FILE}; do',
         '    [ -f "$__tb_f" ] || continue',
         f"    printf '%s %s %s\\n' '{token}:F' \"$(stat -c '%Y %s' \"$__tb_f\" 2>/dev/null || echo '0 0')\" "
         '"${__tb_f#"$1"/}"',
-        f'    tail -c "$3" "$__tb_f" | tail -n "$2" | awk -v m={MAX_STATUS_LINE} -v t=\'{token}:LONG\' '
+        f'    < "$__tb_f" {status_tail} | tail -n "$2" | awk -v m={MAX_STATUS_LINE} -v t=\'{token}:LONG\' '
         "'length($0) > m {print t, length($0); next} {print}'",
         "  done",
         "}",
@@ -441,7 +443,8 @@ def progress_functions(token: str) -> str:
         "    printf '%s\\t%s\\t%s\\n' \"$__tb_m\" \"$__tb_job\" \"$__tb_state\"",
         '    [ -z "$__tb_src" ] || __tb_progress "$__tb_src" "$1" "$2"',
         "    case \"$__tb_state\" in *'\"ExitCode\":0,'*|*'\"ExitCode\":0}'*) ;; *'\"Status\":\"exited\"'*)",
-        f"      printf '%s\\n' '{token}:T'; docker logs --tail {TAIL_LINES} \"$__tb_id\" 2>&1 | tail -c {TAIL_BYTES};;",
+        f"      printf '%s\\n' '{token}:T'; docker logs --tail {TAIL_LINES} \"$__tb_id\" 2>&1 | "
+        f"{logcap.remote_tail_bytes(TAIL_BYTES)};;",
         "    esac",
         "  done",
         "  return $__tb_rc",

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from . import bank, hash_cache, lazy_re, remote, storage
+from . import bank, hash_cache, lazy_re, logcap, remote, storage
 from .errors import TaoBrevError
 
 CARRIER_KEY = "images.s3_transfer"
@@ -433,7 +433,7 @@ def _fetch_local(carrier: Carrier, inp: Input) -> list[str]:
         + _stage_failed(inp.name, f"the manifest {inp.manifest_key} is missing or differs from the one staged"),
         f"rm -rf {staged} && mkdir -p {stage}/data && mv {stage}/data {staged} || {_stage_failed(inp.name)}",
         f"( cd {staged} && sha256sum -c --quiet --strict {manifest} ) > {check} 2>&1 || "
-        f"{{ echo \"TAO_STAGE_FAILED {inp.name}: not the staged content: $(head -c 300 {check} | tr '\\n' ' ')\"; "
+        f"{{ echo \"TAO_STAGE_FAILED {inp.name}: not the staged content: $({logcap.remote_head_bytes(300)} < {check} | tr '\\n' ' ')\"; "
         f"exit {STAGE_FAILED_EXIT}; }}",
     ]
 

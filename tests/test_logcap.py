@@ -174,3 +174,18 @@ def TQDM_LAST() -> str:   # noqa: N802 - the sim's last progress state (tests/si
         chunk = f"Epoch 1: {step % 100:3d}%|{'#' * (step % 40):<40}| {step}/1000000 [00:01<00:02, 9.9it/s]"
         total, step = total + len(chunk) + 1, step + 1
     return chunk
+
+
+@pytest.mark.parametrize("kind", MULTIBYTE)
+def test_byte_cuts_of_a_stream_on_the_instance_keep_whole_characters(kind):
+    """``tail -c`` / ``head -c`` on the instance (remote_tail_bytes / remote_head_bytes) cut at every
+    offset through 2-, 3- and 4-byte characters: the kept bytes decode cleanly, are the input's end
+    (start) and are at most 3 bytes short of the limit (one character cut in two, left out whole)."""
+    text = ("ab" + MULTIBYTE[kind] * 7 + "\nz" + MULTIBYTE[kind] * 5 + "\n").encode()
+    for limit in range(1, len(text) + 2):
+        tail = subprocess.run(["sh", "-c", logcap.remote_tail_bytes(limit)], input=text, capture_output=True).stdout
+        head = subprocess.run(["sh", "-c", logcap.remote_head_bytes(limit)], input=text, capture_output=True).stdout
+        kept_tail, kept_head = tail.decode("utf-8"), head.decode("utf-8")   # strict: no character cut in two
+        assert text.endswith(tail) and min(limit, len(text)) - 3 <= len(tail) <= limit, (kind, limit, tail)
+        assert text.startswith(head) and min(limit, len(text)) - 3 <= len(head) <= limit, (kind, limit, head)
+        assert "\ufffd" not in kept_tail + kept_head

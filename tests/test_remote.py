@@ -473,3 +473,34 @@ def test_a_plan_shows_the_script_readably_and_loses_nothing_but_the_files_body()
     assert remote.readable_lines("cat > f <<'TAO_EOF_0a'\nx\n") == ["cat > f <<'TAO_EOF_0a'",
                                                                     "    ... 1 line(s) of the file's content (as sent, "
                                                                     "byte for byte) ...", "TAO_EOF_0a"]
+
+
+@pytest.mark.parametrize("char", ["é", "€", "😀"])
+def test_status_and_failure_tails_cut_on_characters_at_every_offset(char, tmp_path):
+    """The status file's last BYTES and a failed job's log tail (TAIL_BYTES) are byte cuts on the
+    instance: at every offset through 2-, 3- and 4-byte characters the first kept line starts on a
+    character (strict UTF-8 decoding, no U+FFFD) and is the end of the line it was cut from."""
+    token = "S0123456789ab"
+    results = tmp_path / "r1"
+    results.mkdir()
+    line = '{"message": "' + char * 9 + '"}'
+    (results / "status.json").write_text(f'{{"epoch": 1}}\n{line}\n', encoding="utf-8")
+    size = len(line.encode()) + 1
+    for limit in range(2, size + 1):
+        done = subprocess.run(["sh", "-c", remote.progress_functions(token) + "\n" + remote.read_progress(str(results), 2, limit)],
+                              cwd=tmp_path, capture_output=True)
+        kept = done.stdout.decode("utf-8").splitlines()[1:]   # strict: raises on a character cut in two
+        assert len(kept) == 1 and line.endswith(kept[0]) and size - 1 - 3 <= len(kept[0].encode()) + (size - limit) <= size - 1, (limit, kept)
+    log = tmp_path / "log"
+    log.write_text(("Traceback " + char * 3 + "\n") * 4000, encoding="utf-8")
+    fn = ("docker() {\n  case \"$1 $2\" in\n    'ps -aq') echo id1;;\n"
+          f"    'inspect --type') printf '{token}:J\\tj1\\t{{\"Status\":\"exited\",\"ExitCode\":1}}\\tid1\\t\\n';;\n"
+          f"    'logs --tail') cat {log};;\n  esac\n}}\n")
+    for shift in range(4):
+        with open(log, "ab") as f:
+            f.write(b"x")   # move the cut by one byte
+        done = subprocess.run(["sh", "-c", fn + remote.progress_functions(token) + "\n" + remote.read_all_jobs()],
+                              cwd=tmp_path, capture_output=True)
+        tail = done.stdout.decode("utf-8").split(f"{token}:T\n", 1)[1]
+        assert "\ufffd" not in tail and log.read_text(encoding="utf-8").rstrip("\n").endswith(tail.rstrip("\n")), shift
+        assert remote.TAIL_BYTES - 3 <= len(tail.encode()) <= remote.TAIL_BYTES + 1, shift
