@@ -416,6 +416,9 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
                 from .credentials import sweep_local
 
                 sweep_local()   # credential files that killed runs left on this machine
+                from .known_secrets import refuse_in_argv
+
+                refuse_in_argv(_RUN["argv"])   # a credential's value given as a name: stop before anything is sent
             result, code = main(argv)
         except TaoBrevError as exc:
             result = {"ok": False, "error": exc.to_json(), **exc.details.get("answer", {})}

@@ -64,7 +64,8 @@ CODES: dict[str, Code] = {
                               "Pass credentials only as environment variable names (--env NAME), never as values."),
     "SECRET_IN_IDENTIFIER": Code(2, "A name the bundle stores (instance, network arch, action, results root, "
                                  "bucket, input name) contains the value of a known secret.",
-                                 "Choose names that are not (and do not contain) a credential's value."),
+                                 "Choose names that are not (and do not contain) a credential's value; if the "
+                                 "variable the error names holds no credential, unset it (`unset VAR`)."),
     "SECRET_TOO_SHORT": Code(2, "An --env value or one of the bundle's credentials is shorter than the minimum "
                              "length the redactor searches for (8 characters).",
                              "Use a credential of at least 8 characters, or unset the variable."),

@@ -80,6 +80,7 @@ _URL_PASSWORD_RE = lazy_re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:(?P<pas
 
 _observed: list[Mapping[str, str]] = []   # the running verb's environment (latest Context)
 _watched: set[str] = set()                # --env names: secret whatever their name says
+_minted: set[str] = set()                 # identifiers the bundle minted itself (job ids): never a secret
 
 
 def is_credential_env_name(name: str) -> bool:
@@ -101,6 +102,18 @@ def _is_credential_env_name(name: str) -> bool:
         return True
     bare = _FORMAT_SUFFIX_RE.sub("", name)   # HF_TOKEN_B64 -> HF_TOKEN (once per call: JSON_B64 peels twice)
     return bool(bare) and bare != name and _is_credential_env_name(bare)
+
+
+def minted(ids: Iterable[str]) -> None:
+    """The bundle minted these identifiers itself: job ids (``<network_arch>-<action>-<6 hex>``,
+    ``records.RecordStore.open`` from a random uuid; every id the record store holds). A
+    variable whose value EQUALS one holds no secret the user keeps (whatever its name says):
+    that value is neither refused in commands nor redacted from answers and records. A value
+    that only contains, or is contained in, such an id stays secret."""
+    new = {i for i in ids or () if isinstance(i, str) and i} - _minted
+    if new:
+        _minted.update(new)
+        _LAST.clear()
 
 
 def observe_env(env: Mapping[str, str]) -> None:
@@ -138,7 +151,8 @@ def values(env: Mapping[str, str] | None = None) -> dict[str, str]:
     watched = frozenset(_watched)
     for source in envs:
         for value, name in _scan(_snapshot(source), watched):
-            found.setdefault(value, name)
+            if value.strip() not in _minted:   # an id the bundle minted is no secret (:func:`minted`)
+                found.setdefault(value, name)
     return found
 
 
@@ -519,8 +533,36 @@ def refuse_in_identifiers(identifiers: Mapping[str, str | None], env: Mapping[st
     for label, value in identifiers.items():
         hits = find(value or "", env)
         if hits:
-            raise TaoBrevError("SECRET_IN_IDENTIFIER", f"{label} contains {describe(hits)}",
-                               f"Choose a {label} that is not (and does not contain) a credential's value.")
+            names = list(dict.fromkeys(name for name, _how, _line in hits))
+            equal = [name for v, name in values(env).items() if v == value or v.strip() == value]
+            var = (equal or names)[0]
+            raise TaoBrevError(
+                "SECRET_IN_IDENTIFIER",
+                f"{label} {'equals' if equal else 'contains'} the value of {var} "
+                f"(a variable this process treats as a credential: its name, or --env): {describe(hits)}",
+                f"Pass a {label} that is not (and does not contain) the value of {var}; or, if {var} holds no "
+                f"credential, unset it (`unset {var}`) or rename it in the shell that runs the script, then run "
+                "the same command again. A credential's value in a name would leak wherever the name is shown.",
+                findings=[{"kind": "known-value", "name": n, "encoding": h, "line": ln} for n, h, ln in hits],
+                variable=var, argument=label)
+
+
+# Flags whose value is a name the user gives (checked by :func:`refuse_in_argv` before a verb runs).
+# Job ids are not here: one the record store holds was minted by the bundle (:func:`minted`), and
+# one it does not hold stops at UNKNOWN_JOB before anything is sent.
+IDENTIFIER_FLAGS = ("--instance", "--image", "--network-arch", "--action", "--results-root", "--results-dir",
+                    "--bucket", "--host", "--platform")
+
+
+def refuse_in_argv(argv: Iterable[str], env: Mapping[str, str] | None = None) -> None:
+    """:func:`refuse_in_identifiers` for the IDENTIFIER_FLAGS of a script's ``argv``
+    (``--flag value`` and ``--flag=value``): a credential's value given as a name stops the verb
+    before anything is sent, with an error naming the flag and the variable."""
+    words = [w for w in argv if isinstance(w, str)]
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        if flag in IDENTIFIER_FLAGS and (eq or i + 1 < len(words)):
+            refuse_in_identifiers({flag: value if eq else words[i + 1]}, env)
 
 
 def refuse_short(names: Iterable[str], env: Mapping[str, str]) -> None:

@@ -87,6 +87,14 @@ def _slug(value: str) -> str:
     return out or "job"
 
 
+def _minted(job_id: str) -> None:
+    """A job id this store minted (or holds under its own name) is the bundle's word, not a user's
+    secret: a variable whose value equals it is neither refused nor redacted (``known_secrets.minted``)."""
+    from . import known_secrets   # here, not at import (see _redact_record)
+
+    known_secrets.minted([job_id])
+
+
 def _redact_record(obj, key=None):
     from . import redact   # here, not at import: tao_job_record.py --help needs only the constants
 
@@ -142,6 +150,7 @@ class RecordStore:
         self._ensure_dir()
         for _ in range(8):
             job_id = f"{_slug(network_arch)}-{_slug(action)}-{uuid.uuid4().hex[:6]}"
+            _minted(job_id)
             record = self._new_record(job_id, image=image, network_arch=network_arch, action=action,
                                       results_dir=results_dir or os.path.join(results_root, job_id),
                                       storage_tier=storage_tier, upload_excludes=upload_excludes,
@@ -219,6 +228,8 @@ class RecordStore:
         problem = record_problem(record)
         if problem:
             raise TaoBrevError("CORRUPT_RECORD", f"{path} has {problem}")
+        if os.path.basename(str(path)) == f"{record['id']}.json":   # an id this store minted and holds
+            _minted(record["id"])
         return record
 
     # -- damaged records ------------------------------------------------------

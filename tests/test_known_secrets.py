@@ -589,3 +589,53 @@ def test_submit_refuses_a_value_joined_by_interpolation(state_env, tmp_path):
     assert res.code == 2 and res.json["error"]["code"] == "SECRET_IN_COMMAND", res
     assert "logging.key" in res.json["error"]["message"] and value not in res.stdout + res.stderr
     assert no_record(state_env)
+
+
+# -- identifiers: what the bundle minted is no secret; what the user named collides by name ---------------
+@pytest.mark.parametrize("name", ["TAO_JOB_KEY", "LAST_RUN_TOKEN", "jobSecret", "RUN_PASSWORD"])
+def test_a_value_equal_to_a_minted_job_id_is_neither_refused_nor_redacted(name, tmp_path):
+    from tao_brev.records import RecordStore
+
+    job_id = RecordStore(tmp_path).open(image="img:1", network_arch="visual_changenet", action="train",
+                                        storage_tier="A", results_root="~/r")["id"]
+    env = {name: job_id, "OTHER_TOKEN": f"x-{job_id}-y"}
+    command = f"docker logs --tail 20 {job_id}"
+    known_secrets.refuse(command, "a command", env)                  # the id alone: nothing to refuse
+    assert known_secrets.redact_text(command, env) == command
+    with pytest.raises(TaoBrevError) as err:                         # a value that only CONTAINS it stays secret
+        known_secrets.refuse(f"echo x-{job_id}-y", "a command", env)
+    assert err.value.code == "SECRET_IN_COMMAND" and "OTHER_TOKEN" in err.value.message
+    shaped = "visual_changenet-train-0a1b2c"                          # job-id shaped, never minted: still secret
+    with pytest.raises(TaoBrevError):
+        known_secrets.refuse(f"docker logs {shaped}", "a command", {name: shaped})
+
+
+def test_a_job_id_the_store_holds_is_minted_in_a_later_process(tmp_path):
+    from tao_brev.records import RecordStore
+
+    job_id = RecordStore(tmp_path).open(image="img:1", network_arch="dino", action="evaluate",
+                                        storage_tier="A", results_root="~/r")["id"]
+    done = run_script("tao_job_record.py", "show", job_id,
+                      env={**os.environ, "TAO_STATE_DIR": str(tmp_path), "MY_JOB_TOKEN": job_id})
+    assert done.code == 0 and done.json["id"] == job_id and done.json["results_dir"] == f"~/r/{job_id}"
+    assert "<redacted>" not in done.stdout
+
+
+@pytest.mark.parametrize("flag, value, var", [
+    ("--instance", "trainbox-0042", "BOX_SECRET"),
+    ("--image", "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt", "IMAGE_SECRET"),
+    ("--results-root", "~/results-private-7", "RESULTS_KEY"),
+    ("--network-arch", "visual_changenet", "archPassword"),
+])
+def test_a_user_given_name_equal_to_a_credential_names_the_variable_and_the_fix(flag, value, var):
+    with pytest.raises(TaoBrevError) as err:
+        known_secrets.refuse_in_argv(["--spec", "s.yaml", flag, value], {var: value})
+    exc = err.value
+    assert exc.code == "SECRET_IN_IDENTIFIER" and exc.details["variable"] == var and exc.details["argument"] == flag
+    assert f"{flag} equals the value of {var}" in exc.message and value not in exc.message + exc.fix
+    assert f"unset {var}" in exc.fix and flag in exc.fix
+    with pytest.raises(TaoBrevError) as err:                         # --flag=value, and a name that contains it
+        known_secrets.refuse_in_argv([f"{flag}=pre-{value}"], {var: value})
+    assert f"{flag} contains the value of {var}" in err.value.message
+    known_secrets.refuse_in_argv([flag, value], {"UNRELATED": value})   # a name that is no credential's: fine
+    known_secrets.refuse_in_argv(["--spec", value], {var: value})       # not a name flag: other guards decide

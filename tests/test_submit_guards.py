@@ -348,3 +348,26 @@ def test_env_name_value_says_to_pass_the_name_and_export_the_value(world):
     assert fixed[fixed.index("--env") + 1] == "MY_SETTING"
     assert world.sim.exec_count() == 0 and records(world) == []
     assert run_fix(world, error, MY_SETTING=value).code == 0
+
+
+@pytest.mark.parametrize("var", ["TAO_JOB_KEY", "lastRunSecret", "RUN_PASSWORD"])
+def test_a_credential_named_variable_holding_the_job_id_blocks_no_verb(world, var):
+    sub = world.run("submit.py", *base_args(world))
+    assert sub.code == 0, sub
+    job_id = sub.json["job_id"]
+    for words in ([job_id], [job_id, "--logs", "20"], [job_id, "--wait", "--interval", "0.2", "--timeout", "60"]):
+        res = world.run("poll_status.py", *words, **{var: job_id})
+        assert res.code == 0 and res.json["job_id"] == job_id and "<redacted>" not in res.stdout, res
+    down = world.run("teardown.py", job_id, **{var: job_id})
+    assert down.code == 0 and down.json["job_id"] == job_id, down
+
+
+@pytest.mark.parametrize("script", ["submit.py", "preflight.py"])
+def test_an_instance_named_like_a_credential_value_names_the_variable_before_any_exec(world, script):
+    world.sim.add_instance("trainbox-0042")
+    args = base_args(world, instance="trainbox-0042") if script == "submit.py" else ["--instance", "trainbox-0042"]
+    before = world.sim.exec_count()
+    res = world.run(script, *args, BOX_SECRET="trainbox-0042")
+    assert res.code == 2 and res.json["error"]["code"] == "SECRET_IN_IDENTIFIER", res
+    assert "--instance equals the value of BOX_SECRET" in res.json["error"]["message"]
+    assert "unset BOX_SECRET" in res.json["error"]["fix"] and world.sim.exec_count() == before
