@@ -704,3 +704,17 @@ def test_spans_overlap_when_they_share_a_character():
 def test_scans_go_on_past_what_they_skip(text, lines):
     assert [f.line for f in lint(text)] == lines
     assert "abcdefgh123" not in redact.redact(text) and "MIIabc" not in redact.redact(text)
+
+
+def test_json_text_starts_at_the_outermost_level_unless_asked():
+    from tao_brev import json_out
+
+    obj = {"a": [1, {"b": "x"}], "message": "export NGC_KEY=abcdefgh123"}
+    redacted = redact.obj_redactor()
+    assert redacted.json_text(obj) == json_out.dumps(redact_obj(obj)) == json_out.dumps(redact_obj(obj), 0)
+    assert redacted.json_text(obj).startswith('{\n  "a": [\n    1,') and "<redacted>" in redacted.json_text(obj)
+    assert redacted.json_text(obj, 1) == json_out.dumps(redact_obj(obj), 1) != redacted.json_text(obj)
+
+
+def test_a_token_user_in_capitals_is_a_token_user():
+    assert redact_uri("https://ABCDEFGHIJ0123456789@h/x") == "https://<redacted>@h/x"
