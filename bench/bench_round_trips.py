@@ -20,7 +20,7 @@ TARGETS = {
     "preflight (exec-ready, NGC login)": (3, "readiness probe + combined checks; the NGC key file is a brev copy"),
     "submit (with --env HF_TOKEN)": (1, "the credential file travels by brev copy, then one exec"),
     "poll_status --logs 50": (1, ""),
-    "teardown --delete-instance": (1, "plus brev delete"),
+    "teardown --delete-instance": (1, "plus brev delete, after a brev copy home of results with no destination"),
 }
 
 
@@ -85,7 +85,8 @@ README_ROWS = {
     "preflight (exec-ready, NGC login)": ("`preflight.py` on an exec-ready instance, with NGC login", " (key file)"),
     "submit (with --env HF_TOKEN)": ("`submit.py` with `--env HF_TOKEN`", " (credential file)"),
     "poll_status --logs 50": ("`poll_status.py JOB --logs 50`", ""),
-    "teardown --delete-instance": ("`teardown.py JOB --delete-instance`", " + `brev delete`"),
+    "teardown --delete-instance": ("`teardown.py JOB --delete-instance`",
+                                   " + `brev delete` (the copy: results with no destination, copied home first)"),
     "poll_status --all (50 jobs, 5 instances)": ("`poll_status.py --all`, 50 jobs on 5 instances", ""),
 }
 

@@ -3,7 +3,7 @@
 and delete the instance when this bundle owns it (or when asked). Or, with
 --orphans, list the instances that bill for nothing (and delete them only when asked).
 
-teardown.py JOB_ID [--delete-instance | --keep-instance] [--force] [--price-per-hour USD]
+teardown.py JOB_ID [--delete-instance | --keep-instance] [--force] [--discard-results] [--price-per-hour USD]
   One `brev exec` reads the container's last state and runs `docker rm -f <job_id>`.
   A job that had already exited keeps the state docker reports (COMPLETE/ERROR);
   a running one is marked CANCELED; a terminal record never changes.
@@ -16,7 +16,13 @@ teardown.py JOB_ID [--delete-instance | --keep-instance] [--force] [--price-per-
       instance is kept (`instance_kept`, exit 0): the last job's teardown deletes it;
   and never while results on it are not verified in S3 (every verified
   destination is listed again first) or, with --delete-instance, while another
-  job on it is live - unless --force (which loses them). Rerunning is safe: an
+  job on it is live - unless --force (which loses them). Results with no
+  destination (no bucket, no TAO_RESULTS_ROOT: they exist only on the instance)
+  are first archived on the instance (in the same `brev exec`), copied back with
+  `brev copy` to $TAO_STATE_DIR/brev/results/JOB_ID.tar.gz and verified (sha256
+  computed there vs here): `results_saved_to`. Not verified -> nothing is deleted
+  (RESULTS_ONLY_ON_INSTANCE, exit 1, `still_billing`); rerun to retry, or
+  --discard-results deletes without saving them. Rerunning is safe: an
   instance a teardown deleted is never asked or deleted again.
 
 teardown.py --orphans [--delete [--instance NAME ...]] [--price-per-hour USD]
@@ -43,7 +49,9 @@ Output: one JSON object on stdout:
   JOB_ID: {"ok", "job_id", "instance", "state", "backend_ref", "results_dir",
    "container_removed", "instance_deleted", "deleted": [names], "warnings",
    ["instance_kept": why], ["cleanup_pending": true, "still_billing": true,
-   "manual_command": "brev delete NAME"] (brev delete failed), ["results": {kind, destination, uploaded, verified,
+   "manual_command": "brev delete NAME"] (brev delete failed), ["results_saved_to": local .tar.gz path,
+   "results_saved": [{job_id, path, sha256, bytes, at}]], ["results_discarded": [job ids]],
+   ["results": {kind, destination, uploaded, verified,
    files, bytes, missing, mismatched, ...}], "cost": {...}, ["blockers"], ["error"]}
   --orphans: {"ok", "orphans": [{instance, id, status, instance_type, ours, owned,
    jobs, reason, idle_since, idle_s, price_per_hour_usd, estimated_idle_cost_usd,
@@ -54,7 +62,8 @@ Output: one JSON object on stdout:
   next (absolute path, real values), or null with "next_note" saying why
   (references/output.md).
 Exit codes: 0 done, 1 a deletion was refused (INSTANCE_DELETE_REFUSED: blockers
-  listed; NOT_AN_ORPHAN: a named instance may not be deleted), 2 bad input
+  listed; RESULTS_ONLY_ON_INSTANCE: results not copied back and verified;
+  NOT_AN_ORPHAN: a named instance may not be deleted), 2 bad input
   (JOB_ID and --orphans together or neither, --delete without --orphans, ...),
   3 brev or the instance could not be reached (rerun: it is safe); INSTANCE_DELETE_PENDING:
   `brev delete` failed even after a fresh login - the instance still bills, run
@@ -80,6 +89,8 @@ def build_parser():
                        help="JOB_ID: never delete the instance (even if owned)")
     p.add_argument("--force", action="store_true",
                    help="JOB_ID: delete the instance even with live jobs or unverified results on it (loses them)")
+    p.add_argument("--discard-results", action="store_true",
+                   help="JOB_ID: delete the instance without copying back results that exist only on it (loses them)")
     p.add_argument("--orphans", action="store_true",
                    help="instead of a job: list the instances that bill for nothing")
     p.add_argument("--delete", action="store_true",
@@ -100,8 +111,9 @@ def main(argv=None):
     if bool(args.job_id) == args.orphans:
         raise cli.TaoBrevError("BAD_ARGUMENT", "pass either a JOB_ID or --orphans (exactly one)")
     if args.orphans:
-        if args.delete_instance or args.keep_instance or args.force:
-            raise cli.TaoBrevError("BAD_ARGUMENT", "--delete-instance, --keep-instance and --force take a JOB_ID; "
+        if args.delete_instance or args.keep_instance or args.force or args.discard_results:
+            raise cli.TaoBrevError("BAD_ARGUMENT", "--delete-instance, --keep-instance, --force and --discard-results "
+                                   "take a JOB_ID; "
                                    "with --orphans use --delete [--instance NAME]")
         return orphans(cli.Context(), delete=args.delete, names=args.instance, price_per_hour=args.price_per_hour)
     if args.delete or args.instance:
@@ -109,7 +121,7 @@ def main(argv=None):
                                "--delete-instance")
     delete = True if args.delete_instance else (False if args.keep_instance else None)
     return teardown(cli.Context(), args.job_id, delete_instance=delete, force=args.force,
-                    price_per_hour=args.price_per_hour)
+                    price_per_hour=args.price_per_hour, discard_results=args.discard_results)
 
 
 if __name__ == "__main__":

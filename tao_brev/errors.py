@@ -177,6 +177,12 @@ CODES: dict[str, Code] = {
                                        "not verified in S3.",
                                     "Wait for the jobs / verify the results (poll_status.py JOB_ID --wait --teardown), "
                                     "or pass --force to delete anyway and lose them."),
+    "RESULTS_ONLY_ON_INSTANCE": Code(1, "The instance was not deleted: results that exist only on its disk (no "
+                                        "bucket, no TAO_RESULTS_ROOT) could not be copied back and verified "
+                                        "(sha256) first; it still runs and bills.",
+                                     "Rerun the same teardown (it copies them back, verifies, then deletes), or "
+                                     "teardown.py JOB_ID --delete-instance --discard-results to delete anyway and "
+                                     "lose them."),
     "NOT_AN_ORPHAN": Code(1, "An instance named for deletion with teardown.py --orphans --delete is not an orphan this "
                              "bundle may delete: in use, not found, or never used by this bundle (someone else's).",
                           "Run teardown.py --orphans to see why (kept, ours). This bundle never deletes an instance it "

@@ -246,7 +246,7 @@ def teardown(answer: dict, code: int, argv: list[str]) -> dict:
     if decided:
         return _set(answer, nxt, note)
     err = (answer.get("error") or {}).get("code")
-    if err == "INSTANCE_DELETE_PENDING":
+    if err in ("INSTANCE_DELETE_PENDING", "RESULTS_ONLY_ON_INSTANCE"):   # the error's fix names the discard
         return _set(answer, rerun("teardown.py", argv))
     if answer.get("ok"):
         if answer.get("instance_deleted") or not answer.get("instance"):

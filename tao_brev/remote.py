@@ -390,6 +390,20 @@ def own_results(image: str, results_dir: str) -> str:
             f"-R \"$(id -u):$(id -g)\" {CONTAINER_RESULTS_DIR}; fi")
 
 
+def archive_results(results_dir: str, archive: str) -> str:
+    """One gzip tar of ``results_dir`` (its last component as the top directory) at
+    instance path ``archive``, then ``TAO_ARCHIVE <sha256> <bytes>`` of that file;
+    ``TAO_NO_RESULTS`` (exit 0) when the dir is absent. A failed ``tar`` (a full
+    disk, an unreadable file) exits non-zero and prints no TAO_ARCHIVE line."""
+    parent, name = results_dir.rstrip("/").rsplit("/", 1)
+    quoted, arch = rpath(results_dir), rpath(archive)
+    return (f"if [ ! -d {quoted} ]; then echo TAO_NO_RESULTS; else "
+            f"mkdir -p {rpath(archive.rsplit('/', 1)[0])} && "
+            f"tar -czf {arch} -C {rpath(parent or '/')} {shlex.quote(name)} && "
+            f"sum=$(sha256sum < {arch}) && size=$(wc -c < {arch}) && "
+            f"printf 'TAO_ARCHIVE %s %s\\n' \"${{sum%% *}}\" $size; fi")
+
+
 def list_job_containers() -> str:
     """Every container carrying a ``tao-job`` label: name and state, tab-separated."""
     return "docker ps -a --filter label=tao-job --format '{{.Names}}\t{{.State}}'"

@@ -19,7 +19,8 @@ from . import remote
 from .errors import TaoBrevError
 
 _EPHEMERAL_WARNING = ("RESULTS ARE EPHEMERAL: no bucket (--bucket / S3_BUCKET_NAME) and no TAO_RESULTS_ROOT; "
-                      "results live only on the instance disk and are lost when the instance is deleted")
+                      "results live only on the instance disk: a teardown that deletes the instance copies them "
+                      "home first ($TAO_STATE_DIR/brev/results/), or refuses")
 _LOCAL_WARNING = ("results stay on the instance disk ({root}); deleting the instance deletes them - "
                   "copy them off (brev copy) or use a bucket before teardown --delete-instance")
 

@@ -3,7 +3,8 @@
 
 Invariant, on an exec-ready instance with the image pulled: submit makes 1 `brev exec`
 (plus 1 `brev copy` for a credential file), poll_status.py JOB 1, teardown.py JOB 1 (plus
-`brev delete` with --delete-instance), preflight at most 3 once the instance is ready,
+`brev delete` with --delete-instance, after 1 `brev copy` home of results that have no
+destination), preflight at most 3 once the instance is ready,
 and poll_status.py --all one per instance whatever the number of jobs, with one `docker
 ps` and one `docker inspect` per instance.
 """
@@ -61,6 +62,7 @@ def test_preflight_after_ready_submit_status_teardown(world):
     down = world.run("teardown.py", job, "--delete-instance", "--force")
     assert down.code == 0, down
     assert count.since()["exec"] == 1 and world.sim.world.instance("box") is None   # + brev delete
+    assert count.since()["copy"] == 1   # no bucket: the results, archived in that exec, are copied home first
 
 
 def test_poll_all_is_one_exec_one_ps_and_one_inspect_per_instance(world):

@@ -25,6 +25,10 @@ Deletion (``--delete``) takes only names from this run's list, and:
 * never an instance this bundle never ran a job on (``ours: false``): it may
   be someone's dev box. Decision: there is no flag for it - its owner deletes
   it (``brev delete NAME``); naming one is refused (NOT_AN_ORPHAN);
+* results that exist only on the instance (no bucket, no TAO_RESULTS_ROOT)
+  are first copied back and verified (``keep.save_from``: one ``brev exec``
+  and a ``brev copy`` per job); one not verified, or a STOPPED orphan holding
+  some (copying would start it), refuses its delete (RESULTS_ONLY_ON_INSTANCE);
 * never an instance with results not verified in S3 (no ``--force`` here):
   the destinations are LISTed again and the records re-read right before each
   ``brev delete`` (INSTANCE_DELETE_REFUSED names the blockers).
@@ -42,6 +46,7 @@ from .. import cost, redact, remote
 from ..cli import Context, say
 from ..errors import TaoBrevError, TransportError
 from ..transport import INSTANCE_RE, check_instance
+from . import keep
 from . import results as results_mod
 from . import teardown as teardown_mod
 
@@ -72,7 +77,7 @@ def orphans(ctx: Context, delete: bool = False, names: list[str] | None = None,
     targets = [listed[n] for n in names if n in listed] if names else [o for o in found if o["owned"]]
     failure = None
     for orphan in targets:
-        why = _refusal(ctx, orphan)
+        why = _refusal(ctx, orphan) or _save_results(ctx, orphan)
         if why:
             refused.append(why)
             continue
@@ -191,6 +196,10 @@ def _orphan(ctx: Context, entry: dict, jobs: list[dict], reason: str, price_per_
                                        if idle_s is not None and price is not None else None),
            "blockers": teardown_mod.unverified_results(ctx, name), "deleted": False}
     out["advice"] = _advice(out)
+    unsaved = [side["job_id"] for side in keep.pending(ctx, jobs)]
+    if unsaved and not out["blockers"]:
+        out["advice"] += (f"; results of {', '.join(unsaved)} exist only on it: --delete first copies them back to "
+                          "$TAO_STATE_DIR/brev/results/ and verifies them (sha256), and deletes nothing if that fails")
     if ours:
         say(f"orphans: {name} idles since {out['idle_since']} ({reason})")
     return out
@@ -210,8 +219,9 @@ def _advice(orphan: dict) -> str:
         return (f"never used by this bundle, so never deleted by it: ask its owner; they can stop or delete it "
                 f"(brev delete {name})")
     if orphan["blockers"]:
-        return ("results not verified in S3: run teardown.py JOB_ID for each job listed in blockers "
-                "(it uploads and verifies them), then list again")
+        return ("results not verified in S3 or only on the instance: run teardown.py JOB_ID --delete-instance "
+                "for each job listed in blockers (it uploads and verifies them, or copies them back and verifies "
+                "them, then deletes), then list again")
     if orphan["owned"]:
         return "owned by this bundle: teardown.py --orphans --delete deletes it"
     return (f"a reused instance: deleted only when named - teardown.py --orphans --delete --instance {name} "
@@ -229,4 +239,23 @@ def _refusal(ctx: Context, orphan: dict) -> tuple[str, str] | None:
         orphan["blockers"] = blockers
         orphan["advice"] = _advice(orphan)
         return "INSTANCE_DELETE_REFUSED", f"{name}: " + "; ".join(blockers)
+    return None
+
+
+def _save_results(ctx: Context, orphan: dict) -> tuple[str, str] | None:
+    """Copy back the results that exist only on the orphan (``keep.save_from``), right before its
+    delete; (RESULTS_ONLY_ON_INSTANCE, why) when any is not verified here - or when the orphan is
+    not running (copying would start it: ``teardown.py JOB_ID --delete-instance`` does that on request)."""
+    name = orphan["instance"]
+    unsaved = keep.pending(ctx, teardown_mod.jobs_on(ctx, name))
+    if not unsaved:
+        return None
+    if str(orphan.get("status") or "").upper() not in RUNNING_STATUSES:
+        problems = teardown_mod.unsaved_results(ctx, name)
+    else:
+        orphan["results_saved"], problems = keep.save_from(ctx, name, unsaved)
+    if problems:
+        orphan["blockers"] = problems
+        orphan["advice"] = _advice(orphan)
+        return "RESULTS_ONLY_ON_INSTANCE", f"{name}: " + "; ".join(problems)
     return None

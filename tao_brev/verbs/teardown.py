@@ -42,7 +42,7 @@ from ..cli import Context, note_job, note_state, say
 from ..docker_state import after_instance_start, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..records import current_state, is_terminal, now_iso
-from . import reconcile
+from . import keep, reconcile
 from . import results as results_mod
 from . import status
 
@@ -57,15 +57,17 @@ SAVED_LOG_LINES = 500   # kept in $TAO_STATE_DIR/brev/logs/<id>.log when the con
 NO_SUCH_CONTAINER = lazy_re.compile(r"No such container", re.IGNORECASE)
 
 
-def _observe_and_remove(ctx: Context, instance: str, job_id: str,
-                        owner: tuple[str, str] | None = None) -> tuple[dict | None, bool]:
-    """(last docker .State or None, container was present) in one round trip;
+def _observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[str, str] | None = None,
+                        saves: list[dict] = ()) -> tuple[dict | None, bool, dict]:
+    """(last docker .State or None, container was present, archive sections) in one round trip;
     the last SAVED_LOG_LINES log lines are kept locally (``poll_status --logs`` reads them).
     When brev had to start the STOPPED instance for it, the state carries
     ``"TaoInstanceStarted": true`` (the stop killed the container, see close_record).
     ``owner`` = (image, results instance dir): once the container is gone, its
     results are handed to the instance user (:func:`remote.own_results`); a
-    failure there is reported on stderr, never a failed teardown."""
+    failure there is reported on stderr, never a failed teardown. ``saves``: sidecars of jobs whose
+    results exist only on the instance: each results dir is archived after the rm
+    (``keep.sections``; their ``save:<job_id>`` sections are returned for ``keep.fetch``)."""
     token = remote.new_token()
     parts = [remote.abandon_launch(job_id),   # a launch still on its way now refuses
              remote.discard_job_credentials(job_id),   # none outlives the job
@@ -75,8 +77,10 @@ def _observe_and_remove(ctx: Context, instance: str, job_id: str,
              remote.section(token, "rm", remote.remove_container(job_id))]
     if owner:
         parts.append(remote.section(token, "own", remote.own_results(*owner)))
+    parts += keep.sections(token, list(saves))
     result = ctx.brev.exec(instance, "\n".join(parts), idempotent=True)
     sections = remote.parse_sections(result.stdout, token)
+    archived = {name: sec for name, sec in sections.items() if name.startswith("save:")}
     own = sections.get("own")
     if own is not None and own.exit_code != 0:
         say(f"teardown {job_id}: could not hand the results to the instance user: {redact.tail(own.output, 300)}")
@@ -93,12 +97,12 @@ def _observe_and_remove(ctx: Context, instance: str, job_id: str,
         ctx.sidecars.save_logs(job_id, kept + "\n")
     state_sec = sections["state"]
     if state_sec.exit_code != 0:
-        return None, False
+        return None, False, archived
     try:
         state = json.loads(state_sec.output.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
-        return None, True
-    return ({**state, "TaoInstanceStarted": True} if result.instance_started else state), True
+        return None, True, archived
+    return ({**state, "TaoInstanceStarted": True} if result.instance_started else state), True, archived
 
 
 def close_record(ctx: Context, record: dict, docker_state: dict | None, why: str,
@@ -159,6 +163,14 @@ def unverified_results(ctx: Context, instance: str) -> list[str]:
             out.append(f"job {side['job_id']}: results not verified in {results.get('destination')}: "
                        + results_mod.describe_loss(results))
     return out
+
+
+def unsaved_results(ctx: Context, instance: str) -> list[str]:
+    """The jobs on ``instance`` whose results exist only there (``keep.pending``), as blockers
+    for a delete that does not copy them back first (``teardown.py --orphans --delete``)."""
+    return [f"job {side['job_id']}: results only on {instance} ({side['results']['instance_dir']}): "
+            f"teardown.py {side['job_id']} --delete-instance copies them back, verifies, then deletes"
+            for side in keep.pending(ctx, jobs_on(ctx, instance))]
 
 
 def instance_blockers(ctx: Context, instance: str, except_job: str | None) -> list[str]:
@@ -224,9 +236,10 @@ def _finalize_results(ctx: Context, job_id: str, sidecar: dict, instance_gone: b
 
 
 def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, force: bool = False,
-             price_per_hour: float | None = None) -> tuple[dict, int]:
+             price_per_hour: float | None = None, discard_results: bool = False) -> tuple[dict, int]:
     """Tear one job down (see the module doc). ``delete_instance``: True = asked by name
-    (``--delete-instance``), False = never (``--keep-instance``), None = when this bundle owns it."""
+    (``--delete-instance``), False = never (``--keep-instance``), None = when this bundle owns it.
+    ``discard_results``: delete even though results exist only on the instance (``keep``)."""
     cost.check_price(price_per_hour)
     try:
         record = ctx.records.load(job_id)
@@ -259,7 +272,9 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
     earlier_cancel = sidecar.get("cancel")
     if not is_terminal(record.get("terminal_state")) and not earlier_cancel:   # intent first, then act
         ctx.sidecars.update(job_id, cancel={"requested_at": now_iso(), "by": "teardown"})
-    docker_state, gone = _remove_container(ctx, instance, job_id, sidecar, answer, record.get("image"))
+    saves = _to_save(ctx, instance, job_id, sidecar, delete_instance, force, discard_results)
+    docker_state, gone, archived = _remove_container(ctx, instance, job_id, sidecar, answer, record.get("image"),
+                                                     saves)
     present = answer["container_removed"]
     record = close_record(ctx, record, docker_state, "canceled by teardown" if present
                           else "container not found at teardown", earlier_cancel)
@@ -273,7 +288,8 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
 
     owned = not gone and owns(ctx, instance)
     if not gone and (delete_instance is True or (delete_instance is None and owned)):
-        out, code = _delete(ctx, job_id, instance, answer, asked=delete_instance is True, force=force)
+        out, code = _delete(ctx, job_id, instance, answer, asked=delete_instance is True, force=force,
+                            discard=discard_results, archived=archived)
     else:
         out, code = {"ok": True, **answer}, 0
     out["cost"] = cost.facts(ctx, job_id, owned=owned, price_per_hour=price_per_hour, lookup=not gone)
@@ -303,33 +319,52 @@ def _teardown_damaged(ctx: Context, job_id: str, damaged: TaoBrevError) -> tuple
     return {"ok": True, **answer}, 0
 
 
-def _remove_container(ctx: Context, instance: str, job_id: str, sidecar: dict,
-                      answer: dict, image: str | None = None) -> tuple[dict | None, bool]:
-    """(the container's last docker .State or None, the instance is gone). No round trip once
-    a teardown deleted the instance: a rerun reaches nothing (and never a new instance of that name)."""
+def _to_save(ctx: Context, instance: str, job_id: str, sidecar: dict, delete_instance: bool | None,
+             force: bool, discard: bool) -> list[dict]:
+    """The jobs on ``instance`` whose results exist only there, to archive in the teardown's exec:
+    none unless this teardown may delete it (asked, or owned with no other live job, or forced)."""
+    if discard or delete_instance is False or sidecar.get("instance_deleted_at"):
+        return []
+    if delete_instance is None and not owns(ctx, instance):
+        return []
+    if live_jobs(ctx, instance, job_id) and not force:   # kept (owned) or refused (asked): no delete now
+        return []
+    return keep.pending(ctx, jobs_on(ctx, instance))
+
+
+def _remove_container(ctx: Context, instance: str, job_id: str, sidecar: dict, answer: dict,
+                      image: str | None = None, saves: list[dict] = ()) -> tuple[dict | None, bool, dict]:
+    """(the container's last docker .State or None, the instance is gone, archive sections).
+    No round trip once a teardown deleted the instance: a rerun reaches nothing (and never a
+    new instance of that name)."""
     if sidecar.get("instance_deleted_at"):
         answer["warnings"].append(f"instance {instance} was deleted by teardown at "
                                   f"{sidecar['instance_deleted_at']}; nothing left to remove")
-        return None, True
+        return None, True, {}
     try:
         results = sidecar.get("results") or {}
         owner = (image, results["instance_dir"]) if image and results.get("instance_dir") else None
-        docker_state, answer["container_removed"] = _observe_and_remove(ctx, instance, job_id, owner)
+        docker_state, answer["container_removed"], archived = _observe_and_remove(ctx, instance, job_id, owner,
+                                                                                  saves)
     except TransportError:
         if ctx.brev.instance(instance) is not None:
             raise
         answer["warnings"].append(f"instance {instance} no longer exists; nothing to remove")
         forget_pending_delete(ctx, instance)
-        return None, True
-    return docker_state, False
+        return None, True, {}
+    return docker_state, False, archived
 
 
-def _delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool, force: bool) -> tuple[dict, int]:
+def _delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool, force: bool,
+            discard: bool = False, archived: dict | None = None) -> tuple[dict, int]:
     """``brev delete`` the instance unless something on it would be lost.
 
     Unverified (or since lost) S3 results and, when asked by name, live jobs refuse
     (INSTANCE_DELETE_REFUSED, exit 1) unless ``force``. An owned instance that another
-    job still uses is kept without an error: the last job on it to end deletes it."""
+    job still uses is kept without an error: the last job on it to end deletes it.
+    Results that exist only on the instance are copied back and verified first
+    (``keep.fetch``; ``results_saved_to``); any not verified refuses (RESULTS_ONLY_ON_INSTANCE,
+    exit 1, ``still_billing``) unless ``discard``."""
     lost = results_mod.recheck_instance(ctx, instance)   # a LIST per verified job: nothing lost since?
     if "results" in answer:
         answer["results"] = results_mod.summary(ctx.sidecars.load(job_id)["results"])
@@ -346,8 +381,23 @@ def _delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool,
         err = TaoBrevError("INSTANCE_DELETE_REFUSED", f"not deleting {instance}: " + "; ".join(blockers),
                            DELETE_REFUSED_FIX.format(job_id=job_id))
         return {"ok": False, **answer, "blockers": blockers, "error": err.to_json()}, 1
+    unsaved = keep.pending(ctx, jobs_on(ctx, instance))
+    if unsaved and discard:
+        gone = keep.mark_discarded(ctx, unsaved)
+        answer["results_discarded"] = gone
+        answer["warnings"].append(f"--discard-results: the results of {', '.join(gone)} existed only on {instance} "
+                                  "and are deleted with it")
+    elif unsaved:
+        saved, problems = keep.fetch(ctx, instance, unsaved, archived or {})
+        answer["results_saved"] = saved
+        mine = next((s for s in saved if s["job_id"] == job_id), None)
+        if mine:
+            answer["results_saved_to"] = mine["path"]
+        if problems:
+            err = keep.refusal(job_id, instance, problems, "--delete-instance" if asked else "")
+            return {"ok": False, **answer, "blockers": problems, "still_billing": True, "error": err.to_json()}, 1
     results = ctx.sidecars.load(job_id).get("results") or {}
-    if results.get("kind") in ("local", "ephemeral"):
+    if results.get("kind") == "local":
         answer["warnings"].append(f"results of {job_id} live only on {instance} ({results.get('instance_dir')}); "
                                   "deleting the instance deletes them")
     cost.learn_instance_type(ctx, job_id)   # brev ls forgets a deleted instance's type

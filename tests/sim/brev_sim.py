@@ -527,9 +527,12 @@ class Brev:
         if not target.parent.is_dir():  # scp creates the last component only
             err(f"scp: {positionals[1]}: No such file or directory")
             raise BrevError("exit status 1")
+        fault = None if src.is_dir() else self.take_copy_fault(" ".join(positionals))
+        if fault == "fail":   # brev-cli pkg/cmd/copy/copy.go runSCP: scp's failure and its output, exit 1
+            raise BrevError("scp failed: exit status 255\nOutput: client_loop: send disconnect: Broken pipe")
         if src.is_dir():
             shutil.copytree(src, target, dirs_exist_ok=True)
-        elif self.take_copy_fault(" ".join(positionals)) == "empty":
+        elif fault == "empty":
             target.write_bytes(b"")   # the file arrives, its content does not
             target.chmod(src.stat().st_mode & 0o777)
         else:

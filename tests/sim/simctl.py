@@ -266,9 +266,10 @@ class Simulator:
 
     def add_copy_fault(self, match: str, kind: str = "empty", times: int = 1) -> None:
         """``brev copy`` whose arguments contain ``match``: ``empty`` leaves the
-        destination file EMPTY and still exits 0 (the content never arrived)."""
-        if kind != "empty":
-            raise ValueError("copy fault kind must be 'empty'")
+        destination file EMPTY and still exits 0 (the content never arrived);
+        ``fail``: scp fails (a dropped connection) and brev exits 1."""
+        if kind not in ("empty", "fail"):
+            raise ValueError("copy fault kind must be 'empty' or 'fail'")
         with self.world.edit_state() as state:
             state["copy_faults"].append({"match": match, "kind": kind, "remaining": int(times)})
 
