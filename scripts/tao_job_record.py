@@ -95,8 +95,10 @@ def main(argv=None):
     if args.cmd == "show":
         cli.emit(store.load(args.id))   # the record itself, bank-format (no "ok" added)
         return None, 0
-    if args.json:   # streamed: one record in memory at a time
-        cli.emit_stream({"ok": True}, "jobs", store.iter_list())
+    if args.json:   # streamed: one record in memory at a time; unchanged records' texts from the listing cache
+        from tao_brev import record_listing
+
+        cli.emit_stream_texts({"ok": True}, "jobs", lambda redacted: record_listing.json_texts(store, redacted, store.root))
         return None, 0
     from tao_brev import known_secrets
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from typing import Callable, Iterable
 
     from .records import RecordStore
+    from .redact import ObjRedactor
     from .sidecar import SidecarStore
     from .transport import Brev
 
@@ -205,6 +206,13 @@ def emit_stream(head: dict, key: str, items: Iterable) -> None:
     time, each redacted on its way: memory stays flat however many items (written in
     chunks of about 64 KiB). From the first byte on, signals are ignored (the one JSON
     document is being printed), as in ``run``."""
+    emit_stream_texts(head, key, lambda redacted: (redacted.json_text(item, 2) for item in items))
+
+
+def emit_stream_texts(head: dict, key: str, texts_of: Callable[[ObjRedactor], Iterable[str]]) -> None:
+    """:func:`emit_stream` of items given as their JSON texts: ``texts_of(redacted)`` yields
+    ``redacted.json_text(item, 2)`` of each item (depth 2: an item of the list), or the same
+    text by another way (``record_listing.json_texts``)."""
     import json
 
     from . import redact
@@ -216,8 +224,7 @@ def emit_stream(head: dict, key: str, items: Iterable) -> None:
     chunk = [opening[:-len("]\n}")]]
     size = 0
     separator = "\n    "
-    for item in items:
-        text = redacted.json_text(item, 2)   # an item of the list: depth 2; redacted as it is written
+    for text in texts_of(redacted):
         chunk += (separator, text)
         separator = ",\n    "
         size += len(text)

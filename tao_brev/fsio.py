@@ -171,6 +171,55 @@ def create_json(path: Path, obj, mode: int = FILE_MODE) -> bool:
     return True
 
 
+class AdvisoryFile:
+    """A cache file written whole, then put in place by one ``rename``: readers see the old
+    file or the new one, never a mix. For files that are advisory only (an index, a cache
+    that is checked before use): no fsync and no lock - a lost or concurrent write only means
+    the next reader rebuilds. The temp file beside ``path`` is private (0600, ``O_EXCL |
+    O_NOFOLLOW``) and its name is one :func:`sweep_temp` recognises. Never raises OSError:
+    a write that fails is abandoned (:meth:`commit` then answers False)."""
+
+    def __init__(self, path: Path):
+        import uuid
+
+        self.path = path
+        self._tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
+        try:
+            private_dir(path.parent)
+            self._fh = os.fdopen(os.open(self._tmp, CREATE_PRIVATE, FILE_MODE), "wb")
+        except OSError:
+            self._fh = None
+
+    def write(self, data: bytes) -> None:
+        if self._fh is not None:
+            try:
+                self._fh.write(data)
+            except OSError:
+                self.abort()
+
+    def commit(self) -> bool:
+        """Replace ``path`` with what was written; False when nothing was put in place."""
+        if self._fh is None:
+            return False
+        try:
+            self._fh.close()
+            os.replace(self._tmp, self.path)
+        except OSError:
+            self.abort()
+            return False
+        self._fh = None
+        return True
+
+    def abort(self) -> None:
+        """Drop the temp file; ``path`` stays as it was."""
+        fh, self._fh = self._fh, None
+        with contextlib.suppress(OSError):
+            if fh is not None:
+                fh.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self._tmp)
+
+
 def pid_alive(pid: int) -> bool:
     """True unless no process ``pid`` exists (a process of another user counts as alive)."""
     try:

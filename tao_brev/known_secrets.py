@@ -359,6 +359,23 @@ def _index_of(known: tuple[tuple[str, str], ...]) -> tuple[re.Pattern | None, di
     return _pattern(forms), owners
 
 
+def json_forms_pattern(env: Mapping[str, str] | None = None) -> re.Pattern | None:
+    """One regex of every form of every known value as it reads inside a JSON string written with
+    ``ensure_ascii`` (``json.encoder.encode_basestring_ascii(form)[1:-1]``), or None when no value is
+    known. That escaping is character by character, so a string holding a form holds its escaped
+    form in the JSON text: JSON text this finds nothing in has no string :func:`redactor` would change."""
+    pattern, owners = _index(env)
+    return None if pattern is None else _escaped_pattern(tuple(owners))
+
+
+@lru_cache(maxsize=8)
+def _escaped_pattern(forms: tuple[str, ...]) -> re.Pattern | None:
+    from json.encoder import encode_basestring_ascii
+
+    escaped = {encode_basestring_ascii(form)[1:-1] for form in forms}
+    return _pattern(tuple(sorted(escaped, key=lambda f: (-len(f), f))))
+
+
 def redact_text(text: str, env: Mapping[str, str] | None = None) -> str:
     """``text`` with every known secret value, in any of its encodings, replaced by ``<redacted>``."""
     if not text or not isinstance(text, str):

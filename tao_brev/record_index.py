@@ -23,14 +23,12 @@ it: it may hide a job that still bills just the same.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import uuid
 from pathlib import Path
 
 from .errors import TaoBrevError
-from .fsio import CREATE_PRIVATE, FILE_MODE, private_dir, read_text
+from .fsio import AdvisoryFile, read_text
 from .records import PLATFORM, RecordStore, is_terminal
 
 INDEX_VERSION = 1
@@ -106,12 +104,6 @@ def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM,
 def _save(path: Path, files: dict) -> None:
     """Compact JSON, replaced atomically; no fsync and no lock: the index is advisory
     (a lost or concurrent write only means the next scan reads more)."""
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
-    try:
-        private_dir(path.parent)
-        with os.fdopen(os.open(tmp, CREATE_PRIVATE, FILE_MODE), "w") as fh:   # 0600, never through a link
-            fh.write(json.dumps({"version": INDEX_VERSION, "files": files}, separators=(",", ":")))
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    out = AdvisoryFile(path)
+    out.write(json.dumps({"version": INDEX_VERSION, "files": files}, separators=(",", ":")).encode())
+    out.commit()

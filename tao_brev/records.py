@@ -326,6 +326,20 @@ class RecordStore:
     def iter_list(self) -> Iterator[dict]:
         """:meth:`list`, one record at a time in the same order: only the file names are
         held (memory stays flat however many records; ``tao_job_record.py list`` streams)."""
+        for stem, path in self.listed_names():
+            if path is None:
+                yield self.quarantined_entry(stem)
+                continue
+            try:
+                yield self._parse(path, read_text(path))
+            except (TaoBrevError, OSError, UnicodeDecodeError) as exc:   # not UTF-8: damaged too
+                entry = self.damaged_entry(stem, path, exc)
+                if entry is not None:
+                    yield entry
+
+    def listed_names(self) -> Iterator[tuple[str, str | None]]:
+        """``(stem, path of jobs/<stem>.json)`` of every entry :meth:`iter_list` lists, sorted by
+        stem; the path is None for a record only in quarantine. Removes dead writers' temp files first."""
         if not self.jobs_dir.is_dir():
             return
         sweep_temp(self.jobs_dir)   # temp files of writers killed before their link/rename
@@ -333,21 +347,23 @@ class RecordStore:
         quarantined = {stem for stem in _json_stems(self.quarantine_dir) if ID_RE.fullmatch(stem)}
         jobs = os.path.join(self.jobs_dir, "")   # paths as strings: pathlib costs as much as the read
         for stem in sorted(stems | quarantined):
-            if stem not in stems:
-                yield self._quarantined_entry(self.quarantine_dir / f"{stem}.json")
-                continue
-            path = f"{jobs}{stem}.json"
-            try:
-                yield self._parse(path, read_text(path))
-            except (TaoBrevError, OSError, UnicodeDecodeError) as exc:   # not UTF-8: damaged too
-                if not ID_RE.fullmatch(stem):
-                    continue
-                where = self.quarantine(stem)
-                if where is None:
-                    yield self._parse(path, read_text(path))
-                    continue
-                yield {"id": stem, "corrupt": True, "quarantined": str(where),
-                       "error": _quarantine_error(stem, where, str(exc)).message}
+            yield stem, (f"{jobs}{stem}.json" if stem in stems else None)
+
+    def quarantined_entry(self, stem: str) -> dict:
+        """The listing's entry of ``stem`` when only ``jobs/quarantine/<stem>.json`` holds it."""
+        return self._quarantined_entry(self.quarantine_dir / f"{stem}.json")
+
+    def damaged_entry(self, stem: str, path: str, exc: BaseException) -> dict | None:
+        """What the listing gives for ``path`` (``jobs/<stem>.json``) that did not read as a record
+        (``exc``): quarantined, ``{"id", "corrupt": True, "quarantined", "error"}``; the record when
+        it reads intact now (rewritten meanwhile); None for a name that is no job id (skipped)."""
+        if not ID_RE.fullmatch(stem):
+            return None
+        where = self.quarantine(stem)
+        if where is None:
+            return self._parse(path, read_text(path))
+        return {"id": stem, "corrupt": True, "quarantined": str(where),
+                "error": _quarantine_error(stem, where, str(exc)).message}
 
     def quarantined_entries(self) -> list[dict]:
         """``{"id", "corrupt": True, "quarantined": path, "error"}`` for each quarantined record not closed."""

@@ -1,0 +1,289 @@
+"""``tao_job_record.py list --json`` without reading, parsing and checking every record each time.
+
+Beside ``record_index`` (what ``poll_status.py --all`` needs), in the same state dir:
+``$TAO_STATE_DIR/brev/record-listing.cache`` holds, for each record file that read as a
+valid record, its key (inode, mtime ns, ctime ns, size) and the JSON text the listing
+prints for it with only the pattern redaction applied (``redact.redact`` /
+``redact.redact_uri`` through the same per-string path as the answer, with no known
+values: that part depends on the text alone). A listing stats each record; when the key
+is unchanged it takes the cached text after ONE search of it for every form of every
+secret value known NOW, as those forms read inside a JSON string
+(``known_secrets.json_forms_pattern``). Nothing found: the cached text is what the full
+path prints (no string holds a form, so the value redaction changes nothing). Anything
+found, or a key that changed, a record not cached, a damaged record: the record is read
+and answered exactly as ``RecordStore.iter_list`` + ``ObjRedactor.json_text`` answer it
+(a damaged record is quarantined as before). A secret known only now is therefore
+redacted although the cache was written without it.
+
+Why the key is safe: every write of a file - atomic rename (a new inode) or in place -
+sets its ctime to the time of the write, which no tool can set back; an entry is cached
+only when its mtime and ctime are at least :data:`SETTLED_NS` old at the listing's
+start, so a later write always gives another key (a write within one tick of the
+filesystem's clock included).
+
+The file: an ASCII header line (format, and a fingerprint of the code and Python that
+made the texts: the sources of this module, ``records``, ``redact`` and ``json_out``),
+then one line a record in name order, ``crc32<TAB>stem<TAB>ino<TAB>mtime<TAB>ctime<TAB>
+size<TAB>text`` (the text's newlines written as ``\\x1e``, which JSON text written with
+``ensure_ascii`` never holds raw). It is read as a stream beside the sorted names and
+written as a stream (memory stays flat) to a temp file put in place by one rename, and
+only when something changed. Another fingerprint: the file is ignored and rebuilt. A line
+whose checksum, form or order is wrong ends the use of the file for that listing (the
+rest is read from the records) and the file is rebuilt. The cache is advisory, never a
+source of truth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+import zlib
+from pathlib import Path
+
+from .records import ID_RE, RecordStore, read_text
+from .errors import TaoBrevError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterator
+
+    from .redact import ObjRedactor
+
+FORMAT = b"tao-brev-record-listing 1"
+SETTLED_NS = 2_000_000_000   # a file written less than 2 s before the listing is read, never cached
+_NEWLINE, _STORED_NEWLINE = "\n", "\x1e"
+_clock = time.time_ns   # the listing's "now" (tests inject one)
+
+
+def cache_path(state_root: Path) -> Path:
+    return state_root / "brev" / "record-listing.cache"
+
+
+def fingerprint() -> bytes | None:
+    """sha256 of what decides the cached texts: this module's, ``records``', ``redact``'s and
+    ``json_out``'s sources and the Python version; None when a source cannot be read (no cache)."""
+    from . import json_out, records, redact
+
+    digest = hashlib.sha256(sys.version.encode())
+    for module in (sys.modules[__name__], records, redact, json_out):
+        try:
+            with open(module.__file__, "rb") as fh:
+                digest.update(fh.read())
+        except (OSError, TypeError):
+            return None
+    return digest.hexdigest().encode()
+
+
+def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> Iterator[str]:
+    """``redacted.json_text(entry, 2)`` of each entry of ``store.iter_list()``, in its order,
+    byte for byte; cached texts where the cache answers (see the module doc)."""
+    from . import known_secrets
+    from .redact import ObjRedactor
+
+    stamp = fingerprint() if store.jobs_dir.is_dir() else None
+    if stamp is None:   # nothing to list (no cache file made for it), or no fingerprint
+        for entry in store.iter_list():
+            yield redacted.json_text(entry, 2)
+        return
+    found = known_secrets.json_forms_pattern()
+    holds_secret = found.search if found is not None else None
+    patterns_only = ObjRedactor(_same)   # the answer's per-string path, no known values
+    settled = _clock() - SETTLED_NS
+    path = cache_path(state_root)
+    cache = _Reader(path, stamp)
+    out = _Writer(path, cache)
+    try:
+        for stem, file in store.listed_names():
+            if file is None:
+                yield redacted.json_text(store.quarantined_entry(stem), 2)
+                continue
+            try:
+                st = os.stat(file)
+                key = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+            except OSError:
+                key = None
+            cached = cache.take(stem)
+            if cached is not None and cached.key == key:
+                out.keep(cached)   # true of the file whatever the answer takes
+                if holds_secret is None or holds_secret(cached.text) is None:
+                    yield cached.text
+                    continue
+            try:
+                record = store._parse(file, read_text(file))
+            except (TaoBrevError, OSError, UnicodeDecodeError) as exc:
+                entry = store.damaged_entry(stem, file, exc)
+                if entry is not None:
+                    yield redacted.json_text(entry, 2)
+                continue
+            if (cached is None or cached.key != key) and key is not None and max(key[1], key[2]) < settled \
+                    and ID_RE.fullmatch(stem):
+                out.add(_line(stem, key, patterns_only.json_text(record, 2)))
+            yield redacted.json_text(record, 2)
+        out.finish()
+    finally:
+        out.abandon()
+        cache.close()
+
+
+def _same(text: str) -> str:
+    return text
+
+
+class _Cached:
+    """One line of the cache file: its name, place (byte offsets), raw bytes, key and text."""
+
+    __slots__ = ("stem", "start", "end", "raw", "key", "text")
+
+    def __init__(self, stem, start, end, raw, key, text):
+        self.stem, self.start, self.end, self.raw, self.key, self.text = stem, start, end, raw, key, text
+
+
+class _Reader:
+    """The cached lines in name order, one at a time, each with its place in the file (byte
+    offsets); stops at the first line it cannot trust."""
+
+    def __init__(self, path: Path, stamp: bytes):
+        self.path = path
+        self.header = FORMAT + b" " + stamp + b"\n"
+        self.trusted = False
+        self.size = -1
+        self._fh = None
+        self._next = None
+        self._offset = 0
+        self._last = ""
+        try:
+            self._fh = open(path, "rb")
+            self.size = os.fstat(self._fh.fileno()).st_size
+            header = self._fh.readline()
+        except OSError:
+            return
+        if header == self.header:
+            self.trusted = True
+            self._offset = len(header)
+            self._advance()
+
+    def _advance(self) -> None:
+        self._next = None
+        if not self.trusted:
+            return
+        try:
+            raw = self._fh.readline()
+        except OSError:
+            raw = b""
+        if not raw:
+            self.trusted = self._offset == self.size   # all of it read: nothing lost on the way
+            return
+        parsed = _parse_line(raw)
+        if parsed is None or parsed[0] <= self._last:
+            self.trusted = False   # damaged, truncated or out of order: nothing more of it is used
+            return
+        self._last = parsed[0]
+        start, self._offset = self._offset, self._offset + len(raw)
+        self._next = _Cached(parsed[0], start, self._offset, raw, parsed[1], parsed[2])
+
+    def take(self, stem: str) -> _Cached | None:
+        """The entry cached for ``stem``, or None. Names before ``stem`` are passed over
+        (their records are gone)."""
+        while self._next is not None and self._next.stem < stem:
+            self._advance()
+        if self._next is None or self._next.stem != stem:
+            return None
+        taken = self._next
+        self._advance()
+        return taken
+
+    def complete(self) -> bool:
+        """Every line read and trusted."""
+        return self.trusted and self._next is None
+
+    def copy(self, out, end: int) -> None:
+        """The file's first ``end`` bytes into ``out`` (read apart, in chunks)."""
+        with open(self.path, "rb") as fh:
+            while end > 0:
+                chunk = fh.read(min(end, 1 << 20))
+                if not chunk:
+                    raise OSError("the cache file shrank while it was copied")
+                out.write(chunk)
+                end -= len(chunk)
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+
+
+def _parse_line(raw: bytes):
+    """(stem, key, text) of a cache line, or None when it is not one written whole by _line."""
+    if raw[-1:] != b"\n" or raw[8:9] != b"\t":
+        return None
+    body = raw[9:-1]
+    try:
+        if int(raw[:8], 16) != zlib.crc32(body):
+            return None
+        stem, ino, mtime, ctime, size, text = body.split(b"\t", 5)
+        stem = stem.decode("ascii")
+        key = (int(ino), int(mtime), int(ctime), int(size))
+        text = text.decode("ascii")
+    except ValueError:   # UnicodeDecodeError included; too few fields
+        return None
+    if not ID_RE.fullmatch(stem):
+        return None
+    return stem, key, text.replace(_STORED_NEWLINE, _NEWLINE)
+
+
+def _line(stem: str, key: tuple, text: str) -> bytes:
+    body = "\t".join((stem, *map(str, key), text.replace(_NEWLINE, _STORED_NEWLINE))).encode("ascii")
+    return b"%08x\t%s\n" % (zlib.crc32(body), body)
+
+
+class _Writer:
+    """The new cache, in name order. While the new lines are exactly the old file's first
+    ones, nothing is written (``_same_until``: where that prefix ends); at the first
+    difference a temp file is started with that prefix; it replaces the cache at :meth:`finish`."""
+
+    def __init__(self, path: Path, old: _Reader):
+        self._path, self._old = path, old
+        self._same_until = len(old.header) if old.trusted else None
+        self._out = None
+
+    def keep(self, cached: _Cached) -> None:
+        """An old line, still true of its file."""
+        if self._same_until == cached.start:
+            self._same_until = cached.end
+            return
+        self._start()
+        self._out.write(cached.raw)
+
+    def add(self, raw: bytes) -> None:
+        self._start()
+        self._out.write(raw)
+
+    def _start(self) -> None:
+        if self._out is not None:
+            return
+        from .fsio import AdvisoryFile
+
+        self._out = AdvisoryFile(self._path)
+        if self._same_until is not None:
+            try:
+                self._old.copy(self._out, self._same_until)
+            except OSError:
+                self._out.abort()
+        else:
+            self._out.write(self._old.header)
+        self._same_until = None
+
+    def finish(self) -> None:
+        """Put the new cache in place when it differs from the old one."""
+        if self._out is None and not (self._same_until is not None and self._same_until == self._old.size
+                                      and self._old.complete()):
+            self._start()
+        if self._out is not None:
+            self._out.commit()
+            self._out = None
+
+    def abandon(self) -> None:
+        if self._out is not None:
+            self._out.abort()
+            self._out = None

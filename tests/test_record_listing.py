@@ -1,0 +1,224 @@
+"""The listing cache behind ``tao_job_record.py list --json`` (tao_brev/record_listing.py): the
+answer is byte for byte the one every record read answers, whatever the cache holds."""
+
+import base64
+import json
+import os
+import shutil
+from urllib.parse import quote
+
+import pytest
+
+from conftest import run_script
+from tao_brev import cli, known_secrets, record_listing
+from tao_brev.records import RecordStore
+
+SECRET = 'Sk\\"r\u00e9t-' + "W" * 14   # a quote, a backslash and a non-ASCII letter to escape
+FORMS = {"verbatim": SECRET, "url": quote(SECRET, safe=""), "base64": base64.b64encode(SECRET.encode()).decode(),
+         "json": json.dumps(SECRET)[1:-1], "hex": SECRET.encode().hex()}
+PATTERN_SECRET = "nvapi-" + "Q" * 40   # found by the pattern lint, whatever the environment holds
+
+
+@pytest.fixture
+def later(monkeypatch):
+    """The listing runs 10 s after the records were written: they are settled (cacheable)."""
+    real = record_listing._clock
+    monkeypatch.setattr(record_listing, "_clock", lambda: real() + 10_000_000_000)
+
+
+@pytest.fixture(autouse=True)
+def clean_secrets(monkeypatch):
+    for name in list(os.environ):
+        if known_secrets.is_credential_env_name(name) or name in ("NGC_KEY", "HF_TOKEN"):
+            monkeypatch.delenv(name)
+    known_secrets.reset()
+    monkeypatch.setattr(cli, "_RUN", {})
+    yield
+    known_secrets.reset()
+
+
+def _store(tmp_path):
+    """Records of this store (a pattern secret in a message, one with a URL password in its
+    results_dir), records written by the bank's tool carrying SECRET in each form in several
+    fields, a damaged record, one quarantined before."""
+    store = RecordStore(tmp_path / "state")
+    ids = []
+    for i in range(4):
+        ids.append(store.open(image="nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt", network_arch="visual_changenet",
+                              action="train", storage_tier="A", results_root="~/tao-results")["id"])
+        if i % 2:
+            store.mark(ids[-1], "COMPLETE", source="poller", message=f"done after {i} epochs")
+    store.mark(ids[0], "RUNNING", message=f"export NGC_KEY={PATTERN_SECRET} was in a log line")
+    template = store.load(ids[1])
+    for n, (how, form) in enumerate(FORMS.items()):
+        job_id = f"bank-{how}-00000{n}"
+        record = {**template, "id": job_id, "backend_ref": f"box/{form}", "upload_excludes": [f"x{form}"],
+                  "results_dir": f"s3://user:{PATTERN_SECRET[6:]}@host/{job_id}" if n == 0 else f"/lustre/{form}",
+                  "transitions": [*template["transitions"], {**template["transitions"][-1], "message": f"got {form}"}]}
+        (store.jobs_dir / f"{job_id}.json").write_text(json.dumps(record, indent=2, ensure_ascii=n % 2 == 0))
+    store.path(ids[2]).write_text('{"id": "truncated')
+    store.path(ids[3]).write_text("{}")
+    store.quarantine(ids[3])
+    return store
+
+
+def _tree(root):
+    """{relative path: bytes} of the jobs dir (quarantine included; lock and temp files left out)."""
+    out = {}
+    for folder, _, files in os.walk(root / "jobs"):
+        for name in files:
+            if not name.startswith("."):
+                path = os.path.join(folder, name)
+                with open(path, "rb") as fh:
+                    out[os.path.relpath(path, root)] = fh.read()
+    return out
+
+
+def _listed(store, capsys, cached: bool) -> str:
+    if cached:
+        cli.emit_stream_texts({"ok": True}, "jobs", lambda r: record_listing.json_texts(store, r, store.root))
+    else:
+        cli.emit_stream({"ok": True}, "jobs", store.iter_list())
+    return capsys.readouterr().out
+
+
+def _same_as_every_record_read(store, tmp_path, capsys) -> str:
+    """The cached listing of ``store`` against the full one of a copy: same answer, same files
+    left (the damaged ones quarantined alike)."""
+    copy = tmp_path / f"copy{len(list(tmp_path.glob('copy*')))}"
+    shutil.copytree(store.root, copy)
+    want = _listed(RecordStore(copy), capsys, cached=False).replace(str(copy), str(store.root))
+    got = _listed(store, capsys, cached=True)
+    assert got == want
+    assert _tree(store.root) == _tree(copy)
+    return got
+
+
+def _reads(monkeypatch):
+    reads = []
+    monkeypatch.setattr(record_listing, "read_text", lambda p, real=record_listing.read_text: reads.append(p) or real(p))
+    return reads
+
+
+def test_the_cached_listing_is_the_full_one_byte_for_byte_cold_and_warm(tmp_path, capsys, monkeypatch, later):
+    store = _store(tmp_path)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", SECRET)
+    first = _same_as_every_record_read(store, tmp_path, capsys)   # quarantines the damaged record
+    assert PATTERN_SECRET not in first and not [h for h, f in FORMS.items() if json.dumps(f)[1:-1] in first]
+    reads = _reads(monkeypatch)
+    second = _same_as_every_record_read(store, tmp_path, capsys)
+    healthy = [[r for r in json.loads(text)["jobs"] if not r.get("corrupt")] for text in (first, second)]
+    assert healthy[0] == healthy[1] and len(healthy[0]) == 2 + len(FORMS)
+    # only the records holding a form of the secret known now are read again (the full path answers them)
+    assert sorted(os.path.basename(p) for p in reads) == sorted(f"bank-{h}-00000{n}.json" for n, h in enumerate(FORMS))
+    cache = record_listing.cache_path(store.root).read_bytes()
+    assert PATTERN_SECRET.encode() not in cache and PATTERN_SECRET[6:].encode() not in cache
+    assert cache.count(b"\n") == 1 + 2 + len(FORMS)   # header, the 2 healthy records of this store, the bank's
+
+
+def test_a_record_changed_between_listings_is_read_again(tmp_path, capsys, monkeypatch, later):
+    store = _store(tmp_path)
+    _same_as_every_record_read(store, tmp_path, capsys)
+    path = store.jobs_dir / "bank-hex-000004.json"
+    text = path.read_text()
+    st = os.stat(path)
+    with open(path, "r+") as fh:   # rewritten in place: same inode, same size, another mtime
+        fh.write(text.replace('"got ', '"Got ', 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert os.stat(path).st_size == st.st_size and os.stat(path).st_ino == st.st_ino
+    other = store.jobs_dir / "bank-url-000001.json"   # rewritten by rename, as the bank's tool may
+    (store.jobs_dir / "new.tmp").write_text(other.read_text().replace('"got ', '"had '))
+    os.replace(store.jobs_dir / "new.tmp", other)
+    store.path(store.list()[0]["id"]).write_text('{"damaged": ')   # damaged after it was cached
+    (store.jobs_dir / "bank-base64-000002.json").unlink()
+    got = _same_as_every_record_read(store, tmp_path, capsys)
+    assert '"Got ' in got and '"had ' in got and "bank-base64" not in got
+    assert b"bank-base64" not in record_listing.cache_path(store.root).read_bytes()
+    _same_as_every_record_read(store, tmp_path, capsys)
+
+
+def _cache_lines(store):
+    return record_listing.cache_path(store.root).read_bytes().splitlines(keepends=True)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "older code", "a byte changed", "out of order",
+                                    "a line dropped", "empty", "a directory"])
+def test_a_damaged_or_foreign_cache_is_never_trusted_and_is_rebuilt(tmp_path, capsys, monkeypatch, later, damage):
+    store = _store(tmp_path)
+    _same_as_every_record_read(store, tmp_path, capsys)
+    _same_as_every_record_read(store, tmp_path, capsys)
+    cache = record_listing.cache_path(store.root)
+    lines = _cache_lines(store)
+    good = b"".join(lines)
+    # each damage gives records another text than their own, where the cache would be trusted
+    poisoned = [line.replace(b"got ", b"GOT ") for line in lines]   # checksums no longer match
+    resealed = [  # checksums made anew
+        record_listing._line(stem, key, text.replace("got ", "GOT "))
+        for stem, key, text in map(record_listing._parse_line, lines[1:])]
+    if damage == "garbage":
+        cache.write_bytes(b"\x00\xff garbage\n" + good)
+    elif damage == "truncated":
+        cache.write_bytes(good[:len(good) - 200])
+    elif damage == "older code":
+        cache.write_bytes(lines[0][:-5] + b"beef\n" + b"".join(resealed))
+    elif damage == "a byte changed":
+        cache.write_bytes(b"".join(poisoned))
+    elif damage == "out of order":
+        cache.write_bytes(lines[0] + b"".join(reversed(lines[1:])))
+    elif damage == "a line dropped":
+        cache.write_bytes(b"".join(lines[:2] + lines[3:]))
+    elif damage == "empty":
+        cache.write_bytes(b"")
+    else:
+        cache.unlink()
+        cache.mkdir()
+    got = _same_as_every_record_read(store, tmp_path, capsys)
+    assert "GOT " not in got
+    if damage != "a directory":
+        assert _cache_lines(store) == lines   # rebuilt, the same as before the damage
+        reads = _reads(monkeypatch)
+        _same_as_every_record_read(store, tmp_path, capsys)
+        assert reads == []   # trusted again
+
+
+def test_a_secret_known_only_now_is_redacted_from_a_cache_written_without_it(tmp_path, capsys, monkeypatch, later):
+    store = _store(tmp_path)
+    _same_as_every_record_read(store, tmp_path, capsys)   # no secret known: every form cached as it is
+    assert FORMS["hex"].encode() in record_listing.cache_path(store.root).read_bytes()
+    monkeypatch.setenv("MY_SERVICE_TOKEN", SECRET)
+    got = _same_as_every_record_read(store, tmp_path, capsys)
+    assert not [h for h, f in FORMS.items() if json.dumps(f)[1:-1] in got] and got.count("<redacted>") >= 3 * len(FORMS)
+    monkeypatch.delenv("MY_SERVICE_TOKEN")
+    monkeypatch.setenv("HF_TOKEN", "hf_" + "Z" * 30)   # another value: the records holding SECRET are cached again
+    assert _same_as_every_record_read(store, tmp_path, capsys).count(FORMS["hex"]) == 4   # backend_ref, results_dir, upload_excludes, message
+
+
+def test_a_record_written_moments_ago_is_not_cached(tmp_path, capsys):
+    """A write within one tick of the filesystem's clock may keep a file's key: a record is cached
+    only when its mtime and ctime are SETTLED_NS old (here the listing runs at once)."""
+    store = _store(tmp_path)
+    _same_as_every_record_read(store, tmp_path, capsys)
+    assert _cache_lines(store)[1:] == []
+
+
+def test_an_unchanged_store_leaves_the_cache_file_as_it_is(tmp_path, capsys, monkeypatch, later):
+    store = _store(tmp_path)
+    _same_as_every_record_read(store, tmp_path, capsys)
+    cache = record_listing.cache_path(store.root)
+    before = os.stat(cache)
+    _same_as_every_record_read(store, tmp_path, capsys)
+    after = os.stat(cache)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert not [n for n in os.listdir(cache.parent) if n.endswith(".tmp")]
+    (store.jobs_dir / "bank-json-000003.json").unlink()   # gone: the cache is rewritten without it
+    _same_as_every_record_read(store, tmp_path, capsys)
+    assert os.stat(cache).st_ino != before.st_ino and b"bank-json" not in cache.read_bytes()
+
+
+def test_list_json_from_the_script_is_the_same_answer_twice(state_env, tmp_path):
+    store = _store(tmp_path)
+    env = {**state_env, "MY_SERVICE_TOKEN": SECRET}
+    first = run_script("tao_job_record.py", "list", "--json", env=env)
+    second = run_script("tao_job_record.py", "list", "--json", env=env)
+    assert first.code == second.code == 0 and first.json["jobs"][0] == second.json["jobs"][0]
+    assert record_listing.cache_path(store.root).exists()
