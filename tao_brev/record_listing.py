@@ -42,8 +42,9 @@ import time
 import zlib
 from pathlib import Path
 
-from .records import ID_RE, RecordStore, read_text
 from .errors import TaoBrevError
+from .fsio import AdvisoryFile, sweep_temp
+from .records import ID_RE, RecordStore, read_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> I
     patterns_only = ObjRedactor(_same)   # the answer's per-string path, no known values
     settled = _clock() - SETTLED_NS
     path = cache_path(state_root)
+    sweep_temp(path.parent)   # temp files of listings killed before their rename
     cache = _Reader(path, stamp)
     out = _Writer(path, cache)
     try:
@@ -117,10 +119,11 @@ def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> I
                 if entry is not None:
                     yield redacted.json_text(entry, 2)
                 continue
+            text = patterns_only.json_text(record, 2)
             if (cached is None or cached.key != key) and key is not None and max(key[1], key[2]) < settled \
                     and ID_RE.fullmatch(stem):
-                out.add(_line(stem, key, patterns_only.json_text(record, 2)))
-            yield redacted.json_text(record, 2)
+                out.add(_line(stem, key, text))
+            yield text if holds_secret is None or holds_secret(text) is None else redacted.json_text(record, 2)
         out.finish()
     finally:
         out.abandon()
@@ -262,8 +265,6 @@ class _Writer:
     def _start(self) -> None:
         if self._out is not None:
             return
-        from .fsio import AdvisoryFile
-
         self._out = AdvisoryFile(self._path)
         if self._same_until is not None:
             try:

@@ -639,3 +639,25 @@ def test_a_user_given_name_equal_to_a_credential_names_the_variable_and_the_fix(
     assert f"{flag} contains the value of {var}" in err.value.message
     known_secrets.refuse_in_argv([flag, value], {"UNRELATED": value})   # a name that is no credential's: fine
     known_secrets.refuse_in_argv(["--spec", value], {var: value})       # not a name flag: other guards decide
+
+
+def test_json_forms_pattern_finds_every_form_inside_json_text_written_with_ensure_ascii(monkeypatch):
+    """What record_listing relies on: JSON escaping with ensure_ascii is character by character, so
+    a string holding any form of a known value holds its escaped form in the JSON text, wherever it
+    sits in the string and whatever surrounds it; and no value known: no pattern."""
+    for name in list(os.environ):
+        if known_secrets.is_credential_env_name(name) or name in redact.SECRET_ENV_NAMES:
+            monkeypatch.delenv(name)
+    known_secrets.reset()
+    assert known_secrets.json_forms_pattern() is None
+    value = 'p\u00e4ss"w\\rd/\t\U0001f600-' + "k" * 9
+    monkeypatch.setenv("MY_SERVICE_TOKEN", value)
+    pattern = known_secrets.json_forms_pattern()
+    forms = [form for form, _ in known_secrets.encodings(value, "MY_SERVICE_TOKEN")]
+    assert len(forms) > 20
+    for form in forms:
+        for before, after in (("", ""), ("a\u00e9\"", "\\\n\u2028"), ("\U0001f600", "x")):
+            text = json.dumps({"k": [f"{before}{form}{after}"]}, indent=2)
+            assert pattern.search(text), form
+    assert pattern.search(json.dumps({"k": "kkkkkkkkk and nothing else"})) is None
+    known_secrets.reset()
