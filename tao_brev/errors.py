@@ -88,7 +88,7 @@ CODES: dict[str, Code] = {
                                    "Set num_nodes to 1 and use the GPUs of one instance (up to 8: --gpus all, "
                                    "num_gpus=N)."),
     "GPUS_BUSY": Code(1, "A live tao-job container on the instance holds GPUs this submit asks for; nothing was launched.",
-                      "Wait for that job (poll_status.py JOB_ID --wait) or cancel it (teardown.py JOB_ID), then submit "
+                      "Wait for that job (poll_status.py JOB_ID --wait --timeout S) or cancel it (teardown.py JOB_ID), then submit "
                       "again; or pass --share-gpus to share them on purpose, or --gpus with free GPU ids."),
     "SPEC_NOT_WRITTEN": Code(1, "The spec did not reach the instance intact (its write failed, or its size or sha256 "
                                 "there differ from the local file); nothing was launched.",
@@ -101,12 +101,13 @@ CODES: dict[str, Code] = {
     "JOB_CANCELED": Code(1, "The job ended CANCELED.",
                          "Resubmit if the cancel was not intended."),
     "WAIT_TIMEOUT": Code(1, "--wait reached --timeout before the job ended.",
-                         "Poll again later (poll_status.py JOB_ID --wait); the job keeps running."),
+                         "Poll again later (poll_status.py JOB_ID --wait --timeout S, S below your tool-call "
+                         "limit); the job keeps running."),
     "JOB_STALLED": Code(1, "--wait stopped: the job is RUNNING but wrote no status line and no log output for "
                            "longer than the stall threshold (a heuristic: it may still be alive).",
                         "Read stall.advice and poll_status.py JOB_ID --logs 50; teardown.py JOB_ID stops the billing; "
                         "to tear a stalled job down automatically: poll_status.py JOB_ID --wait --teardown "
-                        "--stall-after SECONDS."),
+                        "--stall-after SECONDS --timeout S."),
     "REMOTE_COMMAND_FAILED": Code(1, "A command on the instance exited non-zero.",
                                   "Read the message (the remote stderr, redacted) and fix the instance."),
     "PREFLIGHT_FAILED": Code(1, "At least one required preflight check failed.",
@@ -175,7 +176,7 @@ CODES: dict[str, Code] = {
                            "Its state cannot be read any more; close it with teardown.py JOB_ID, resubmit with --retry-of."),
     "INSTANCE_DELETE_REFUSED": Code(1, "The instance was not deleted: a job on it is still live or has results "
                                        "not verified in S3.",
-                                    "Wait for the jobs / verify the results (poll_status.py JOB_ID --wait --teardown), "
+                                    "Wait for the jobs / verify the results (poll_status.py JOB_ID --wait --teardown --timeout S), "
                                     "or pass --force to delete anyway and lose them."),
     "RESULTS_ONLY_ON_INSTANCE": Code(1, "The instance was not deleted: results that exist only on its disk (no "
                                         "bucket, no TAO_RESULTS_ROOT) could not be copied back and verified "

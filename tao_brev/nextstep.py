@@ -75,6 +75,37 @@ def _absolute_paths(argv: list[str]) -> list[str]:
     return out
 
 
+# A --wait in a ``next`` always has a --timeout: an agent with no memory that runs it must get its
+# shell back (SKILL.md section 6: keep --timeout below the tool-call limit). The values given to this
+# run win; these are the defaults (the example of SKILL.md section 6).
+WAIT_INTERVAL_S = 20
+WAIT_TIMEOUT_S = 100
+# poll_status.py flags a following poll keeps (the values the user gave this run)
+POLL_KEPT = ("--interval", "--timeout", "--stall-after", "--price-per-hour")
+
+
+def wait_command(job_id: str, argv: list[str], *extra) -> str:
+    """``poll_status.py JOB --wait --interval S --timeout S`` (this run's --interval / --timeout /
+    --stall-after / --price-per-hour, else WAIT_INTERVAL_S / WAIT_TIMEOUT_S) plus ``extra``."""
+    kept = _kept(argv, POLL_KEPT)
+    names = {word.split("=", 1)[0] for word in kept}
+    if "--interval" not in names:
+        kept += ["--interval", str(WAIT_INTERVAL_S)]
+    if "--timeout" not in names:
+        kept += ["--timeout", str(WAIT_TIMEOUT_S)]
+    return command("poll_status.py", job_id, "--wait", *kept, *extra)
+
+
+def _kept(argv: list[str], flags) -> list[str]:
+    """The ``flags`` (each with its value) that ``argv`` gave, in its order."""
+    out = []
+    for i, word in enumerate(argv):
+        name = word.split("=", 1)[0]
+        if name in flags:
+            out += [word] if "=" in word else argv[i:i + 2]
+    return out
+
+
 def _job_args(argv: list[str]) -> list[str]:
     """argv without the job id (the first word that is not a flag or a flag's value is the id)."""
     return [a for a in argv if a.startswith("--")]
@@ -105,7 +136,7 @@ def common_error(script: str, argv: list[str], answer: dict) -> tuple[bool, str 
         return True, None, f"{first}: {fix}"
     if code in CODES and CODES[code].exit_code == 3 and code != "INSTANCE_DELETE_PENDING":
         if script == "submit.py":
-            return True, (command("poll_status.py", job_id) if job_id else rerun(script, argv)), None
+            return True, (poll_after_submit(job_id, argv) if job_id else rerun(script, argv)), None
         return True, rerun(script, argv), None
     return False, None, None
 
@@ -114,8 +145,13 @@ def resume(script: str, argv: list[str], job_id: str | None) -> str:
     """The command that resumes an interrupted run: submit's job is polled (never resubmitted:
     the launch may have happened), every other verb is safe to run again as it was."""
     if script == "submit.py" and job_id:
-        return command("poll_status.py", job_id)
+        return poll_after_submit(job_id, argv)
     return rerun(script, argv)
+
+
+def poll_after_submit(job_id: str, argv: list[str]) -> str:
+    """One look at a submitted job, with the submit's --price-per-hour (poll_status.py takes it too)."""
+    return command("poll_status.py", job_id, *_kept(argv, ("--price-per-hour",)))
 
 
 def resume_fix(script: str, argv: list[str], job_id: str | None, state: str | None) -> str:
@@ -140,11 +176,7 @@ def preflight(answer: dict, code: int, argv: list[str]) -> dict:
     if decided:
         return _set(answer, nxt, note)
     if answer.get("ok"):
-        instance, image = answer.get("instance"), answer.get("image")
-        image_arg = f" --image {shlex.quote(str(image))}" if image else ""
-        return _set(answer, None, "every check passed: submit the job - "
-                                  f"{command('submit.py')} --instance {shlex.quote(str(instance))}{image_arg} "
-                                  "with your job's --network-arch, --action and --spec (--help lists the rest)")
+        return _set(answer, None, preflight_note(answer, argv))
     code_name = (answer.get("error") or {}).get("code")
     failed = [c for c in answer.get("checks") or [] if not c.get("ok") and not c.get("warning")]
     if code_name == "INSTANCE_NOT_RUNNING" and "--start" not in argv:
@@ -156,12 +188,35 @@ def preflight(answer: dict, code: int, argv: list[str]) -> dict:
     return _set(answer, None, f"a failed check needs a fix first: {fix}" if fix else None)
 
 
+# preflight.py flags that submit.py takes too, with the same meaning: the submit it names keeps them
+SUBMIT_KEPT = ("--instance", "--image", "--storage-tier", "--bucket", "--results-root")
+
+
+def preflight_note(answer: dict, argv: list[str]) -> str:
+    """The submit a passed preflight leads to: every value preflight checked (instance, image,
+    storage tier, bucket, results root) kept; the job's own flags left to the caller. Without
+    --image no image was checked, and the note says how to check (and pull) it first."""
+    kept = _kept(argv, SUBMIT_KEPT)
+    if "--instance" not in kept and answer.get("instance"):
+        kept = ["--instance", str(answer["instance"]), *kept]
+    if "--image" not in kept and answer.get("image"):
+        kept += ["--image", str(answer["image"])]
+    submit_cmd = command("submit.py", *kept)
+    if "--image" in kept:
+        return (f"every check passed: submit the job - {submit_cmd} with your job's --network-arch, --action and "
+                "--spec (--help lists the rest)")
+    check = rerun("preflight.py", [a for a in argv if a != "--pull"])
+    return (f"every check passed, but no image was checked (no --image): check and pull the job's image first - "
+            f"{check} --image IMAGE --pull; then submit the job - {submit_cmd} --image IMAGE with your job's "
+            "--network-arch, --action and --spec (--help lists the rest)")
+
+
 def submit(answer: dict, code: int, argv: list[str]) -> dict:
     job_id = answer.get("job_id")
     if answer.get("ok"):
         if answer.get("dry_run"):
             return _set(answer, rerun("submit.py", [a for a in argv if a != "--dry-run"]))
-        return _set(answer, command("poll_status.py", job_id))
+        return _set(answer, poll_after_submit(job_id, argv))
     decided, nxt, note = common_error("submit.py", argv, answer)
     if decided:
         return _set(answer, nxt, note)
@@ -171,7 +226,7 @@ def submit(answer: dict, code: int, argv: list[str]) -> dict:
         return _set(answer, command("preflight.py", "--instance", instance, "--image", _flag(argv, "--image"),
                                     "--pull"))
     if job_id and answer.get("state") in ("PENDING", "RUNNING"):
-        return _set(answer, command("poll_status.py", job_id))
+        return _set(answer, poll_after_submit(job_id, argv))
     return _set(answer, None)
 
 
@@ -197,7 +252,7 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
     if job_id is None:
         return _set(answer, None)
     if "teardown" in answer:   # --wait --teardown: the teardown's own next decides
-        down = teardown(answer["teardown"], code, [job_id])   # the nested answer names its next too
+        down = teardown(answer["teardown"], code, [job_id, *_kept(argv, ("--price-per-hour",))])
         return _set(answer, down.get("next"), down.get("next_note"))
     if err == "WAIT_TIMEOUT":
         return _set(answer, rerun("poll_status.py", argv))
@@ -206,7 +261,7 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
             return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES))
         return _set(answer, None, f"job {job_id} looks stalled (a heuristic) and its logs are read: if they show "
                                   f"it hung, {command('teardown.py', job_id)} cancels it; if it is only slow, wait "
-                                  f"with a larger threshold: {command('poll_status.py', job_id, '--wait')} "
+                                  f"with a larger threshold: {wait_command(job_id, _without(argv, '--stall-after'))} "
                                   "--stall-after SECONDS")
     if err in ("RESULTS_UPLOAD_FAILED", "S3_VERIFY_FAILED"):
         return _set(answer, command("poll_status.py", job_id))
@@ -217,8 +272,21 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
             return _set(answer, None, FINISHED + " (teardown ran)")
         return _set(answer, command("teardown.py", job_id))
     if state in ("PENDING", "RUNNING"):
-        return _set(answer, command("poll_status.py", job_id, "--wait"))
+        return _set(answer, wait_command(job_id, argv))
     return _set(answer, None)
+
+
+def _without(argv: list[str], flag: str) -> list[str]:
+    """``argv`` without ``flag`` and its value."""
+    out, skip = [], False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == flag:
+            skip = True
+        elif not word.startswith(flag + "="):
+            out.append(word)
+    return out
 
 
 def poll_all(answer: dict, code: int, argv: list[str]) -> dict:
@@ -251,7 +319,7 @@ def teardown(answer: dict, code: int, argv: list[str]) -> dict:
     if answer.get("ok"):
         if answer.get("instance_deleted") or not answer.get("instance"):
             return _set(answer, None, FINISHED)
-        return _set(answer, command("teardown.py", "--orphans"))
+        return _set(answer, command("teardown.py", "--orphans", *_kept(argv, ("--price-per-hour",))))
     return _set(answer, None)
 
 
@@ -262,7 +330,7 @@ def orphans(answer: dict, code: int, argv: list[str]) -> dict:
     if answer.get("error"):
         return _set(answer, None)
     if "--delete" not in argv and any(o.get("owned") for o in answer.get("orphans") or []):
-        return _set(answer, command("teardown.py", "--orphans", "--delete"))
+        return _set(answer, rerun("teardown.py", [*argv, "--delete"]))   # its --instance / --price-per-hour kept
     if answer.get("orphans") and "--delete" not in argv:
         return _set(answer, None, "no orphan this bundle owns: deleting one of its reused instances is your "
                                   "choice - teardown.py --orphans --delete --instance with its name")

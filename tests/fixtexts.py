@@ -296,6 +296,35 @@ def _placeholder_fixes(answer, job_id: str | None = None) -> list[str]:
     return found
 
 
+# Values a following command of the same script keeps (a rerun of preflight / submit / teardown;
+# a poll that waits again keeps how it waits).
+KEPT = {"preflight.py": ("--instance", "--image", "--storage-tier", "--bucket", "--results-root", "--exec-timeout"),
+        "submit.py": ("--instance", "--image", "--network-arch", "--action", "--storage-tier", "--bucket",
+                      "--results-root", "--gpus", "--shm-size", "--price-per-hour"),
+        "teardown.py": ("--instance", "--price-per-hour"),
+        "poll_status.py": ("--interval", "--timeout", "--stall-after", "--price-per-hour")}
+
+
+def _given(argv: list[str], flags) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for i, word in enumerate(argv):
+        name, eq, value = word.partition("=")
+        if name in flags and (eq or i + 1 < len(argv)):
+            out.setdefault(name, []).append(value if eq else argv[i + 1])
+    return out
+
+
+def dropped_values(script: str, argv: list[str], named: str, args: list[str]) -> list[str]:
+    """``--flag value`` pairs of this run that a next command of the same script lost (a poll: only
+    one that waits again). A --stall-after the next changes on purpose is not lost."""
+    if named != script or "--help" in args or (named == "poll_status.py" and "--wait" not in args):
+        return []
+    flags = KEPT.get(named, ())
+    given, kept = _given(argv, flags), _given(args, flags)
+    return [f"{flag} {value}" for flag, values in given.items() for value in values
+            if value not in kept.get(flag, [])]
+
+
 def next_violations(script: str, argv: list[str], answer) -> list[str]:
     """What is wrong with the ``next`` of an answer of ``script argv`` (schema: common.schema.json)."""
     if script not in NEXT_SCRIPTS or not isinstance(answer, dict):
@@ -319,6 +348,11 @@ def next_violations(script: str, argv: list[str], answer) -> list[str]:
         return [] if args[:1] == ["--local"] else [f"{where}: next {nxt!r}: install.sh without --local"]
     if (named, args) == (script, list(argv)):
         return []   # "the same command again" (an interrupt, a retry): as valid as the caller's own call
+    if "--wait" in args and "--timeout" not in [a.split("=", 1)[0] for a in args]:
+        return [f"{where}: next {nxt!r} waits with no --timeout: an agent's shell would block until the job ends"]
+    dropped = dropped_values(script, argv, named, args)
+    if dropped:
+        return [f"{where}: next {nxt!r} drops what this run was given: {dropped}"]
     rejected = rejection(named, args)
     return [f"{where}: next {nxt!r} is rejected by {named}: {rejected}"] if rejected else []
 

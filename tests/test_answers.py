@@ -50,7 +50,10 @@ def test_the_tap_rejects_an_answer_without_next_a_placeholder_or_a_wrong_flag():
            {"ok": True, "next": "brev delete box"}]
     for answer in bad:
         assert answer_violations(argv, json.dumps(answer)), answer
-    good = [{"ok": True, "next": cmd("poll_status.py", JOB, "--wait")},
+    bad.append({"ok": True, "next": cmd("poll_status.py", JOB, "--wait")})              # --wait without --timeout
+    for answer in bad[-1:]:
+        assert answer_violations(argv, json.dumps(answer)), answer
+    good = [{"ok": True, "next": cmd("poll_status.py", JOB, "--wait", "--timeout", "100")},
             {"ok": True, "next": cmd("teardown.py", JOB)},
             {"ok": True, "next": None, "next_note": "nothing left to run"},
             {"ok": False, "error": {"code": "DEPENDENCIES_MISSING", "message": "m", "fix": "f"},
@@ -71,8 +74,8 @@ def test_the_tap_checks_processes_of_any_copy_of_the_bundle_and_nothing_else(tmp
 
 # -- next, verb by verb (pure: answer -> next) ----------------------------------------------------
 @pytest.mark.parametrize("state,logs,expected", [
-    ("RUNNING", None, ("poll_status.py", JOB, "--wait")),
-    ("PENDING", None, ("poll_status.py", JOB, "--wait")),
+    ("RUNNING", None, ("poll_status.py", JOB, "--wait", "--interval", "20", "--timeout", "100")),
+    ("PENDING", None, ("poll_status.py", JOB, "--wait", "--interval", "20", "--timeout", "100")),
     ("COMPLETE", None, ("teardown.py", JOB)),
     ("CANCELED", None, ("teardown.py", JOB)),
     ("UNKNOWN", None, ("teardown.py", JOB)),
@@ -125,6 +128,70 @@ def test_failures_name_their_runnable_fix_or_say_a_person_must_act():
     dry = ["--instance", "box", "--dry-run", "--spec", "/tmp/a b.yaml"]
     assert nextstep.submit({"ok": True, "dry_run": True}, 0, dry)["next"] == \
         cmd("submit.py", "--instance", "box", "--spec", "/tmp/a b.yaml")
+
+
+@pytest.mark.parametrize("argv, kept", [
+    ([JOB], ["--interval", "20", "--timeout", "100"]),
+    ([JOB, "--logs", "20"], ["--interval", "20", "--timeout", "100"]),
+    ([JOB, "--wait", "--timeout", "45"], ["--timeout", "45", "--interval", "20"]),
+    ([JOB, "--wait", "--interval=5", "--timeout", "60", "--stall-after", "900"],
+     ["--interval=5", "--timeout", "60", "--stall-after", "900", ]),
+    ([JOB, "--price-per-hour", "2.5", "--metrics"], ["--price-per-hour", "2.5", "--interval", "20", "--timeout", "100"]),
+])
+@pytest.mark.parametrize("state", ["RUNNING", "PENDING"])
+def test_a_running_job_is_waited_for_with_a_timeout_and_the_values_given(state, argv, kept):
+    """An agent with no memory runs ``next`` as is: a --wait without --timeout would hold its shell
+    until the job ends (SKILL.md section 6), and a value the user gave would be lost."""
+    nxt = nextstep.poll({"ok": True, "job_id": JOB, "state": state}, 0, argv)["next"]
+    assert nxt == cmd("poll_status.py", JOB, "--wait", *kept)
+    assert not next_violations("poll_status.py", argv, {"ok": True, "job_id": JOB, "state": state, "next": nxt})
+    stalled = {"ok": False, "job_id": JOB, "state": "RUNNING", "stalled": True, "logs": "...",
+               "error": {"code": "JOB_STALLED", "message": "m", "fix": "f"}}
+    note = nextstep.poll(stalled, 1, [*argv, "--logs", "50"])["next_note"]
+    assert "--wait" in note and "--timeout" in note.split("--wait", 1)[1]
+
+
+@pytest.mark.parametrize("argv, submit_words", [
+    (["--instance", "box", "--image", "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt"],
+     ["--instance", "box", "--image", "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt"]),
+    (["--instance", "gpu-a", "--image", "images.tao_toolkit.pyt", "--pull", "--storage-tier", "C", "--bucket", "bk-1"],
+     ["--instance", "gpu-a", "--image", "images.tao_toolkit.pyt", "--storage-tier", "C", "--bucket", "bk-1"]),
+    (["--instance", "gpu-a", "--results-root", "/data/runs", "--storage-tier=B"],
+     ["--instance", "gpu-a", "--results-root", "/data/runs", "--storage-tier=B"]),
+    (["--instance", "box"], ["--instance", "box"]),
+])
+def test_a_passed_preflight_names_the_submit_with_every_value_it_checked(argv, submit_words):
+    note = nextstep.preflight({"ok": True, "instance": argv[1]}, 0, argv)["next_note"]
+    assert cmd("submit.py", *submit_words) in note
+    if "--image" not in argv:   # nothing was checked: say so, and how to check (and pull) it first
+        assert "no image was checked" in note and cmd("preflight.py", *argv) + " --image IMAGE --pull" in note
+        assert cmd("submit.py", *submit_words) + " --image IMAGE" in note
+    else:
+        assert "no image was checked" not in note
+
+
+def test_the_next_of_other_verbs_keeps_the_values_given():
+    submitted = nextstep.submit({"ok": True, "job_id": JOB, "state": "RUNNING"}, 0,
+                                ["--instance", "box", "--price-per-hour", "3.2"])
+    assert submitted["next"] == cmd("poll_status.py", JOB, "--price-per-hour", "3.2")
+    orphans = {"ok": True, "orphans": [{"instance": "gpu-b", "owned": True}]}
+    argv = ["--orphans", "--instance", "gpu-b", "--price-per-hour", "1.5"]
+    assert nextstep.teardown(dict(orphans), 0, argv)["next"] == cmd("teardown.py", *argv, "--delete")
+    down = nextstep.teardown({"ok": True, "job_id": JOB, "instance": "box"}, 0, [JOB, "--price-per-hour", "1.5"])
+    assert down["next"] == cmd("teardown.py", "--orphans", "--price-per-hour", "1.5")
+
+
+def test_the_tap_flags_a_wait_without_timeout_and_a_dropped_value():
+    def answer(nxt):
+        return {"ok": True, "job_id": JOB, "state": "RUNNING", "next": nxt}
+
+    assert next_violations("poll_status.py", [JOB], answer(cmd("poll_status.py", JOB, "--wait")))
+    argv = [JOB, "--wait", "--timeout", "60"]
+    assert next_violations("poll_status.py", argv, answer(cmd("poll_status.py", JOB, "--wait", "--timeout", "100")))
+    pre = ["--instance", "box", "--image", "img:1"]
+    dropped = {"ok": False, "next": cmd("preflight.py", "--instance", "box", "--start")}
+    assert "--image img:1" in " ".join(next_violations("preflight.py", pre, dropped))
+    assert not next_violations("preflight.py", pre, {"ok": False, "next": cmd("preflight.py", *pre, "--start")})
 
 
 def test_next_names_the_bundle_that_answers_not_a_relative_path():

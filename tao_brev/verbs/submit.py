@@ -540,7 +540,8 @@ def _gpus_busy(req: SubmitRequest, job_id: str, out: str) -> tuple[str, str, str
     names = [name for name, _, _ in holders]
     live = ", ".join(f"{name} (GPUs {gpus or 'all'})" for name, _, gpus in holders)
     scripts = os.path.dirname(req.prog)
-    poll = shlex.join([os.path.join(scripts, "poll_status.py"), names[0], "--wait"])
+    poll = shlex.join([os.path.join(scripts, "poll_status.py"), names[0], "--wait", "--interval",
+                       str(nextstep.WAIT_INTERVAL_S), "--timeout", str(nextstep.WAIT_TIMEOUT_S)])
     cancel = shlex.join([os.path.join(scripts, "teardown.py"), names[0]])
     again = req.rerun(set_flags={"--retry-of": job_id})
     why = (f"GPUs busy: live job {live} on {req.instance} holds GPUs that this job (--gpus {req.gpus}) asks for; "

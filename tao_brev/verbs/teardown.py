@@ -373,7 +373,7 @@ def _delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool,
     if live and not lost and not asked and not force:
         answer["instance_kept"] = "; ".join(live)
         answer["warnings"].append(f"instance {instance} kept, it still bills: {'; '.join(live)}. The last job on it "
-                                  "to end deletes it (poll_status.py JOB_ID --wait --teardown), or "
+                                  "to end deletes it (poll_status.py JOB_ID --wait --teardown --timeout S), or "
                                   "teardown.py --orphans --delete once all ended")
         return {"ok": True, **answer}, 0
     blockers = live + lost
@@ -439,7 +439,7 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
     if stalled and stall_after is None:
         out["teardown_skipped"] = (f"job {job_id} looks stalled (a heuristic), so nothing was removed: check "
                                    f"poll_status.py {job_id} --logs 50, then teardown.py {job_id}; or rerun "
-                                   f"poll_status.py {job_id} --wait --teardown --stall-after SECONDS to tear a "
+                                   f"poll_status.py {job_id} --wait --teardown --stall-after SECONDS --timeout S to tear a "
                                    "stalled job down automatically")
         return out, code
     if not stalled and not is_terminal(out.get("state")) and error != "CONTAINER_GONE":
