@@ -202,14 +202,15 @@ class _Reader:
         return self.trusted and self._next is None
 
     def copy(self, out, end: int) -> None:
-        """The file's first ``end`` bytes into ``out`` (read apart, in chunks)."""
-        with open(self.path, "rb") as fh:
-            while end > 0:
-                chunk = fh.read(min(end, 1 << 20))
-                if not chunk:
-                    raise OSError("the cache file shrank while it was copied")
-                out.write(chunk)
-                end -= len(chunk)
+        """The first ``end`` bytes of the file this reader opened (not of one another listing
+        may have put in its place since) into ``out``, in chunks."""
+        fd, offset = self._fh.fileno(), 0
+        while offset < end:
+            chunk = os.pread(fd, min(end - offset, 1 << 20), offset)
+            if not chunk:
+                raise OSError("the cache file shrank while it was copied")
+            out.write(chunk)
+            offset += len(chunk)
 
     def close(self) -> None:
         if self._fh is not None:

@@ -222,3 +222,26 @@ def test_list_json_from_the_script_is_the_same_answer_twice(state_env, tmp_path)
     second = run_script("tao_job_record.py", "list", "--json", env=env)
     assert first.code == second.code == 0 and first.json["jobs"][0] == second.json["jobs"][0]
     assert record_listing.cache_path(store.root).exists()
+
+
+def test_a_cache_another_listing_replaced_meanwhile_is_not_spliced_into_this_one(tmp_path, capsys, monkeypatch, later):
+    """A listing that rewrites the cache copies the unchanged first part from the file IT read, not
+    from the one another listing put in its place since (that one may hold other lines)."""
+    from tao_brev import redact
+
+    store = _store(tmp_path)
+    _same_as_every_record_read(store, tmp_path, capsys)
+    _same_as_every_record_read(store, tmp_path, capsys)
+    names = sorted(p.name for p in store.jobs_dir.glob("*.json"))
+    first = record_listing.json_texts(store, redact.obj_redactor(), store.root)
+    next(first), next(first)                              # this listing has passed the first two records
+    (store.jobs_dir / names[0]).unlink()                  # another listing sees the first one gone ...
+    changed = store.jobs_dir / names[4]
+    changed.write_text(changed.read_text().replace('"got ', '"Got '))   # ... and this one changed
+    os.utime(changed, ns=(0, os.stat(changed).st_mtime_ns - 5_000_000_000))
+    _listed(store, capsys, cached=True)                  # it rewrites the cache
+    rest = list(first)                                    # this one rewrites it again, from what it read
+    assert any('"Got ' in text for text in rest)
+    reads = _reads(monkeypatch)
+    _same_as_every_record_read(store, tmp_path, capsys)
+    assert reads == []                                    # every line of it trusted
