@@ -20,7 +20,7 @@ import tarfile
 import pytest
 
 from conftest import validate
-from test_cost_guard import WAIT, Guard
+from test_cost_guard import WAIT, Guard, kill_caller_once
 
 from tao_brev.cli import Context
 from tao_brev.errors import TaoBrevError
@@ -196,3 +196,43 @@ def test_archive_command_quotes_paths_and_reports_absence():
     assert '-C "$HOME"/tao-results j-1' in script and "TAO_NO_RESULTS" in script
     with pytest.raises(TaoBrevError):
         remote.archive_results("~/tao-results/../x/j", "~/a/b.tar.gz")
+
+
+def test_wait_teardown_refused_names_the_retry_and_keeps_billing_visible(guard):
+    job = guard.submit("--ephemeral")
+    guard.sim.add_copy_fault("results.tar.gz", "fail")
+    done = guard.wait_teardown(job)
+    assert done.code == 1 and done.json["error"]["code"] == "RESULTS_ONLY_ON_INSTANCE", done
+    assert done.json["state"] == "COMPLETE" and done.json["teardown"]["still_billing"] is True
+    assert done.json["cost"]["still_billing"] is True and guard.exists("box")
+    assert done.json["next"].endswith(f"teardown.py {job}")
+    again = guard.wait_teardown(job)
+    assert again.code == 0 and again.json["teardown"]["deleted"] == ["box"], again
+    assert again.json["teardown"]["results_saved_to"] and not guard.exists("box")
+
+
+@pytest.mark.parametrize("kill_at", ["copy *results.tar.gz*", "delete *"], ids=["before-copy", "before-delete"])
+def test_killed_at_any_point_a_rerun_saves_once_and_deletes_once(guard, tmp_path, kill_at):
+    job = guard.submit("--ephemeral")
+    assert guard.run("poll_status.py", job, *WAIT).code == 0
+    on_instance = _instance_files(guard, job)
+    killed = guard.run("teardown.py", job, env=kill_caller_once(guard, tmp_path, kill_at))
+    assert killed.code == -9 and guard.exists("box"), killed
+    rerun = guard.run("teardown.py", job, schema="teardown")
+    assert rerun.code == 0 and rerun.json["deleted"] == ["box"] and not guard.exists("box"), rerun
+    saved = Context(env=guard.world.env).sidecars.load(job)["results"]["saved"]["path"]
+    assert _archive_files(saved) == on_instance
+    assert len(_copies_of_results(guard)) == 1 and len(guard.brev_calls("delete")) == 1
+    assert ("results_saved_to" in rerun.json) == (kill_at.startswith("copy"))   # copied by the run that did it
+
+
+def test_a_stopped_orphan_holding_such_results_is_refused_without_starting_it(guard):
+    job = guard.submit("--ephemeral")
+    assert guard.run("poll_status.py", job, *WAIT).code == 0
+    assert guard.run("teardown.py", job, "--keep-instance").code == 0
+    guard.sim.set_instance("box", status="STOPPED")
+    refused = guard.run("teardown.py", "--orphans", "--delete", schema="teardown")
+    assert refused.code == 1 and refused.json["error"]["code"] == "RESULTS_ONLY_ON_INSTANCE", refused
+    assert refused.execs == 0 and guard.brev_calls("delete") == [] and _copies_of_results(guard) == []
+    assert guard.sim.instance("box")["status"] == "STOPPED"
+    assert any(f"teardown.py {job} --delete-instance" in b for b in refused.json["orphans"][0]["blockers"])
