@@ -95,6 +95,7 @@ def main(argv=None):
     if args.cmd == "show":
         cli.emit(store.load(args.id))   # the record itself, bank-format (no "ok" added)
         return None, 0
+    store.note_held_ids()   # before any redactor: a variable equal to a job id does not hide it
     if args.json:   # streamed: one record in memory at a time; unchanged records' texts from the listing cache
         from tao_brev import record_listing
 

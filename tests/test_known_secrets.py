@@ -661,3 +661,17 @@ def test_json_forms_pattern_finds_every_form_inside_json_text_written_with_ensur
             assert pattern.search(text), form
     assert pattern.search(json.dumps({"k": "kkkkkkkkk and nothing else"})) is None
     known_secrets.reset()
+
+
+@pytest.mark.parametrize("listing", [["list"], ["list", "--json"]])
+def test_a_listing_shows_job_ids_a_variable_equals(listing, tmp_path):
+    """``tao_job_record.py list`` (TSV, and JSON from its cache too) names every id the store holds,
+    even when a credential-named variable of the listing's shell equals one."""
+    from tao_brev.records import RecordStore
+
+    ids = [RecordStore(tmp_path).open(image="img:1", network_arch=arch, action="train", storage_tier="A",
+                                      results_root="~/r")["id"] for arch in ("dino", "visual_changenet")]
+    env = {**os.environ, "TAO_STATE_DIR": str(tmp_path), "LAST_JOB_TOKEN": ids[0]}
+    for _run in range(2):   # the second listing answers from the cache
+        done = run_script("tao_job_record.py", *listing, env=env)
+        assert done.code == 0 and all(job in done.stdout for job in ids) and "<redacted>" not in done.stdout, done

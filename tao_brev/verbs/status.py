@@ -529,6 +529,7 @@ def poll_all(ctx: Context) -> tuple[dict, int]:
     """
     from ..record_index import live_records
 
+    ctx.records.note_held_ids()   # the ids it lists are the bundle's: no variable equal to one hides it
     # live: non-terminal records, and never-ran ones (kept in the scan until teardown closes them)
     live, corrupt = live_records(ctx.records, ctx.state_root, keep=reconcile.never_ran_record)
     ids = [record["id"] for record in live
