@@ -18,7 +18,8 @@
 #   --check      report what is installed, where, and whether it works: the
 #                environment imports its dependencies, every script answers
 #                --help, and SKILL.md names the scripts of that install
-#                (exit 0 only if at least one install was found and all found work)
+#                (exit 0 only if at least one install was found and all found work);
+#                without a target flag, the checkout's own .venv (--local) too
 #   --python PY  the interpreter to build the environment with (default python3,
 #                >= 3.9: the floor of requires-python in pyproject.toml)
 #
@@ -84,6 +85,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ "$uninstall" = 1 ] && [ "$check" = 1 ]; then die "--uninstall and --check exclude each other" 2; fi
+targets_given=${#targets[@]}
 if [ ${#targets[@]} -eq 0 ]; then targets=("${ALL_TARGETS[@]}"); fi
 
 # Files that make the bundle (a checkout or an unpacked archive alike).
@@ -208,17 +210,39 @@ copy_bundle() { # $1 = destination; the copy replaces it whole (no stale files s
   precompile "$VENV/bin/python" "$dest"   # after the move: the bytecode names the files where they stay
 }
 
+check_local() { # the checkout's own install (install.sh --local): prints its state; 0 ok, 1 broken, 2 absent
+  local failing
+  if ! [ -e "$SRC/.venv" ] && ! [ -L "$SRC/.venv" ]; then
+    printf 'absent     %s/.venv  (the checkout install: install.sh --local)\n' "$SRC"; return 2
+  fi
+  if ! [ -x "$SRC/.venv/bin/python" ] || ! venv_works "$SRC/.venv/bin/python"; then
+    printf 'local      %s/.venv  environment BROKEN (run install.sh --local)\n' "$SRC"; return 1
+  fi
+  failing="$(broken_scripts "$SRC")"
+  if [ -n "$failing" ]; then
+    printf 'local      %s/.venv  scripts BROKEN: %s(they fail --help; run install.sh --local)\n' "$SRC" "$failing"
+    return 1
+  fi
+  printf 'local      %s/.venv  python %s  environment ok\n' "$SRC" "$(py_version "$SRC/.venv/bin/python")"
+}
+
+is_target() { # $1 = dir: one of the skill dirs (an installed copy, whose .venv is the shared one)
+  local dest
+  for dest in "${ALL_TARGETS[@]}"; do [ "$(cd "$dest" 2>/dev/null && pwd -P)" = "$(cd "$1" && pwd -P)" ] && return 0; done
+  return 1
+}
+
 if [ "$check" = 1 ]; then
   found=0 broken=0
   if [ "$local_only" = 1 ]; then
-    if ! [ -x "$SRC/.venv/bin/python" ] || ! venv_works "$SRC/.venv/bin/python"; then
-      printf 'local      %s/.venv  absent or BROKEN (run install.sh --local)\n' "$SRC"; exit 1
-    fi
-    failing="$(broken_scripts "$SRC")"
-    if [ -n "$failing" ]; then
-      printf 'local      %s/.venv  scripts BROKEN: %s(they fail --help)\n' "$SRC" "$failing"; exit 1
-    fi
-    printf 'local      %s/.venv  python %s  environment ok\n' "$SRC" "$(py_version "$SRC/.venv/bin/python")"; exit 0
+    rc=0; check_local || rc=$?
+    exit $((rc != 0))
+  fi
+  # no target flag: every install there is, the checkout's own .venv (install.sh --local) included
+  if [ "$targets_given" = 0 ] && ! is_target "$SRC"; then
+    rc=0; check_local || rc=$?
+    if [ "$rc" != 2 ]; then found=$((found + 1)); fi
+    if [ "$rc" = 1 ]; then broken=1; fi
   fi
   for dest in "${targets[@]}"; do
     if [ -f "$dest/SKILL.md" ] && [ -x "$dest/scripts/preflight.py" ]; then
@@ -239,7 +263,14 @@ if [ "$check" = 1 ]; then
       printf 'absent     %s\n' "$dest"
     fi
   done
-  if [ "$found" = 0 ]; then say "install.sh: nothing installed (run install.sh)"; exit 1; fi
+  if [ "$found" = 0 ]; then
+    if [ "$targets_given" != 0 ] && { [ -e "$SRC/.venv" ] || [ -L "$SRC/.venv" ]; } && ! is_target "$SRC"; then
+      say "install.sh: not installed there; the checkout $SRC has its own install (install.sh --local --check)"
+    else
+      say "install.sh: nothing installed (run install.sh, or install.sh --local for this checkout)"
+    fi
+    exit 1
+  fi
   exit "$broken"
 fi
 

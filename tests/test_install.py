@@ -344,7 +344,9 @@ def test_install_for_all_agents_then_check(box):
         assert (box.dest(flag) / "SKILL.md").is_file(), flag
         assert run_installed(box.dest(flag), "poll_status.py", "--help").returncode == 0
     check = box.install("--check")
-    assert check.returncode == 0 and check.stdout.count("environment ok") == 3, check.stdout
+    installed = [line for line in check.stdout.splitlines() if line.startswith("installed  ")]
+    assert check.returncode == 0 and len(installed) == 3 and all("environment ok" in ln for ln in installed), check
+    assert f"local      {ROOT}/.venv  python " in check.stdout   # this checkout's own (--local) install too
 
 
 def test_a_symlinked_install_is_left_alone(box, tmp_path):
@@ -465,7 +467,7 @@ def test_install_from_an_unpacked_archive(box, unpacked):
     assert box.venv.exists(), "the environment is shared with the --claude install"
 
 
-def test_uninstall_one_keeps_the_environment_then_all_remove_it(box):
+def test_uninstall_one_keeps_the_environment_then_all_remove_it(box, unpacked):
     done = box.install("--uninstall", "--codex")
     assert done.returncode == 0, done.stderr
     assert not box.dest("--codex").exists() and box.dest("--claude").exists() and box.venv.exists()
@@ -473,8 +475,9 @@ def test_uninstall_one_keeps_the_environment_then_all_remove_it(box):
     assert done.returncode == 0, done.stderr
     assert not any(box.dest(flag).exists() for flag in TARGETS)
     assert not (box.xdg / NAME).exists()
-    check = box.install("--check")
-    assert check.returncode == 1 and "absent" in check.stdout
+    check = box.install("--check", src=unpacked)        # a source without a .venv of its own: nothing left
+    assert check.returncode == 1 and "absent" in check.stdout and "nothing installed" in check.stderr, check
+    assert f"absent     {unpacked}/.venv" in check.stdout
 
 
 # -- a broken environment, the oldest claimed Python, the dev dependencies -----------------
@@ -522,6 +525,50 @@ def test_with_uv_on_path_the_environment_is_made_by_uv_and_recreated_when_its_py
     assert f"recreating the environment in {box.venv}: its bin/python does not run" in again.stderr
     check = box.install("--check", "--agents", PATH=path)
     assert check.returncode == 0 and "environment ok" in check.stdout, check
+
+
+# -- --check after a checkout install (--local) -----------------------------------------
+def test_check_reports_the_checkout_install_alone_with_skill_dirs_and_broken(tmp_path):
+    """``install.sh --local`` gives the checkout its own .venv: a later ``--check`` (no target flag)
+    reports that install and its state, beside the skill dirs (absent or installed); ``--check
+    --claude`` says where the install is; ``--local --check`` reports the checkout alone."""
+    src = _unpack(tmp_path / "archive")
+    box = Sandbox(tmp_path / "user")
+    path = _uv_dir() + os.pathsep + box.env["PATH"]
+    local = box.install("--local", src=src, PATH=path)
+    assert local.returncode == 0, local.stderr
+    check = box.install("--check", src=src)
+    assert check.returncode == 0, check
+    assert re.search(rf"^local      {re.escape(str(src))}/\.venv  python \S+  environment ok$", check.stdout, re.M), check
+    assert all(f"absent     {box.dest(flag)}" in check.stdout for flag in TARGETS), check
+    assert "nothing installed" not in check.stderr
+    assert box.install("--local", "--check", src=src).returncode == 0
+    one = box.install("--check", "--claude", src=src)               # a skill dir asked for by name: not there
+    assert one.returncode == 1 and f"absent     {box.dest('--claude')}" in one.stdout, one
+    assert f"the checkout {src} has its own install (install.sh --local --check)" in one.stderr, one
+    # and a skill dir installed next to it: both reported
+    assert box.install("--claude", src=src, PATH=path).returncode == 0
+    both = box.install("--check", src=src)
+    assert both.returncode == 0 and f"installed  {box.dest('--claude')}  version" in both.stdout, both
+    assert f"local      {src}/.venv  python " in both.stdout
+    installed = box.install("--check", src=box.dest("--claude"))    # from the installed copy: it is no checkout
+    assert installed.returncode == 0 and "local  " not in installed.stdout, installed
+    # a broken checkout environment is reported broken, with exit 1, whatever else works
+    python = src / ".venv" / "bin" / "python"
+    real = python.resolve()
+    python.unlink()
+    python.symlink_to(tmp_path / "uninstalled" / "python3")
+    broken = box.install("--check", src=src)
+    assert broken.returncode == 1 and f"local      {src}/.venv  environment BROKEN" in broken.stdout, broken
+    python.unlink()
+    python.symlink_to(real)
+    # removed: reported absent, and with no skill dir left, nothing is installed
+    assert box.install("--uninstall", "--local", src=src).returncode == 0
+    assert box.install("--uninstall", src=src).returncode == 0
+    gone = box.install("--check", src=src)
+    assert gone.returncode == 1 and f"absent     {src}/.venv" in gone.stdout and "nothing installed" in gone.stderr
+    alone = box.install("--local", "--check", src=src)
+    assert alone.returncode == 1 and f"absent     {src}/.venv" in alone.stdout, alone
 
 
 # -- pip install . ------------------------------------------------------------------
