@@ -236,3 +236,23 @@ def test_a_stopped_orphan_holding_such_results_is_refused_without_starting_it(gu
     assert refused.execs == 0 and guard.brev_calls("delete") == [] and _copies_of_results(guard) == []
     assert guard.sim.instance("box")["status"] == "STOPPED"
     assert any(f"teardown.py {job} --delete-instance" in b for b in refused.json["orphans"][0]["blockers"])
+
+
+def test_the_exec_that_archives_has_the_archive_budget_and_the_others_the_default(guard):
+    from tao_brev.verbs import keep, teardown as teardown_mod
+
+    jobs = [guard.submit("--ephemeral"), guard.submit("--ephemeral", "--share-gpus")]
+    for job in jobs:
+        assert guard.run("poll_status.py", job, *WAIT).code == 0
+    ctx = Context(env=guard.world.env)
+    budgets, real = [], ctx.brev.exec
+
+    def exec_(instance, script, **kwargs):
+        budgets.append(("save:" in script, kwargs.get("timeout")))
+        return real(instance, script, **kwargs)
+
+    ctx.brev.exec = exec_
+    kept, _code = teardown_mod.teardown(ctx, jobs[0], delete_instance=False)   # nothing archived
+    down, code = teardown_mod.teardown(ctx, jobs[1])
+    assert code == 0 and down["deleted"] == ["box"] and len(down["results_saved"]) == 2, down
+    assert budgets == [(False, None), (True, keep.ARCHIVE_TIMEOUT_S)]

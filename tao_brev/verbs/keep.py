@@ -35,6 +35,7 @@ from ..fsio import private_dir
 from ..records import now_iso
 
 COPY_TIMEOUT_S = 3600.0   # one archive of the whole results dir through scp
+ARCHIVE_TIMEOUT_S = 3600.0   # the exec that writes that archive on the instance (tar + gzip + sha256)
 ARCHIVE_NAME = "results.tar.gz"
 _ARCHIVED = lazy_re.compile(r"^TAO_ARCHIVE ([0-9a-f]{64}) ([0-9]+)$", re.MULTILINE)
 
@@ -121,7 +122,7 @@ def save_from(ctx: Context, instance: str, sidecars: list[dict]) -> tuple[list[d
     when no teardown exec carries the archive (``teardown.py --orphans --delete``)."""
     token = remote.new_token()
     try:
-        done = ctx.brev.exec(instance, "\n".join(sections(token, sidecars)), timeout=COPY_TIMEOUT_S,
+        done = ctx.brev.exec(instance, "\n".join(sections(token, sidecars)), timeout=ARCHIVE_TIMEOUT_S,
                              idempotent=True)
     except TaoBrevError as exc:
         return [], [f"job {side['job_id']}: results only on {instance}: could not archive them: {exc.message}"

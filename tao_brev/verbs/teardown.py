@@ -78,7 +78,9 @@ def _observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[s
     if owner:
         parts.append(remote.section(token, "own", remote.own_results(*owner)))
     parts += keep.sections(token, list(saves))
-    result = ctx.brev.exec(instance, "\n".join(parts), idempotent=True)
+    # archiving a whole results dir can outlast the default exec budget (180 s)
+    result = ctx.brev.exec(instance, "\n".join(parts), idempotent=True,
+                           timeout=keep.ARCHIVE_TIMEOUT_S if saves else None)
     sections = remote.parse_sections(result.stdout, token)
     archived = {name: sec for name, sec in sections.items() if name.startswith("save:")}
     own = sections.get("own")
