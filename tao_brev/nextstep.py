@@ -224,7 +224,7 @@ def submit(answer: dict, code: int, argv: list[str]) -> dict:
     instance = answer.get("instance") or _flag(argv, "--instance")
     if err.get("code") == "IMAGE_NOT_PULLED" and instance and _flag(argv, "--image"):
         return _set(answer, command("preflight.py", "--instance", instance, "--image", _flag(argv, "--image"),
-                                    "--pull"))
+                                    *_kept(argv, ("--storage-tier", "--bucket", "--results-root")), "--pull"))
     if job_id and answer.get("state") in ("PENDING", "RUNNING"):
         return _set(answer, poll_after_submit(job_id, argv))
     return _set(answer, None)

@@ -181,6 +181,15 @@ def test_the_next_of_other_verbs_keeps_the_values_given():
     assert down["next"] == cmd("teardown.py", "--orphans", "--price-per-hour", "1.5")
 
 
+@pytest.mark.parametrize("storage", [[], ["--storage-tier", "C", "--bucket", "bk-1"], ["--results-root", "/data/r"]])
+def test_an_image_not_pulled_names_the_preflight_that_pulls_it_with_the_storage_given(storage):
+    argv = ["--instance", "gpu-a", "--image", "img:1", "--network-arch", "dino", "--action", "train", *storage]
+    refused = {"ok": False, "job_id": JOB, "state": "ERROR",
+               "error": {"code": "IMAGE_NOT_PULLED", "message": "m", "fix": "f"}}
+    assert nextstep.submit(refused, 1, argv)["next"] == \
+        cmd("preflight.py", "--instance", "gpu-a", "--image", "img:1", *storage, "--pull")
+
+
 def test_the_tap_flags_a_wait_without_timeout_and_a_dropped_value():
     def answer(nxt):
         return {"ok": True, "job_id": JOB, "state": "RUNNING", "next": nxt}
