@@ -93,7 +93,8 @@ class Bench:
         before = self.objects(f"inputs/{name}/")
         started = time.perf_counter()
         staging.prepare_inputs(self.settings, self.bucket, staging.parse_inputs([f"{source}={name}"]),
-                               cache=hash_cache.HashCache(self.cache), progress=None)
+                               cache=hash_cache.HashCache(self.cache), progress=None,
+                               index_copies=staging.index_copies_dir(self.tmp / "state"))
         return time.perf_counter() - started, self.sent(f"inputs/{name}/", before)
 
     def bundle_process(self, source: Path, name: str) -> tuple[float, int]:

@@ -5,7 +5,8 @@ local input under the STABLE prefix ``s3://<bucket>/inputs/<NAME>/``
 (:func:`sync_input`): its files at ``data/<path>``, one MANIFEST object per
 version at ``manifests/<digest>.sha256`` (``sha256sum`` format; digest = the
 first 16 hex digits of the sha256 of the manifest), and ``index.json``, what
-this bundle last wrote to ``data/`` (path -> size, sha256, ETag). One LIST
+this bundle last wrote to ``data/`` (path -> size, sha256, ETag), kept
+locally too (read again only when the LIST shows another ETag). One LIST
 plus the index tell which files are already there, so a re-stage sends only
 the changed files, and nothing at all when nothing changed. Each file is
 hashed once per submit, and not at all when the local hash cache
@@ -49,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from . import bank, hash_cache, lazy_re, logcap, remote, storage
+from . import bank, fsio, hash_cache, lazy_re, logcap, remote, storage
 from .errors import TaoBrevError
 
 CARRIER_KEY = "images.s3_transfer"
@@ -58,6 +59,7 @@ DATA_DIR = "data/"             # inputs/<NAME>/data/<path>: the files, one key p
 MANIFESTS_DIR = "manifests/"   # inputs/<NAME>/manifests/<digest>.sha256: one per version, never rewritten
 INDEX_KEY = "index.json"       # inputs/<NAME>/index.json: what this bundle last wrote to data/
 INDEX_FORMAT = 1
+INDEX_COPIES_DIR = "s3-index"  # <state>/brev/s3-index/: the local copies of index.json (index_copies_dir)
 MAX_CONCURRENCY = 10           # concurrent requests of one staging (awscli's default too)
 STAGE_FAILED_EXIT = 8          # the submit script's exit status when staging failed (6, 7: remote.py)
 CARRIER_CONFIG_DIR = "/tao-aws"  # where the carrier sees its AWS config (read-only mount)
@@ -158,7 +160,8 @@ def _utf8(text: str) -> bytes:
 
 def prepare_inputs(settings: storage.S3Settings, bucket: str, inputs: list[Input], upload: bool = True,
                    progress: Optional[Callable[[str], None]] = storage._stderr,
-                   cache: Optional[hash_cache.HashCache] = None) -> list[Input]:
+                   cache: Optional[hash_cache.HashCache] = None,
+                   index_copies: Optional[Path] = None) -> list[Input]:
     """Make every input available in S3 and fill in ``uri``, ``files``, ``bytes``.
 
     A local file or directory is staged under ``s3://<bucket>/inputs/<NAME>/``
@@ -166,7 +169,8 @@ def prepare_inputs(settings: storage.S3Settings, bucket: str, inputs: list[Input
     ``data/<file name>``): only files not already there are sent. An ``s3://``
     source is used in place and must hold at least one object. With
     ``upload=False`` (a dry run) nothing is written. ``cache`` spares hashing
-    files whose stat did not change. Upload progress goes to ``progress``
+    files whose stat did not change; ``index_copies`` (:func:`index_copies_dir`)
+    spares the GET of an index the LIST shows unchanged. Upload progress goes to ``progress``
     (stderr by default, None for silence). The S3 client is built in the
     background while the files are hashed (``storage.prefetch_client``).
     """
@@ -195,7 +199,7 @@ def prepare_inputs(settings: storage.S3Settings, bucket: str, inputs: list[Input
         inp.files, inp.bytes = len(manifest), sum(e["size"] for e in manifest)
         if upload:
             inp.upload = sync_input(settings, bucket, base, entries, inp.manifest_key, text,
-                                    progress=progress)
+                                    progress=progress, index_copies=index_copies)
     return inputs
 
 
@@ -211,10 +215,62 @@ def _pool_size(max_concurrency: int) -> int:
     return max(32, max_concurrency * 2)
 
 
-def _read_index(s3, settings: storage.S3Settings, bucket: str, key: str) -> dict[str, tuple]:
-    """path -> (size, sha256, etag) from ``index.json``; {} when absent or damaged (then HEADs decide)."""
+def index_copies_dir(state_root: Path) -> Path:
+    """Where stagings keep their copies of the inputs' ``index.json``: ``<state_root>/brev/s3-index/``."""
+    return Path(state_root) / "brev" / INDEX_COPIES_DIR
+
+
+def _index_copy_path(copies: Optional[Path], settings: storage.S3Settings, bucket: str, key: str) -> Optional[Path]:
+    """The local copy's file: named by the sha256 of the endpoint, bucket and key (none of them in clear)."""
+    if copies is None:
+        return None
+    name = hashlib.sha256(f"{settings.endpoint_url or ''}\0{bucket}\0{key}".encode("utf-8", "surrogateescape"))
+    return Path(copies) / f"{name.hexdigest()[:32]}.json"
+
+
+def _load_index_copy(path: Optional[Path], bucket: str, key: str, listed: dict) -> Optional[bytes]:
+    """The copy's bytes when the LIST just showed the object with the ETag and size the copy was saved
+    with; else None (no copy, a damaged one, another writer's index, a store listing no ETag)."""
+    if path is None or not listed.get("etag"):
+        return None
     try:
-        data = json.loads(storage.get_bytes(s3, settings, bucket, key) or b"{}")
+        copy = json.loads(fsio.read_text(path))
+        body = copy["body"].encode("utf-8")
+        if (copy.get("format") == INDEX_FORMAT and copy.get("bucket") == bucket and copy.get("key") == key
+                and copy.get("etag") == listed["etag"] and len(body) == listed.get("size")):
+            return body
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, UnicodeError):
+        pass
+    return None
+
+
+def _save_index_copy(path: Optional[Path], bucket: str, key: str, body: bytes, etag: str) -> None:
+    """Keep ``body`` as the local copy of the object whose ETag is ``etag`` (a failure costs a GET next time)."""
+    if path is None or not etag:
+        return
+    try:
+        text = json.dumps({"format": INDEX_FORMAT, "bucket": bucket, "key": key, "etag": etag,
+                           "body": body.decode("utf-8")}, separators=(",", ":"))
+        fsio.private_dir(path.parent)
+        fsio.atomic_write_text(path, text + "\n")
+    except (OSError, UnicodeError):
+        pass
+
+
+def _read_index(s3, settings: storage.S3Settings, bucket: str, key: str, listed: dict,
+                copy: Optional[Path] = None) -> dict[str, tuple]:
+    """path -> (size, sha256, etag) from ``index.json`` (``listed``: its LIST entry); {} when damaged
+    (then HEADs decide). The local copy ``copy`` answers instead of a GET only when the LIST confirms
+    it (:func:`_load_index_copy`); a GET refreshes the copy."""
+    body = _load_index_copy(copy, bucket, key, listed)
+    if body is None:
+        got = storage.get_object(s3, settings, bucket, key)
+        if got is None:   # deleted since the listing
+            return {}
+        body, etag = got
+        _save_index_copy(copy, bucket, key, body, etag)
+    try:
+        data = json.loads(body)
         files = data.get("files") if isinstance(data, dict) and data.get("format") == INDEX_FORMAT else None
         if not isinstance(files, dict):
             return {}
@@ -227,11 +283,14 @@ def _read_index(s3, settings: storage.S3Settings, bucket: str, key: str) -> dict
 def sync_input(settings: storage.S3Settings, bucket: str, base: str, entries: Sequence[tuple[dict, Path]],
                manifest_key: str, manifest_text: str,
                progress: Optional[Callable[[str], None]] = storage._stderr,
-               max_concurrency: int = MAX_CONCURRENCY) -> dict:
+               max_concurrency: int = MAX_CONCURRENCY, index_copies: Optional[Path] = None) -> dict:
     """Make ``s3://<bucket>/<base>data/`` hold exactly the files of ``entries``; send only what differs.
 
-    Requests: one paginated LIST of ``<base>``, one GET of ``index.json``;
-    an object whose key, size and ETag match the index entry of the same
+    Requests: one paginated LIST of ``<base>``, one GET of ``index.json``
+    unless ``index_copies`` (:func:`index_copies_dir`) holds the copy of it
+    this bundle last read or wrote and the LIST shows that copy's ETag and
+    size (a changed ETag means GET it; a copy the LIST does not confirm is
+    never used); an object whose key, size and ETag match the index entry of the same
     sha256 is kept with no further request. Only an object the index cannot
     answer for (no index, an ETag changed by another writer) costs a HEAD
     (its ``x-amz-meta-sha256``). Then, in this order, so an interruption
@@ -245,7 +304,9 @@ def sync_input(settings: storage.S3Settings, bucket: str, base: str, entries: Se
     s3 = storage.client(settings, max_pool_connections=_pool_size(max_concurrency))
     data = base + DATA_DIR
     listed = storage.list_objects(s3, settings, bucket, base)
-    index = _read_index(s3, settings, bucket, base + INDEX_KEY) if base + INDEX_KEY in listed else {}
+    index_key = base + INDEX_KEY
+    copy = _index_copy_path(index_copies, settings, bucket, index_key)
+    index = _read_index(s3, settings, bucket, index_key, listed[index_key], copy) if index_key in listed else {}
 
     todo, unknown = [], []
     for entry, full in entries:
@@ -278,8 +339,9 @@ def sync_input(settings: storage.S3Settings, bucket: str, base: str, entries: Se
     new_index = {e["path"]: (e["size"], e["sha256"], now.get(data + e["path"], {}).get("etag", ""))
                  for e, _ in entries}
     if new_index != index:
-        index_body = json.dumps({"format": INDEX_FORMAT, "files": new_index}, separators=(",", ":"))
-        storage.put_bytes(s3, settings, bucket, base + INDEX_KEY, _utf8(index_body), "application/json")
+        index_body = _utf8(json.dumps({"format": INDEX_FORMAT, "files": new_index}, separators=(",", ":")))
+        etag = storage.put_bytes(s3, settings, bucket, index_key, index_body, "application/json")
+        _save_index_copy(copy, bucket, index_key, index_body, etag)
     stale = sorted(key for key in now if key.startswith(data) and key[len(data):] not in new_index)
     storage.delete_keys(s3, settings, bucket, stale)
     return {"bucket": bucket, "prefix": base, "uri": f"s3://{bucket}/{data}",

@@ -32,6 +32,7 @@ import fnmatch
 import functools
 import gc
 import hashlib
+import json
 import os
 import re
 import sys
@@ -331,6 +332,14 @@ def _new_client(settings: S3Settings, options: dict):
       ``cli_timestamp_format = wire``): nothing here reads ``LastModified``,
       and parsing it with dateutil took longer than the rest of parsing a
       listing (~40 ms per 200 objects);
+    * the data files (the S3 model, ``endpoints.json``: ~2.5 MB of JSON) are
+      parsed into plain dicts instead of ``OrderedDict`` (botocore
+      ``loaders.JSONFileLoader._load_file``: ``object_pairs_hook=OrderedDict``),
+      half the parsing time (~15 ms). Plain dicts keep the file's key order
+      too, and botocore, boto3 and s3transfer never use what only an
+      ``OrderedDict`` has (``move_to_end``, ``popitem(last=)``, an order-
+      sensitive ``==``, an ``isinstance`` check): checked for the pinned
+      versions by tests/test_storage.py;
     * ``defaults_mode = auto`` (``AWS_DEFAULTS_MODE`` or the config file) asks
       the instance metadata service for the region (botocore
       ``configprovider.SmartDefaultsConfigStoreFactory.resolve_auto_mode``), a
@@ -340,9 +349,33 @@ def _new_client(settings: S3Settings, options: dict):
 
     boto3 is not imported: its import loads s3transfer too, needed only to upload.
     """
-    import botocore.loaders
     import botocore.session
     from botocore.config import Config
+
+    session = botocore.session.Session()
+    session.set_credentials(settings.access_key_id, settings.secret_access_key, settings.session_token)
+    session.register_component("data_loader", _data_loader(session))
+    session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=_wire_timestamp)
+    if str(session.get_config_variable("defaults_mode") or "").lower() == "auto":
+        options = dict(options, defaults_mode="standard")
+    # Options older botocore lacks (checksums: 1.36; endpoint env: 1.31) are
+    # dropped: those versions never send the default checksums anyway.
+    options = {k: v for k, v in options.items() if k in Config.OPTION_DEFAULTS}
+    return session.create_client("s3", region_name=settings.region or DEFAULT_REGION,
+                                 endpoint_url=settings.endpoint_url or None, config=Config(**options))
+
+
+def _data_loader(session):
+    """The session's data loader as :func:`_new_client` uses it: botocore's search path
+    (``AWS_DATA_PATH`` included), the ``s3`` directories only, plain-dict JSON."""
+    import botocore.loaders
+
+    class PlainJSONFileLoader(botocore.loaders.JSONFileLoader):
+        def _load_file(self, full_path, open_method):   # botocore 1.3x-1.4x: same signature, same reads
+            if not os.path.isfile(full_path):
+                return None
+            with open_method(full_path, "rb") as fp:
+                return json.loads(fp.read().decode("utf-8"))
 
     class S3Loader(botocore.loaders.Loader):
         @botocore.loaders.instance_cache
@@ -354,19 +387,9 @@ def _new_client(settings: S3Settings, options: dict):
                     return ["s3"]
             return []
 
-    session = botocore.session.Session()
-    session.set_credentials(settings.access_key_id, settings.secret_access_key, settings.session_token)
     default_loader = botocore.loaders.create_loader(session.get_config_variable("data_path"))
-    session.register_component("data_loader", S3Loader(extra_search_paths=list(default_loader.search_paths),
-                                                       include_default_search_paths=False))
-    session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=_wire_timestamp)
-    if str(session.get_config_variable("defaults_mode") or "").lower() == "auto":
-        options = dict(options, defaults_mode="standard")
-    # Options older botocore lacks (checksums: 1.36; endpoint env: 1.31) are
-    # dropped: those versions never send the default checksums anyway.
-    options = {k: v for k, v in options.items() if k in Config.OPTION_DEFAULTS}
-    return session.create_client("s3", region_name=settings.region or DEFAULT_REGION,
-                                 endpoint_url=settings.endpoint_url or None, config=Config(**options))
+    return S3Loader(extra_search_paths=list(default_loader.search_paths), include_default_search_paths=False,
+                    file_loader=PlainJSONFileLoader())
 
 
 def _wire_timestamp(text: str) -> str:
@@ -704,20 +727,27 @@ def _existing_objects(s3, settings: S3Settings, bucket: str, prefix: str) -> dic
     return {key: obj["size"] for key, obj in list_objects(s3, settings, bucket, prefix).items()}
 
 
-def put_bytes(s3, settings: S3Settings, bucket: str, key: str, body: bytes, content_type: str) -> None:
-    """One small object in one PutObject."""
+def put_bytes(s3, settings: S3Settings, bucket: str, key: str, body: bytes, content_type: str) -> str:
+    """One small object in one PutObject; its ETag as the store answered ("" when it sent none)."""
     try:
-        s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type)
+        return s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type).get("ETag") or ""
     except Exception as exc:
         raise _map_exception(exc, settings, f"writing s3://{bucket}/{key}")
 
 
 def get_bytes(s3, settings: S3Settings, bucket: str, key: str) -> Optional[bytes]:
     """A small object's content, or None when it does not exist."""
+    found = get_object(s3, settings, bucket, key)
+    return None if found is None else found[0]
+
+
+def get_object(s3, settings: S3Settings, bucket: str, key: str) -> Optional[tuple[bytes, str]]:
+    """A small object's (content, ETag as the store answered, "" when none), or None when it does not exist."""
     import botocore.exceptions as bce
 
     try:
-        return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        answer = s3.get_object(Bucket=bucket, Key=key)
+        return answer["Body"].read(), answer.get("ETag") or ""
     except bce.ClientError as exc:
         if str(exc.response.get("Error", {}).get("Code")) in _NOT_FOUND_CODES:
             return None

@@ -321,10 +321,12 @@ class Stager:
         self.settings = storage.s3_settings(s3_server["env"])
         self.s3 = s3_server["server"].boto_client()
         self.cache_file = tmp_path / "state" / "brev" / "hash-cache.json"
+        self.copies = staging.index_copies_dir(tmp_path / "state")
 
     def stage(self, source: Path) -> staging.Input:
         [inp] = staging.prepare_inputs(self.settings, self.bucket, staging.parse_inputs([f"{source}=ds"]),
-                                       cache=hash_cache.HashCache(self.cache_file, clock=later))
+                                       cache=hash_cache.HashCache(self.cache_file, clock=later),
+                                       index_copies=self.copies)
         return inp
 
     def keys(self, prefix: str = "inputs/ds/") -> dict[str, int]:
@@ -364,12 +366,13 @@ def test_a_restage_sends_only_the_changed_file_and_nothing_when_nothing_changed(
     assert stager.get(first.manifest_key).decode() == staging.sha256sum_text(manifest)
     assert hashlib.sha256(stager.get(first.manifest_key)).hexdigest() == first.manifest_sha256
 
-    # Nothing changed: one LIST and the index, no hashing, no HEAD, no write of any kind.
+    # Nothing changed: one LIST (the index's local copy has the ETag it shows), no hashing, no HEAD,
+    # no write of any kind.
     index = json.loads(stager.get("inputs/ds/index.json"))["files"]
     assert {p: v[2] for p, v in index.items()} == {k[len("data/"):]: v for k, v in stager.etags("data/").items()}
     requests_seen.clear(), hashed.clear()
     again = stager.stage(root)
-    assert requests_seen.count() == Counter({"ListObjectsV2": 1, "GetObject": 1}), requests_seen.calls
+    assert requests_seen.count() == Counter({"ListObjectsV2": 1}), requests_seen.calls
     assert hashed == [] and (again.upload["uploaded"], again.upload["bytes_uploaded"]) == (0, 0)
     assert (again.uri, again.manifest_key) == (first.uri, first.manifest_key)
 
@@ -389,7 +392,7 @@ def test_a_restage_sends_only_the_changed_file_and_nothing_when_nothing_changed(
     assert stager.keys()["data/shards/shard_1.tar"] == 9 * MiB + 1
     requests_seen.clear()                                         # the ETags the index learned are right:
     assert stager.stage(root).upload["uploaded"] == 0 and requests_seen.count() == Counter(
-        {"ListObjectsV2": 1, "GetObject": 1})                     # the next run is a no-change run again
+        {"ListObjectsV2": 1})                                     # the next run is a no-change run again
 
     # A file deleted here is deleted from data/ (after the manifest and the index), nothing is sent.
     (root / "images" / "0" / "img_000.jpg").unlink()
@@ -478,6 +481,43 @@ def test_a_lost_index_costs_heads_not_uploads_and_a_foreign_rewrite_is_sent_agai
     repaired = stager.stage(root)
     assert repaired.upload["uploaded"] == 1 and requests_seen.count()["HeadObject"] == 1
     assert stager.get(victim) == (root / "images" / "1" / "img_001.jpg").read_bytes()
+
+
+def test_the_index_copy_answers_only_for_the_etag_the_listing_shows(s3_server, tmp_path, requests_seen):
+    """index.json's local copy spares its GET only while the LIST shows the ETag it was saved with:
+    another writer's index is read (and acted on), a damaged or missing copy costs a GET, never an error."""
+    stager, root = Stager(s3_server, tmp_path), shards(tmp_path / "ds", small=5, big=0)
+    stager.stage(root)
+    [copy] = list(stager.copies.iterdir())
+    assert oct(copy.stat().st_mode & 0o777) == "0o600" and stager.bucket not in copy.name
+
+    # Another writer (another laptop) rewrites the index: it now says one file has other content.
+    # The ETag the LIST shows is not the copy's, so the index is read, and that file is sent again.
+    index = json.loads(stager.get("inputs/ds/index.json"))
+    victim = "images/1/img_001.jpg"
+    index["files"][victim][1] = "0" * 64
+    stager.s3.put_object(Bucket=stager.bucket, Key="inputs/ds/index.json", Body=json.dumps(index).encode())
+    requests_seen.clear()
+    again = stager.stage(root)
+    assert requests_seen.count()["GetObject"] == 1 and again.upload["uploaded"] == 1
+    assert requests_seen.written() == {"inputs/ds/data/" + victim, "inputs/ds/index.json"}
+    requests_seen.clear()
+    assert stager.stage(root).upload["uploaded"] == 0 and requests_seen.count() == Counter({"ListObjectsV2": 1})
+
+    # A damaged copy, then no copy at all: one GET each, nothing sent, the copy made again.
+    for damage in (lambda: copy.write_text("{not json"), copy.unlink):
+        damage()
+        requests_seen.clear()
+        assert stager.stage(root).upload["uploaded"] == 0
+        assert requests_seen.count() == Counter({"ListObjectsV2": 1, "GetObject": 1})
+        assert json.loads(copy.read_text())["etag"] == stager.etags("index.json")["index.json"]
+
+    # The copy of the same bytes under another ETag (a store that changed it) is not trusted either.
+    saved = json.loads(copy.read_text())
+    copy.write_text(json.dumps(dict(saved, etag='"0123456789abcdef0123456789abcdef"')))
+    requests_seen.clear()
+    stager.stage(root)
+    assert requests_seen.count()["GetObject"] == 1
 
 
 def test_the_instance_copies_only_the_staged_version_and_refuses_any_other(s3world, dataset):

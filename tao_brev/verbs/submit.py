@@ -601,6 +601,7 @@ class Staging:
     inputs: list
     carrier_image: str
     cache_path: Path | None = None     # the local hash cache (hash_cache.default_path)
+    index_copies: Path | None = None   # local copies of the inputs' index.json (staging.index_copies_dir)
 
     @classmethod
     def plan(cls, ctx: Context, req: SubmitRequest) -> "Staging | None":
@@ -612,7 +613,7 @@ class Staging:
             raise TaoBrevError("MISSING_CREDENTIAL", f"storage tier {req.storage_tier} moves data through S3; "
                                f"not set: {', '.join(settings.missing())}")
         return cls(req.storage_tier, settings, staging.parse_inputs(req.inputs), staging.carrier_image(ctx.env),
-                   hash_cache.default_path(ctx.state_root))
+                   hash_cache.default_path(ctx.state_root), staging.index_copies_dir(ctx.state_root))
 
     def warm(self) -> None:
         """Start building the S3 client in the background (no request), so it overlaps the
@@ -623,7 +624,7 @@ class Staging:
     def prepare(self, upload: bool = True) -> None:
         """Put the local inputs in S3 (or, with ``upload=False``, only work out where they would go)."""
         staging.prepare_inputs(self.settings, self.settings.bucket, self.inputs, upload=upload,
-                               cache=hash_cache.HashCache(self.cache_path))
+                               cache=hash_cache.HashCache(self.cache_path), index_copies=self.index_copies)
 
     def mounts(self, job_id: str) -> list[tuple[str, str, bool]]:
         return staging.input_mounts(job_id, self.inputs)
