@@ -5,7 +5,7 @@ Prints figures and the targets; asserts nothing about timing.
 Run from the repository root:  python bench/bench_staging.py [--small 200] [--shards 3] [--shard-mib 100] [--reps 3]
 
 Two data sets, each staged by the bundle (``staging.prepare_inputs`` with the
-local hash cache, what ``submit.py --storage-tier B`` runs) and synced by the
+local hash cache and index copies, what ``submit.py --storage-tier B`` runs) and synced by the
 AWS CLI (``aws s3 sync``, the venv's awscli) to its own prefix:
 
 * ``--small`` files of 4-64 KiB: first upload, then a re-stage with nothing

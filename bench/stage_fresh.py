@@ -6,7 +6,8 @@ Usage (``bench_staging.py`` times it beside ``aws s3 sync``)::
     stage_fresh.py SRC=NAME [SRC=NAME ...]
 
 The S3 settings and ``S3_BUCKET_NAME`` come from the environment and the
-hash cache from ``$TAO_STATE_DIR``, as for ``submit.py``. Prints the number
+hash cache and the local copies of ``index.json`` from ``$TAO_STATE_DIR``,
+as for ``submit.py``. Prints the number
 of files uploaded; upload progress goes to stderr. Exit 0, or 1 with the
 error's code and message on stderr.
 
