@@ -718,3 +718,22 @@ def test_json_text_starts_at_the_outermost_level_unless_asked():
 
 def test_a_token_user_in_capitals_is_a_token_user():
     assert redact_uri("https://ABCDEFGHIJ0123456789@h/x") == "https://<redacted>@h/x"
+
+
+@pytest.mark.parametrize("name, secret", [
+    ("API_KEY_PROD", True), ("API_KEY_PROD_FILE", False), ("SECRET_KEY_BASE_PATH", False),
+    ("NGC_KEY_2_DIR", False), ("AWS_ACCESS_KEY_ID_OLD", True), ("AWS_ACCESS_KEY_ID_OLD_REF", False),
+])
+def test_every_word_after_the_credential_word_must_name_the_value(name, secret):
+    assert is_secret_name(name) is secret
+
+
+@pytest.mark.parametrize("text", [
+    '{\n  "password": "abcdefgh123",\n  "user": "x"\n}',
+    '{\n  "auth": "dXNlcjpwYXNzd29yZDEyMw=="\n}',
+    '{\n  "Credentials": {\n    "SecretAccessKey": "abcdefgh123/XYZ",\n    "Expiration": "2026"\n  }\n}',
+])
+def test_a_quoted_key_on_a_line_of_its_own(text):
+    out = redact.redact(text)
+    assert "abcdefgh123" not in out and "dXNlcjpw" not in out and out.count("<redacted>") == 1
+    assert [f.kind for f in lint(text)] == ["mapping"]
