@@ -150,3 +150,20 @@ def test_paused_restarting_removing_and_dead_are_named_in_the_message():
     for status, word in (("paused", "unpause"), ("restarting", "restarting"), ("removing", "removed"),
                          ("dead", "dead")):
         assert word in from_inspect({"Status": status, "ExitCode": 1}).message
+
+
+def test_the_markdown_command_prints_the_generated_tables_and_nothing_else():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tao_brev import docker_state
+
+    root = Path(__file__).resolve().parent.parent
+    ok = subprocess.run([sys.executable, "-m", "tao_brev.docker_state", "--markdown"], cwd=str(root),
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout == docker_state.markdown()
+    for args in ([], ["--markdwn"], ["--markdown", "x"]):
+        bad = subprocess.run([sys.executable, "-m", "tao_brev.docker_state", *args], cwd=str(root),
+                             capture_output=True, text=True)
+        assert bad.returncode == 1 and bad.stdout == "" and "usage:" in bad.stderr, args
