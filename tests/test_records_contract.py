@@ -609,3 +609,61 @@ def test_the_tsv_listing_redacts_a_value_known_only_after_the_record_was_written
     listed = run_script("tao_job_record.py", "list", env={**state_env, "MYAPP_API_KEY": value})
     assert listed.code == 0 and record["id"] in listed.stdout and value not in listed.stdout + listed.stderr
     assert "<redacted>" in listed.stdout
+
+
+@pytest.mark.parametrize("text, says", [
+    (b'{"id": "\xff"}', "is not UTF-8 text"),
+    ("[" * 100000 + "]" * 100000, "is not JSON this store can read (RecursionError)"),
+    ("1" * 5000, "is not JSON this store can read (ValueError)"),
+    ("{not json", "is not valid JSON: "),
+])
+def test_what_makes_bytes_no_record_is_named_with_the_path(text, says):
+    with pytest.raises(TaoBrevError) as failed:
+        RecordStore._parse("/s/jobs/x.json", text)
+    assert failed.value.code == "CORRUPT_RECORD" and failed.value.message.startswith("/s/jobs/x.json " + says)
+
+
+def test_an_id_is_the_stores_own_only_under_its_own_name(store, monkeypatch):
+    from tao_brev import known_secrets
+
+    monkeypatch.setattr(known_secrets, "_minted", set())
+    record = new(store)
+    assert known_secrets._minted == {record["id"]}            # open minted it
+    known_secrets._minted.clear()
+    text = json.dumps(record)
+    RecordStore._parse(f"/elsewhere/{record['id']}x.json", text)
+    RecordStore._parse(f"/elsewhere/{record['id']}", text)
+    assert known_secrets._minted == set()                     # another name: the id is not the store's
+    RecordStore._parse(f"/elsewhere/{record['id']}.json", text)
+    assert known_secrets._minted == {record["id"]}
+
+
+def test_hidden_json_files_are_no_records(store):
+    job_id = new(store)["id"]
+    for hidden in (".tmp-partial.json", ".json", f".{job_id}.json"):
+        (store.jobs_dir / hidden).write_text("{}")
+    assert records._json_stems(store.jobs_dir) == {job_id}
+
+
+@pytest.mark.parametrize("value, slug", [
+    ("visual_changenet.", "visual_changenet"), ("-dino-", "dino"), ("a..", "a"), ("x.-.-", "x"),
+    ("..a.b-", "a.b"), ("XX", "XX"), ("X.X", "X.X"),
+])
+def test_a_slug_has_no_leading_or_trailing_dots_or_dashes(value, slug):
+    assert records._slug(value) == slug
+
+
+def test_a_record_problem_names_fields_never_values(store):
+    record = new(store)
+    odd = "k" * 41
+    extra = dict(record, **{"zeta": 1, "alpha": 2, odd: 3, "has space": 4, "b1": 5, "c2": 6, "d3": 7})
+    assert records.record_problem(extra) == ("fields the record schema does not have: alpha, b1, c2, d3, "
+                                             "(a field with an odd name)")
+    assert records.record_problem(dict(record, **{"k" * 40: 1})) == \
+        "fields the record schema does not have: " + "k" * 40
+    wrong = dict(record, transitions="garbage", image=5)
+    problem = records.record_problem(wrong)
+    assert problem.startswith("wrongly typed fields: ") and "; " in problem
+    assert {part.split(" ")[0] for part in problem[len("wrongly typed fields: "):].split("; ")} == \
+        {"image", "transitions"}
+    assert "garbage" not in problem and records.record_problem(record) is None
