@@ -282,7 +282,7 @@ def from_inspect(state: Optional[dict], logs: Optional[str] = None) -> JobState:
                   started_at=_ts(state.get("StartedAt")), finished_at=_ts(state.get("FinishedAt")),
                   docker_error=facts.error or None)
     message = _message(row, facts)
-    hint = _hint(row, facts, logs) if row.hint or row.state == "ERROR" else None
+    hint = _hint(row, facts, logs) if row.hint else None   # every ERROR row has one
     return JobState(row.state, message, hint=hint, **common)
 
 
@@ -344,7 +344,7 @@ def _hint(row: StateRow, f: Facts, logs: Optional[str]) -> dict:
         reason = f"exit {f.exit_code}, no known pattern: read the last log lines"
     if from_logs:
         evidence += from_logs["evidence"]
-        if from_logs.get("advice") and from_logs["reason"] not in reason:   # both facts, neither hidden
+        if from_logs["reason"] not in reason:   # both facts, neither hidden (every pattern has advice)
             advice = f"{advice}; the log also shows {from_logs['reason']}: {from_logs['advice']}"
     elif logs and row.kind in ("signal", "exit"):
         evidence += [ln.strip()[:EVIDENCE_CHARS] for ln in logs.splitlines() if ln.strip()][-3:]

@@ -423,3 +423,8 @@ def test_the_facts_read_from_no_container_and_from_a_state_without_a_status():
     row, facts = docker_state.row_for({"ExitCode": 0})
     assert (row.status, facts) == ("*", docker_state.Facts("", 0, False, ""))
     assert from_inspect(None).message == "no such container on the instance (removed, or never launched)"
+
+
+def test_every_error_row_carries_a_hint_and_every_log_pattern_advice():
+    assert [r.when for r in docker_state.STATE_ROWS if r.state == "ERROR" and not r.hint] == []
+    assert [p.err_class for p in docker_state.LOG_PATTERNS if not p.advice or not p.reason] == []
