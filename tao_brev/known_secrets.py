@@ -104,13 +104,22 @@ def _is_credential_env_name(name: str) -> bool:
     return bool(bare) and bare != name and _is_credential_env_name(bare)
 
 
+# records.RecordStore.open: f"{slug(network_arch)}-{slug(action)}-{uuid4().hex[:6]}" (slugs: letters,
+# digits, . _ -, no leading or trailing . or -)
+MINTED_ID_RE = lazy_re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?-[A-Za-z0-9](?:[A-Za-z0-9._-]*"
+                               r"[A-Za-z0-9_])?-[0-9a-f]{6}")
+
+
 def minted(ids: Iterable[str]) -> None:
     """The bundle minted these identifiers itself: job ids (``<network_arch>-<action>-<6 hex>``,
     ``records.RecordStore.open`` from a random uuid; every id the record store holds). A
     variable whose value EQUALS one holds no secret the user keeps (whatever its name says):
     that value is neither refused in commands nor redacted from answers and records. A value
-    that only contains, or is contained in, such an id stays secret."""
-    new = {i for i in ids or () if isinstance(i, str) and i} - _minted
+    that only contains, or is contained in, such an id stays secret. Only ids of the minted
+    shape count (:data:`MINTED_ID_RE`: at least two dashes, six lower-case hex digits last): a
+    file name in the store's jobs directory is text anyone can write, and a credential of
+    another shape (a 40-hex key, ``nvapi-...``) never becomes an exception by it."""
+    new = {i for i in ids or () if isinstance(i, str) and MINTED_ID_RE.fullmatch(i)} - _minted
     if new:
         _minted.update(new)
         _LAST.clear()
@@ -227,6 +236,8 @@ def encodings(value: str, name: str = "") -> tuple[tuple[str, str], ...]:
         add(json.dumps(escaped)[1:-1], "JSON-escaped")
     add(repr(value)[1:-1], "escaped")
     add(shlex.quote(value), "shell-quoted")
+    # inside a longer single-quoted word (shlex.join of a path holding it): each ' is '"'"'
+    add(value.replace("'", "'\"'\"'"), "shell-quoted")
     add(html.escape(value), "HTML-escaped")
     encoded = _b64(value)
     add(encoded, "base64")
@@ -567,7 +578,7 @@ def refuse_in_identifiers(identifiers: Mapping[str, str | None], env: Mapping[st
 # Flags whose value is a name the user gives (checked by :func:`refuse_in_argv` before a verb runs).
 # Job ids are not here: one the record store holds was minted by the bundle (:func:`minted`), and
 # one it does not hold stops at UNKNOWN_JOB before anything is sent.
-IDENTIFIER_FLAGS = ("--instance", "--image", "--network-arch", "--action", "--results-root", "--results-dir",
+IDENTIFIER_FLAGS = ("--instance", "--image", "--network-arch", "--action", "--results-root", "--results-dir", "--spec",
                     "--bucket", "--host", "--platform")
 
 

@@ -65,6 +65,7 @@ def test_wait_teardown_saves_instance_only_results_then_deletes(guard):
     assert td["instance_deleted"] and td["deleted"] == ["box"] and not guard.exists("box"), td
     saved = td["results_saved_to"]
     assert saved.endswith(f"{job}.tar.gz") and _archive_files(saved) == on_instance
+    assert os.stat(saved).st_mode & 0o777 == 0o600     # what the job wrote: the owner's only
     entry = td["results_saved"][0]
     assert entry["job_id"] == job and entry["sha256"] == hashlib.sha256(open(saved, "rb").read()).hexdigest()
     assert len(_copies_of_results(guard)) == 1 and _order(guard, "copy") < _order(guard, "delete")   # copy first

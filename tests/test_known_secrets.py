@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shlex
 import stat
 from pathlib import Path
 from urllib.parse import quote
@@ -638,7 +639,7 @@ def test_a_user_given_name_equal_to_a_credential_names_the_variable_and_the_fix(
         known_secrets.refuse_in_argv([f"{flag}=pre-{value}"], {var: value})
     assert f"{flag} contains the value of {var}" in err.value.message
     known_secrets.refuse_in_argv([flag, value], {"UNRELATED": value})   # a name that is no credential's: fine
-    known_secrets.refuse_in_argv(["--spec", value], {var: value})       # not a name flag: other guards decide
+    known_secrets.refuse_in_argv(["--timeout", value], {var: value})    # not a name flag: other guards decide
 
 
 def test_json_forms_pattern_finds_every_form_inside_json_text_written_with_ensure_ascii(monkeypatch):
@@ -675,3 +676,32 @@ def test_a_listing_shows_job_ids_a_variable_equals(listing, tmp_path):
     for _run in range(2):   # the second listing answers from the cache
         done = run_script("tao_job_record.py", *listing, env=env)
         assert done.code == 0 and all(job in done.stdout for job in ids) and "<redacted>" not in done.stdout, done
+
+
+@pytest.mark.parametrize("job_id, minted", [
+    ("visual_changenet-train-3d363d", True), ("visual-changenet-train-eval-abcdef", True),
+    ("job-job-0a1b2c", True),
+    ("0123456789abcdef0123456789abcdef01234567", False),    # a 40-hex key: no dashes
+    ("nvapi-AbCdEfGhIjKlMnOp-0a1b2c3", False), ("a-b-ABCDEF", False), ("a-b-0a1b2", False),
+    ("hf_abcdefghijklmnopqrst", False), ("-a-b-0a1b2c", False), ("a.-b-0a1b2c", False),
+])
+def test_only_ids_of_the_minted_shape_are_exempt(monkeypatch, job_id, minted):
+    monkeypatch.setattr(known_secrets, "_minted", set())
+    monkeypatch.setenv("MY_SERVICE_TOKEN", job_id)
+    known_secrets.minted([job_id])
+    assert (job_id in known_secrets._minted) is minted
+    assert (known_secrets.redact_text(f"x {job_id} y") == f"x {job_id} y") is minted
+
+
+def test_a_value_inside_a_longer_single_quoted_word_is_found():
+    value = "Sec'retValue123xyz"
+    word = shlex.join(["--spec", f"/tmp/sp/{value}.yaml"])
+    assert value not in word and known_secrets.find(word, {"MY_SERVICE_TOKEN": value})
+    assert value.replace("'", "'\"'\"'") in word
+
+
+def test_a_spec_path_holding_a_credential_is_refused_before_anything_is_sent():
+    value = "Sec'retValue123xyz"
+    with pytest.raises(TaoBrevError) as err:
+        known_secrets.refuse_in_argv(["--spec", f"/tmp/sp/{value}.yaml"], {"MY_SERVICE_TOKEN": value})
+    assert err.value.code == "SECRET_IN_IDENTIFIER" and value not in err.value.message + err.value.fix

@@ -113,6 +113,7 @@ def _fetch_one(ctx: Context, instance: str, job_id: str, section) -> dict:
         raise TaoBrevError("RESULTS_ONLY_ON_INSTANCE", f"the copy does not match the instance's archive "
                            f"({got_size} bytes, sha256 {got_sha[:12]}... here; {size} bytes, sha256 "
                            f"{sha256[:12]}... there)")
+    os.chmod(part, 0o600)   # what the job wrote, unredacted: the owner's only (scp keeps the remote mode)
     os.replace(part, target)
     return {"path": str(target), "sha256": sha256, "bytes": size, "at": now_iso()}
 
