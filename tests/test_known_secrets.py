@@ -552,6 +552,35 @@ INTERPOLATED = {   # (spec text, overrides): the value split across keys and joi
     "chained": (lambda a, b: f"x: '{a}'\ny: '${{x}}'\ntrain:\n  key: '${{y}}{b}'\n", lambda a, b: []),
     "override-sets-a-part": (lambda a, b: f"train:\n  key: '${{cfg.p}}{b}'\n", lambda a, b: [f"cfg.p={a}"]),
     "override-uses-the-spec": (lambda a, b: f"cfg:\n  p: '{a}'\n", lambda a, b: [f"train.key=${{cfg.p}}{b}"]),
+    # OmegaConf's other spellings (omegaconf 2.3 grammar): resolvers, blanks, brackets, nesting, escapes
+    "oc.select-two": (lambda a, b: f"x: {{p: '{a}'}}\ny: '{b}'\ntrain:\n  key: '${{oc.select:x.p}}${{oc.select:y}}'\n",
+                      lambda a, b: []),
+    "oc.select-blanks": (lambda a, b: f"x: '{a}'\ntrain:\n  key: '${{oc.select: x }}{b}'\n", lambda a, b: []),
+    "oc.select-default": (lambda a, b: f"train:\n  key: '${{oc.select:missing,{a}}}{b}'\n", lambda a, b: []),
+    "oc.select-quoted-default": (lambda a, b: f"train:\n  key: \"${{oc.select:nope, '{a}'}}{b}\"\n",
+                                 lambda a, b: []),
+    "oc.select-default-interpolated": (lambda a, b: f"x: '{a}'\ntrain:\n  key: '${{oc.select:no,${{x}}}}{b}'\n",
+                                       lambda a, b: []),
+    "oc.select-relative": (lambda a, b: f"train:\n  a: '{a}'\n  key: '${{oc.select:.a}}{b}'\n", lambda a, b: []),
+    "bracket-bare": (lambda a, b: f"x: {{p: '{a}'}}\ny: '{b}'\ntrain:\n  key: '${{x[p]}}${{y}}'\n", lambda a, b: []),
+    "bracket-quoted": (lambda a, b: f"x: {{p: '{a}'}}\ntrain:\n  key: \"${{x['p']}}{b}\"\n", lambda a, b: []),
+    "bracket-index": (lambda a, b: f"x: ['{a}']\ntrain:\n  key: '${{x[0]}}{b}'\n", lambda a, b: []),
+    "blanks": (lambda a, b: f"x: '{a}'\ntrain:\n  key: '${{ x }}{b}'\n", lambda a, b: []),
+    "relative-blanks": (lambda a, b: f"train:\n  a: '{a}'\n  key: '${{ .a }}{b}'\n", lambda a, b: []),
+    "two-dots": (lambda a, b: f"a: '{a}'\ntrain:\n  key: '${{..a}}{b}'\n", lambda a, b: []),
+    "nested-key": (lambda a, b: f"n: p\nx: {{p: '{a}'}}\ntrain:\n  key: '${{x.${{n}}}}{b}'\n", lambda a, b: []),
+    "oc.decode": (lambda a, b: f"train:\n  key: '${{oc.decode:\"''{a}''\"}}{b}'\n", lambda a, b: []),
+    "oc.decode-of-a-reference": (lambda a, b: f"x: \"'{a}'\"\ntrain:\n  key: '${{oc.decode:${{x}}}}{b}'\n",
+                                 lambda a, b: []),
+    "oc.env-default": (lambda a, b: f"train:\n  key: '${{oc.env:NOT_SET_HERE,{a}}}{b}'\n", lambda a, b: []),
+    "unknown-resolver-holds-a-part": (lambda a, b: f"train:\n  key: '${{tao.anything:{a}}}{b}'\n", lambda a, b: []),
+    "split-around-a-resolver": (lambda a, b: f"train:\n  key: '{a[:3]}${{my.res:1,2}}{a[3:]}{b}'\n",
+                                lambda a, b: []),
+    "override-oc.select": (lambda a, b: f"x: '{a}'\n", lambda a, b: [f"train.key=${{oc.select:x}}{b}"]),
+    "override-oc.select-two": (lambda a, b: f"train:\n  x: {{p: '{a}'}}\n  y: '{b}'\n",
+                               lambda a, b: ["train.key=${oc.select:train.x.p}${oc.select:train.y}"]),
+    "override-default": (lambda a, b: "x: 1\n", lambda a, b: [f"train.key=${{oc.select:nope,{a}}}{b}"]),
+    "override-brackets-blanks": (lambda a, b: f"x: {{p: '{a}'}}\n", lambda a, b: [f"train.key='${{ x[p] }}{b}'"]),
 }
 
 
@@ -572,6 +601,18 @@ def test_a_value_split_across_keys_and_joined_by_interpolation_is_refused(case):
     assert value not in str(err.value.to_json())
 
 
+@pytest.mark.parametrize("spec_text, overrides", [
+    ("results_dir: /r\ntrain:\n  epochs: 3\n  out: '${results_dir}/x'\n  e: '${train.epochs}'\n", []),
+    ("train:\n  home: '${oc.env:HOME}/data'\n  key: '${oc.env:WANDB_API_KEY}'\n  n: '${oc.select:train.m,5}'\n", []),
+    ("train:\n  a: 1\n  b: '${.a}${ .a }${oc.decode:\"[1, 2]\"}${tao.custom:x,y}'\n  c: '\\${literal}'\n",
+     ["train.q=${train.a}", "train.r=${oc.select:train.b,none}"]),
+])
+def test_legitimate_interpolations_pass(spec_text, overrides):
+    from tao_brev.verbs import submit as submit_verb
+
+    submit_verb._refuse_interpolated_secrets(yaml_bounded.load(spec_text, "s"), overrides, ODD_VALUES)
+
+
 def test_interpolation_loops_and_doublings_stop():
     from tao_brev.verbs import submit as submit_verb
 
@@ -590,6 +631,20 @@ def test_submit_refuses_a_value_joined_by_interpolation(state_env, tmp_path):
     assert res.code == 2 and res.json["error"]["code"] == "SECRET_IN_COMMAND", res
     assert "logging.key" in res.json["error"]["message"] and value not in res.stdout + res.stderr
     assert no_record(state_env)
+
+
+@pytest.mark.parametrize("dry_run", [["--dry-run"], []])
+def test_submit_refuses_a_value_joined_by_resolvers(state_env, tmp_path, dry_run):
+    value = ODD_VALUES["WANDB_API_KEY"]
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"train:\n  x: {{p: '{value[:9]}'}}\n  y: '{value[9:]}'\n"
+                    "  wandb_key: '${oc.select:train.x.p}${oc.select:train.y}'\n")
+    res = submit(state_env, "--env", "WANDB_API_KEY", *dry_run, "--",
+                 "train.z=${oc.select:train.x.p}${oc.select:train.y}", spec=spec, WANDB_API_KEY=value)
+    assert res.code == 2 and res.json["error"]["code"] == "SECRET_IN_COMMAND", res
+    message = res.json["error"]["message"]
+    assert "WANDB_API_KEY" in message and "train.wandb_key" in message and "train.z" in message, message
+    assert value not in res.stdout + res.stderr and no_record(state_env)
 
 
 # -- identifiers: what the bundle minted is no secret; what the user named collides by name ---------------
