@@ -620,6 +620,9 @@ def test_interpolation_loops_and_doublings_stop():
     loop = "p: '${q}'\nq: '${p}'\nr: '${missing.key}'\n"
     for text in (bomb, loop):
         submit_verb._refuse_interpolated_secrets(yaml_bounded.load(text, "s"), ["z=${p}"], ODD_VALUES)
+    with pytest.raises(TaoBrevError) as err:   # nesting deeper than the stack: refused, not a crash
+        submit_verb._refuse_interpolated_secrets({"k": "${" * 5000 + "x" + "}" * 5000}, [], ODD_VALUES)
+    assert err.value.code == "BAD_SPEC" and "'k'" in err.value.message
 
 
 def test_submit_refuses_a_value_joined_by_interpolation(state_env, tmp_path):

@@ -196,6 +196,7 @@ def _override_views(item: str) -> tuple[str, list]:
 # interpolated ``${x.${y}}``), ``${resolver:arg,...}`` (args quoted or bare, each may hold
 # interpolations), ``\${`` an escaped, literal ``${``.
 _RESOLVER_CALL = lazy_re.compile(r"\s*([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\s*:(.*)\Z", re.S)
+_RESOLVER_HEAD = lazy_re.compile(r"\s*[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*\s*:")
 _KEY_PART = lazy_re.compile(r"\[\s*(?:'([^']*)'|\"([^\"]*)\"|([^\]]*?))\s*\]|([^.\[\]]+)|(\.)")
 MAX_RESOLVED_CHARS = 65536   # an interpolated string is followed no longer than this (x: ${y}${y}, ...)
 MAX_ALTERNATIVES = 256       # the texts one string may become (each unknown resolver: with and without it)
@@ -216,7 +217,12 @@ def _refuse_interpolated_secrets(spec: dict, overrides: list[str], env: dict) ->
     memo: dict = {}
     for path, text in scalars.items():
         if "${" in text:
-            outs = [out for out in _alternatives(path, scalars, memo, ()) if out != text]
+            try:
+                outs = [out for out in _alternatives(path, scalars, memo, ()) if out != text]
+            except RecursionError:   # thousands of nested ${: OmegaConf's parser gives up too
+                shown = known_secrets.redact_text(_dotted(path)[:80], env)
+                raise TaoBrevError("BAD_SPEC", f"{shown!r} nests interpolations too deeply to be "
+                                   "checked for credentials", "Nest interpolations a few levels at most.") from None
             readings += [{} for _ in range(len(outs) - len(readings))]
             for number, out in enumerate(outs):
                 readings[number][_dotted(path)] = out
@@ -306,8 +312,9 @@ def _join(heads: list[str], tails: list[str]) -> list[str]:
 
 
 def _closing(text: str, i: int) -> int:
-    """The index of the ``}`` closing an interpolation whose body starts at ``i``; -1 if none."""
-    depth, quote = 1, ""
+    """The index of the ``}`` closing an interpolation whose body starts at ``i``; -1 if none.
+    Quotes count only in a resolver's arguments (``${oc.select:a,'}'}``)."""
+    calls, quote = [_RESOLVER_HEAD.match(text, i) is not None], ""   # one entry per open ${ or {
     while i < len(text):
         char = text[i]
         if char == "\\":
@@ -315,25 +322,19 @@ def _closing(text: str, i: int) -> int:
             continue
         if quote:
             quote = "" if char == quote else quote
-        elif char in "'\"" and _in_resolver_args(text, i):
+        elif char in "'\"" and calls[-1]:
             quote = char
         elif text.startswith("${", i):
-            depth += 1
+            calls.append(_RESOLVER_HEAD.match(text, i + 2) is not None)
             i += 1
         elif char == "{":
-            depth += 1
+            calls.append(calls[-1])
         elif char == "}":
-            depth -= 1
-            if depth == 0:
+            calls.pop()
+            if not calls:
                 return i
         i += 1
     return -1
-
-
-def _in_resolver_args(text: str, i: int) -> bool:
-    head = text[:i]
-    body = head[head.rfind("${") + 2:]
-    return _RESOLVER_CALL.match(body + "x") is not None
 
 
 def _interpolation(body: str, base: tuple, scalars: dict, memo: dict, visiting: tuple) -> list[str]:
