@@ -8,6 +8,7 @@ simulated brev are in test_transport.py.
 brev's words are quoted from brevdev/brev-cli (pkg/cmd/login/login.go, pkg/auth/auth.go
 shouldLogin's prompt, pkg/cmd/util StartWorkspaceIfStopped's "Instance NAME is starting.")."""
 
+import os
 import re
 import subprocess
 
@@ -268,6 +269,7 @@ def test_the_first_answer_marks_the_instance_ready_once():
     brev = scripted_brev((0, "{frame}", ""), (0, "{frame}", ""), on_ready=ready.append)
     assert brev.timeout_for("box") == transport.FIRST_EXEC_TIMEOUT_S
     brev.exec("box", "echo hi")
+    assert ready == ["box"]                          # told at the first answer, not later
     brev.exec("box", "echo hi")
     assert ready == ["box"] and brev.timeout_for("box") == transport.EXEC_TIMEOUT_S
 
@@ -428,6 +430,42 @@ def test_a_process_writing_more_than_a_pipe_holds_is_read_whole(tmp_path):
                             stderr=subprocess.PIPE, start_new_session=True)
     code, out, err = transport.run_until_exit(proc, 120)   # the bound is a hang guard only
     assert (code, len(out), len(err)) == (0, 400000, 70000)
+
+
+def _exited(script):
+    proc = subprocess.Popen(["sh", "-c", script], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    proc.wait()   # exited before it is read: all it wrote waits in the pipes
+    return proc
+
+
+def test_what_an_exited_process_left_in_its_pipes_is_read():
+    assert transport.run_until_exit(_exited("printf out; printf err >&2; exit 3"), 120) == (3, "out", "err")
+
+
+@pytest.mark.parametrize("pidfd", ["missing", "refused"])
+def test_without_pidfd_the_exit_is_polled(monkeypatch, pidfd):
+    def refused(pid):
+        raise OSError(38, "Function not implemented")
+    if pidfd == "missing":   # macOS, Pythons before 3.9
+        monkeypatch.delattr(transport.os, "pidfd_open", raising=False)
+    else:                    # Linux before 5.3, a seccomp filter
+        monkeypatch.setattr(transport.os, "pidfd_open", refused)
+    proc = subprocess.Popen(["sh", "-c", "sleep 0.2; printf done"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    assert transport.run_until_exit(proc, 120) == (0, "done", "")
+
+
+def test_reading_a_process_leaves_no_descriptor_open():
+    def open_fds():
+        return set(os.listdir("/proc/self/fd"))
+    before = open_fds()
+    for _ in range(3):
+        proc = _exited("printf x")
+        transport.run_until_exit(proc, 120)
+        proc.stdout.close()
+        proc.stderr.close()
+    assert open_fds() == before
 
 
 def test_brevs_bytes_are_text_even_when_not_utf8():
