@@ -555,3 +555,76 @@ def test_the_waits_come_from_the_environment_unless_given():
     assert Brev(env={transport.BACKOFF_ENV: "1,2"}).backoff_s == (1.0, 2.0)
     assert Brev(env={transport.BACKOFF_ENV: "1,2"}, backoff_s=(9.0,)).backoff_s == (9.0,)
     assert Brev(env={}).backoff_s == transport.BACKOFF_S
+
+
+# -- what the transport refuses to send, and its settings ---------------------------------------
+def test_a_remote_command_holding_a_known_value_is_refused_before_brev_runs(monkeypatch):
+    value = "abcdefgh12345678zz"          # no token shape: only the value this process holds finds it
+    monkeypatch.setenv("MY_SERVICE_TOKEN", value)
+    brev = scripted_brev()
+    with pytest.raises(TaoBrevError) as failed:
+        brev.exec("box", f"echo {value}")
+    assert failed.value.code == "SECRET_IN_COMMAND" and "remote command for box" in failed.value.message
+    assert value not in failed.value.message and brev._spawn.calls == []
+    with pytest.raises(TaoBrevError) as linted:          # a literal credential: the lint's advice names each
+        brev.exec("box", "export NGC_KEY=zyxwvuts98765432 HF_TOKEN=qwertyuiop123456")
+    assert linted.value.code == "SECRET_IN_COMMAND" and "remote command for box holds a literal credential: " \
+        in linted.value.message and "; " in linted.value.message and brev._spawn.calls == []
+
+
+def test_an_argument_holding_a_known_value_never_reaches_brev(monkeypatch):
+    value = "abcdefgh12345678zz"
+    brev = Brev(env={"PATH": "/usr/bin", "MY_SERVICE_TOKEN": value}, sleep=lambda s: None, log=lambda m: None)
+    monkeypatch.setattr(transport.subprocess, "Popen", lambda *a, **k: pytest.fail("brev was started"))
+    with pytest.raises(TaoBrevError) as failed:
+        brev._spawn(["copy", f"/tmp/{value}", "box:x"], 5)
+    assert failed.value.code == "SECRET_IN_COMMAND" and "`brev copy` command line" in failed.value.message
+
+
+def test_brev_reads_no_input(monkeypatch):
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def popen(argv, **kw):
+        seen.update(kw)
+        raise Stop
+    monkeypatch.setattr(transport.subprocess, "Popen", popen)
+    with pytest.raises(Stop):
+        Brev(env={"PATH": "/usr/bin"}, binary="true", sleep=lambda s: None, log=lambda m: None)._spawn(["ls"], 5)
+    assert seen["stdin"] is subprocess.DEVNULL and seen["start_new_session"] is True
+
+
+@pytest.mark.parametrize("raw, waits", [("3600", (3600.0,)), ("0,3600", (0.0, 3600.0)), ("2.5", (2.5,))])
+def test_backoff_accepts_waits_up_to_an_hour(raw, waits):
+    assert transport.backoff_from_env({transport.BACKOFF_ENV: raw}) == waits
+
+
+@pytest.mark.parametrize("raw", ["3600.5", "3601", "-1", "x", ",", "2,,5"])
+def test_backoff_refuses_anything_else_and_says_how(raw):
+    with pytest.raises(TaoBrevError) as failed:
+        transport.backoff_from_env({transport.BACKOFF_ENV: raw})
+    assert failed.value.code == "BAD_ARGUMENT" and repr(raw) in failed.value.message
+    assert failed.value.fix == f"Unset {transport.BACKOFF_ENV} or set it like 2,5."
+
+
+def test_the_last_wait_repeats_when_retries_outnumber_the_waits():
+    slept = []
+    brev = scripted_brev((255, "", "Connection reset by peer"), (255, "", "Connection reset by peer"),
+                         (0, "{frame}", ""))
+    brev.sleep = slept.append
+    brev.backoff_s = (3.0,)
+    assert brev.exec("box", "echo hi", idempotent=True).ok and slept == [3.0, 3.0]
+
+
+def test_brevs_environment_drops_credential_named_variables():
+    env = transport.brev_environment({"PATH": "/usr/bin", "HOME": "/h", "MY_SERVICE_TOKEN": "x" * 20,
+                                      "clientSecret": "y" * 20, "NGC_KEY": "z" * 20, "LANG": "C"})
+    assert env == {"PATH": "/usr/bin", "HOME": "/h", "LANG": "C"}
+
+
+def test_a_bad_instance_name_is_named_in_the_error():
+    with pytest.raises(TaoBrevError) as failed:
+        transport.check_instance("box;rm")
+    assert failed.value.code == "BAD_NAME" and "'box;rm'" in failed.value.message
