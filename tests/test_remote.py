@@ -504,3 +504,84 @@ def test_status_and_failure_tails_cut_on_characters_at_every_offset(char, tmp_pa
         tail = done.stdout.decode("utf-8").split(f"{token}:T\n", 1)[1]
         assert "\ufffd" not in tail and log.read_text(encoding="utf-8").rstrip("\n").endswith(tail.rstrip("\n")), shift
         assert remote.TAIL_BYTES - 3 <= len(tail.encode()) <= remote.TAIL_BYTES + 1, shift
+
+
+# -- the results archive and the GPU check, run by the POSIX sh ----------------------------------
+def test_the_results_archive_is_the_dir_under_its_own_name_with_its_sha256(tmp_path):
+    import hashlib
+    import tarfile
+
+    (tmp_path / "res" / "job" / "train").mkdir(parents=True)
+    (tmp_path / "res" / "job" / "train" / "model.pth").write_bytes(b"\x00weights" * 100)
+    (tmp_path / "res" / "job" / "log.txt").write_text("done\n")
+    for results_dir in ("~/res/job", "~/res/job/", str(tmp_path / "res" / "job")):
+        archive = "~/tao-jobs/j1/results.tar.gz"
+        code, out = sh(remote.archive_results(results_dir, archive), tmp_path)
+        path = tmp_path / "tao-jobs" / "j1" / "results.tar.gz"
+        data = path.read_bytes()
+        assert (code, out) == (0, f"TAO_ARCHIVE {hashlib.sha256(data).hexdigest()} {len(data)}\n"), results_dir
+        with tarfile.open(path) as tar:
+            assert sorted(tar.getnames()) == ["job", "job/log.txt", "job/train", "job/train/model.pth"]
+        path.unlink()
+    (tmp_path / "top").mkdir()
+    assert sh(remote.archive_results("~/top", "~/a/r.tar.gz"), tmp_path)[0] == 0
+    with tarfile.open(tmp_path / "a" / "r.tar.gz") as tar:
+        assert tar.getnames() == ["top"]
+
+
+def test_no_results_dir_is_said_and_a_failed_archive_prints_no_checksum(tmp_path):
+    assert sh(remote.archive_results("~/res/none", "~/tao-jobs/j/r.tar.gz"), tmp_path) == (0, "TAO_NO_RESULTS\n")
+    (tmp_path / "res" / "job").mkdir(parents=True)
+    (tmp_path / "tao-jobs").write_text("a file where the directory should be")
+    code, out = sh(remote.archive_results("~/res/job", "~/tao-jobs/j/r.tar.gz"), tmp_path)
+    assert code != 0 and "TAO_ARCHIVE" not in out
+
+
+def _fake_docker(tmp_path, listing, code=0):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "docker").write_text(f"#!/bin/sh\nprintf '%s' '{listing}'\nexit {code}\n")
+    (bin_dir / "docker").chmod(0o755)
+    return bin_dir
+
+
+@pytest.mark.parametrize("gpus, listing, busy", [
+    ("1", "job-a=0,1\n", ["job-a=0,1"]),
+    ("2", "job-a=0,1\n", []),
+    ("2,3", "job-a=0,1\njob-b=3\n", ["job-b=3"]),
+    ("all", "job-a=5\n", ["job-a=5"]),
+    ("0", "job-a=all\n", ["job-a=all"]),
+    ("0", "job-a=\n", ["job-a="]),                      # no label: it holds every GPU
+    ("0", "me-x-0a1b2c=0\n", []),                        # the job itself
+    ("1", "", []),
+])
+def test_a_launch_sees_exactly_the_live_jobs_holding_its_gpus(tmp_path, gpus, listing, busy):
+    bin_dir = _fake_docker(tmp_path, listing)
+    done = subprocess.run(["sh", "-c", remote.gpus_free("me-x-0a1b2c", gpus)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={"HOME": str(tmp_path), "PATH": f"{bin_dir}:/usr/bin:/bin",
+                                                      "__tb_busy": "ghost=all"})   # the check starts from nothing
+    assert done.stderr == ""
+    assert done.stdout.split("\n")[:-1] == [f"TAO_GPUS_BUSY {b}" for b in busy]
+    assert done.returncode == (remote.GPUS_BUSY_EXIT if busy else 0)
+    assert (tmp_path / "tao-jobs" / ".gpus.lock").exists()
+
+
+def test_a_failed_docker_ps_stops_the_launch(tmp_path):
+    bin_dir = _fake_docker(tmp_path, "", code=1)
+    done = subprocess.run(["sh", "-c", remote.gpus_free("me-x-0a1b2c", "0")], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={"HOME": str(tmp_path), "PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert (done.returncode, done.stdout, done.stderr) == (2, "TAO_DOCKER_PS_FAILED\n", "")
+
+
+@pytest.mark.parametrize("parts, joined", [
+    (("~/a/", "/b/", "c/"), "~/a/b/c"), (("/abs/", "x"), "/abs/x"), (("~/a", "Xb"), "~/a/Xb"), (("~",), "~"),
+])
+def test_join_keeps_the_first_parts_root(parts, joined):
+    assert remote.join(*parts) == joined
+
+
+@pytest.mark.parametrize("gpus", [None, "", "0,", "x", "all,0"])
+def test_a_bad_gpus_value_is_named(gpus):
+    with pytest.raises(TaoBrevError) as failed:
+        remote.gpus_flag(gpus)
+    assert failed.value.code == "BAD_ARGUMENT" and repr(gpus) in failed.value.message
