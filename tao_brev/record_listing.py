@@ -6,11 +6,15 @@ valid record, its key (inode, mtime ns, ctime ns, size) and the JSON text the li
 prints for it with only the pattern redaction applied (``redact.redact`` /
 ``redact.redact_uri`` through the same per-string path as the answer, with no known
 values: that part depends on the text alone). A listing stats each record; when the key
-is unchanged it takes the cached text after ONE search of it for every form of every
-secret value known NOW, as those forms read inside a JSON string
+is unchanged it takes the cached text after checking that its every escape is one
+``encode_basestring_ascii`` writes (:func:`_canonical`: ``\\u0041``, upper-case hex or
+``\\/`` would spell a value the search cannot see) and ONE search of it for every form of
+every secret value known NOW, as those forms read inside a JSON string
 (``known_secrets.json_forms_pattern``). Nothing found: the cached text is what the full
-path prints (no string holds a form, so the value redaction changes nothing). Anything
-found, or a key that changed, a record not cached, a damaged record: the record is read
+path prints (no string holds a form, so the value redaction changes nothing). A text (or
+name) holding a form of a value known now is never written to the cache, and a cached line
+holding one is dropped from it (the file is rewritten without it). Anything
+found, a text not canonical, or a key that changed, a record not cached, a damaged record: the record is read
 and answered exactly as ``RecordStore.iter_list`` + ``ObjRedactor.json_text`` answer it
 (a damaged record is quarantined as before). A secret known only now is therefore
 redacted although the cache was written without it.
@@ -43,6 +47,7 @@ import zlib
 from pathlib import Path
 
 from .errors import TaoBrevError
+from . import lazy_re
 from .fsio import AdvisoryFile, sweep_temp
 from .records import ID_RE, RecordStore, read_text
 
@@ -107,11 +112,12 @@ def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> I
             except OSError:
                 key = None
             cached = cache.take(stem)
-            if cached is not None and cached.key == key:
-                out.keep(cached)   # true of the file whatever the answer takes
-                if holds_secret is None or holds_secret(cached.text) is None:
+            if cached is not None and cached.key == key and _canonical(cached.text):
+                if holds_secret is None or (holds_secret(cached.text) is None and holds_secret(stem) is None):
+                    out.keep(cached)   # true of the file, and holds no value known now
                     yield cached.text
                     continue
+                # a value known now is in it: the line is dropped (the file rewritten without it)
             try:
                 record = store._parse(file, read_text(file))
             except (TaoBrevError, OSError, UnicodeDecodeError) as exc:
@@ -120,10 +126,10 @@ def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> I
                     yield redacted.json_text(entry, 2)
                 continue
             text = patterns_only.json_text(record, 2)
-            if (cached is None or cached.key != key) and key is not None and max(key[1], key[2]) < settled \
-                    and ID_RE.fullmatch(stem):
-                out.add(_line(stem, key, text))
-            yield text if holds_secret is None or holds_secret(text) is None else redacted.json_text(record, 2)
+            clean = holds_secret is None or (holds_secret(text) is None and holds_secret(stem) is None)
+            if clean and key is not None and max(key[1], key[2]) < settled and ID_RE.fullmatch(stem):
+                out.add(_line(stem, key, text))   # never a text holding a value known now
+            yield text if clean else redacted.json_text(record, 2)
         out.finish()
     finally:
         out.abandon()
@@ -132,6 +138,22 @@ def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> I
 
 def _same(text: str) -> str:
     return text
+
+
+# The escapes ``json.encoder.encode_basestring_ascii`` writes, and only those: ``\\`` ``\"``
+# ``\b\f\n\r\t``, and ``\u`` with 4 lower-case hex digits for the other characters below
+# 0x20 and every one from 0x7f on. A text spelling a printable ASCII character as ``\u0041``,
+# using upper-case hex or ``\/`` decodes to what the value search did not see.
+_CANONICAL_ESCAPE = lazy_re.compile(
+    r'\\(?:[\\"bfnrt]|u(?:00(?:0[0-7bef]|1[0-9a-f]|7f|[89a-f][0-9a-f])|0[1-9a-f][0-9a-f]{2}|[1-9a-f][0-9a-f]{3}))')
+
+
+def _canonical(text: str) -> bool:
+    """Every escape in ``text`` is one ``encode_basestring_ascii`` writes for the character it
+    stands for (so the text is the JSON this code writes for what it decodes to)."""
+    # read left to right, each escape taken whole (so ``\\u0030`` is an escaped backslash, then text);
+    # a backslash left after the canonical escapes are taken out starts one they never are
+    return "\\" not in text or "\\" not in _CANONICAL_ESCAPE.sub("", text)
 
 
 class _Cached:

@@ -113,7 +113,7 @@ def test_the_cached_listing_is_the_full_one_byte_for_byte_cold_and_warm(tmp_path
     assert sorted(os.path.basename(p) for p in reads) == sorted(f"bank-{h}-00000{n}.json" for n, h in enumerate(FORMS))
     cache = record_listing.cache_path(store.root).read_bytes()
     assert PATTERN_SECRET.encode() not in cache and PATTERN_SECRET[6:].encode() not in cache
-    assert cache.count(b"\n") == 1 + 2 + len(FORMS)   # header, the 2 healthy records of this store, the bank's
+    assert cache.count(b"\n") == 1 + 2   # header, the 2 healthy records of this store (the bank's hold SECRET)
 
 
 def test_a_record_changed_between_listings_is_read_again(tmp_path, capsys, monkeypatch, later):
@@ -191,6 +191,99 @@ def test_a_secret_known_only_now_is_redacted_from_a_cache_written_without_it(tmp
     monkeypatch.delenv("MY_SERVICE_TOKEN")
     monkeypatch.setenv("HF_TOKEN", "hf_" + "Z" * 30)   # another value: the records holding SECRET are cached again
     assert _same_as_every_record_read(store, tmp_path, capsys).count(FORMS["hex"]) == 4   # backend_ref, results_dir, upload_excludes, message
+
+
+def _no_form_in_cache(store):
+    """No form of SECRET (each as it is and as it reads inside JSON text) in the cache file's bytes."""
+    from json.encoder import encode_basestring_ascii
+
+    cache = record_listing.cache_path(store.root).read_bytes()
+    spelled = {s for f in FORMS.values() for s in (f, encode_basestring_ascii(f)[1:-1], json.dumps(f, ensure_ascii=False)[1:-1])}
+    assert not [s for s in spelled if s.encode() in cache]
+    return cache
+
+
+def test_no_form_of_a_value_known_now_is_ever_written_to_or_kept_in_the_cache(tmp_path, capsys, monkeypatch, later):
+    store = _store(tmp_path)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", SECRET)
+    _same_as_every_record_read(store, tmp_path, capsys)   # cold
+    cold = _no_form_in_cache(store)
+    _same_as_every_record_read(store, tmp_path, capsys)   # warm
+    assert _no_form_in_cache(store) == cold
+    monkeypatch.delenv("MY_SERVICE_TOKEN")
+    _same_as_every_record_read(store, tmp_path, capsys)   # no value known: the bank's records are cached
+    assert FORMS["hex"].encode() in record_listing.cache_path(store.root).read_bytes()
+    before = os.stat(record_listing.cache_path(store.root)).st_ino
+    monkeypatch.setenv("MY_SERVICE_TOKEN", SECRET)        # known only at this call: their kept lines are dropped
+    _same_as_every_record_read(store, tmp_path, capsys)
+    assert os.stat(record_listing.cache_path(store.root)).st_ino != before   # the file rewritten
+    assert _no_form_in_cache(store) == cold
+
+
+def test_a_value_in_a_message_written_before_it_was_set_never_reaches_the_cache(tmp_path, capsys, monkeypatch, later):
+    """``wandb login $S ok`` in a record, then ``list --json`` with WANDB_API_KEY=$S: redacted in the
+    answer, and absent from the cache file, cold and warm."""
+    value = "3f9c1a7e5b2d4c6e8a0b1d3f5e7a9c2b4d6e8f0a"
+    store = RecordStore(tmp_path / "state")
+    for i in range(2):
+        job_id = store.open(image="nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt", network_arch="visual_changenet",
+                            action="train", storage_tier="A", results_root="~/tao-results")["id"]
+    store.mark(job_id, "RUNNING", message=f"wandb login {value} ok")
+    monkeypatch.setenv("WANDB_API_KEY", value)
+    for _ in range(2):
+        got = _same_as_every_record_read(store, tmp_path, capsys)
+        assert value not in got and "wandb login <redacted> ok" in got
+        cache = record_listing.cache_path(store.root).read_bytes()
+        assert value.encode() not in cache and cache.count(b"\n") == 2   # the header, the other record
+
+
+def _tampered(store, spell):
+    """Each cached line of a bank record with its text's ``got `` made ``got `` + ``spell(FORMS['hex'])``,
+    resealed with the module's own line format and checksum."""
+    lines = _cache_lines(store)
+    out = [lines[0]]
+    for stem, key, text in map(record_listing._parse_line, lines[1:]):
+        if stem.startswith("bank-"):
+            text = text.replace('"got ', '"got ' + spell(FORMS["hex"]) + " ", 1)
+        out.append(record_listing._line(stem, key, text))
+    record_listing.cache_path(store.root).write_bytes(b"".join(out))
+
+
+@pytest.mark.parametrize("spell", [
+    lambda v: "".join("\\u%04x" % ord(c) for c in v),          # printable ASCII as \u escapes
+    lambda v: "".join("\\u%04X" % ord(c) for c in v),          # upper-case hex digits
+    lambda v: v[:3] + "\\u%04x" % ord(v[3]) + v[4:],            # one character of it
+    lambda v: v[:3] + "\\\\\\u%04X" % ord(v[3]) + v[4:],        # after an escaped backslash
+    lambda v: v[:3] + "\\/" + v[3:],                            # an escaped solidus
+], ids=["lower", "upper", "one", "after-backslash", "solidus"])
+def test_a_cached_text_spelling_a_value_in_escapes_json_never_writes_is_not_trusted(
+        tmp_path, capsys, monkeypatch, later, spell):
+    store = _store(tmp_path)
+    _same_as_every_record_read(store, tmp_path, capsys)
+    _tampered(store, spell)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", FORMS["hex"])   # the value the tampered lines spell
+    reads = _reads(monkeypatch)
+    got = _same_as_every_record_read(store, tmp_path, capsys)
+    assert FORMS["hex"] not in json.dumps(json.loads(got))   # decoded: the value nowhere
+    assert len(reads) == len(FORMS)                          # the tampered lines fell back to the records
+    assert all(record_listing._canonical(t) for _, _, t in map(record_listing._parse_line, _cache_lines(store)[1:]))
+
+
+def test_an_escaped_backslash_before_u_is_text_not_an_escape():
+    assert record_listing._canonical('"a\\\\u0030b"')          # \\ then u0030: text
+    assert not record_listing._canonical('"a\\\\\\u0030b"')    # \\ then \u0030: an escape of "0"
+
+
+def test_the_canonical_escapes_are_exactly_those_json_writes():
+    from json.encoder import encode_basestring_ascii
+
+    for cp in range(0x10000):
+        written = encode_basestring_ascii(chr(cp))[1:-1]
+        assert record_listing._canonical(written)
+        for spelled in ("\\u%04x" % cp, "\\u%04X" % cp):
+            assert record_listing._canonical(spelled) == (spelled == written), spelled
+    for c in "\\\"/bfnrtuxa0'":
+        assert record_listing._canonical("\\" + c) == (c in '\\"bfnrt'), c
 
 
 def test_a_record_written_moments_ago_is_not_cached(tmp_path, capsys):
