@@ -456,6 +456,29 @@ def test_without_pidfd_the_exit_is_polled(monkeypatch, pidfd):
     assert transport.run_until_exit(proc, 120) == (0, "done", "")
 
 
+def test_without_pidfd_an_exit_is_seen_while_a_child_holds_the_pipes(monkeypatch):
+    monkeypatch.delattr(transport.os, "pidfd_open", raising=False)
+    proc = subprocess.Popen(["sh", "-c", "sleep 60 & printf done"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:   # polled: the exit is seen although the sleep keeps the pipes open (waiting would time out)
+        assert transport.run_until_exit(proc, 20) == (0, "done", "")
+    finally:
+        transport._kill_group(proc)
+
+
+def test_an_interrupt_while_reading_kills_the_process_group(monkeypatch):
+    proc = subprocess.Popen(["sh", "-c", "echo x; sleep 60"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+
+    def interrupted(fd, buf):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(transport, "_read_available", interrupted)
+    monkeypatch.setattr(transport.os, "pidfd_open", lambda pid: (_ for _ in ()).throw(OSError(38, "no")))
+    with pytest.raises(KeyboardInterrupt):
+        transport.run_until_exit(proc, 20)
+    assert proc.poll() is not None
+
+
 def test_reading_a_process_leaves_no_descriptor_open():
     def open_fds():
         return set(os.listdir("/proc/self/fd"))
@@ -568,8 +591,17 @@ def test_a_remote_command_holding_a_known_value_is_refused_before_brev_runs(monk
     assert value not in failed.value.message and brev._spawn.calls == []
     with pytest.raises(TaoBrevError) as linted:          # a literal credential: the lint's advice names each
         brev.exec("box", "export NGC_KEY=zyxwvuts98765432 HF_TOKEN=qwertyuiop123456")
-    assert linted.value.code == "SECRET_IN_COMMAND" and "remote command for box holds a literal credential: " \
-        in linted.value.message and "; " in linted.value.message and brev._spawn.calls == []
+    assert linted.value.code == "SECRET_IN_COMMAND" and brev._spawn.calls == []
+    assert linted.value.message == ("remote command for box holds a literal credential: line 1: NGC_KEY=<literal> "
+                                    "(inline credential assignment); line 1: HF_TOKEN=<literal> (inline credential "
+                                    "assignment)")
+
+
+def test_a_value_known_only_to_the_callers_environment_is_refused():
+    value = "abcdefgh12345678zz"
+    with pytest.raises(TaoBrevError) as failed:
+        transport.refuse_secrets(f"echo {value}", "submit command", {"MY_SERVICE_TOKEN": value})
+    assert failed.value.code == "SECRET_IN_COMMAND" and failed.value.message.startswith("submit command")
 
 
 def test_an_argument_holding_a_known_value_never_reaches_brev(monkeypatch):
@@ -620,7 +652,8 @@ def test_the_last_wait_repeats_when_retries_outnumber_the_waits():
 
 def test_brevs_environment_drops_credential_named_variables():
     env = transport.brev_environment({"PATH": "/usr/bin", "HOME": "/h", "MY_SERVICE_TOKEN": "x" * 20,
-                                      "clientSecret": "y" * 20, "NGC_KEY": "z" * 20, "LANG": "C"})
+                                      "clientSecret": "y" * 20, "NGC_KEY": "z" * 20, "LANG": "C",
+                                      "SHORT_TOKEN": "abc"})   # too short to be searched: dropped by its name
     assert env == {"PATH": "/usr/bin", "HOME": "/h", "LANG": "C"}
 
 
