@@ -667,3 +667,17 @@ def test_a_record_problem_names_fields_never_values(store):
     assert {part.split(" ")[0] for part in problem[len("wrongly typed fields: "):].split("; ")} == \
         {"image", "transitions"}
     assert "garbage" not in problem and records.record_problem(record) is None
+
+
+def test_a_listing_tells_known_secrets_the_ids_the_store_holds(store, monkeypatch):
+    from tao_brev import known_secrets
+
+    ids = [new(store)["id"] for _ in range(2)]
+    broken = new(store)["id"]
+    store.path(broken).write_text("{not json")
+    with pytest.raises(TaoBrevError):
+        store.load(broken)                        # quarantined: no longer in jobs/
+    monkeypatch.setattr(known_secrets, "_minted", set())
+    (store.jobs_dir / "notes.txt").write_text("x")
+    store.note_held_ids()
+    assert known_secrets._minted == set(ids)

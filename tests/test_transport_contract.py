@@ -458,10 +458,10 @@ def test_without_pidfd_the_exit_is_polled(monkeypatch, pidfd):
 
 def test_without_pidfd_an_exit_is_seen_while_a_child_holds_the_pipes(monkeypatch):
     monkeypatch.delattr(transport.os, "pidfd_open", raising=False)
-    proc = subprocess.Popen(["sh", "-c", "sleep 60 & printf done"], stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 0.3; exit 4"], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    try:   # polled: the exit is seen although the sleep keeps the pipes open (waiting would time out)
-        assert transport.run_until_exit(proc, 20) == (0, "done", "")
+    try:   # polled: the exit is seen although the sleep keeps the pipes open and silent (waiting would time out)
+        assert transport.run_until_exit(proc, 20) == (4, "", "")
     finally:
         transport._kill_group(proc)
 
