@@ -170,10 +170,11 @@ def test_the_data_files_load_as_plain_dicts_with_botocores_content_and_key_order
     session.register_component("data_loader", ours)
     session.create_client("s3", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b",
                           endpoint_url="http://127.0.0.1:9")
+    loaded = list(dict.fromkeys(loaded))   # what the client read, each once (the loop below reads too)
     names = {os.path.basename(path) for path in loaded}
     assert {"endpoints", "partitions", "service-2", "endpoint-rule-set-1"} <= names, names
     for path in loaded:
-        plain, ordered = ours.file_loader.load_file(path), theirs.file_loader.load_file(path)
+        plain, ordered = real_load(path), theirs.file_loader.load_file(path)
         if ordered is None:
             assert plain is None
             continue
