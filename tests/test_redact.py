@@ -558,13 +558,7 @@ def test_the_gentle_mode_replaces_what_it_promises_and_nothing_else():
     ("password: <redacted>abcd", False),      # what a placeholder leaves is too short
     ("password: <your key>abcdefgh", True),
     ("password: [PAD]<|im_end|></s>", False),
-])
-def test_what_an_assignment_or_a_mapping_takes_as_a_literal(line, found):
-    assert bool(lint(line)) is found
-    assert (redact.redact(line) != line) is found
-
-
-@pytest.mark.parametrize("line, found", [
+    # what a flag takes as its value
     ('args: ["--token", $TOKEN]', False),               # the array form takes a quoted string only
     ('args: ["--token", "abcdefgh123"]', True),
     ('train --token "--verbose-mode"', False),           # another flag, quoted, is not the value
@@ -580,7 +574,7 @@ def test_what_an_assignment_or_a_mapping_takes_as_a_literal(line, found):
     ('sshpass -p "$SSHPASS" ssh host', False),
     ("sshpass -p abcdefgh123 ssh host", True),
 ])
-def test_what_a_flag_takes_as_its_value(line, found):
+def test_what_an_assignment_a_mapping_or_a_flag_takes_as_its_value(line, found):
     assert bool(lint(line)) is found
     assert (redact.redact(line) != line) is found
 
