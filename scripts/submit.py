@@ -44,7 +44,16 @@ words after --inputs that look like key.path=value and --env NAME=value are
 refused with the corrected command; on the instance every launch step is checked
 (the spec's size and sha256 before docker run: SPEC_NOT_WRITTEN / DISK_FULL) and a
 live tao-job container on the same GPUs refuses the launch (GPUS_BUSY) unless
---share-gpus. Every error's fix is the exact next command. Any answer says when
+--share-gpus; every path the spec names under an input mount (/data/NAME/...) must
+exist in the staged inputs, checked in the launch round trip (SPEC_PATH_MISSING;
+SPEC_INPUT_UNKNOWN before anything when no input NAME is given; --no-spec-check
+skips). Every error's fix is the exact next command.
+
+Resume (--resume-from JOB_ID, tao_brev/resume.py): TAO resumes only from
+train.resume_training_checkpoint_path or a *_latest.pth in its own results dir
+(tao-pytorch core/initialize_experiments.py:66), and a new job has a fresh results
+dir: --resume-from mounts the old job's results at /resume and sets that path;
+--retry-of only links the records. Any answer says when
 brev started a STOPPED instance by itself ("instance_started": it bills again).
 
 Exit codes: 0 launched (or adopted), 1 launch refused / never launched,
@@ -106,7 +115,20 @@ def build_parser():
     p.add_argument("--allow-unknown-arch", action="store_true",
                    help="skip the check of --network-arch/--action against references/tao-pyt-archs.yaml "
                         "(refused for TAO 7 -pyt images, a warning for other images)")
-    p.add_argument("--retry-of", metavar="JOB_ID", help="link this submit to an earlier failed job")
+    p.add_argument("--retry-of", metavar="JOB_ID",
+                   help="link this submit to an earlier job (the record's retry_of); a link only: the job starts "
+                        "from scratch in a fresh results dir - to continue from a checkpoint use --resume-from")
+    p.add_argument("--resume-from", metavar="JOB_ID",
+                   help="continue that ended train job (same network) from its last checkpoint: its results are "
+                        "mounted read-only at /resume (its results dir on the same instance, else its checkpoint "
+                        "copied from its verified S3 results and checked by sha256) and "
+                        "train.resume_training_checkpoint_path is set to the *_latest.pth link's target (else the "
+                        "highest model_epoch_*.pth); only the epochs after it run. Links the record (retry_of). "
+                        "RESUME_NOT_POSSIBLE (exit 2) when it cannot, RESUME_CHECKPOINT_MISSING (exit 1) when the "
+                        "instance holds no usable checkpoint")
+    p.add_argument("--no-spec-check", action="store_true",
+                   help="skip the spec checks before launch (schema, and the /data/NAME/... paths the spec names, "
+                        "checked on the instance: SPEC_PATH_MISSING); for custom images")
     p.add_argument("--dry-run", action="store_true", help="print the plan (every remote command, redacted); launch nothing")
     p.add_argument("overrides", nargs="*", metavar="-- KEY=VALUE",
                    help="after --: extra TAO arguments appended to `<arch> <action> -e <spec>` (e.g. train.num_epochs=5)")
@@ -123,7 +145,8 @@ def main(argv=None):
                         results_root=args.results_root, bucket=args.bucket, gpus=args.gpus,
                         env_names=args.env, shm_size=args.shm_size, inputs=args.inputs,
                         upload_excludes=args.upload_exclude, ephemeral=args.ephemeral,
-                        dry_run=args.dry_run, retry_of=args.retry_of, overrides=args.overrides,
+                        dry_run=args.dry_run, retry_of=args.retry_of, resume_from=args.resume_from,
+                        no_spec_check=args.no_spec_check, overrides=args.overrides,
                         price_per_hour=args.price_per_hour, start=args.start, share_gpus=args.share_gpus,
                         allow_unknown_arch=args.allow_unknown_arch, argv=argv, prog=sys.argv[0] or "submit.py",
                         allow_bundle_credential_env=args.allow_bundle_credential_env)

@@ -77,9 +77,29 @@ CODES: dict[str, Code] = {
                            "Submit a new job (with --retry-of JOB_ID to link it) instead of changing this one."),
     "MISSING_CREDENTIAL": Code(2, "A credential the step needs is not set in the environment.",
                                "Export the named variable in the environment that runs the script (never on the command line)."),
+    "RESUME_NOT_POSSIBLE": Code(2, "submit.py --resume-from names a job this submit cannot continue: not a train job "
+                                   "of the same network, not ended yet, a spec or override that sets "
+                                   "train.resume_training_checkpoint_path itself, or results out of reach (on "
+                                   "another instance only, not verified in S3, or deleted with their instance).",
+                                "Follow the message's fix: poll or tear the job down first, resume on the instance "
+                                "that holds its results, or upload them (poll_status.py JOB_ID) - nothing was recorded."),
+    "SPEC_INPUT_UNKNOWN": Code(2, "A spec key (or override) names a path under /data/NAME, but no input is mounted "
+                                  "at /data/NAME; nothing was recorded.",
+                               "Add the input (--inputs SRC=NAME) or correct the key's path; --no-spec-check skips "
+                               "the check."),
     # -- 1: the verb ran, the answer is a failure --------------------------
     "GPU_IDS_UNKNOWN": Code(1, "--gpus names a GPU id the instance does not have (nvidia-container-cli: unknown device).",
                             "Use --gpus all, or ids from 0 to count-1 (preflight.py reports the GPU count)."),
+    "SPEC_PATH_MISSING": Code(1, "A path the spec names under an input mount (/data/NAME/...) is not in the staged "
+                                 "inputs on the instance (checked in the launch round trip); nothing was launched.",
+                              "Correct the spec key the message names or stage the missing files, then submit "
+                              "again; --no-spec-check skips the check."),
+    "RESUME_CHECKPOINT_MISSING": Code(1, "submit.py --resume-from found no usable checkpoint of that job (no "
+                                         "*_latest.pth target nor model_epoch_*.pth in its results dir on the "
+                                         "instance, or the copy from S3 did not match its verified sha256); nothing "
+                                         "was launched.",
+                                      "Look at that job's results (poll_status.py JOB_ID); train from the start "
+                                      "without --resume-from."),
     "INPUT_NOT_FOUND": Code(1, "A tier A input path does not exist on the instance; nothing was launched.",
                             "Copy the data there first (brev copy DIR NAME:DIR), and quote ~ in --inputs "
                             "('~/data=NAME') so your local shell does not expand it."),

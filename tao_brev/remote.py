@@ -200,6 +200,8 @@ class RunSpec:
     mounts: tuple = ()          # (instance path, container path, read_only)
     overrides: tuple = ()       # extra TAO args, e.g. train.num_epochs=5
     share_gpus: bool = False    # launch even when a live tao-job container holds the same GPUs
+    shell_args: tuple = ()      # words appended as they are: already quoted for the remote shell by their
+                                # builder (resume.ResumePlan.override: a word naming a variable the script set)
 
     def docker_run(self) -> str:
         check_name(self.job_id, "job id")
@@ -218,6 +220,7 @@ class RunSpec:
         words += [shlex.quote(self.image), self.network_arch, self.action,
                   "-e", f"{CONTAINER_JOB_DIR}/spec.yaml", f"results_dir={CONTAINER_RESULTS_DIR}"]
         words += [shlex.quote(arg) for arg in self.overrides]
+        words += list(self.shell_args)
         return " ".join(words)
 
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from .. import credentials, redact, remote, staging, storage
+from .. import credentials, redact, remote, resume, staging, storage
 from ..cli import Context, say
 from ..errors import TaoBrevError
 from ..fsio import atomic_write_json, locked, private_dir
@@ -58,7 +58,7 @@ def summary(results: dict) -> dict:
            "instance_dir": results.get("instance_dir")}
     if results.get("kind") == "s3":
         out.update(uploaded=bool(results.get("uploaded")), verified=bool(results.get("verified")))
-        for key in ("files", "bytes", "excluded", "verified_at", "note"):
+        for key in ("files", "bytes", "excluded", "verified_at", "note", "latest_checkpoint"):
             if results.get(key) is not None:
                 out[key] = results[key]
         for key in ("missing", "mismatched", "unreadable"):
@@ -146,6 +146,7 @@ def _upload_and_verify(ctx: Context, job_id: str, sidecar: dict, record: dict) -
               "missing": report["missing"], "mismatched": mismatched, "unreadable": reported.unreadable,
               "links": links, "upload_error": upload_error, "error": None if verified else upload_error,
               "checked_at": now_iso()}
+    update["latest_checkpoint"] = resume.latest_checkpoint(manifest, links) if verified else None
     notes = [_links_note(links)] if links else []
     if verified:
         update["verified_at"] = update["checked_at"]
@@ -252,6 +253,11 @@ def _save_manifest(ctx: Context, job_id: str, manifest: list[dict]) -> None:
     path = _manifest_path(ctx, job_id)
     private_dir(path.parent)   # 0700, the file 0600
     atomic_write_json(path, manifest)
+
+
+def load_manifest(ctx: Context, job_id: str) -> Optional[list[dict]]:
+    """The job's results manifest as last merged (path, size, sha256 of each file), or None."""
+    return _load_manifest(ctx, job_id)
 
 
 def _load_manifest(ctx: Context, job_id: str) -> Optional[list[dict]]:

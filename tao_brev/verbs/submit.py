@@ -36,7 +36,7 @@ from pathlib import Path
 
 from .. import lazy_re
 from .. import archs, bank, cost, credentials, hash_cache, known_secrets, nextstep, redact, remote, staging, storage
-from .. import interpolation, yaml_bounded
+from .. import interpolation, resume, spec_paths, yaml_bounded
 from .. import routing as routing_mod
 from ..cli import Context, deferred_interrupts, note_job, note_state, say
 from ..errors import TaoBrevError, TransportError
@@ -67,6 +67,8 @@ class SubmitRequest:
     ephemeral: bool = False
     dry_run: bool = False
     retry_of: str | None = None
+    resume_from: str | None = None        # continue that train job from its last checkpoint (tao_brev.resume)
+    no_spec_check: bool = False
     overrides: list[str] = field(default_factory=list)
     price_per_hour: float | None = None   # USD; remembered for the job's cost facts
     allow_bundle_credential_env: bool = False   # --env BREV_API_TOKEN / NGC_KEY reach the container
@@ -77,10 +79,11 @@ class SubmitRequest:
     prog: str = "submit.py"               # the script as it was invoked
 
     def rerun(self, *, set_flags: dict | None = None, env_names: list[str] | None = None,
-              to_overrides: tuple = (), add: tuple = ()) -> str:
+              to_overrides: tuple = (), add: tuple = (), drop: tuple = ()) -> str:
         """This submit's command line, changed: ``set_flags`` replaces (or adds)
         ``--flag value``, ``env_names`` replaces every ``--env`` value, ``to_overrides``
-        moves those words after ``--``, ``add`` appends flags. Built from ``argv``
+        moves those words after ``--``, ``add`` appends flags, ``drop`` removes flags (with
+        their values). Built from ``argv``
         (shell-quoted); without it, from the request's main fields."""
         head, tail = self._words()
         set_flags = dict(set_flags or {})
@@ -91,8 +94,9 @@ class SubmitRequest:
             if flag == "--env" and env_names is not None:
                 i += 1 if "=" in word else 2
                 continue
-            if flag in set_flags:
-                out += [flag, set_flags.pop(flag)]
+            if flag in set_flags or flag in drop:
+                if flag in set_flags:
+                    out += [flag, set_flags.pop(flag)]
                 i += 1 if "=" in word else 2
                 continue
             if word not in to_overrides:
@@ -283,7 +287,7 @@ def _refuse_unsafe_credentials(ctx: Context, req: SubmitRequest) -> None:
     known_secrets.refuse_short([*req.env_names, *redact.SECRET_ENV_NAMES], ctx.env)
     names = {"--instance": req.instance, "--network-arch": req.network_arch, "--action": req.action,
              "--image": req.image, "--results-root": req.results_root, "--bucket": req.bucket,
-             "--retry-of": req.retry_of}
+             "--retry-of": req.retry_of, "--resume-from": req.resume_from}
     names.update({f"--inputs {i}": item for i, item in enumerate(req.inputs, 1)})
     known_secrets.refuse_in_identifiers(names, ctx.env)
 
@@ -380,24 +384,32 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     _refuse_interpolated_secrets(spec_data, req.overrides, ctx.env)
     if req.retry_of:
         ctx.records.load(req.retry_of)   # BAD_JOB_ID / UNKNOWN_JOB: a retry names a job we know
+    resumed = resume.plan(ctx, req)   # --resume-from: RESUME_NOT_POSSIBLE before anything is recorded
+    if resumed:
+        resume.refuse_conflicts(spec_data, req.overrides, req.resume_from)
     secret_values = credentials.collect(ctx.env, req.env_names)
     routing = routing_mod.route(req, ctx.env)
     stage = Staging.plan(ctx, req)
     placeholder = f"{req.network_arch}-{req.action}-dryrun"
     mounts = stage.mounts(placeholder) if stage else _input_mounts(req.inputs)
+    named = [] if req.no_spec_check else spec_paths.named(spec_data, req.overrides, mounts, req.network_arch, req.action)   # SPEC_INPUT_UNKNOWN
     warnings = list(routing.warnings) + _credential_warnings(ctx, routing, stage) + arch_warnings + [
         f"--env {name} reaches the container: `docker inspect` on the instance shows it while the container "
         "exists (until teardown.py)" for name in req.env_names if name in known_secrets.BUNDLE_CREDENTIALS]
 
-    run = _run_spec(req, resolved["image"], placeholder, routing, mounts, env_file=None)
-    script = _script(run, spec_text, _inputs_check(mounts) if not stage else "")  # checks shm size, overrides...
+    run = _run_spec(req, resolved["image"], placeholder, routing, mounts, env_file=None, resumed=resumed)
+    extra = _extra_checks(resumed, placeholder, None, None, named, mounts, staging.carrier_image(ctx.env)
+                          if resumed and resumed.source == "s3" else "")
+    script = _script(run, spec_text, "\n".join(filter(None, [_inputs_check(mounts) if not stage else "", extra])))
     refuse_secrets(script, "submit command", ctx.env)
     if req.dry_run:
         if stage:
             stage.prepare(upload=False)
             job_file = "~/.tao-cred-<job_id>"
             carrier_file = job_file if stage.tier == "C" else job_file + "-s3"
-            script = _script(run, spec_text, stage.checks(placeholder, resolved["image"], job_file, carrier_file))
+            script = _script(run, spec_text, "\n".join(filter(None, [
+                stage.checks(placeholder, resolved["image"], job_file, carrier_file),
+                _extra_checks(resumed, placeholder, job_file, carrier_file, named, mounts, stage.carrier_image)])))
         return {"ok": True, "dry_run": True, "job_id": None, "instance": req.instance, "state": None,
                 "backend_ref": None, "image": resolved["image"], "results_dir": routing.results_dir(placeholder),
                 "plan": [{"step": "open_record", "what": "scripts/tao_job_record.py open (mints the job id)"},
@@ -407,7 +419,8 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                          {"step": "launch", "command": f"brev exec {req.instance} <script>", "script": script,
                           "lines": remote.readable_lines(script)},
                          {"step": "mark_running", "backend_ref": f"{req.instance}/<job_id>"}],
-                "storage_tier": req.storage_tier, **(stage.answer() if stage else {}), "warnings": warnings}, 0
+                "storage_tier": req.storage_tier, **(stage.answer() if stage else {}),
+                **({"resume_from": resumed.to_json()} if resumed else {}), "warnings": warnings}, 0
 
     if stage:
         stage.warm()
@@ -420,7 +433,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         record = ctx.records.open(image=resolved["image"], network_arch=req.network_arch, action=req.action,
                                   storage_tier=req.storage_tier, results_dir=None,
                                   results_root=routing.record_root, upload_excludes=req.upload_excludes,
-                                  retry_of=req.retry_of)
+                                  retry_of=req.retry_of or req.resume_from)
         job_id = record["id"]
         note_job(job_id, interrupted_fix=interrupted_fix(job_id))
         note_state("PENDING")
@@ -429,13 +442,16 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                         results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
                                  "destination": routing.destination(job_id)},
                         inputs=stage.answer()["inputs"] if stage else [],
-                        launch={"state": "launching", "pid": os.getpid(), "started_at": now_iso()})
+                        launch={"state": "launching", "pid": os.getpid(), "started_at": now_iso()},
+                        **({"submit_argv": resume.resubmit_words(req.argv)} if req.argv is not None else {}),
+                        **({"resume_from": resumed.to_json()} if resumed else {}))
     cost.note_submit(ctx, job_id, req.price_per_hour)
     answer = {"job_id": job_id, "instance": req.instance, "backend_ref": None, "image": resolved["image"],
               "results_dir": record["results_dir"], "storage_tier": req.storage_tier,
               **(stage.answer() if stage else {}),
               "results": {"kind": routing.kind, "destination": routing.destination(job_id),
-                          "instance_dir": routing.instance_dir(job_id)}, "warnings": warnings}
+                          "instance_dir": routing.instance_dir(job_id)},
+              **({"resume_from": resumed.to_json()} if resumed else {}), "warnings": warnings}
     say(f"submit: record {job_id} opened (PENDING); launching on {req.instance}")
 
     env_file = carrier_file = None
@@ -446,6 +462,8 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         elif secret_values:
             env_file = credentials.push(ctx.brev, req.instance, job_id,
                                         credentials.env_file_text(secret_values)).path
+        if carrier_file is None:   # tier A resuming from S3: the carrier needs its own credential file
+            carrier_file = resume.push_carrier(ctx, resumed, req.instance, job_id)
     except TaoBrevError as exc:   # nothing was launched: the record is closed, the answer names it
         _mark_never_launched(ctx, job_id, f"credential copy failed: {exc.message}")
         raise TaoBrevError(exc.code, f"submit of {job_id}: copying the credentials to {req.instance} failed, "
@@ -455,8 +473,10 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     except KeyboardInterrupt:
         raise _interrupted(answer) from None
     mounts = stage.mounts(job_id) if stage else mounts
-    run = _run_spec(req, resolved["image"], job_id, routing, mounts, env_file)
+    run = _run_spec(req, resolved["image"], job_id, routing, mounts, env_file, resumed=resumed)
     checks = stage.checks(job_id, resolved["image"], env_file, carrier_file) if stage else _inputs_check(mounts)
+    checks = "\n".join(filter(None, [checks, _extra_checks(resumed, job_id, env_file, carrier_file, named, mounts,
+                                                           staging.carrier_image(ctx.env))]))
     try:
         result = ctx.brev.exec(req.instance, _script(run, spec_text, checks),
                                timeout=STAGE_TIMEOUT_S if stage else None)
@@ -482,6 +502,10 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                          "container already existed; adopted", source="agent", backend_ref=backend_ref)
         ctx.sidecars.update(job_id, launch={"state": "launched", "finished_at": now_iso(),
                                             "container_id": container_id})
+        if resumed and resume.parse_marker(out):   # the instance chose the checkpoint: record it
+            answer["resume_from"] = {**resumed.to_json(), "checkpoint": resume.parse_marker(out)}
+            answer["resume_from"]["container_path"] = f"{resume.CONTAINER_DIR}/{answer['resume_from']['checkpoint']['path']}"
+            ctx.sidecars.update(job_id, resume_from=answer["resume_from"])
         return {"ok": True, **answer, "state": "RUNNING", "backend_ref": backend_ref,
                 "container_id": container_id, "adopted": adopted}, 0
 
@@ -502,6 +526,10 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         code, why, fix = _gpus_busy(req, job_id, out)
     elif result.exit_code == remote.WRITE_FAILED_EXIT and ("TAO_WRITE_FAILED" in out or "TAO_SPEC_UNVERIFIED" in out):
         code, why, fix = _spec_failed(req, job_id, out, result.stderr, docker_code)
+    elif result.exit_code == resume.RESUME_FAILED_EXIT and resume.MISSING in out:
+        code, why, fix = _resume_failed(req, out)
+    elif result.exit_code == spec_paths.MISSING_EXIT and spec_paths.MARKER in out:
+        code, why, fix = "SPEC_PATH_MISSING", spec_paths.describe(named, out), spec_paths.fix(req)
     elif result.exit_code == 5 and "TAO_INPUT_MISSING" in out:
         code, why = "INPUT_NOT_FOUND", "input path missing on the instance: " + out.split("TAO_INPUT_MISSING", 1)[1].strip()
     elif result.exit_code == staging.STAGE_FAILED_EXIT and "TAO_STAGE_FAILED" in out:
@@ -564,11 +592,28 @@ def _mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None =
                                         **({"code": code} if code else {})})
 
 
-def _run_spec(req: SubmitRequest, image: str, job_id: str, routing, mounts, env_file) -> RunSpec:
+def _run_spec(req: SubmitRequest, image: str, job_id: str, routing, mounts, env_file, resumed=None) -> RunSpec:
     return RunSpec(job_id=job_id, image=image, network_arch=req.network_arch, action=req.action,
                    results_dir=routing.instance_dir(job_id), gpus=req.gpus, shm_size=req.shm_size,
-                   env_file=env_file, mounts=tuple(mounts), overrides=tuple(req.overrides),
-                   share_gpus=req.share_gpus)
+                   env_file=env_file, mounts=tuple(mounts) + ((resumed.mount(job_id),) if resumed else ()),
+                   overrides=tuple(req.overrides), share_gpus=req.share_gpus,
+                   shell_args=(resumed.override(),) if resumed else ())
+
+
+def _extra_checks(resumed, job_id: str, env_file, carrier_file, named, mounts, carrier_image: str) -> str:
+    """The launch script's lines after the inputs are in place: the resume checkpoint
+    (``tao_brev.resume``), then every path the spec names under an input mount (``spec_paths``)."""
+    return "\n".join(filter(None, [resume.checks(resumed, job_id, carrier_image, (env_file, carrier_file),
+                                                  carrier_file),
+                                    spec_paths.check_lines(named, spec_paths.host_paths(mounts))]))
+
+
+def _resume_failed(req: SubmitRequest, out: str) -> tuple[str, str, str]:
+    """RESUME_CHECKPOINT_MISSING: the instance found no usable checkpoint of --resume-from's job."""
+    detail = out.split(resume.MISSING, 1)[1].strip().splitlines()[0] if resume.MISSING in out else ""
+    why = (f"no usable checkpoint of {req.resume_from} on {req.instance} ({detail}): nothing was launched")
+    return "RESUME_CHECKPOINT_MISSING", why, (f"Train from the start instead: {req.rerun(drop=('--resume-from',))}; "
+                                              f"or look at its results: {nextstep.command('poll_status.py', req.resume_from)}")
 
 
 def _script(run: RunSpec, spec_text: str, checks: str) -> str:
