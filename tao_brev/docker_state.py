@@ -42,16 +42,19 @@ from . import lazy_re
 
 STATES = ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
 
-INFRA_ADVICE = "retriable: resubmit with --retry-of, preferably on another instance"
+# The resume command of an advice: the poll answer replaces it with the job's exact submit command
+# (tao_brev.resume.fill: the job's own flags, then --resume-from for a train job, --retry-of otherwise).
+RESUME = "submit.py ... --resume-from JOB_ID (continues from its last checkpoint)"
+INFRA_ADVICE = f"retriable: resubmit, preferably on another instance: {RESUME}"
 PROGRAM_ADVICE = "fix the spec/data/code before resubmitting"
 GPU_RESET_ADVICE = ("the GPU needs a reset: stop and start the instance (brev stop INSTANCE, then brev start "
-                    "INSTANCE) or use another instance, then resubmit with --retry-of; reinstalling the NVIDIA "
+                    f"INSTANCE) or use another instance, then resubmit: {RESUME}; reinstalling the NVIDIA "
                     "Container Toolkit does not help")
 DISK_ADVICE = ("free disk space on the instance (brev exec INSTANCE \"df -h ~ /var/lib/docker\"; remove old "
-               "results, docker image prune) or use a larger disk, then resubmit with --retry-of")
+               f"results, docker image prune) or use a larger disk, then resubmit: {RESUME}")
 LOGS_ADVICE = "read the last log lines: poll_status.py JOB_ID --logs 200"
 KILL_ADVICE = ("if nobody killed it (docker kill / docker stop / teardown), it was most likely the host's OOM "
-               "killer: check `dmesg | grep -i oom` on the instance, then resubmit with --retry-of with a smaller "
+               f"killer: check `dmesg | grep -i oom` on the instance, then resubmit: {RESUME}, with a smaller "
                "batch size or num_workers, or on an instance with more RAM")
 
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
@@ -138,7 +141,7 @@ STATE_ROWS: tuple[StateRow, ...] = (
              KILL_ADVICE, {"Status": "exited", "ExitCode": 137, "OOMKilled": False}, hint=True),
     StateRow("exited", "ExitCode 143, OOMKilled false", lambda f: _code(f) == 143, "ERROR", None,
              "stopped by SIGTERM (exit 143): docker stop, a shutdown or a cancel from outside; not a program error",
-             "if nobody stopped it, check the instance's uptime (a reboot); resubmit with --retry-of",
+             f"if nobody stopped it, check the instance's uptime (a reboot); resubmit: {RESUME}",
              {"Status": "exited", "ExitCode": 143}, hint=True),
     StateRow("exited", "ExitCode 126 or 127", lambda f: _code(f) in (126, 127), "ERROR", "ERR_PROGRAM",
              "the container's command is missing or not executable (exit 126/127)",
@@ -154,7 +157,7 @@ STATE_ROWS: tuple[StateRow, ...] = (
     StateRow("dead", "any (docker could not remove it)", _ANY, "UNKNOWN", "ERR_INFRA",
              "docker marked the container dead (its removal failed); it will never run again",
              "teardown.py JOB_ID removes it (docker rm -f); if that fails too, stop and start the instance "
-             "(the storage driver holds it); resubmit with --retry-of",
+             f"(the storage driver holds it); resubmit: {RESUME}",
              {"Status": "dead", "ExitCode": 137, "Dead": True}, hint=True),
     StateRow("*", "a status docker does not document", _ANY, "UNKNOWN", None, "", "",
              {"Status": "frozen"}),
@@ -209,7 +212,7 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
        "use an instance whose NVIDIA driver supports the image's CUDA version"),
     _p("ERR_INFRA", r"No CUDA GPUs are available|CUDA-capable device\(s\) is/are busy or unavailable",
        "no usable GPU in the container", "RuntimeError: No CUDA GPUs are available",
-       "check the instance's GPUs with preflight.py, then resubmit with --retry-of"),
+       f"check the instance's GPUs with preflight.py, then resubmit: {RESUME}"),
     _p("ERR_INFRA", r"NCCL (WARN|error).*(transport|socket|timeout|unhandled system error)",
        "NCCL transport fault", "NCCL WARN NET/Socket : socket timeout, unhandled system error"),
     # A full disk: the OS says ENOSPC, but PyTorch's checkpoint writer (caffe2
@@ -374,7 +377,7 @@ def after_instance_start(observed: JobState, instance: str) -> JobState:
         message=(f"{note}. The stop killed the job's container (exit code {observed.exit_code}); its work "
                  "since the last checkpoint is lost, files on the instance disk survive"),
         hint={"err_class": "ERR_INFRA", "reason": "instance stopped while the job ran",
-              "advice": f"resubmit with --retry-of (checkpoints under the results dir survive); if nothing else "
+              "advice": f"resubmit: {RESUME} (checkpoints on the instance disk survive a stop); if nothing else "
                         f"needs {instance}, stop it again (brev stop {instance}) or delete it with teardown.py",
               "evidence": [f"ExitCode={observed.exit_code}", f"OOMKilled={str(observed.oom_killed).lower()}",
                            f"brev: instance {instance} is starting"]})

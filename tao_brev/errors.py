@@ -190,10 +190,13 @@ CODES: dict[str, Code] = {
                                "Run poll_status.py JOB_ID again in a minute: it adopts the container or closes the "
                                "launch. Do not resubmit yet."),
     "INSTANCE_LOST": Code(1, "The job's instance was deleted or stopped while the job ran.",
-                          "Results not yet uploaded are lost (deleted) or frozen (stopped); resubmit with --retry-of."),
+                          "Results not yet uploaded are lost (deleted) or frozen (stopped); continue a train job from its last "
+                          "checkpoint: submit.py ... --resume-from JOB_ID (its results on the same instance, or "
+                          "verified in S3); --retry-of JOB_ID only links a fresh start."),
     "CONTAINER_GONE": Code(1, "The job's container no longer exists on the instance (removed outside this tool; "
                               "docker answered: no such container).",
-                           "Its state cannot be read any more; close it with teardown.py JOB_ID, resubmit with --retry-of."),
+                           "Its state cannot be read any more; close it with teardown.py JOB_ID, then continue a train job from "
+                           "its last checkpoint: submit.py ... --resume-from JOB_ID (--retry-of only links a fresh start)."),
     "INSTANCE_DELETE_REFUSED": Code(1, "The instance was not deleted: a job on it is still live or has results "
                                        "not verified in S3.",
                                     "Wait for the jobs / verify the results (poll_status.py JOB_ID --wait --teardown --timeout S), "

@@ -41,8 +41,8 @@ METRICS_MAX_EPOCHS = 200
 STALL_ADVICE = ("the container runs but writes nothing: usually a hung data loader (raise --shm-size or lower "
                 "num_workers), an NCCL collective waiting for a peer (NCCL timeout; resubmit with "
                 "NCCL_DEBUG=INFO), or I/O stalled on a full or slow disk. Look at poll_status.py {job} --logs 50; "
-                "then teardown.py {job} stops the billing, and submit.py ... --retry-of {job} starts again from "
-                "the last checkpoint. If epochs are legitimately this slow, poll_status.py {job} --stall-after "
+                "then teardown.py {job} stops the billing, and submit.py ... --resume-from JOB_ID continues from "
+                "its last checkpoint. If epochs are legitimately this slow, poll_status.py {job} --stall-after "
                 "with more seconds.")
 
 _LOWER_IS_BETTER = lazy_re.compile(r"loss|err|mse|mae|rmse|wer|cer|perplexity|distance|fpr|fnr|miss", re.I)

@@ -354,18 +354,32 @@ def fill(text: Optional[str], record: dict, sidecar: dict) -> Optional[str]:
     if exact is None:
         flag = "--resume-from" if record.get("action") == "train" else "--retry-of"
         exact = f"submit.py (the same flags as {record['id']}'s submit) {flag} {record['id']}"
-    elif record.get("action") != "train":
-        text = text.replace(" (continues from its last checkpoint)", "")
+    if record.get("action") != "train":   # nothing to resume: the same job again, linked
+        text = text.replace(" (continues from its last checkpoint)", "").replace(
+            " continues from its last checkpoint", " starts it again")
     return text.replace(RESUME_WORDS, exact).replace("JOB_ID", record["id"])
 
 
+def fill_job(ctx, job_id: str, out: dict) -> dict:
+    """:func:`fill_answer` for ``job_id`` (its record and sidecar read here); ``out`` as it was when
+    they cannot be read (the answer says why elsewhere)."""
+    try:
+        record, sidecar = ctx.records.load(job_id), ctx.sidecars.load(job_id)
+    except TaoBrevError:
+        return out
+    return fill_answer(out, record, sidecar)
+
+
 def fill_answer(out: dict, record: dict, sidecar: dict) -> dict:
-    """Every resume advice of a poll answer (``hint.advice``, ``stall.advice``, the error's fix)
-    with the exact command."""
-    for key in ("hint", "stall", "error"):
+    """Every resume advice of a poll answer (``hint.advice``, ``stall.advice``, the error's fix,
+    ``observed.hint.advice``) with the exact command; the parts changed are copies."""
+    for key in ("hint", "stall", "error", "observed"):
         part = out.get(key)
-        if isinstance(part, dict):
-            for field in ("advice", "fix"):
-                if isinstance(part.get(field), str):
-                    part[field] = fill(part[field], record, sidecar)
+        if not isinstance(part, dict):
+            continue
+        if key == "observed" and isinstance(part.get("hint"), dict):
+            part = out[key] = {**part, "hint": fill_answer({"hint": part["hint"]}, record, sidecar)["hint"]}
+        for field in ("advice", "fix"):
+            if isinstance(part.get(field), str) and RESUME_WORDS in part[field]:
+                part = out[key] = {**part, field: fill(part[field], record, sidecar)}
     return out

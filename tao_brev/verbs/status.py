@@ -28,7 +28,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .. import cost, logcap, redact, remote
+from .. import cost, docker_state, logcap, redact, remote, resume
 from .. import progress as progress_mod
 from ..cli import Context, note_job, note_state, say
 from ..docker_state import JobState, after_instance_start, docker_error_code, from_inspect
@@ -193,7 +193,7 @@ def _instance_lost(ctx: Context, instance: str, exc: TransportError) -> JobState
                                    "instance files survive a stop, not a delete", gone="instance",
                         hint=_lost_hint(f"instance {instance} is {status}", f"brev ls: {instance} {status}",
                                         f"poll again once {instance} is RUNNING (a stop killed the container; "
-                                        "checkpoints on its disk survive), or resubmit with --retry-of"))
+                                        f"checkpoints on its disk survive), or resubmit: {docker_state.RESUME}"))
     raise exc
 
 
@@ -201,7 +201,8 @@ def _deleted(instance: str, evidence: str) -> JobState:
     return JobState("UNKNOWN", f"instance {instance} no longer exists (deleted): the container and any "
                                "results not uploaded are lost", gone="instance",
                     hint=_lost_hint(f"instance {instance} deleted", evidence,
-                                    "resubmit with --retry-of on a live instance; close this record with "
+                                    f"resubmit on a live instance: {docker_state.RESUME}, when its results "
+                                    "reached S3 (else --retry-of JOB_ID starts again); close this record with "
                                     "teardown.py JOB_ID"))
 
 
@@ -270,7 +271,7 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
 
         out["cost"] = cost.facts(ctx, job_id, owned=not deleted_at and owns(ctx, instance),
                                  price_per_hour=price_per_hour, lookup=False)   # polls add no brev call
-    return out
+    return resume.fill_answer(out, record, ctx.sidecars.load(job_id))   # advice: the exact resume command
 
 
 def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: dict,
@@ -376,24 +377,29 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
             code = "JOB_FAILED" if state == "ERROR" else "JOB_CANCELED"
             err = TaoBrevError(code, f"job {job_id} ended {state}: {out.get('message', '')}",
                                failed_fix(job_id, out) if state == "ERROR" else None)
-            return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
+            return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err)}, 1
         if state == "UNKNOWN":
             lost = (out.get("observed") or {}).get("gone") == "instance"   # a fact, never the message's words
             err = TaoBrevError("INSTANCE_LOST" if lost else "CONTAINER_GONE",
                                f"job {job_id} is UNKNOWN: {out.get('message', '')}")
-            return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
+            return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err)}, 1
         if out.get("stalled"):
             stall = out["stall"]
             err = TaoBrevError("JOB_STALLED", f"job {job_id} is RUNNING but wrote nothing for {stall['idle_s']} s "
                                               f"(threshold {stall['threshold_s']} s, {stall['threshold_source']})")
-            return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
+            return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err)}, 1
         if timeout is not None and ctx.clock() - started + interval > timeout:
             last = f" (last error: {out['error']['code']})" if out.get("error") else ""
             err = TaoBrevError("WAIT_TIMEOUT", f"job {job_id} still {state} after {ctx.clock() - started:.0f} s{last}")
-            return {"ok": False, **out, "polls": polls, "error": err.to_json()}, 1
+            return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err)}, 1
         say(f"poll {job_id}: {state} ({out.get('message', '')}){progress_note(out.get('progress'))}; "
             f"next poll in {interval:.0f} s")
         ctx.sleep(interval)
+
+
+def _with_resume(ctx: Context, job_id: str, err: TaoBrevError) -> dict:
+    """The error as JSON, its fix naming the exact resume command (``resume.fill``)."""
+    return resume.fill_job(ctx, job_id, {"error": err.to_json()})["error"]
 
 
 def failed_fix(job_id: str, out: dict) -> str:
@@ -401,8 +407,12 @@ def failed_fix(job_id: str, out: dict) -> str:
     answer carries it); only an answer without logs sends the reader to read them."""
     read = ("the log tail is in this answer (logs)" if out.get("logs")
             else f"read the log tail: poll_status.py {job_id} --logs 200")
+    if (out.get("hint") or {}).get("err_class") == "ERR_INFRA":   # not the program's fault: continue it
+        return (f"Act on hint.advice (the cause, from docker's record and the logs; {read}), then resubmit: "
+                f"{docker_state.RESUME}.")
     return (f"Act on hint.advice (the cause, from docker's record and the logs; {read}; classes: "
-            f"references/failure-classes.md), then submit again with --retry-of {job_id}.")
+            f"references/failure-classes.md), then submit again with --retry-of {job_id} (a link: it starts "
+            f"from scratch; after a fix that keeps the model, {docker_state.RESUME}).")
 
 
 def check_watch(metrics: int | None, stall_after: float | None) -> None:
@@ -481,10 +491,10 @@ def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[di
                 watched = watch_fields(ctx, record, observed,
                                        Probe(now=now, files=probe.files if probe else [], status_only=True),
                                        terminal=terminal)
-                out.append({"job_id": record["id"], "instance": instance, "ok": True,
-                            "state": terminal or observed.state,
-                            "message": observed.message, **({"hint": observed.hint} if observed.hint else {}),
-                            **watched, **({"results": results} if results else {})})
+                out.append(resume.fill_answer({
+                    "job_id": record["id"], "instance": instance, "ok": True, "state": terminal or observed.state,
+                    "message": observed.message, **({"hint": observed.hint} if observed.hint else {}),
+                    **watched, **({"results": results} if results else {})}, record, ctx.sidecars.load(record["id"])))
             except TaoBrevError as exc:
                 out.append({"job_id": record["id"], "instance": instance, "ok": False, "error": exc.to_json()})
         return out

@@ -1,0 +1,308 @@
+"""``submit.py --resume-from JOB_ID`` (tao_brev.resume): a new train job continues from an
+ended job's last checkpoint, as real TAO resumes (tao-pytorch core/initialize_experiments.py:66:
+``train.resume_training_checkpoint_path`` or a ``*_latest.pth`` of the job's own results dir).
+
+End to end on the brev/docker simulator: tier A on the same instance (the old results dir
+mounted at /resume), tier B from the old job's verified S3 results on another instance
+(the checkpoint copied and sha256-checked), the refusals before anything is recorded, and
+the advice of stalled and infrastructure-failed jobs, whose command is run as given.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from conftest import validate
+from test_robustness import records, sidecars
+from test_staging import CARRIER, S3World, s3world  # noqa: F401  (fixture)
+
+from tao_brev import docker_state, resume
+
+WAIT = ("--wait", "--interval", "0.2", "--timeout", "60")
+KEY = "train.resume_training_checkpoint_path"
+
+
+def _ids(world) -> set:
+    return set(p.stem for p in (records(world).jobs_dir).glob("*.json"))
+
+
+def _docker_runs(sim, job_id: str) -> list[list[str]]:
+    return [r["argv"] for r in sim.audit() if r["tool"] == "docker" and r["argv"][:1] == ["run"]
+            and job_id in r["argv"]]
+
+
+def _checkpoints(sim, job_id: str, instance: str = "box") -> list[str]:
+    out = sim.instance_home(instance) / "tao-results" / job_id / "train"
+    return sorted(p.name for p in out.glob("model_epoch_*.pth")) if out.is_dir() else []
+
+
+def _status_lines(sim, job_id: str, instance: str = "box") -> list[dict]:
+    path = sim.instance_home(instance) / "tao-results" / job_id / "train" / "status.json"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _cut_short(world, epochs: int = 3, after: int = 2, **extra) -> str:
+    """A train job of ``epochs`` epochs that hangs after epoch ``after`` and is torn down (CANCELED)."""
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "hang_after_epoch": after}, num_epochs=epochs),
+                       **extra)
+    assert sub.code == 0, sub
+    job = sub.json["job_id"]
+    from conftest import wait_until
+    wait_until(lambda: len(_checkpoints(world.sim, job)) >= after, "the first epochs' checkpoints")
+    down = world.run("teardown.py", job)
+    assert down.code == 0, down
+    return job
+
+
+# ---------------------------------------------------------------- tier A, same instance
+def test_tier_a_resume_on_the_same_instance_runs_only_the_epochs_after_the_checkpoint(world):
+    old = _cut_short(world)
+    before = _checkpoints(world.sim, old)
+    assert before == ["model_epoch_000_step_00025.pth", "model_epoch_001_step_00050.pth"], before
+
+    sub = world.submit("--resume-from", old, spec=world.spec({"epoch_seconds": 0.02}, num_epochs=3))
+    assert sub.code == 0, sub
+    validate("submit", sub.json)
+    new = sub.json["job_id"]
+    assert sub.json["resume_from"]["job_id"] == old and sub.json["resume_from"]["source"] == "instance"
+    chosen = sub.json["resume_from"]["checkpoint"]
+    assert chosen["path"] == "train/model_epoch_001_step_00050.pth"          # the _latest link's target
+    assert chosen["link"] == "train/changenet_model_classify_latest.pth"
+    run = _docker_runs(world.sim, new)[0]
+    home = str(world.sim.instance_home("box"))
+    assert f"{home}/tao-results/{old}:/resume:ro" in run
+    assert f"{KEY}=/resume/train/model_epoch_001_step_00050.pth" in run
+    record = records(world).load(new)
+    assert record["retry_of"] == old                                        # the record's link (bank schema)
+    assert sidecars(world).load(new)["resume_from"]["checkpoint"]["path"] == chosen["path"]
+
+    done = world.run("poll_status.py", new, *WAIT)
+    assert done.code == 0 and done.json["state"] == "COMPLETE", done
+    assert _checkpoints(world.sim, new) == ["model_epoch_002_step_00075.pth"]   # only the epoch after it
+    assert _checkpoints(world.sim, old) == before                              # the old results untouched
+    assert any("Resuming training from checkpoint: /resume/train/model_epoch_001_step_00050.pth"
+               in (line.get("message") or "") for line in _status_lines(world.sim, new))
+
+
+def test_without_a_valid_link_the_highest_epoch_and_step_is_taken(world):
+    old = _cut_short(world)
+    link = world.sim.instance_home("box") / "tao-results" / old / "train" / "changenet_model_classify_latest.pth"
+    link.unlink()
+    link.symlink_to("model_epoch_999_step_99999.pth")   # dangling (old checkpoints cleaned up)
+    sub = world.submit("--resume-from", old, spec=world.spec({"epoch_seconds": 0.02}, num_epochs=3))
+    assert sub.code == 0, sub
+    assert sub.json["resume_from"]["checkpoint"] == {"path": "train/model_epoch_001_step_00050.pth",
+                                                     "size": sub.json["resume_from"]["checkpoint"]["size"],
+                                                     "link": None}
+
+
+def test_no_checkpoint_on_the_instance_refuses_the_launch(world):
+    old = _cut_short(world)
+    for path in (world.sim.instance_home("box") / "tao-results" / old / "train").glob("*.pth"):
+        path.unlink()
+    sub = world.submit("--resume-from", old, spec=world.spec({"epoch_seconds": 0.02}))
+    assert sub.code == 1 and sub.json["error"]["code"] == "RESUME_CHECKPOINT_MISSING", sub
+    assert sub.json["state"] == "ERROR" and not _docker_runs(world.sim, sub.json["job_id"])
+    assert "--resume-from" not in sub.json["error"]["fix"].split("Train from the start instead: ")[1].split(";")[0]
+
+
+# ---------------------------------------------------------------- refusals, before anything is recorded
+def test_refusals_name_the_reason_and_record_nothing(world):
+    live = world.submit(spec=world.spec({"epoch_seconds": 0.02, "hang": True}))
+    assert live.code == 0, live
+    job = live.json["job_id"]
+    known = _ids(world)
+
+    def refused(*extra, spec=None):
+        res = world.submit("--resume-from", job, *extra, spec=spec or world.spec({"epoch_seconds": 0.02}))
+        assert res.code == 2 and res.json["error"]["code"] == "RESUME_NOT_POSSIBLE", res
+        validate("submit", res.json)
+        return res.json["error"]
+
+    assert "has not ended" in refused()["message"]
+    assert "teardown.py" in refused()["fix"]
+    assert "only a train job" in refused("--action", "evaluate")["message"]
+    assert world.run("teardown.py", job).code == 0
+    spec = world.spec({"epoch_seconds": 0.02}, resume_training_checkpoint_path="/data/levir_cd_tiny/x.pth")
+    assert f"the spec sets {KEY}" in refused(spec=spec)["message"]
+    assert f"an override sets {KEY}" in refused("--", f"{KEY}=/data/levir_cd_tiny/x.pth")["message"]
+    assert _ids(world) == known                                     # nothing recorded
+
+
+def test_another_instance_without_s3_results_names_the_instance_that_holds_them(world):
+    old = _cut_short(world)
+    world.sim.add_instance("box-b")
+    world.sim.preload_image("box-b", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
+    res = world.submit("--resume-from", old, spec=world.spec({"epoch_seconds": 0.02}), instance="box-b")
+    assert res.code == 2 and res.json["error"]["code"] == "RESUME_NOT_POSSIBLE", res
+    assert "box only" in res.json["error"]["message"] and "--instance box " in res.json["error"]["fix"] + " "
+
+
+# ---------------------------------------------------------------- tier B, from S3, another instance
+def test_tier_b_resume_from_s3_results_on_another_instance(s3world):
+    import shutil
+
+    from conftest import EXAMPLE_DATA, wait_until
+    world = s3world.world
+    data = world.tmp_path / "levir"
+    shutil.copytree(EXAMPLE_DATA, data)
+    spec = world.spec({"epoch_seconds": 0.02, "hang_after_epoch": 2}, num_epochs=3)
+    first = s3world.run("submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt",
+                        "--network-arch", "visual_changenet", "--action", "train", "--spec", str(spec),
+                        "--storage-tier", "B", "--inputs", f"{data}=levir_cd_tiny", schema="submit")
+    assert first.code == 0, first
+    old = first.json["job_id"]
+    wait_until(lambda: len(_checkpoints(world.sim, old)) >= 2, "two checkpoints")
+    down = s3world.run("teardown.py", old, "--delete-instance", schema="teardown")
+    assert down.code == 0, down
+    side = sidecars(world).load(old)["results"]
+    assert side["verified"] and side["latest_checkpoint"]["path"] == "train/model_epoch_001_step_00050.pth"
+    assert side["latest_checkpoint"]["link"] == "train/changenet_model_classify_latest.pth"
+
+    world.sim.add_instance("box-b")
+    world.sim.preload_image("box-b", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
+    again = s3world.run("submit.py", "--instance", "box-b", "--image", "images.tao_toolkit.pyt",
+                        "--network-arch", "visual_changenet", "--action", "train",
+                        "--spec", str(world.spec({"epoch_seconds": 0.02}, num_epochs=3)),
+                        "--storage-tier", "B", "--inputs", f"{data}=levir_cd_tiny", "--resume-from", old,
+                        schema="submit")
+    assert again.code == 0, again
+    new = again.json["job_id"]
+    assert again.json["resume_from"]["source"] == "s3"
+    staged = world.sim.instance_home("box-b") / "tao-jobs" / new / "resume" / "train" / "model_epoch_001_step_00050.pth"
+    assert staged.is_file()
+    run = _docker_runs(world.sim, new)[0]
+    assert f"{KEY}=/resume/train/model_epoch_001_step_00050.pth" in run
+    done = s3world.run("poll_status.py", new, *WAIT, schema="poll_status")
+    assert done.code == 0 and done.json["state"] == "COMPLETE", done
+    assert _checkpoints(world.sim, new, "box-b") == ["model_epoch_002_step_00075.pth"]
+    s3world.assert_no_secret_anywhere()
+
+
+def test_a_damaged_s3_checkpoint_refuses_the_launch(s3world):
+    world = s3world.world
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.01}, num_epochs=2))   # tier A, results to S3
+    old = sub.json["job_id"]
+    assert s3world.run("poll_status.py", old, *WAIT).code == 0
+    assert s3world.run("teardown.py", old, "--delete-instance").code == 0
+    key = f"results/{old}/train/model_epoch_001_step_00050.pth"
+    s3world.s3.put_object(Bucket=s3world.bucket, Key=key, Body=b"not the verified bytes!")
+    world.sim.add_instance("box-b")
+    world.sim.preload_image("box-b", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
+    res = world.submit("--resume-from", old, spec=world.spec({"epoch_seconds": 0.01}), instance="box-b")
+    assert res.code == 1 and res.json["error"]["code"] == "RESUME_CHECKPOINT_MISSING", res
+    assert not _docker_runs(world.sim, res.json["job_id"])
+
+
+# ---------------------------------------------------------------- the advice, run as given
+def test_an_infrastructure_failure_advises_the_exact_resume_command_and_it_works(world):
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "xid": True}, num_epochs=3))
+    old = sub.json["job_id"]
+    failed = world.run("poll_status.py", old, *WAIT)
+    assert failed.code == 1 and failed.json["hint"]["err_class"] == "ERR_INFRA", failed
+    advice = failed.json["hint"]["advice"]
+    assert "--retry-of" not in advice and resume.RESUME_WORDS not in advice, advice
+    command = advice.split("resubmit: ", 1)[1].split(" (continues", 1)[0]
+    words = shlex.split(command)
+    assert words[0].endswith("/scripts/submit.py") and words[-2:] == ["--resume-from", old], words
+    assert command in failed.json["error"]["fix"]
+    again = world.run("submit.py", *words[1:])
+    assert again.code == 0 and again.json["resume_from"]["checkpoint"]["path"] == \
+        "train/model_epoch_000_step_00025.pth", again
+
+
+def test_a_stall_advises_the_exact_resume_command(world):
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "hang_after_epoch": 1}))
+    job = sub.json["job_id"]
+    from conftest import wait_until
+    wait_until(lambda: _checkpoints(world.sim, job), "a checkpoint")
+    stalled = world.run("poll_status.py", job, "--stall-after", "1", "--wait", "--interval", "1.2",
+                        "--timeout", "30")
+    assert stalled.json["error"]["code"] == "JOB_STALLED", stalled
+    advice = stalled.json["stall"]["advice"]
+    assert "--retry-of" not in advice and f"--resume-from {job}" in advice and "/scripts/submit.py" in advice
+
+
+# ---------------------------------------------------------------- pure parts
+def test_only_an_ended_train_job_of_the_same_network_and_one_link_are_accepted():
+    from tao_brev.verbs.submit import SubmitRequest
+
+    req = SubmitRequest("box", "img", "visual_changenet", "train", "s.yaml", resume_from="vc-train-1")
+    done = {"id": "vc-train-1", "action": "train", "network_arch": "visual_changenet", "terminal_state": "ERROR"}
+    assert resume._unfit(req, done) is None
+    assert "dino" in resume._unfit(req, {**done, "network_arch": "dino"})
+    assert "only a train job" in resume._unfit(req, {**done, "action": "evaluate"})
+    assert "has not ended" in resume._unfit(req, {**done, "terminal_state": None})
+    req.retry_of = "vc-train-2"
+    assert "names another job" in resume._unfit(req, done)
+    req.retry_of = "vc-train-1"
+    assert resume._unfit(req, done) is None
+
+
+def test_link_targets_resolve_as_the_container_wrote_them():
+    assert resume.link_target("train/m_latest.pth", "model_epoch_001_step_00050.pth") == \
+        "train/model_epoch_001_step_00050.pth"
+    assert resume.link_target("train/m_latest.pth", "/results/train/a.pth") == "train/a.pth"
+    assert resume.link_target("m_latest.pth", "a.pth") == "a.pth"
+    assert resume.link_target("train/m_latest.pth", "/elsewhere/a.pth") is None
+    assert resume.link_target("train/m_latest.pth", "../../a.pth") is None
+    assert resume.link_target("train/m_latest.pth", None) is None
+
+
+def test_latest_checkpoint_prefers_a_verified_link_target_then_the_highest_epoch_and_step():
+    files = [{"path": f"train/model_epoch_{e:03d}_step_{s:05d}.pth", "size": e, "sha256": f"{e:x}" * 64}
+             for e, s in ((0, 25), (1, 50), (10, 275), (2, 75))]
+    link = {"path": "train/x_latest.pth", "target": "model_epoch_001_step_00050.pth", "dangling": False}
+    assert resume.latest_checkpoint(files, [link])["path"] == "train/model_epoch_001_step_00050.pth"
+    assert resume.latest_checkpoint(files, [link])["link"] == "train/x_latest.pth"
+    dangling = {**link, "target": "model_epoch_099_step_99999.pth"}
+    assert resume.latest_checkpoint(files, [dangling]) == {"path": "train/model_epoch_010_step_00275.pth",
+                                                           "size": 10, "sha256": "a" * 64, "link": None}
+    other = {"path": "train/best.pth", "target": "model_epoch_000_step_00025.pth", "dangling": False}
+    assert resume.latest_checkpoint(files, [other])["path"] == "train/model_epoch_010_step_00275.pth"
+    assert resume.latest_checkpoint([{"path": "train/status.json", "size": 1, "sha256": "0" * 64}], []) is None
+    older = [{"path": "model_epoch_003.pth", "size": 1, "sha256": "0" * 64},
+             {"path": "model_epoch_012.pth", "size": 1, "sha256": "0" * 64}]
+    assert resume.latest_checkpoint(older, [])["path"] == "model_epoch_012.pth"
+    top = {"path": "y_latest.pth", "target": "model_epoch_003.pth", "dangling": False}
+    trained = {"path": "train/y_latest.pth", "target": "../model_epoch_012.pth", "dangling": False}
+    assert resume.latest_checkpoint(older, [top, trained])["path"] == "model_epoch_012.pth"   # train/ first
+
+
+def test_the_advice_placeholder_becomes_the_jobs_own_command():
+    record = {"id": "visual_changenet-train-abc123", "action": "train"}
+    sidecar = {"submit_argv": ["--instance", "box", "--spec", "/abs/s.yaml", "--", "train.num_epochs=3"]}
+    text = f"then resubmit: {docker_state.RESUME}; teardown.py JOB_ID"
+    filled = resume.fill(text, record, sidecar)
+    words = shlex.split(filled.split("resubmit: ")[1].split(" (continues")[0])
+    assert words[1:] == ["--instance", "box", "--spec", "/abs/s.yaml", "--resume-from", record["id"], "--",
+                         "train.num_epochs=3"]
+    assert filled.endswith(f"teardown.py {record['id']}")
+    evaluate = resume.fill(text, {**record, "action": "evaluate"}, sidecar)
+    assert "--retry-of visual_changenet-train-abc123" in evaluate and "checkpoint" not in evaluate
+    unknown = resume.fill(text, record, {})
+    assert f"--resume-from {record['id']}" in unknown and "same flags" in unknown
+    assert resume.fill("nothing to fill", record, sidecar) == "nothing to fill"
+    assert resume.fill(None, record, sidecar) is None
+
+
+def test_resubmit_words_drop_the_one_off_flags(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text("a: 1\n")
+    words = resume.resubmit_words(["--instance", "box", "--spec", "s.yaml", "--retry-of", "x-train-1",
+                                   "--resume-from=y", "--dry-run", "--start", "--", "a=1"])
+    assert words == ["--instance", "box", "--spec", str(tmp_path / "s.yaml"), "--", "a=1"]
+
+
+@pytest.mark.parametrize("out, parsed", [
+    ("TAO_RESUME_CHECKPOINT train/a.pth 12 train/x_latest.pth\nabc", {"path": "train/a.pth", "size": 12,
+                                                                     "link": "train/x_latest.pth"}),
+    ("TAO_RESUME_CHECKPOINT train/a.pth 12 \n", {"path": "train/a.pth", "size": 12, "link": None}),
+    ("TAO_RESUME_CHECKPOINT train/a.pth ?\n", None),
+    ("nothing\n", None),
+])
+def test_the_launch_scripts_choice_is_read_back(out, parsed):
+    assert resume.parse_marker(out) == parsed
