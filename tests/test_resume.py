@@ -70,7 +70,7 @@ def test_tier_a_resume_on_the_same_instance_runs_only_the_epochs_after_the_check
     assert sub.json["resume_from"]["job_id"] == old and sub.json["resume_from"]["source"] == "instance"
     chosen = sub.json["resume_from"]["checkpoint"]
     assert chosen["path"] == "train/model_epoch_001_step_00050.pth"          # the _latest link's target
-    assert chosen["link"] == "train/changenet_model_classify_latest.pth"
+    assert chosen["link"] == "train/changenet_model_segment_latest.pth"
     run = _docker_runs(world.sim, new)[0]
     home = str(world.sim.instance_home("box"))
     assert f"{home}/tao-results/{old}:/resume:ro" in run
@@ -89,7 +89,7 @@ def test_tier_a_resume_on_the_same_instance_runs_only_the_epochs_after_the_check
 
 def test_without_a_valid_link_the_highest_epoch_and_step_is_taken(world):
     old = _cut_short(world)
-    link = world.sim.instance_home("box") / "tao-results" / old / "train" / "changenet_model_classify_latest.pth"
+    link = world.sim.instance_home("box") / "tao-results" / old / "train" / "changenet_model_segment_latest.pth"
     link.unlink()
     link.symlink_to("model_epoch_999_step_99999.pth")   # dangling (old checkpoints cleaned up)
     sub = world.submit("--resume-from", old, spec=world.spec({"epoch_seconds": 0.02}, num_epochs=3))
@@ -160,7 +160,7 @@ def test_tier_b_resume_from_s3_results_on_another_instance(s3world):
     assert down.code == 0, down
     side = sidecars(world).load(old)["results"]
     assert side["verified"] and side["latest_checkpoint"]["path"] == "train/model_epoch_001_step_00050.pth"
-    assert side["latest_checkpoint"]["link"] == "train/changenet_model_classify_latest.pth"
+    assert side["latest_checkpoint"]["link"] == "train/changenet_model_segment_latest.pth"
 
     world.sim.add_instance("box-b")
     world.sim.preload_image("box-b", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
