@@ -390,3 +390,20 @@ def test_the_archive_a_teardown_keeps_home_holds_the_latest_link_as_a_link(world
         link = tar.getmember(f"{job}/train/changenet_model_segment_latest.pth")
         assert link.issym() and link.linkname == "model_epoch_001_step_00050.pth"
         assert tar.getmember(f"{job}/train/{link.linkname}").isfile()
+
+
+def test_a_checkpoint_verified_in_s3_is_checked_again_on_the_instance(tmp_path):
+    import hashlib
+    import subprocess
+
+    results = tmp_path / "res"
+    (results / "train").mkdir(parents=True)
+    (results / "train" / "model_epoch_001_step_00050.pth").write_bytes(b"ckpt")
+    verified = {"path": "train/model_epoch_001_step_00050.pth", "size": 4,
+                "sha256": hashlib.sha256(b"ckpt").hexdigest()}
+    for stored, code in ((verified, 0), ({**verified, "sha256": "0" * 64}, resume.RESUME_FAILED_EXIT),
+                         ({**verified, "path": "train/other.pth", "sha256": "0" * 64}, 0)):
+        done = subprocess.run(["sh", "-c", "set -e\n" + resume.instance_lines(str(results), stored)],
+                              capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+        assert done.returncode == code, (stored, done.stdout)
+        assert ("differs from its verified sha256" in done.stdout) == bool(code)
