@@ -29,6 +29,10 @@ def _ids(world) -> set:
     return set(p.stem for p in (records(world).jobs_dir).glob("*.json"))
 
 
+def _brev_copies(sim) -> int:
+    return sum(1 for r in sim.audit() if r["tool"] == "brev" and r["argv"][:1] == ["copy"])
+
+
 def _docker_runs(sim, job_id: str) -> list[list[str]]:
     return [r["argv"] for r in sim.audit() if r["tool"] == "docker" and r["argv"][:1] == ["run"]
             and job_id in r["argv"]]
@@ -184,16 +188,25 @@ def test_tier_b_resume_from_s3_results_on_another_instance(s3world):
     s3world.assert_no_secret_anywhere()
 
 
-def test_a_damaged_s3_checkpoint_refuses_the_launch(s3world):
+def test_tier_a_resumes_from_s3_on_another_instance_and_a_damaged_checkpoint_refuses(s3world):
     world = s3world.world
     sub = world.submit(spec=world.spec({"epoch_seconds": 0.01}, num_epochs=2))   # tier A, results to S3
     old = sub.json["job_id"]
     assert s3world.run("poll_status.py", old, *WAIT).code == 0
     assert s3world.run("teardown.py", old, "--delete-instance").code == 0
-    key = f"results/{old}/train/model_epoch_001_step_00050.pth"
-    s3world.s3.put_object(Bucket=s3world.bucket, Key=key, Body=b"not the verified bytes!")
     world.sim.add_instance("box-b")
     world.sim.preload_image("box-b", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
+    spec = world.spec({"epoch_seconds": 0.01}, num_epochs=3)
+    dry = world.submit("--resume-from", old, "--dry-run", spec=spec, instance="box-b")
+    assert [step["step"] for step in dry.json["plan"]][:2] == ["open_record", "copy_s3_credentials"], dry
+    execs, copies = world.sim.exec_count(), _brev_copies(world.sim)
+    good = world.submit("--resume-from", old, spec=spec, instance="box-b")   # tier A, from S3: the carrier's file
+    assert good.code == 0 and good.json["resume_from"]["source"] == "s3", good
+    assert (world.sim.exec_count() - execs, _brev_copies(world.sim) - copies) == (1, 1)
+    assert s3world.run("poll_status.py", good.json["job_id"], *WAIT).json["state"] == "COMPLETE"
+    assert _checkpoints(world.sim, good.json["job_id"], "box-b") == ["model_epoch_002_step_00075.pth"]
+    key = f"results/{old}/train/model_epoch_001_step_00050.pth"
+    s3world.s3.put_object(Bucket=s3world.bucket, Key=key, Body=b"not the verified bytes!")
     res = world.submit("--resume-from", old, spec=world.spec({"epoch_seconds": 0.01}), instance="box-b")
     assert res.code == 1 and res.json["error"]["code"] == "RESUME_CHECKPOINT_MISSING", res
     assert not _docker_runs(world.sim, res.json["job_id"])
