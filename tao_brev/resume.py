@@ -144,6 +144,10 @@ def plan(ctx, req) -> Optional[ResumePlan]:
     sidecar = ctx.sidecars.load(old_id)
     results = sidecar.get("results") or {}
     why = _unfit(req, record)
+    from .verbs.reconcile import launch_failed   # the verbs import this module
+
+    if why is None and launch_failed(sidecar):
+        why = f"{old_id} never ran (its launch was refused or never happened): it wrote no checkpoint"
     if why:
         raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: {why}", _unfit_fix(req, record))
     same = sidecar.get("instance") == req.instance and not sidecar.get("instance_deleted_at")
@@ -368,6 +372,9 @@ def fill(text: Optional[str], record: dict, sidecar: dict) -> Optional[str]:
     if record.get("action") != "train":   # nothing to resume: the same job again, linked
         text = text.replace(" (continues from its last checkpoint)", "").replace(
             " continues from its last checkpoint", " starts it again")
+    elif sidecar.get("ephemeral") and (sidecar.get("results") or {}).get("kind") != "s3":
+        text += (f" (the job owns its instance and its checkpoints are only there: tear it down with "
+                 f"{nextstep.command('teardown.py', record['id'], '--keep-instance')} to resume on it)")
     return text.replace(RESUME_WORDS, exact).replace("JOB_ID", record["id"])
 
 

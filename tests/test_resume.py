@@ -300,6 +300,10 @@ def test_the_advice_placeholder_becomes_the_jobs_own_command():
     assert "--retry-of visual_changenet-train-abc123" in evaluate and "checkpoint" not in evaluate
     unknown = resume.fill(text, record, {})
     assert f"--resume-from {record['id']}" in unknown and "same flags" in unknown
+    owned = resume.fill(text, record, {**sidecar, "ephemeral": True, "results": {"kind": "ephemeral"}})
+    assert owned.endswith(f"teardown.py {record['id']} --keep-instance to resume on it)")
+    assert "--keep-instance" not in resume.fill(text, record, {**sidecar, "ephemeral": True,
+                                                               "results": {"kind": "s3"}})
     assert resume.fill("nothing to fill", record, sidecar) == "nothing to fill"
     assert resume.fill(None, record, sidecar) is None
 
@@ -420,3 +424,13 @@ def test_a_checkpoint_verified_in_s3_is_checked_again_on_the_instance(tmp_path):
                               capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
         assert done.returncode == code, (stored, done.stdout)
         assert ("differs from its verified sha256" in done.stdout) == bool(code)
+
+
+def test_a_job_that_never_ran_is_no_resume_source(world):
+    world.sim.add_instance("bare")   # the image is not on it: the launch is refused, nothing ran
+    refused = world.submit(spec=world.spec({"epoch_seconds": 0.01}), instance="bare")
+    assert refused.code == 1 and refused.json["error"]["code"] == "IMAGE_NOT_PULLED", refused
+    res = world.submit("--resume-from", refused.json["job_id"], spec=world.spec({"epoch_seconds": 0.01}),
+                       instance="bare")
+    assert res.code == 2 and res.json["error"]["code"] == "RESUME_NOT_POSSIBLE", res
+    assert "never ran" in res.json["error"]["message"]
