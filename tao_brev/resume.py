@@ -154,13 +154,14 @@ def plan(ctx, req) -> Optional[ResumePlan]:
     if same and results.get("instance_dir"):   # a checkpoint verified in S3 meanwhile is checked again there
         return ResumePlan(old_id, "instance", results["instance_dir"], verified=results.get("latest_checkpoint"))
     if results.get("kind") == "s3" and results.get("verified"):
-        from .verbs.results import load_manifest   # the verbs import this module
+        from .verbs.results import load_links, load_manifest   # the verbs import this module
 
         settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(results["destination"])[0])
         if settings.missing():
             raise TaoBrevError("MISSING_CREDENTIAL", f"--resume-from {old_id}: its checkpoint is copied from "
                                f"{results['destination']}; not set: {', '.join(settings.missing())}")
-        chosen = latest_checkpoint(load_manifest(ctx, old_id) or [], results.get("links") or [])
+        chosen = latest_checkpoint(load_manifest(ctx, old_id) or [],
+                                   load_links(ctx, old_id) or results.get("links") or [])
         if chosen is None:
             raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: its verified results in "
                                f"{results.get('destination')} hold no checkpoint (model_epoch_*.pth; were they "

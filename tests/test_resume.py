@@ -167,6 +167,11 @@ def test_tier_b_resume_from_s3_results_on_another_instance(s3world):
     side = sidecars(world).load(old)["results"]
     assert side["verified"] and side["latest_checkpoint"]["path"] == "train/model_epoch_001_step_00050.pth"
     assert side["latest_checkpoint"]["link"] == "train/changenet_model_segment_latest.pth"
+    from pathlib import Path
+    saved = json.loads((Path(world.env["TAO_STATE_DIR"]) / "brev" / "manifests" / f"{old}.json").read_text())
+    assert {"path": "train/changenet_model_segment_latest.pth", "target": "model_epoch_001_step_00050.pth",
+            "dangling": False} in saved["links"]                              # the link with its target
+    assert "train/model_epoch_001_step_00050.pth" in {entry["path"] for entry in saved["files"]}
 
     world.sim.add_instance("box-b")
     world.sim.preload_image("box-b", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
@@ -434,3 +439,19 @@ def test_a_job_that_never_ran_is_no_resume_source(world):
                        instance="bare")
     assert res.code == 2 and res.json["error"]["code"] == "RESUME_NOT_POSSIBLE", res
     assert "never ran" in res.json["error"]["message"]
+
+
+def test_a_manifest_saved_before_links_were_recorded_still_reads(tmp_path):
+    from types import SimpleNamespace
+
+    from tao_brev.verbs import results
+
+    ctx = SimpleNamespace(state_root=tmp_path)
+    assert results.load_manifest(ctx, "j") is None and results.load_links(ctx, "j") == []
+    results._save_manifest(ctx, "j", [{"path": "a", "size": 1, "sha256": "0" * 64}],
+                           [{"path": "x_latest.pth", "target": "a", "dangling": False}])
+    assert results.load_manifest(ctx, "j")[0]["path"] == "a" and results.load_links(ctx, "j")[0]["target"] == "a"
+    results._manifest_path(ctx, "j").write_text(json.dumps([{"path": "b", "size": 2, "sha256": "1" * 64}]))
+    assert results.load_manifest(ctx, "j")[0]["path"] == "b" and results.load_links(ctx, "j") == []
+    results._manifest_path(ctx, "j").write_text("7")
+    assert results.load_manifest(ctx, "j") is None
