@@ -2,7 +2,8 @@
 
 Pure functions are tested with an injected clock on status files written by
 TAO's own logger in the order TAO's training writes them (``tests/tao_lines.py``;
-tests/test_progress_tao.py has the TAO cases) and on other shapes TAO archs produce; the status verb end to end on the simulator, where a silent
+tests/test_progress_tao.py has the TAO cases) and on other shapes TAO archs
+produce; the status verb end to end on the simulator, where a silent
 job is made "old" by backdating its status file and log entries (never by
 waiting on the wall clock).
 """
@@ -73,23 +74,27 @@ def test_timedelta_strings_and_numbers():
 
 
 @pytest.mark.parametrize("lines, want", [
-    # kpi on the epoch line itself, numeric time_per_epoch; epoch 1 of max_epoch 4: 2 of 5 done
+    # pointpillars' loop (train_utils.py:89-94): kpi on the epoch line, 0-based epoch, max_epoch =
+    # total_epochs, no step: epoch 1 of max_epoch 4 is 2 of 4 done
     (['{"epoch": 0, "max_epoch": 4, "time_per_epoch": 10, "kpi": {"loss": 2.0}, "status": "RUNNING"}',
       '{"epoch": 1, "max_epoch": 4, "time_per_epoch": 10, "kpi": {"loss": 1.5}, "status": "RUNNING"}'],
-     {"epoch": 2, "num_epochs": 5, "percent": 40.0, "kpi": {"loss": 1.5}, "eta_s": 30}),
+     {"epoch": 2, "num_epochs": 4, "percent": 50.0, "kpi": {"loss": 1.5}, "eta_s": 20}),
+    # TAOStatusLogger (loggers.py:124-130, it has step): max_epoch is num_epochs - 1
+    (['{"epoch": 1, "step": 50, "max_epoch": 4, "max_step": 125, "time_per_epoch": 10, "status": "RUNNING"}'],
+     {"epoch": 2, "num_epochs": 5, "percent": 40.0, "eta_s": 30, "step": 50, "max_step": 125}),
     # no max_epoch: no percent, no ETA, still the epoch
     (['{"epoch": 7, "time_per_epoch": "0:00:05", "status": "RUNNING"}'],
      {"epoch": 7, "num_epochs": None, "eta_s": None}),
     # a line being written (no newline yet, cut) is skipped, counted
     (['{"epoch": 2, "max_epoch": 4, "time_per_epoch": "0:00:10", "status": "RUNNING"}', '{"epoch": 3, "max_'],
-     {"epoch": 3, "unreadable_lines": 1, "eta_s": 20}),
+     {"epoch": 3, "unreadable_lines": 1, "eta_s": 10}),
     # evaluate of an older TAO: STARTED then SUCCESS with KPIs, no epochs
     (['{"status": "STARTED", "message": "Starting evaluate."}',
       '{"status": "SUCCESS", "kpi": {"mAP": 0.71}, "message": "Evaluation finished successfully."}'],
      {"status": "SUCCESS", "kpi": {"mAP": 0.71}, "finished": True}),
     # an ERROR-level line after three epochs, loss gone to NaN (python json writes NaN): not the end
-    (['{"epoch": 2, "max_epoch": 5, "time_per_epoch": "0:00:10", "kpi": {"loss": NaN}, "status": "RUNNING"}',
-      '{"status": "FAILURE", "message": "loss is nan"}'],
+    (['{"epoch": 2, "step": 75, "max_epoch": 5, "time_per_epoch": "0:00:10", "kpi": {"loss": NaN}, '
+      '"status": "RUNNING"}', '{"status": "FAILURE", "message": "loss is nan"}'],
      {"status": "FAILURE", "eta_s": 30, "kpi": {"loss": "nan"}, "warnings": ["loss is nan"]}),
 ])
 def test_other_progress_shapes(lines, want):
@@ -191,7 +196,8 @@ def _wait_for_epoch(world, job_id: str, epoch: int, deadline_s: float = 60) -> l
     while time.monotonic() < end:
         if path.exists():
             lines = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
-            if any(x.get("epoch") == epoch - 1 for x in lines) and lines[-1].get("message") == "Train metrics generated.":
+            written = lines[-1].get("message") == "Train metrics generated."
+            if any(x.get("epoch") == epoch - 1 for x in lines) and written:
                 return lines
         time.sleep(0.05)
     raise AssertionError(f"{job_id} never reached epoch {epoch}")
@@ -339,15 +345,21 @@ def test_all_judges_stalls_only_from_a_status_file():
     assert progress.assess_stall("j", later, nothing, started)["stalled"] is True
 
 
-def test_error_level_lines_are_warnings_and_the_job_still_completes(world):
+def test_three_epochs_validated_every_two_with_error_lines_complete_with_their_warnings(world):
     res = world.submit(spec=world.spec({"epoch_seconds": 0.02, "log_errors": {1: "Unable to log the graph"}},
-                                       num_epochs=3))
-    done = world.run("poll_status.py", res.json["job_id"], "--wait", "--interval", "0.2", "--timeout", "60")
+                                       num_epochs=3, validation_interval=2))
+    done = world.run("poll_status.py", res.json["job_id"], "--wait", "--interval", "0.2", "--timeout", "60",
+                     "--metrics", "10")
     assert done.code == 0 and done.json["state"] == "COMPLETE", done
     validate("poll_status", done.json)
     got = done.json["progress"]
     assert got["warnings"] == ["Unable to log the graph"] and got["finished"] is True
     assert (got["epoch"], got["num_epochs"], got["percent"]) == (3, 3, 100.0)
+    train, val = tao_lightning.train_kpis, tao_lightning.val_kpis
+    assert done.json["metrics"]["epochs"] == [{"epoch": 1, "kpi": train(0, {})},
+                                              {"epoch": 2, "kpi": {**val(1, {}), **train(1, {})}},
+                                              {"epoch": 3, "kpi": train(2, {})}]
+    assert done.json["final_kpi"] == {**val(1, {}), **train(2, {})}
 
 
 @pytest.mark.parametrize("kpis", [True, False])
