@@ -194,6 +194,8 @@ def _unfit_fix(req, record: dict) -> str:
 
 def _out_of_reach(req, sidecar: dict, results: dict) -> str:
     where = sidecar.get("instance")
+    if not where or not results:
+        return "this bundle holds no instance or results dir for it (it was not submitted by submit.py here)"
     if sidecar.get("instance_deleted_at") and results.get("kind") != "s3":
         saved = (results.get("saved") or {}).get("path")
         return (f"its instance {where} was deleted and its results were not in S3"
@@ -207,7 +209,7 @@ def _reach_fix(req, old_id: str, sidecar: dict, results: dict) -> str:
     if results.get("kind") == "s3" and not sidecar.get("instance_deleted_at"):
         return (f"Upload and verify them: {nextstep.command('poll_status.py', old_id)}, then submit again: "
                 f"{req.rerun()}")
-    if sidecar.get("instance") and not sidecar.get("instance_deleted_at"):
+    if sidecar.get("instance") and results and not sidecar.get("instance_deleted_at"):
         return f"Resume on the instance that holds them: {req.rerun(set_flags={'--instance': sidecar['instance']})}"
     return ("Put the checkpoint in an input yourself (extract the kept archive, --storage-tier B --inputs DIR=ckpt) "
             f"and pass -- {OVERRIDE_KEY}=/data/ckpt/<file>.pth instead of --resume-from.")

@@ -455,3 +455,19 @@ def test_a_manifest_saved_before_links_were_recorded_still_reads(tmp_path):
     assert results.load_manifest(ctx, "j")[0]["path"] == "b" and results.load_links(ctx, "j") == []
     results._manifest_path(ctx, "j").write_text("7")
     assert results.load_manifest(ctx, "j") is None
+
+
+def test_a_job_this_bundle_holds_no_results_for_is_refused_plainly():
+    from types import SimpleNamespace
+
+    from tao_brev.errors import TaoBrevError
+    from tao_brev.verbs.submit import SubmitRequest
+
+    record = {"id": "vc-train-1", "action": "train", "network_arch": "visual_changenet", "terminal_state": "COMPLETE"}
+    ctx = SimpleNamespace(records=SimpleNamespace(load=lambda _id: record),
+                          sidecars=SimpleNamespace(load=lambda _id: {}), env={})
+    req = SubmitRequest("box", "img", "visual_changenet", "train", "s.yaml", resume_from="vc-train-1")
+    with pytest.raises(TaoBrevError) as failed:
+        resume.plan(ctx, req)
+    assert failed.value.code == "RESUME_NOT_POSSIBLE" and "not submitted by submit.py" in failed.value.message
+    assert "kept archive" in failed.value.fix
