@@ -45,7 +45,7 @@ from .records import is_terminal
 
 CONTAINER_DIR = "/resume"          # the old job's results (or the staged checkpoint) inside the container
 OVERRIDE_KEY = "train.resume_training_checkpoint_path"
-RESUME_FAILED_EXIT = 11            # the submit script's exit status when no checkpoint can be used (6-10: remote, staging)
+RESUME_FAILED_EXIT = 11            # the launch script's exit when no checkpoint can be used (6-10: remote, staging)
 MARKER = "TAO_RESUME_CHECKPOINT"   # + <path under the results dir> <bytes> [<link it came through>]
 MISSING = "TAO_RESUME_MISSING"
 _CHECKPOINT = re.compile(r"(?:^|/)model_epoch_(\d+)(?:_step_(\d+))?\.pth$")
@@ -264,7 +264,8 @@ def instance_lines(results_dir: str, verified: Optional[dict] = None) -> str:
 
 def _verified_check(verified: dict) -> list[str]:
     path = shlex.quote(verified["path"])
-    return [f'if [ "$__tb_resume" = {path} ]; then [ "$(wc -c < "$__tb_rd/$__tb_resume")" -eq {int(verified["size"])} ] '
+    size = int(verified["size"])
+    return [f'if [ "$__tb_resume" = {path} ]; then [ "$(wc -c < "$__tb_rd/$__tb_resume")" -eq {size} ] '
             f'&& [ "$(sha256sum < "$__tb_rd/$__tb_resume" | cut -c1-64)" = {verified["sha256"]} ] || '
             f'{{ echo "{MISSING} $__tb_resume differs from its verified sha256"; exit {RESUME_FAILED_EXIT}; }}; fi']
 
@@ -315,6 +316,15 @@ def checks(resume: Optional[ResumePlan], new_job: str, carrier_image: str, remov
                               path_style=bool(resume.settings and resume.settings.endpoint_url))
     trap = [staging.remove_on_exit([p for p in dict.fromkeys(remove) if p])] if any(remove) else []
     return "\n".join(trap + [s3_lines(resume, new_job, carrier)])
+
+
+def launched(resume: Optional[ResumePlan], out: str) -> Optional[dict]:
+    """After a launch: the plan's JSON with the checkpoint the launch script chose (instance
+    source, :func:`parse_marker`); None when there is nothing new to record."""
+    chosen = parse_marker(out) if resume is not None and resume.source == "instance" else None
+    if chosen is None:
+        return None
+    return {**resume.to_json(), "checkpoint": chosen, "container_path": f"{CONTAINER_DIR}/{chosen['path']}"}
 
 
 def parse_marker(out: str) -> Optional[dict]:

@@ -392,7 +392,8 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     stage = Staging.plan(ctx, req)
     placeholder = f"{req.network_arch}-{req.action}-dryrun"
     mounts = stage.mounts(placeholder) if stage else _input_mounts(req.inputs)
-    named = [] if req.no_spec_check else spec_paths.named(spec_data, req.overrides, mounts, req.network_arch, req.action)   # SPEC_INPUT_UNKNOWN
+    named = [] if req.no_spec_check else spec_paths.named(spec_data, req.overrides, mounts, req.network_arch,
+                                                          req.action)   # SPEC_INPUT_UNKNOWN before anything
     warnings = list(routing.warnings) + _credential_warnings(ctx, routing, stage) + arch_warnings + [
         f"--env {name} reaches the container: `docker inspect` on the instance shows it while the container "
         "exists (until teardown.py)" for name in req.env_names if name in known_secrets.BUNDLE_CREDENTIALS]
@@ -506,10 +507,10 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                          "container already existed; adopted", source="agent", backend_ref=backend_ref)
         ctx.sidecars.update(job_id, launch={"state": "launched", "finished_at": now_iso(),
                                             "container_id": container_id})
-        if resumed and resume.parse_marker(out):   # the instance chose the checkpoint: record it
-            answer["resume_from"] = {**resumed.to_json(), "checkpoint": resume.parse_marker(out)}
-            answer["resume_from"]["container_path"] = f"{resume.CONTAINER_DIR}/{answer['resume_from']['checkpoint']['path']}"
-            ctx.sidecars.update(job_id, resume_from=answer["resume_from"])
+        chosen = resume.launched(resumed, out)   # the instance chose the checkpoint: record it
+        if chosen:
+            answer["resume_from"] = chosen
+            ctx.sidecars.update(job_id, resume_from=chosen)
         return {"ok": True, **answer, "state": "RUNNING", "backend_ref": backend_ref,
                 "container_id": container_id, "adopted": adopted}, 0
 
@@ -615,9 +616,10 @@ def _extra_checks(resumed, job_id: str, env_file, carrier_file, named, mounts, c
 def _resume_failed(req: SubmitRequest, out: str) -> tuple[str, str, str]:
     """RESUME_CHECKPOINT_MISSING: the instance found no usable checkpoint of --resume-from's job."""
     detail = out.split(resume.MISSING, 1)[1].strip().splitlines()[0] if resume.MISSING in out else ""
-    why = (f"no usable checkpoint of {req.resume_from} on {req.instance} ({detail}): nothing was launched")
+    why = f"no usable checkpoint of {req.resume_from} on {req.instance} ({detail}): nothing was launched"
+    look = nextstep.command("poll_status.py", req.resume_from)
     return "RESUME_CHECKPOINT_MISSING", why, (f"Train from the start instead: {req.rerun(drop=('--resume-from',))}; "
-                                              f"or look at its results: {nextstep.command('poll_status.py', req.resume_from)}")
+                                              f"or look at its results: {look}")
 
 
 def _script(run: RunSpec, spec_text: str, checks: str) -> str:
