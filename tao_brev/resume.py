@@ -21,6 +21,8 @@ mounts the old job's results read-only at ``/resume`` and sets
   its results dir there is mounted; the launch script (same round trip) picks the
   ``*_latest.pth`` link's target (a regular, non-empty file inside the results dir), else
   the checkpoint of the highest epoch and step, and prints ``TAO_RESUME_CHECKPOINT``;
+* ``home``: its instance was deleted and a teardown kept its results here (a verified archive):
+  the checkpoint is extracted from it and copied to the new instance (``resume_home``);
 * ``s3``: the old job's results were uploaded and verified in S3 (another instance, or its
   instance is gone): the checkpoint is chosen here from the verified manifest and the
   link recorded beside it (``results.latest_checkpoint``, :func:`latest_checkpoint`), copied
@@ -39,7 +41,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from . import credentials, nextstep, remote, staging, storage
+from . import credentials, nextstep, remote, resume_home, staging, storage
 from .errors import TaoBrevError
 from .records import is_terminal
 
@@ -110,6 +112,7 @@ class ResumePlan:
     destination: Optional[str] = None  # s3: the old job's s3://.../results/<id>/
     settings: object = None            # s3: storage.S3Settings of that bucket (never serialized)
     verified: Optional[dict] = None    # instance: the checkpoint verified in S3 (path, size, sha256), if any
+    uploaded: Optional[str] = None     # home: the instance path the checkpoint was copied to (resume_home.push)
 
     def host_dir(self, new_job: str) -> str:
         """The instance directory mounted at CONTAINER_DIR."""
@@ -128,7 +131,7 @@ class ResumePlan:
         out = {"job_id": self.job_id, "source": self.source, "override_key": OVERRIDE_KEY,
                "container_dir": CONTAINER_DIR}
         if self.checkpoint:
-            out["checkpoint"] = dict(self.checkpoint)
+            out["checkpoint"] = {k: v for k, v in self.checkpoint.items() if k != "member"}
             out["container_path"] = f"{CONTAINER_DIR}/{self.checkpoint['path']}"
         return out
 
@@ -168,6 +171,9 @@ def plan(ctx, req) -> Optional[ResumePlan]:
                                "excluded with --upload-exclude?)", "Submit without --resume-from to train from the "
                                f"start: {req.rerun(drop=('--resume-from',))}")
         return ResumePlan(old_id, "s3", results["instance_dir"], chosen, results["destination"], settings)
+    saved = results.get("saved") or {}
+    if saved.get("path") and saved.get("sha256"):   # kept here by the teardown that deleted its instance
+        return ResumePlan(old_id, "home", results["instance_dir"], resume_home.choose(old_id, saved, latest_checkpoint))
     raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: {_out_of_reach(req, sidecar, results)}",
                        _reach_fix(req, old_id, sidecar, results))
 
@@ -211,8 +217,8 @@ def _reach_fix(req, old_id: str, sidecar: dict, results: dict) -> str:
                 f"{req.rerun()}")
     if sidecar.get("instance") and results and not sidecar.get("instance_deleted_at"):
         return f"Resume on the instance that holds them: {req.rerun(set_flags={'--instance': sidecar['instance']})}"
-    return ("Put the checkpoint in an input yourself (extract the kept archive, --storage-tier B --inputs DIR=ckpt) "
-            f"and pass -- {OVERRIDE_KEY}=/data/ckpt/<file>.pth instead of --resume-from.")
+    return (f"Its checkpoints are not reachable from here: train from the start: {req.rerun(drop=('--resume-from',))}; "
+            f"or, with a checkpoint file of your own in an input, pass -- {OVERRIDE_KEY}=/data/NAME/FILE.pth.")
 
 
 def refuse_conflicts(spec: dict, overrides: Sequence[str], old_id: str) -> None:
@@ -295,11 +301,14 @@ def s3_lines(resume: ResumePlan, new_job: str, carrier) -> str:
     return "\n".join(lines)
 
 
-def push_carrier(ctx, resume: ResumePlan, instance: str, new_job: str) -> Optional[str]:
-    """s3 source: the carrier's 0600 credential file (``credentials.push``, one ``brev copy``);
-    its instance path. None for the instance source."""
-    if resume is None or resume.source != "s3":
-        return None
+def push(ctx, resume: Optional[ResumePlan], instance: str, new_job: str, carrier_file: Optional[str]) -> Optional[str]:
+    """What the launch needs on the instance first (after the record opened): the s3 source's
+    carrier credential file when the job has none (``credentials.push``, one ``brev copy``), the
+    home source's checkpoint (``resume_home.push``, one ``brev copy``). Returns the carrier file."""
+    if resume is not None and resume.source == "home":
+        resume.uploaded = resume_home.push(ctx.brev, instance, new_job, resume.checkpoint)
+    if resume is None or resume.source != "s3" or carrier_file:
+        return carrier_file
     text = credentials.env_file_text(resume.settings.container_env())
     return credentials.push(ctx.brev, instance, f"{new_job}-s3", text).path
 
@@ -312,6 +321,9 @@ def checks(resume: Optional[ResumePlan], new_job: str, carrier_image: str, remov
         return ""
     if resume.source == "instance":
         return instance_lines(resume.results_dir, resume.verified)
+    if resume.source == "home":
+        return resume_home.lines(resume.host_dir(new_job), resume.checkpoint, resume.uploaded, MISSING,
+                                 RESUME_FAILED_EXIT)
     carrier = staging.Carrier(carrier_image, carrier_file or "~/.tao-cred-<job_id>-s3", new_job,
                               path_style=bool(resume.settings and resume.settings.endpoint_url))
     trap = [staging.remove_on_exit([p for p in dict.fromkeys(remove) if p])] if any(remove) else []

@@ -470,4 +470,39 @@ def test_a_job_this_bundle_holds_no_results_for_is_refused_plainly():
     with pytest.raises(TaoBrevError) as failed:
         resume.plan(ctx, req)
     assert failed.value.code == "RESUME_NOT_POSSIBLE" and "not submitted by submit.py" in failed.value.message
-    assert "kept archive" in failed.value.fix
+    assert "train from the start" in failed.value.fix and "--resume-from" not in failed.value.fix
+
+
+def test_a_deleted_instance_resumes_from_the_archive_a_teardown_kept_home(world):
+    old = _cut_short(world)
+    down = world.run("teardown.py", old, "--delete-instance")   # results only there: archived home first
+    assert down.code == 0 and down.json["instance_deleted"], down
+    world.sim.add_instance("box-b")
+    world.sim.preload_image("box-b", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
+    spec = world.spec({"epoch_seconds": 0.02}, num_epochs=3)
+    dry = world.submit("--resume-from", old, "--dry-run", spec=spec, instance="box-b")
+    assert "copy_checkpoint" in [step["step"] for step in dry.json["plan"]], dry
+    copies = _brev_copies(world.sim)
+    sub = world.submit("--resume-from", old, spec=spec, instance="box-b")
+    assert sub.code == 0 and sub.json["resume_from"]["source"] == "home", sub
+    validate("submit", sub.json)
+    assert sub.json["resume_from"]["checkpoint"]["path"] == "train/model_epoch_001_step_00050.pth"
+    assert sub.json["resume_from"]["checkpoint"]["link"] == "train/changenet_model_segment_latest.pth"
+    assert _brev_copies(world.sim) - copies == 1                                 # the checkpoint only
+    home = world.sim.instance_home("box-b")
+    assert not list(home.glob(".tao-resume-*"))                                  # moved into the job dir
+    done = world.run("poll_status.py", sub.json["job_id"], *WAIT)
+    assert done.code == 0 and done.json["state"] == "COMPLETE", done
+    assert _checkpoints(world.sim, sub.json["job_id"], "box-b") == ["model_epoch_002_step_00075.pth"]
+
+
+def test_a_kept_archive_that_changed_is_no_resume_source(world):
+    old = _cut_short(world)
+    down = world.run("teardown.py", old, "--delete-instance")
+    assert down.code == 0, down
+    with open(down.json["results_saved_to"], "ab") as archive:
+        archive.write(b"x")
+    world.sim.add_instance("box-b")
+    res = world.submit("--resume-from", old, spec=world.spec({"epoch_seconds": 0.02}), instance="box-b")
+    assert res.code == 2 and res.json["error"]["code"] == "RESUME_NOT_POSSIBLE", res
+    assert "sha256 differs" in res.json["error"]["message"]

@@ -419,6 +419,9 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                              f"read by the carrier that copies the checkpoint of {req.resume_from}> "
                              f"{req.instance}:.tao-cred-<job_id>-s3-<random>"}]
                            if resumed and resumed.source == "s3" and not stage else []),
+                         *([{"step": "copy_checkpoint", "what": f"brev copy <{resumed.checkpoint['path']} of "
+                             f"{resumed.checkpoint['archive']}> {req.instance}:.tao-resume-<job_id>-<random>.pth"}]
+                           if resumed and resumed.source == "home" else []),
                          *([{"step": "copy_credentials", "what": f"brev copy <0600 file with {', '.join(req.env_names)}> "
                              f"{req.instance}:.tao-cred-<job_id>-<random>"}] if req.env_names else []),
                          {"step": "launch", "command": f"brev exec {req.instance} <script>", "script": script,
@@ -467,8 +470,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         elif secret_values:
             env_file = credentials.push(ctx.brev, req.instance, job_id,
                                         credentials.env_file_text(secret_values)).path
-        if carrier_file is None:   # tier A resuming from S3: the carrier needs its own credential file
-            carrier_file = resume.push_carrier(ctx, resumed, req.instance, job_id)
+        carrier_file = resume.push(ctx, resumed, req.instance, job_id, carrier_file)   # --resume-from's copies
     except TaoBrevError as exc:   # nothing was launched: the record is closed, the answer names it
         _mark_never_launched(ctx, job_id, f"credential copy failed: {exc.message}")
         raise TaoBrevError(exc.code, f"submit of {job_id}: copying the credentials to {req.instance} failed, "
