@@ -506,3 +506,21 @@ def test_a_kept_archive_that_changed_is_no_resume_source(world):
     res = world.submit("--resume-from", old, spec=world.spec({"epoch_seconds": 0.02}), instance="box-b")
     assert res.code == 2 and res.json["error"]["code"] == "RESUME_NOT_POSSIBLE", res
     assert "sha256 differs" in res.json["error"]["message"]
+
+
+def test_on_the_same_instance_a_checkpoint_verified_in_s3_must_still_match(s3world):
+    world = s3world.world
+    old = _cut_short(world)                        # tier A, results routed to the bucket: verified at teardown
+    assert sidecars(world).load(old)["results"]["verified"]
+    spec = world.spec({"epoch_seconds": 0.02}, num_epochs=3)
+    ckpt = world.sim.instance_home("box") / "tao-results" / old / "train" / "model_epoch_001_step_00050.pth"
+    original = ckpt.read_bytes()
+    ckpt.write_bytes(b"changed since its upload")
+    bad = world.submit("--resume-from", old, spec=spec)
+    assert bad.code == 1 and bad.json["error"]["code"] == "RESUME_CHECKPOINT_MISSING", bad
+    assert "differs from its verified sha256" in bad.json["error"]["message"]
+    ckpt.write_bytes(original)
+    good = world.submit("--resume-from", old, spec=spec)
+    assert good.code == 0 and good.json["resume_from"]["source"] == "instance", good
+    assert s3world.run("poll_status.py", good.json["job_id"], *WAIT).json["state"] == "COMPLETE"
+    assert _checkpoints(world.sim, good.json["job_id"]) == ["model_epoch_002_step_00075.pth"]
