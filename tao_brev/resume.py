@@ -236,7 +236,8 @@ def refuse_conflicts(spec: dict, overrides: Sequence[str], old_id: str) -> None:
 # ---------------------------------------------------------------- on the instance
 def instance_lines(results_dir: str, verified: Optional[dict] = None) -> str:
     """Shell lines (before ``docker run``) that pick the checkpoint in the old job's results dir
-    into ``$__tb_resume`` (a path under it): a ``*_latest.pth`` link's target (``train/`` first;
+    into ``$__tb_resume`` (a path under it): a ``*_latest.pth`` link's target (``train/`` first, then
+    the dir itself, then any other first-level dir: a spec's own ``train.results_dir``;
     relative to the link, or ``/results/...``), a regular non-empty file inside the dir; else the
     ``model_epoch_*`` file of the highest epoch and step. Prints ``MARKER <path> <bytes> [<link>]``,
     or ``MISSING`` and exits RESUME_FAILED_EXIT. ``verified`` (the checkpoint whose sha256 the S3
@@ -247,7 +248,7 @@ def instance_lines(results_dir: str, verified: Optional[dict] = None) -> str:
     return "\n".join([
         f"__tb_rd={rd}; __tb_resume=; __tb_via=",
         f'[ -d "$__tb_rd" ] || {{ echo "{MISSING} no results dir"; exit {RESUME_FAILED_EXIT}; }}',
-        'for __tb_l in "$__tb_rd"/train/*_latest.pth "$__tb_rd"/*_latest.pth; do',
+        'for __tb_l in "$__tb_rd"/train/*_latest.pth "$__tb_rd"/*_latest.pth "$__tb_rd"/*/*_latest.pth; do',
         '  [ -L "$__tb_l" ] || [ -f "$__tb_l" ] || continue',
         '  __tb_d=${__tb_l%/*}; __tb_d=${__tb_d#"$__tb_rd"}; __tb_d=${__tb_d#/}',
         '  if [ -L "$__tb_l" ]; then __tb_t=$(readlink -- "$__tb_l") || continue; else __tb_t=${__tb_l##*/}; fi',
@@ -258,7 +259,7 @@ def instance_lines(results_dir: str, verified: Optional[dict] = None) -> str:
         '__tb_via=${__tb_l#"$__tb_rd"/}; break; fi',
         "done",
         'if [ -z "$__tb_resume" ]; then __tb_resume=$(cd "$__tb_rd" && for __tb_f in train/model_epoch_*.pth '
-        'model_epoch_*.pth; do [ -f "$__tb_f" ] && [ -s "$__tb_f" ] && printf \'%s\\n\' "$__tb_f"; done | '
+        'model_epoch_*.pth */model_epoch_*.pth; do [ -f "$__tb_f" ] && [ -s "$__tb_f" ] && printf \'%s\\n\' "$__tb_f"; done | '
         f"{newest}); fi",
         f'case "$__tb_resume" in ""|*[!A-Za-z0-9._/-]*|*..*) echo "{MISSING} no checkpoint"; '
         f"exit {RESUME_FAILED_EXIT};; esac",

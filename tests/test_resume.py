@@ -366,6 +366,11 @@ def _ckpt(results, *names):
     (lambda r: (_ckpt(r, "train/model_epoch_003_step_00100.pth", "train/m_latest.pth")),
      "train/m_latest.pth"),                                         # a copy, not a link (Lightning's fallback)
     (lambda r: (_ckpt(r, "model_epoch_004.pth", "model_epoch_012.pth")), "model_epoch_012.pth"),   # older archs
+    (lambda r: ((r / "mine").mkdir(), _ckpt(r, "mine/model_epoch_002_step_00075.pth"),
+                (r / "mine/m_latest.pth").symlink_to("model_epoch_002_step_00075.pth")),
+     "mine/model_epoch_002_step_00075.pth"),                        # train.results_dir of the spec's own
+    (lambda r: ((r / "mine").mkdir(), _ckpt(r, "mine/model_epoch_003_step_00100.pth")),
+     "mine/model_epoch_003_step_00100.pth"),
     (lambda r: ((r / "train/model_epoch_005_step_00150.pth").write_bytes(b""),
                 _ckpt(r, "train/model_epoch_004_step_00125.pth")),
      "train/model_epoch_004_step_00125.pth"),                       # an empty file is no checkpoint
