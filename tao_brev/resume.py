@@ -259,7 +259,8 @@ def instance_lines(results_dir: str, verified: Optional[dict] = None) -> str:
         '__tb_via=${__tb_l#"$__tb_rd"/}; break; fi',
         "done",
         'if [ -z "$__tb_resume" ]; then __tb_resume=$(cd "$__tb_rd" && for __tb_f in train/model_epoch_*.pth '
-        'model_epoch_*.pth */model_epoch_*.pth; do [ -f "$__tb_f" ] && [ -s "$__tb_f" ] && printf \'%s\\n\' "$__tb_f"; done | '
+        'model_epoch_*.pth */model_epoch_*.pth; do '
+        '[ -f "$__tb_f" ] && [ -s "$__tb_f" ] && printf \'%s\\n\' "$__tb_f"; done | '
         f"{newest}); fi",
         f'case "$__tb_resume" in ""|*[!A-Za-z0-9._/-]*|*..*) echo "{MISSING} no checkpoint"; '
         f"exit {RESUME_FAILED_EXIT};; esac",
