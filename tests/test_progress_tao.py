@@ -121,7 +121,7 @@ def test_an_end_without_tao_s_end_is_noted():
     assert older["finished"] is True
 
 
-def test_tao_status_helpers_on_odd_lines():
+def test_tao_status_functions_on_odd_lines():
     assert tao_status.epochs_done({"epoch": 4}) == 4 and tao_status.epochs_done({"epoch": True}) is None
     assert tao_status.epochs_done({"epoch": 0, "max_epoch": 9}) == 1
     assert tao_status.num_epochs({"max_epoch": -1}) is None and tao_status.num_epochs({"max_epoch": 0}) is None

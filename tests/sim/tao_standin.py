@@ -443,7 +443,7 @@ def print_env(sim: dict) -> None:
         value = os.environ.get(name, "")
         print(f"{name}={value}", flush=True)
         lower = re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), quote(value, safe=""))
-        print(f"url: https://mirror.example/fetch?key={lower}", flush=True)
+        print(f"url: https://files.example/get?key={lower}", flush=True)
         print(json.dumps({"config": {name.lower(): value}}).replace("/", "\\/"), flush=True)
         print(f"auth: {base64.b64encode(value.encode()).decode()}", file=sys.stderr, flush=True)
 
