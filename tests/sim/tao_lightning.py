@@ -265,6 +265,9 @@ def after_epoch(job: Job, epoch: int) -> None:
         exception_checkpoint(job, epoch + 1, (epoch + 1) * STEPS_PER_EPOCH)
         raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
                                "79.15 GiB of which 1.06 GiB is free.")
+    if sim.get("nvml_lost"):   # a host `systemctl daemon-reload` (nvidia-container-toolkit #48)
+        print("Failed to initialize NVML: Unknown Error", flush=True)
+        raise RuntimeError("CUDA error: unknown error")
     if sim.get("xid"):
         print("NVRM: Xid (PCI:0000:00:04): 79, GPU has fallen off the bus.", flush=True)
         raise RuntimeError("CUDA error: unspecified launch failure")
