@@ -32,7 +32,9 @@ A ``simulate:`` block in the spec (tests only; removed before the schema merge) 
 ``exit_code``, ``oom`` (the host's OOM killer: marker + SIGKILL -> 137/OOMKilled, no message),
 ``cuda_oom`` (``torch.OutOfMemoryError`` after the first epoch, exit 1; TAOExceptionCheckpoint saves
 and links a checkpoint first), ``xid`` (NVRM Xid 79 line, exit 1), ``epoch_seconds`` (default 0.05),
-``hang`` (run until killed, after the last epoch), ``hang_after_epoch: N`` (no output at all after N
+``nvml_lost`` (the container loses its GPUs mid-run after a host ``systemctl daemon-reload``,
+nvidia-container-toolkit #48: NVML/CUDA "unknown error", exit 1), ``leak_env: [NAMES]`` (each value
+leaked in every form, tests/sim/leaky_job.py), ``hang`` (run until killed, after the last epoch), ``hang_after_epoch: N`` (no output at all after N
 epochs), ``diverge`` (rising losses), ``log_errors: {EPOCH: MESSAGE}`` (an ERROR-level log call in
 that epoch: a FAILURE line, training goes on), ``evaluate_kpis: false`` (an evaluate that writes no
 KPIs), ``write_env_hashes: [NAMES]`` (sha256 of each variable's value into ``env_seen.json``, never
@@ -158,7 +160,10 @@ class Status:
     def kpi(self, value: dict) -> None:
         self.logger.kpi = value
 
-    def write(self, message: str, status: str = "RUNNING", verbosity: str = "INFO", data: dict | None = None):
+    def write(self, message: str, status: str = "RUNNING", verbosity: str = "INFO", data: dict | None = None,
+              **fields):
+        """One line; ``fields`` are more data fields (e.g. a loose top-level KPI)."""
+        data = {**(data or {}), **fields} or None
         if self.levels is None:
             self.logger.write(data=data, status_level=status, verbosity_level=verbosity, message=message)
             return
@@ -390,7 +395,10 @@ def run_script(ctx, cwd, arch, action, spec_name, spec, sim, overrides, gpu_ids,
         return 1
     section = cfg.get(action) if isinstance(cfg.get(action), dict) else {}
     top = cfg.get("results_dir")
-    if section.get("results_dir"):   # core/utilities.py:73-94 update_results_dir
+    own_loop = (arch, action) == ("pointpillars", "train")   # its train.py writes into results_dir itself
+    if own_loop and top:
+        results_dir = str(top)
+    elif section.get("results_dir"):   # core/utilities.py:73-94 update_results_dir
         results_dir = str(section["results_dir"])
     elif top and top != "???":
         results_dir = os.path.join(str(top), action)
@@ -398,20 +406,25 @@ def run_script(ctx, cwd, arch, action, spec_name, spec, sim, overrides, gpu_ids,
         task_traceback(arch, action, overrides, ValueError(
             "You need to set at least one of following fields: results_dir, {mode}.results_dir"))
         return 1
-    print(f"{action.capitalize()} results will be saved at: {results_dir}", flush=True)
+    if not own_loop:
+        print(f"{action.capitalize()} results will be saved at: {results_dir}", flush=True)
     if not ctx.writable(results_dir):
         task_traceback(arch, action, overrides, OSError(f"[Errno 30] Read-only file system: '{results_dir}'"))
         return 1
     out_dir = ctx.host_path(results_dir, cwd)
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_experiment(cfg, out_dir)
+    if not own_loop:
+        save_experiment(cfg, out_dir)
     status = Status(out_dir / "status.json")
     handler = StatusLoggerHandler(status)
     log.addHandler(handler)   # set_status_logger -> enable_dual_logging (the script's process only)
-    side_effects(ctx, cwd, cfg, sim)
+    side_effects(ctx, cwd, cfg, sim, status)
     job = tao_lightning.Job(arch, action, cfg, results_dir, out_dir, ctx, cwd, sim, status, log, gpu_ids)
     try:
-        monitor_status(job, DISPLAY_NAMES.get(arch, arch))
+        if own_loop:
+            tao_lightning.pointpillars_train(job)
+        else:
+            monitor_status(job, DISPLAY_NAMES.get(arch, arch))
     except Exception as exc:   # noqa: BLE001 - Hydra reports whatever the task raised
         task_traceback(arch, action, overrides, exc)
         return 1
@@ -420,13 +433,17 @@ def run_script(ctx, cwd, arch, action, spec_name, spec, sim, overrides, gpu_ids,
     return finish(sim, action)
 
 
-def side_effects(ctx, cwd: str, cfg: dict, sim: dict) -> None:
-    """The knobs that expose the container's environment (secrets tests)."""
+def side_effects(ctx, cwd: str, cfg: dict, sim: dict, status: Status) -> None:
+    """The knobs that expose the container's environment (secrets tests), before the first epoch."""
     if sim.get("write_env_hashes"):
         seen = {name: (hashlib.sha256(os.environ[name].encode()).hexdigest() if name in os.environ else None)
                 for name in sim["write_env_hashes"]}
         top = str(cfg.get("results_dir") or "/results")
         ctx.host_path(top, cwd).joinpath("env_seen.json").write_text(json.dumps(seen, indent=1))
+    if sim.get("leak_env"):   # a job leaking its credentials the ways red teams found (tests/sim/leaky_job.py)
+        from leaky_job import leak
+
+        leak(list(sim["leak_env"]), os.environ, status)
 
 
 def print_env(sim: dict) -> None:
@@ -435,7 +452,7 @@ def print_env(sim: dict) -> None:
         value = os.environ.get(name, "")
         print(f"{name}={value}", flush=True)
         lower = re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), quote(value, safe=""))
-        print(f"url: https://mirror.example/fetch?key={lower}", flush=True)
+        print(f"url: https://files.example/get?key={lower}", flush=True)
         print(json.dumps({"config": {name.lower(): value}}).replace("/", "\\/"), flush=True)
         print(f"auth: {base64.b64encode(value.encode()).decode()}", file=sys.stderr, flush=True)
 
