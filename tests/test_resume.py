@@ -19,7 +19,7 @@ from conftest import validate
 from test_robustness import records, sidecars
 from test_staging import CARRIER, S3World, s3world  # noqa: F401  (fixture)
 
-from tao_brev import docker_state, resume
+from tao_brev import docker_state, resume, resume_advice
 
 WAIT = ("--wait", "--interval", "0.2", "--timeout", "60")
 KEY = "train.resume_training_checkpoint_path"
@@ -224,7 +224,7 @@ def test_an_infrastructure_failure_advises_the_exact_resume_command_and_it_works
     failed = world.run("poll_status.py", old, *WAIT)
     assert failed.code == 1 and failed.json["hint"]["err_class"] == "ERR_INFRA", failed
     advice = failed.json["hint"]["advice"]
-    assert "--retry-of" not in advice and resume.RESUME_WORDS not in advice, advice
+    assert "--retry-of" not in advice and resume_advice.RESUME_WORDS not in advice, advice
     command = advice.split("resubmit: ", 1)[1].split(" (continues", 1)[0]
     words = shlex.split(command)
     assert words[0].endswith("/scripts/submit.py") and words[-2:] == ["--resume-from", old], words
@@ -296,27 +296,27 @@ def test_the_advice_placeholder_becomes_the_jobs_own_command():
     record = {"id": "visual_changenet-train-abc123", "action": "train"}
     sidecar = {"submit_argv": ["--instance", "box", "--spec", "/abs/s.yaml", "--", "train.num_epochs=3"]}
     text = f"then resubmit: {docker_state.RESUME}; teardown.py JOB_ID"
-    filled = resume.fill(text, record, sidecar)
+    filled = resume_advice.fill(text, record, sidecar)
     words = shlex.split(filled.split("resubmit: ")[1].split(" (continues")[0])
     assert words[1:] == ["--instance", "box", "--spec", "/abs/s.yaml", "--resume-from", record["id"], "--",
                          "train.num_epochs=3"]
     assert filled.endswith(f"teardown.py {record['id']}")
-    evaluate = resume.fill(text, {**record, "action": "evaluate"}, sidecar)
+    evaluate = resume_advice.fill(text, {**record, "action": "evaluate"}, sidecar)
     assert "--retry-of visual_changenet-train-abc123" in evaluate and "checkpoint" not in evaluate
-    unknown = resume.fill(text, record, {})
+    unknown = resume_advice.fill(text, record, {})
     assert f"--resume-from {record['id']}" in unknown and "same flags" in unknown
-    owned = resume.fill(text, record, {**sidecar, "ephemeral": True, "results": {"kind": "ephemeral"}})
+    owned = resume_advice.fill(text, record, {**sidecar, "ephemeral": True, "results": {"kind": "ephemeral"}})
     assert owned.endswith(f"teardown.py {record['id']} --keep-instance to resume on it)")
-    assert "--keep-instance" not in resume.fill(text, record, {**sidecar, "ephemeral": True,
+    assert "--keep-instance" not in resume_advice.fill(text, record, {**sidecar, "ephemeral": True,
                                                                "results": {"kind": "s3"}})
-    assert resume.fill("nothing to fill", record, sidecar) == "nothing to fill"
-    assert resume.fill(None, record, sidecar) is None
+    assert resume_advice.fill("nothing to fill", record, sidecar) == "nothing to fill"
+    assert resume_advice.fill(None, record, sidecar) is None
 
 
 def test_resubmit_words_drop_the_one_off_flags(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "s.yaml").write_text("a: 1\n")
-    words = resume.resubmit_words(["--instance", "box", "--spec", "s.yaml", "--retry-of", "x-train-1",
+    words = resume_advice.resubmit_words(["--instance", "box", "--spec", "s.yaml", "--retry-of", "x-train-1",
                                    "--resume-from=y", "--dry-run", "--start", "--", "a=1"])
     assert words == ["--instance", "box", "--spec", str(tmp_path / "s.yaml"), "--", "a=1"]
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from .. import lazy_re
 from .. import archs, bank, cost, credentials, hash_cache, known_secrets, nextstep, redact, remote, staging, storage
-from .. import interpolation, resume, spec_paths, yaml_bounded
+from .. import interpolation, resume, resume_advice, spec_paths, yaml_bounded
 from .. import routing as routing_mod
 from ..cli import Context, deferred_interrupts, note_job, note_state, say
 from ..errors import TaoBrevError, TransportError
@@ -451,7 +451,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                                  "destination": routing.destination(job_id)},
                         inputs=stage.answer()["inputs"] if stage else [],
                         launch={"state": "launching", "pid": os.getpid(), "started_at": now_iso()},
-                        **({"submit_argv": resume.resubmit_words(req.argv)} if req.argv is not None else {}),
+                        **({"submit_argv": resume_advice.resubmit_words(req.argv)} if req.argv is not None else {}),
                         **({"resume_from": resumed.to_json()} if resumed else {}))
     cost.note_submit(ctx, job_id, req.price_per_hour)
     answer = {"job_id": job_id, "instance": req.instance, "backend_ref": None, "image": resolved["image"],
