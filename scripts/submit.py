@@ -106,6 +106,9 @@ def build_parser():
     p.add_argument("--allow-unknown-arch", action="store_true",
                    help="skip the check of --network-arch/--action against references/tao-pyt-archs.yaml "
                         "(refused for TAO 7 -pyt images, a warning for other images)")
+    p.add_argument("--no-spec-check", action="store_true",
+                   help="skip the check of the spec and overrides against TAO's schema of the image's version "
+                        "(nvidia-tao-core; for a custom image with its own schema); the answer says it was skipped")
     p.add_argument("--retry-of", metavar="JOB_ID", help="link this submit to an earlier failed job")
     p.add_argument("--dry-run", action="store_true", help="print the plan (every remote command, redacted); launch nothing")
     p.add_argument("overrides", nargs="*", metavar="-- KEY=VALUE",
@@ -126,7 +129,8 @@ def main(argv=None):
                         dry_run=args.dry_run, retry_of=args.retry_of, overrides=args.overrides,
                         price_per_hour=args.price_per_hour, start=args.start, share_gpus=args.share_gpus,
                         allow_unknown_arch=args.allow_unknown_arch, argv=argv, prog=sys.argv[0] or "submit.py",
-                        allow_bundle_credential_env=args.allow_bundle_credential_env)
+                        allow_bundle_credential_env=args.allow_bundle_credential_env,
+                        no_spec_check=args.no_spec_check)
     return submit(cli.Context(), req)
 
 
