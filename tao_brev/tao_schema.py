@@ -301,4 +301,4 @@ def refuse(findings: list, spec_label: str, schema_name: str, fix: str) -> TaoBr
     count = f"{len(findings)} problems (all in findings); the first: " if len(findings) > 1 else ""
     return TaoBrevError("BAD_SPEC", f"the spec does not pass TAO's schema ({schema_name}), as the container would "
                         f"refuse it within seconds of starting: {count}{findings[0].text()}", fix,
-                        findings=[f.to_json() for f in findings], spec=spec_label)
+                        answer={"findings": [f.to_json() for f in findings]})
