@@ -116,7 +116,7 @@ def plan(*, gpus: str, action: str, config, spec_data: dict, overrides: list, re
         if use:
             fixes.insert(0, f"use {use} GPU(s): {rerun(set_flags={'--gpus': ','.join(map(str, range(use)))})}")
         why = (f"{source} names GPU ids outside 0..{count - 1}: inside the container the {count} GPU(s) of "
-               f"--gpus {gpus} are numbered from 0" if outside else
+               f"--gpus {gpus} are numbered from 0" if outside and wanted == count else
                f"--gpus {gpus} hands the container {count} GPU(s) but {source} asks for {wanted}")
         raise TaoBrevError("BAD_ARGUMENT", why, "Make them agree: " + "; or ".join(fixes))
     added = [f"{section}.num_gpus={count}" if k == "num_gpus" else f"{section}.gpu_ids={_ids(count)}"
