@@ -7,9 +7,10 @@ differs from ``len(gpu_ids)`` becomes the larger of the two. Every other action 
 Inside the container the GPUs that ``docker run --gpus`` hands it are numbered from 0.
 
 The rule (``references/submit-guards.md``, "GPUs"):
-- ``--gpus 0,1`` (N ids): a spec or override value that asks for another count, or a
-  ``gpu_ids`` entry >= N, is refused (BAD_ARGUMENT) with the exact command for each way out;
-  otherwise submit adds ``<task>.num_gpus=N <task>.gpu_ids=[0..N-1]`` (shown in the plan);
+- ``--gpus 0,1`` (N ids): submit adds ``<task>.num_gpus=N <task>.gpu_ids=[0..N-1]`` (shown in
+  the plan), replacing the spec's values (a warning names them); an override of this command
+  that asks for another count, or names a ``gpu_ids`` entry >= N, is refused (BAD_ARGUMENT)
+  with the exact command for each way out;
 - ``--gpus all`` (the default) means every GPU of the instance: the launch round trip counts
   them (``nvidia-smi -L`` on the instance) and passes that count and ids, replacing the spec's
   values (a warning names them); an override of them with ``--gpus all`` is refused (it would
@@ -98,27 +99,23 @@ def plan(*, gpus: str, action: str, config, spec_data: dict, overrides: list, re
                     if set_in_spec else [])
         return GpuPlan(host_keys=tuple(f"{section}.{k}" for k in keys), warnings=warnings)
     count = len(gpus.split(","))
-    for key in keys:
-        source, value = ((f"override {given[key][0]}", given[key][1]) if key in given else
-                         (f"the spec's {section}.{key}", spec_section[key]) if key in spec_section else (None, None))
-        if source is None:
-            continue
+    for key, (item, value) in given.items():
         wanted = _count(key, value)
         outside = key == "gpu_ids" and isinstance(value, list) and any(
-            not isinstance(i, int) or i >= count or i < 0 for i in value)
+            not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < count for i in value)
         if wanted == count and not outside:
             continue
-        use = wanted if wanted and wanted != count else None
-        fixes = ([f"use {count} GPU(s) ({gpus}): drop the override {given[key][0]} and run the same command"]
-                 if key in given else
-                 [f"use {count} GPU(s) ({gpus}): " + rerun(to_overrides=(f"{section}.num_gpus={count}",
-                                                                        f"{section}.gpu_ids={_ids(count)}"))])
-        if use:
-            fixes.insert(0, f"use {use} GPU(s): {rerun(set_flags={'--gpus': ','.join(map(str, range(use)))})}")
-        why = (f"{source} names GPU ids outside 0..{count - 1}: inside the container the {count} GPU(s) of "
-               f"--gpus {gpus} are numbered from 0" if outside and wanted == count else
-               f"--gpus {gpus} hands the container {count} GPU(s) but {source} asks for {wanted}")
+        why = (f"the override {item} names GPU ids outside 0..{count - 1}: inside the container the {count} "
+               f"GPU(s) of --gpus {gpus} are numbered from 0" if wanted == count else
+               f"--gpus {gpus} hands the container {count} GPU(s) but the override {item} asks for {wanted}")
+        fixes = [f"use {count} GPU(s) ({gpus}): drop the override {item} and run the same command"]
+        if wanted and wanted != count:
+            fixes.insert(0, f"use {wanted} GPU(s): {rerun(set_flags={'--gpus': ','.join(map(str, range(wanted)))})}")
         raise TaoBrevError("BAD_ARGUMENT", why, "Make them agree: " + "; or ".join(fixes))
+    ours = {"num_gpus": count, "gpu_ids": list(range(count))}
+    replaced = [f"{section}.{k}" for k in keys if k in spec_section and k not in given and spec_section[k] != ours[k]]
+    warnings = ([f"{', '.join(replaced)} of the spec replaced by the {count} GPU(s) of --gpus {gpus}"]
+                if replaced else [])
     added = [f"{section}.num_gpus={count}" if k == "num_gpus" else f"{section}.gpu_ids={_ids(count)}"
              for k in keys if k not in given]
-    return GpuPlan(overrides=added)
+    return GpuPlan(overrides=added, warnings=warnings)

@@ -34,18 +34,30 @@ def test_named_gpus_that_agree_are_passed_as_overrides():
     assert _plan("2,3", spec={"evaluate": {"num_gpus": 2}}, action="evaluate").overrides == ["evaluate.num_gpus=2"]
 
 
-@pytest.mark.parametrize("gpus,spec,fragment", [
-    ("0,1", {"train": {"num_gpus": 1}}, "asks for 1"),
-    ("0,1", {"train": {"gpu_ids": [0, 1, 2]}}, "asks for 3"),
-    ("2,3", {"train": {"num_gpus": 2, "gpu_ids": [2, 3]}}, "outside 0..1"),
-])
-def test_named_gpus_that_disagree_are_refused_with_both_fixes(gpus, spec, fragment):
+@pytest.mark.parametrize("gpus,spec", [("0,1", {"train": {"num_gpus": 1, "gpu_ids": [0]}}),
+                                       ("0,1", {"train": {"num_gpus": 3, "gpu_ids": [0, 1, 2]}}),
+                                       ("2,3", {"train": {"num_gpus": 2, "gpu_ids": [2, 3]}})])
+def test_named_gpus_replace_the_specs_values_with_a_warning(gpus, spec):
+    plan = _plan(gpus, spec=spec)
+    assert "train.num_gpus=2" in plan.overrides and "train.gpu_ids=[0,1]" in plan.overrides
+    assert "of the spec replaced by the 2 GPU(s)" in plan.warnings[0]
+
+
+@pytest.mark.parametrize("override,fragment", [("train.num_gpus=1", "asks for 1"), ("train.gpu_ids=[0,1,2]", "asks for 3"),
+                                               ("train.gpu_ids=[2,3]", "outside 0..1")])
+def test_an_override_that_disagrees_with_named_gpus_is_refused_with_both_fixes(override, fragment):
     from tao_brev.errors import TaoBrevError
 
     with pytest.raises(TaoBrevError) as info:
-        _plan(gpus, spec=spec)
+        _plan("0,1", overrides=[override])
     assert info.value.code == "BAD_ARGUMENT" and fragment in info.value.message
-    assert "train.num_gpus=2" in info.value.fix and "train.gpu_ids=[0,1]" in info.value.fix
+    assert f"drop the override {override}" in info.value.fix
+    assert ("'--gpus'" in info.value.fix) == (fragment != "outside 0..1")
+
+
+def test_an_override_that_agrees_is_kept_and_not_doubled():
+    plan = _plan("0,1", overrides=["train.num_gpus=2"])
+    assert plan.overrides == ["train.gpu_ids=[0,1]"]
 
 
 def test_an_override_that_disagrees_with_all_gpus_is_refused_naming_the_gpus():
