@@ -26,6 +26,14 @@ def _omegaconf():
     return omegaconf
 
 
+def _structured(omegaconf, cls):
+    """``OmegaConf.structured(cls)``; a schema this omegaconf cannot build is Unavailable, not a crash."""
+    try:
+        return omegaconf.OmegaConf.structured(cls)
+    except Exception as exc:
+        raise tao_schema_pkg.Unavailable(f"omegaconf cannot build {cls.__name__} ({type(exc).__name__})") from None
+
+
 def not_checked(reason: str) -> tao_schema.SpecCheck:
     return tao_schema.SpecCheck(False, reason=reason)
 
@@ -62,7 +70,7 @@ def check(*, network_arch: str, action: str, image: str, spec_path: str, spec_te
         where = tao_schema_pkg.locate(version, state_root, env)
         cls, name = tao_schema_pkg.import_schema(network_arch, version, where)
         omegaconf = _omegaconf()
-        schema = omegaconf.OmegaConf.structured(cls)
+        schema = _structured(omegaconf, cls)
     except tao_schema_pkg.Unavailable as exc:
         return not_checked(f"the spec could not be checked against TAO {version}'s schema: {exc}")
     label = f"nvidia-tao-core {version} {name}"

@@ -135,6 +135,9 @@ def import_schema(network_arch: str, version: str, where: str | None):
         if exc.name == "nvidia_tao_core":
             raise Unavailable(f"{PACKAGE} {version} is not installed here (rerun install.sh)") from None
         raise Unavailable(f"{module_name} needs {exc.name}, not installed here") from None
+    except Exception as exc:   # a release written for another Python: no check, never a crash
+        raise Unavailable(f"{module_name} cannot be imported on Python {sys.version_info[0]}.{sys.version_info[1]} "
+                          f"({type(exc).__name__})") from None
     found = tao_schema.schema_class(module)
     if found is None:
         raise Unavailable(f"{module_name} names no ExperimentConfig")
