@@ -27,6 +27,13 @@ INSTALL_TIMEOUT_S = 180.0     # one pip run of a ~2 MB wheel, no dependencies
 _TAG_VERSION = re.compile(r"^v?([0-9]+\.[0-9]+\.[0-9]+)(?:[-.]|$)")
 
 
+# The package index settings pip / uv read from the environment (a mirror, a proxy, an offline wheel dir).
+_PIP_ENV = ("PATH", "HOME", "LANG", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX",
+            "PIP_CONFIG_FILE", "PIP_CERT", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_FIND_LINKS", "UV_NO_INDEX",
+            "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "XDG_CONFIG_HOME",
+            "SSL_CERT_FILE")
+
+
 class Unavailable(Exception):
     """No schema package for this version here (the message says why, for a warning)."""
 
@@ -72,9 +79,7 @@ def _install(target: Path, version: str, env: dict) -> None:
         cmd = [uv, "pip", "install", "--quiet", "--no-deps", "--target", str(tmp), "--python", sys.executable, spec]
     else:
         raise Unavailable(f"neither pip nor uv is available to install {spec}")
-    clean = {k: v for k, v in env.items() if k in ("PATH", "HOME", "LANG", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
-                                                   "UV_INDEX_URL", "HTTPS_PROXY", "https_proxy", "NO_PROXY",
-                                                   "PIP_CONFIG_FILE", "XDG_CONFIG_HOME", "SSL_CERT_FILE")}
+    clean = {k: v for k, v in env.items() if k in _PIP_ENV}   # no credential of the bundle reaches pip
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, env=clean,
                               stdin=subprocess.DEVNULL)

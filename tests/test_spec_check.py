@@ -240,3 +240,50 @@ def test_no_spec_check_skips_it_and_the_answer_says_so(world, tmp_path):
     assert res.code == 0, res
     assert res.json["spec_check"]["checked"] is False and "--no-spec-check" in res.json["spec_check"]["reason"]
     assert any(w.startswith("spec not checked: --no-spec-check") for w in res.json["warnings"])
+
+
+def _wheel_of_the_installed_package(directory: Path, version: str) -> Path:
+    """A real py3-none-any wheel of nvidia_tao_core's config modules, as version ``version`` (offline)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    import nvidia_tao_core
+
+    source = Path(nvidia_tao_core.__file__).parent
+    dist = f"nvidia_tao_core-{version}.dist-info"
+    files = {f"nvidia_tao_core/{p.relative_to(source)}": p.read_bytes()
+             for p in sorted(source.rglob("*.py")) if p.parts[len(source.parts)] in ("__init__.py", "config")}
+    files[f"{dist}/METADATA"] = f"Metadata-Version: 2.1\nName: nvidia-tao-core\nVersion: {version}\n".encode()
+    files[f"{dist}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    record = [f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
+              f"{len(data)}" for name, data in files.items()] + [f"{dist}/RECORD,,"]
+    files[f"{dist}/RECORD"] = ("\n".join(record) + "\n").encode()
+    wheel = directory / f"nvidia_tao_core-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return wheel
+
+
+def test_another_version_is_installed_on_demand_with_pip_no_deps_into_the_cache(tmp_path):
+    import os
+    import sys
+
+    from tao_brev import tao_schema_pkg
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    _wheel_of_the_installed_package(wheels, "7.2.8")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels)}
+    cache = tao_schema_pkg.cache_dir(tmp_path, "7.2.8")
+    try:
+        result = _check(EXAMPLE_SPEC, image="nvcr.io/nvidia/tao/tao-toolkit:7.2.8-pyt", state_root=tmp_path, env=env)
+        assert result.checked and result.schema.startswith("nvidia-tao-core 7.2.8 "), result.reason
+        assert (cache / "nvidia_tao_core" / "config" / "visual_changenet" / "default_config.py").is_file()
+        assert not list(cache.parent.glob(".7.2.8.*"))                   # the temporary target was renamed
+    finally:
+        if str(cache) in sys.path:
+            sys.path.remove(str(cache))
+        for name in [m for m in sys.modules if m.startswith("nvidia_tao_core")]:
+            del sys.modules[name]
