@@ -90,12 +90,28 @@ def key_positions(text: str) -> dict:
                 here = path + (str(key_node.value),)
                 out.setdefault(here, (key_node.start_mark.line + 1, key_node.start_mark.column + 1))
                 walk(value, here)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                out.setdefault(path + (index,), (item.start_mark.line + 1, item.start_mark.column + 1))
+                walk(item, path + (index,))
 
     try:
         walk(yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)), ())
     except yaml.YAMLError:
         pass
     return out
+
+
+_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+
+
+def parts(full_key: str) -> tuple:
+    """omegaconf's ``full_key`` (``dataset.train_data_sources[0].image_dir``) as a path (list indices as ints)."""
+    return tuple(int(index) if index else name for index, name in _PART.findall(full_key or ""))
+
+
+def dotted(path: tuple) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(path))
 
 
 def _where(label: str, positions: dict, path: tuple) -> str:
@@ -122,6 +138,10 @@ def schema_class(module):
 def _node_kind(node) -> str:
     """What a schema node takes, in words (from omegaconf's node classes)."""
     name = type(node).__name__
+    if isinstance(node, _Element):
+        shape = node.element_type
+        shown = shape.__name__ if isinstance(shape, type) else str(shape).replace("typing.", "")
+        return f"list elements of type {shown}"
     if name == "DictConfig":
         shape = node._metadata.object_type
         return f"a mapping ({shape.__name__})" if isinstance(shape, type) and shape is not dict else "a mapping"
@@ -130,12 +150,24 @@ def _node_kind(node) -> str:
             "BytesNode": "bytes", "PathNode": "a path"}.get(name, "a value of its type")
 
 
+class _Element:
+    """An element of a schema list that has none at that index: only its declared type is known."""
+
+    def __init__(self, element_type):
+        self.element_type = element_type
+
+
 def _schema_node(schema, path: tuple):
     node = schema
     for part in path:
+        if isinstance(node, _Element):
+            return None
         try:
+            if isinstance(part, int) and type(node).__name__ == "ListConfig" and part >= len(node):
+                node = _Element(node._metadata.element_type)
+                continue
             node = node._get_node(part)
-        except Exception:   # a list index, or no such key
+        except Exception:   # no such key
             return None
         if node is None:
             return None
@@ -150,29 +182,28 @@ def _keys_at(schema, path: tuple) -> list:
 def _closest(schema, path: tuple) -> tuple:
     """(closest valid dotted key or None, valid keys at the parent)."""
     keys = _keys_at(schema, path[:-1])
-    match = difflib.get_close_matches(path[-1], keys, n=1, cutoff=0.6)
-    prefix = ".".join(path[:-1])
-    return ((f"{prefix}.{match[0]}" if prefix else match[0]) if match else None), keys
+    match = difflib.get_close_matches(str(path[-1]), keys, n=1, cutoff=0.6)
+    return (dotted(path[:-1] + (match[0],)) if match else None), keys
 
 
 def _problem_of(exc, schema, path: tuple) -> Finding:
     """A Finding from omegaconf's exception (never its message: it holds the value)."""
     kind = type(exc).__name__
-    dotted = ".".join(path)
+    key = dotted(path)
     parent = _schema_node(schema, path[:-1])
     where_type = getattr(getattr(parent, "_metadata", None), "object_type", None)
     in_what = f"in {where_type.__name__}" if isinstance(where_type, type) and where_type is not dict else "here"
     if kind in ("ConfigKeyError", "ConfigAttributeError") or _schema_node(schema, path) is None:
         closest, valid = _closest(schema, path)
-        return Finding("", dotted, f"is not a key of TAO's schema ({in_what})", closest, valid)
-    return Finding("", dotted, f"has a value of the wrong type: the schema takes {_node_kind(_schema_node(schema, path))}"
+        return Finding("", key, f"is not a key of TAO's schema ({in_what})", closest, valid)
+    return Finding("", key, f"has a value of the wrong type: the schema takes {_node_kind(_schema_node(schema, path))}"
                    " (value not shown)")
 
 
 def _nested(path: tuple, value) -> dict:
     for part in reversed(path):
         value = {part: value}
-    return value
+    return value   # _failing_path walks mappings only: no list index here
 
 
 def _failing_path(omegaconf, schema, data, prefix: tuple = ()) -> tuple:
@@ -190,9 +221,11 @@ def _failing_path(omegaconf, schema, data, prefix: tuple = ()) -> tuple:
 def _drop(data: dict, path: tuple) -> bool:
     node = data
     for part in path[:-1]:
-        node = node.get(part) if isinstance(node, dict) else None
-    if isinstance(node, dict) and path and path[-1] in node:
-        del node[path[-1]]
+        node = (node.get(part) if isinstance(node, dict) else
+                node[part] if isinstance(node, list) and isinstance(part, int) and part < len(node) else None)
+    last = path[-1] if path else None
+    if isinstance(node, dict) and last in node or isinstance(node, list) and isinstance(last, int) and last < len(node):
+        del node[last]
         return True
     return False
 
@@ -210,8 +243,7 @@ def merge_spec(omegaconf, schema, data: dict, label: str, text: str) -> tuple:
         try:
             return omegaconf.OmegaConf.merge(schema, omegaconf.OmegaConf.create(data)), findings
         except omegaconf.errors.OmegaConfBaseException as exc:
-            path = tuple(str(exc.full_key).split(".")) if getattr(exc, "full_key", "") else ()
-            path = tuple(p for p in path if p) or _failing_path(omegaconf, schema, data)
+            path = parts(str(getattr(exc, "full_key", "") or "")) or _failing_path(omegaconf, schema, data)
             if not path or not _drop(data, path):
                 findings.append(Finding(label, "(the spec)", "does not merge with TAO's schema"))
                 return None, findings

@@ -287,3 +287,26 @@ def test_another_version_is_installed_on_demand_with_pip_no_deps_into_the_cache(
             sys.path.remove(str(cache))
         for name in [m for m in sys.modules if m.startswith("nvidia_tao_core")]:
             del sys.modules[name]
+
+
+def test_a_problem_inside_a_list_names_the_element_and_its_line(tmp_path):
+    from tao_brev.errors import TaoBrevError
+
+    source = FIXTURES / "dino.train.yaml"
+    data = yaml.safe_load(source.read_text())
+    data["dataset"]["train_data_sources"][0]["image_dir"] = [SECRETLESS_VALUE]     # Dict[str, str] takes a string
+    path = tmp_path / "dino.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(TaoBrevError) as info:
+        _check(path, network="dino")
+    finding = info.value.details["answer"]["findings"][0]
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith("- image_dir"))
+    assert finding["key"] == "dataset.train_data_sources[0]" and finding["where"] == f"{path}:{line}:5"
+    assert "Dict[str, str]" in finding["problem"] and SECRETLESS_VALUE not in str(info.value.details)
+
+
+def test_key_paths_read_list_indices():
+    from tao_brev.tao_schema import dotted, parts
+
+    assert parts("dataset.train_data_sources[0].image_dir") == ("dataset", "train_data_sources", 0, "image_dir")
+    assert dotted(("dataset", "sources", 2, "x")) == "dataset.sources[2].x" and parts("") == ()
