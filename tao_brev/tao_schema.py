@@ -182,7 +182,7 @@ def _keys_at(schema, path: tuple) -> list:
 def _closest(schema, path: tuple) -> tuple:
     """(closest valid dotted key or None, valid keys at the parent)."""
     keys = _keys_at(schema, path[:-1])
-    match = difflib.get_close_matches(str(path[-1]), keys, n=1, cutoff=0.6)
+    match = difflib.get_close_matches(str(path[-1]), keys, n=1, cutoff=0.75)   # "stray" is not "train" (0.6)
     return (dotted(path[:-1] + (match[0],)) if match else None), keys
 
 

@@ -97,12 +97,14 @@ def test_a_stray_top_level_key_and_a_near_miss_name_the_closest_key(tmp_path):
 
     def edit(d):
         d["stray_key"] = SECRETLESS_VALUE
+        d["stray"] = 1                                                    # difflib's 0.6 would say 'train'
         d["train"]["num_epoch"] = 3
     path = _spec_with(tmp_path, edit)
     with pytest.raises(TaoBrevError) as info:
         _check(path)
     findings = {f["key"]: f for f in info.value.details["answer"]["findings"]}
     assert findings["stray_key"]["where"] == f"{path}:{_line_of(path, 'stray_key')}:1"
+    assert findings["stray_key"]["closest"] is None and findings["stray"]["closest"] is None   # valid keys instead
     assert findings["train.num_epoch"]["closest"] == "train.num_epochs"
     assert SECRETLESS_VALUE not in str(info.value.message) + str(info.value.details)
 
