@@ -329,16 +329,56 @@ def redactor(env: Mapping[str, str] | None = None) -> Callable[[str], str]:
         return _unchanged
     sub, placeholder = pattern.sub, redact.PLACEHOLDER
     shortest = min(map(len, owners))   # a shorter text holds no form (most fields of a record)
+    untaint = _untainter(owners)
 
     def redact_one(text):
         if not text or not isinstance(text, str) or len(text) < shortest:
             return text
         if len(text) < LONG_TEXT:
-            return sub(placeholder, text)
+            return untaint(sub(placeholder, text))
         narrowed = _narrowed(pattern, owners, text)
-        return narrowed.sub(placeholder, text) if narrowed else text
+        return untaint(narrowed.sub(placeholder, text) if narrowed else text)
 
     return redact_one
+
+
+def matcher(env: Mapping[str, str] | None = None):
+    """The :class:`taint.Matcher` of every form of every known value (None: no value known):
+    finds a value in the readings a decoder gives of a text (``taint.views``)."""
+    pattern, owners = _index(env)
+    return None if pattern is None else _matcher_of(_owners_key(owners))
+
+
+def _owners_key(owners: dict) -> tuple:
+    return tuple((form, name) for form, (name, _how) in owners.items())
+
+
+@lru_cache(maxsize=16)
+def _matcher_of(forms: tuple):
+    from . import taint
+
+    return taint.Matcher(dict(forms), _pattern)
+
+
+# Texts with none of these can have no reading but themselves: the form regex has searched them.
+_TAINT_TRIGGER_RE = lazy_re.compile(r"[^A-Za-z0-9_.,:;/@()\[\]{}<>|!?#$*~^+-]|[A-Za-z0-9+/_-]{12}|"
+                                    r"[0-9a-fA-F]{2}[:.,;_-][0-9a-fA-F]{2}")
+
+
+def _untainter(owners: dict) -> Callable[[str], str]:
+    """``text`` with each line that holds a known value in a reading only a decoder finds
+    withheld (``taint.withhold_lines``): the forms were replaced before."""
+    from . import taint
+
+    found = _matcher_of(_owners_key(owners))
+    search = _TAINT_TRIGGER_RE.search
+
+    def untaint(text: str) -> str:
+        if len(text) < taint.MIN_FORM or not search(text):
+            return text
+        return taint.withhold_lines(text, found)
+
+    return untaint
 
 
 # From this length on, a text is first searched for each form on its own (``in``: C speed, a
@@ -391,26 +431,43 @@ def redact_text(text: str, env: Mapping[str, str] | None = None) -> str:
     """``text`` with every known secret value, in any of its encodings, replaced by ``<redacted>``."""
     if not text or not isinstance(text, str):
         return text
-    pattern, owners = _index(env)
-    pattern = _narrowed(pattern, owners, text)
-    return pattern.sub(redact.PLACEHOLDER, text) if pattern else text
+    return redactor(env)(text)
 
 
-def find(text: str, env: Mapping[str, str] | None = None) -> list[tuple[str, str, int]]:
-    """[(variable name, encoding, line), ...]: where known values occur in ``text`` (never the value)."""
+def find(text: str, env: Mapping[str, str] | None = None, decoded: bool = False) -> list[tuple[str, str, int]]:
+    """[(variable name, encoding, line), ...]: where known values occur in ``text`` (never the value);
+    ``decoded``: also in the readings a decoder gives of it (``taint.views``), when no form is there."""
     if not text or not isinstance(text, str):
         return []
     pattern, owners = _index(env)
-    pattern = _narrowed(pattern, owners, text)
     if pattern is None:
         return []
+    narrowed = _narrowed(pattern, owners, text)
     hits = []
-    for m in pattern.finditer(text):
+    for m in narrowed.finditer(text) if narrowed else ():
         name, how = owners[m.group()]
         hit = (name, how, text.count("\n", 0, m.start()) + 1)
         if hit not in hits:
             hits.append(hit)
-    return hits
+    return hits or (_decoded_hits(text, _matcher_of(_owners_key(owners))) if decoded else [])
+
+
+def _decoded_hits(text: str, found) -> list[tuple[str, str, int]]:
+    """[(variable, encoding, line)] of the first value a decoder's reading of ``text`` holds
+    (``taint.views``): the line that holds it alone, else the first of two, else line 1."""
+    whole = found.hit(text)
+    if whole is None:
+        return []
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
+        one = found.hit(line)
+        if one is not None:
+            return [(one[0], f"{one[1]}, once decoded", number)]
+    for number in range(1, len(lines)):
+        two = found.hit(lines[number - 1] + "\n" + lines[number])
+        if two is not None:
+            return [(two[0], f"{two[1]}, across lines", number)]
+    return [(whole[0], f"{whole[1]}, across lines", 1)]
 
 
 def describe(hits: list[tuple[str, str, int]], limit: int = 5) -> str:
@@ -492,7 +549,19 @@ def find_parsed(data, env: Mapping[str, str] | None = None) -> list[tuple[str, s
         hit = (name, how, shown if len(shown) <= 80 else shown[:77] + "...")
         if hit not in hits:
             hits.append(hit)
-    return hits
+    return hits or _decoded_parsed_hits(items, _matcher_of(_owners_key(owners)), hide)
+
+
+def _decoded_parsed_hits(items: list, found, hide: Callable[[str], str]) -> list[tuple[str, str, str]]:
+    """The same as a decoder reads each string (``taint.views``: wrapped base64 in a block scalar,
+    colon-separated hex, base64 of UTF-16LE, ...): the first string that holds a value."""
+    for path, view, text in items:
+        hit = found.hit(text)
+        if hit is not None:
+            how = f"{hit[1]}, {view}" if view else hit[1]
+            shown = hide(path)
+            return [(hit[0], how, shown if len(shown) <= 80 else shown[:77] + "...")]
+    return []
 
 
 def _decoded_views(text: str) -> list[tuple[str, str]]:
@@ -559,7 +628,7 @@ def refuse_in_identifiers(identifiers: Mapping[str, str | None], env: Mapping[st
     (instance, arch, action, results root, bucket, input names) holds a known
     value: redacting it would leave ``<redacted>`` in state that later verbs need."""
     for label, value in identifiers.items():
-        hits = find(value or "", env)
+        hits = find(value or "", env, decoded=True)
         if hits:
             names = list(dict.fromkeys(name for name, _how, _line in hits))
             equal = [name for v, name in values(env).items() if v == value or v.strip() == value]
