@@ -80,6 +80,7 @@ _URL_PASSWORD_RE = lazy_re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:(?P<pas
 
 _observed: list[Mapping[str, str]] = []   # the running verb's environment (latest Context)
 _watched: set[str] = set()                # --env names: secret whatever their name says
+_unproven: dict[str, str] = {}            # --env names of a job whose values are not proven here (env_proof)
 _minted: set[str] = set()                 # identifiers the bundle minted itself (job ids): never a secret
 
 
@@ -139,17 +140,41 @@ def watch(names: Iterable[str] | None) -> None:
 
 
 def unset_watched(env: Mapping[str, str] | None = None) -> list[str]:
-    """The watched ``--env`` names whose value this process cannot know (unset or empty in its
-    environment and in the observed ones): text a job printed may hold those values, and
-    nothing here can find them. Sorted."""
+    """The ``--env`` names whose value this process cannot know: watched names unset or empty in
+    its environment and in the observed ones, and every name a job's sidecar could not prove
+    (:func:`unprove`; ``*`` when a sidecar is lost or damaged and the names are not known).
+    Text a job printed may hold those values, and nothing here can find them. Sorted."""
     envs = [env] if env is not None else [os.environ, *_observed]
-    return sorted(n for n in _watched if not any(source.get(n) for source in envs))
+    unset = {n for n in _watched if not any(source.get(n) for source in envs)}
+    return sorted(unset | set(_unproven))
+
+
+def unprove(name: str, why: str) -> None:
+    """A job was given ``name`` by ``--env`` and this process cannot prove it holds that value
+    (``env_proof.verdicts``: unset, another value, no digest; ``*``: the job's names are not
+    known): every answer of this run withholds what a job printed."""
+    _unproven.setdefault(name, why)
+
+
+def unproven() -> dict[str, str]:
+    """{name: why} of :func:`unprove` (``*``: the names themselves are not known)."""
+    return dict(_unproven)
+
+
+def held_value(name: str) -> str | None:
+    """The value of ``name`` in this process's environment or an observed one (None: unset or empty)."""
+    for source in (os.environ, *_observed):
+        value = source.get(name)
+        if value:
+            return value
+    return None
 
 
 def reset() -> None:
     """Forget observed environments and watched names (tests)."""
     _observed.clear()
     _watched.clear()
+    _unproven.clear()
     _LAST.clear()
 
 

@@ -489,9 +489,9 @@ def _redact_string(text: str, values: Callable[[str], str]) -> str:
 def _redact_obj(obj, string: Callable[[str], str]):
     if isinstance(obj, str):
         return string(obj)
-    if isinstance(obj, dict):
-        return {key: string(value) if value.__class__ is str else _redact_obj(value, string)
-                for key, value in obj.items()}
+    if isinstance(obj, dict):   # keys too: a job names a KPI after a value (``acc_<value>``)
+        return {(string(key) if key.__class__ is str else key): string(value) if value.__class__ is str
+                else _redact_obj(value, string) for key, value in obj.items()}
     if isinstance(obj, list):
         return [_redact_obj(value, string) for value in obj]
     if isinstance(obj, tuple):

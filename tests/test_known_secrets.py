@@ -196,16 +196,22 @@ def test_records_and_sidecars_land_private(state_env, tmp_path):
 
     root = Path(state_env["TAO_STATE_DIR"])
     record = RecordStore(root).open(image="i", network_arch="a", action="t", storage_tier="A", results_root="/r")
+    from tao_brev import env_proof
+
     sidecars = SidecarStore(root)
-    sidecars.update(record["id"], instance="box", env_names=["ODD_NAME"])
+    odd = {"ODD_NAME": "odd-value-123"}
+    sidecars.update(record["id"], instance="box", env_names=["ODD_NAME"],
+                    env_proof=env_proof.proof(root, odd, ["ODD_NAME"]))
     sidecars.save_logs(record["id"], "line\n")
     assert stat.S_IMODE(root.stat().st_mode) == 0o700
     for path in root.rglob("*"):
         want = 0o700 if path.is_dir() else 0o600
         assert stat.S_IMODE(path.stat().st_mode) == want, path
     known_secrets.reset()
-    sidecars.load(record["id"])      # a later verb reading the job learns its --env names
-    assert redact.redact_values("v=odd-value-123", {"ODD_NAME": "odd-value-123"}) == "v=<redacted>"
+    known_secrets.observe_env(odd)
+    sidecars.load(record["id"])      # a later verb reading the job learns its --env names, proven by the digest
+    assert redact.redact_values("v=odd-value-123", odd) == "v=<redacted>"
+    assert known_secrets.unset_watched() == []
 
 
 # -- the known values are looked up once, and again whenever what they come from changes ------------

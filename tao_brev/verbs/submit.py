@@ -429,6 +429,9 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     _instance_running(ctx, req)   # before the first exec: brev exec would start a STOPPED instance
     if stage:
         stage.prepare()   # uploads before the record opens: a failed upload leaves nothing behind
+    from .. import env_proof
+
+    proof = env_proof.proof(ctx.state_root, ctx.env, req.env_names)   # digests, kept: later verbs prove values
 
     with deferred_interrupts():   # the record and the note that names it in every answer appear together
         record = ctx.records.open(image=resolved["image"], network_arch=req.network_arch, action=req.action,
@@ -440,6 +443,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         note_state("PENDING")
     backend_ref = f"{req.instance}/{job_id}"
     ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral, env_names=list(req.env_names),
+                        env_proof=proof,
                         results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
                                  "destination": routing.destination(job_id)},
                         inputs=stage.answer()["inputs"] if stage else [],
