@@ -673,7 +673,19 @@ def refuse_in_identifiers(identifiers: Mapping[str, str | None], env: Mapping[st
 # Job ids are not here: one the record store holds was minted by the bundle (:func:`minted`), and
 # one it does not hold stops at UNKNOWN_JOB before anything is sent.
 IDENTIFIER_FLAGS = ("--instance", "--image", "--network-arch", "--action", "--results-root", "--results-dir", "--spec",
-                    "--bucket", "--host", "--platform")
+                    "--bucket", "--host", "--platform", "--upload-exclude", "--backend-ref", "--parent-job",
+                    "--shm-size", "--gpus", "--message")
+# Names the bundle reads from the environment and stores or sends (the bucket is in the record's
+# results root, the endpoint and region in every carrier command): a known value there is refused.
+IDENTIFIER_ENV = ("S3_BUCKET_NAME", "TAO_RESULTS_ROOT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "S3_ENDPOINT_URL",
+                  "AWS_DEFAULT_REGION", "AWS_REGION", "CLOUD_REGION", "TAO_STATE_DIR", "TAO_SKILL_BANK_PATH",
+                  "AWS_PROFILE")
+
+
+def refuse_in_env_identifiers(env: Mapping[str, str]) -> None:
+    """:func:`refuse_in_identifiers` for the IDENTIFIER_ENV names set in ``env`` (``S3_BUCKET_NAME``
+    holding a credential: refused, never stored as ``s3://<redacted>/...``)."""
+    refuse_in_identifiers({name: env.get(name) for name in IDENTIFIER_ENV if env.get(name)}, env)
 
 
 def refuse_in_argv(argv: Iterable[str], env: Mapping[str, str] | None = None) -> None:

@@ -249,13 +249,19 @@ def _manifest_path(ctx: Context, job_id: str):
 
 
 def _save_manifest(ctx: Context, job_id: str, manifest: list[dict]) -> None:
+    from ..names_guard import stored_names
+
     path = _manifest_path(ctx, job_id)
     private_dir(path.parent)   # 0700, the file 0600
-    atomic_write_json(path, manifest)
+    names = stored_names([e["path"] for e in manifest])   # a name holding a known value: its digest only
+    atomic_write_json(path, [{**e, "path": n} for e, n in zip(manifest, names)])
 
 
 def _load_manifest(ctx: Context, job_id: str) -> Optional[list[dict]]:
     try:
-        return json.loads(_manifest_path(ctx, job_id).read_text())
+        from ..fsio import read_text
+        from ..safe_read import loads
+
+        return loads(read_text(_manifest_path(ctx, job_id)))   # a regular file, bounded
     except (OSError, ValueError):
         return None

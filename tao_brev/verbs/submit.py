@@ -29,6 +29,7 @@ job id: one -> adopt it; none -> mark ERROR (ERR_INFRA), a new submit with
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 from dataclasses import dataclass, field
@@ -120,9 +121,18 @@ class SubmitRequest:
 
 
 def _read_spec(path: str) -> tuple[str, dict]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+    from ..safe_read import UnsafeFile, read_bytes
+
+    try:   # a regular file (a link to one is followed), opened without blocking, read up to the cap
+        text = read_bytes(path, MAX_SPEC_BYTES, follow=True).decode("utf-8")
+    except UnsafeFile as exc:
+        if exc.errno == errno.EFBIG:
+            raise TaoBrevError("BAD_SPEC", f"spec {path!r} is larger than {MAX_SPEC_BYTES} bytes",
+                               "Keep large data out of the spec: put it in an input (--inputs) and reference "
+                               "its path.") from None
+        raise TaoBrevError("SPEC_NOT_FOUND", f"cannot read spec {path!r}: it {exc.strerror}",
+                           "Pass --spec with the path of a TAO spec YAML file (a regular file).") from None
+    except OSError as exc:
         raise TaoBrevError("SPEC_NOT_FOUND", f"cannot read spec {path!r}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not UTF-8 text",
@@ -286,7 +296,9 @@ def _refuse_unsafe_credentials(ctx: Context, req: SubmitRequest) -> None:
              "--image": req.image, "--results-root": req.results_root, "--bucket": req.bucket,
              "--retry-of": req.retry_of}
     names.update({f"--inputs {i}": item for i, item in enumerate(req.inputs, 1)})
+    names.update({f"--upload-exclude {i}": item for i, item in enumerate(req.upload_excludes, 1)})
     known_secrets.refuse_in_identifiers(names, ctx.env)
+    known_secrets.refuse_in_env_identifiers(ctx.env)
 
 
 # An override typed where an input was expected: ``train.num_epochs=3`` (a key path, then =).
@@ -370,6 +382,9 @@ def _instance_running(ctx: Context, req: SubmitRequest) -> None:
 
 def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     _refuse_env_values(req)   # before anything reads the --env words as names
+    from ..limits import refuse_long_env, refuse_long_script
+
+    refuse_long_env(req.env_names, ctx.env)   # before any value is indexed for redaction
     _refuse_unsafe_credentials(ctx, req)
     check_instance(req.instance)
     _refuse_overrides_as_inputs(req)
@@ -404,6 +419,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     run = _run_spec(req, resolved["image"], placeholder, routing, mounts, env_file=None, gpu_plan=gpu_plan)
     script = _script(run, spec_text, _inputs_check(mounts) if not stage else "")  # checks shm size, overrides...
     refuse_secrets(script, "submit command", ctx.env)
+    refuse_long_script(script, len(req.overrides))   # execve's E2BIG, before a record opens
     if req.dry_run:
         if stage:
             stage.prepare(upload=False)
