@@ -73,9 +73,9 @@ def strip_terminal(text: str) -> str:
 
 
 def canon(text: str) -> str:
-    """``text`` as compared: terminal escapes removed, then blanks, line breaks, quotes,
-    backslashes, controls and zero-width characters dropped."""
-    return _IGNORED_RE.sub("", strip_terminal(text))
+    """``text`` as compared: blanks, line breaks, quotes, backslashes, controls (ESC and BEL
+    too: what is left of an escape sequence stays) and zero-width characters dropped."""
+    return _IGNORED_RE.sub("", text)
 
 
 def _backslash_once(text: str) -> str:
@@ -199,6 +199,9 @@ def views(text: str) -> list[tuple[str, str]]:
     first = strip_terminal(text)[:MAX_VIEW_CHARS]
     seen = {first}
     out = [("as written", first)]
+    if first != text[:MAX_VIEW_CHARS]:   # a value inside an escape sequence (an OSC window title)
+        seen.add(text[:MAX_VIEW_CHARS])
+        out.append(("inside terminal escapes", text[:MAX_VIEW_CHARS]))
     joined = _BREAK_RE.sub("", first)
     if joined != first:
         seen.add(joined)
@@ -212,7 +215,8 @@ def views(text: str) -> list[tuple[str, str]]:
                 if len(decoded) < MIN_FORM or decoded in seen:
                     continue
                 seen.add(decoded)
-                item = (step if how in ("as written", "lines joined") else f"{how}, {step}", decoded)
+                item = (step if how in ("as written", "lines joined", "inside terminal escapes") else f"{how}, {step}",
+                        decoded)
                 out.append(item)
                 below.append(item)
                 if len(out) >= MAX_VIEWS:
