@@ -87,6 +87,22 @@ def read_text(path: str | os.PathLike) -> str:
 _CHUNK = 1 << 16
 
 
+def read_bytes_or_error(path: str | os.PathLike) -> bytes | OSError:
+    """The bytes of the regular file ``path`` (``safe_read.read_bytes``: 16 MiB at most, never
+    through a link inside the state dir), or the OSError that says why it is none (a directory,
+    FIFO, device, link, over the cap): the caller treats that file as damaged. Raises
+    FileNotFoundError only."""
+    from . import safe_read, statedir
+
+    try:
+        statedir.check(path, last=False)
+        return safe_read.read_bytes(path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        return exc
+
+
 _TEXT_MODE: list = []
 
 

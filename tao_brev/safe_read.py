@@ -48,6 +48,8 @@ def read_bytes(path, cap: int = MAX_STATE_FILE_BYTES, follow: bool = False) -> b
     except OSError as exc:
         if exc.errno == errno.ELOOP and not follow:
             raise UnsafeFile(errno.ELOOP, "is a symbolic link (refused, never followed)", str(path)) from None
+        if exc.errno == errno.ENXIO:   # open(2) of a socket, or of a device without a driver
+            raise UnsafeFile(errno.ENXIO, "is a socket or a device, not a regular file", str(path)) from None
         raise
     try:
         st = os.fstat(fd)

@@ -108,12 +108,16 @@ class SidecarStore:
         return path
 
     def saved_logs(self, job_id: str) -> str | None:
-        from .fsio import read_text
+        from . import safe_read, statedir
 
+        path = self.logs_path(job_id)
         try:
-            return read_text(self.logs_path(job_id))
+            statedir.check(path, last=False)
+            return safe_read.read_bytes(path).decode("utf-8", "replace")   # a regular file, bounded
         except FileNotFoundError:
             return None
+        except OSError as exc:   # a directory, FIFO, device or link where the log should be: say so
+            return f"[tao-brev: the saved log could not be read: {safe_read.describe(exc)}]\n"
 
     # -- instances --------------------------------------------------------
     def instance_path(self, name: str) -> Path:
