@@ -685,18 +685,22 @@ IDENTIFIER_ENV = ("S3_BUCKET_NAME", "TAO_RESULTS_ROOT", "AWS_ENDPOINT_URL_S3", "
 def refuse_in_env_identifiers(env: Mapping[str, str]) -> None:
     """:func:`refuse_in_identifiers` for the IDENTIFIER_ENV names set in ``env`` (``S3_BUCKET_NAME``
     holding a credential: refused, never stored as ``s3://<redacted>/...``)."""
-    refuse_in_identifiers({name: env.get(name) for name in IDENTIFIER_ENV if env.get(name)}, env)
+    for name in IDENTIFIER_ENV:
+        if env.get(name):   # its own value is no reason (``--env S3_BUCKET_NAME`` makes it one)
+            refuse_in_identifiers({name: env[name]}, {k: v for k, v in env.items() if k != name})
 
 
 def refuse_in_argv(argv: Iterable[str], env: Mapping[str, str] | None = None) -> None:
     """:func:`refuse_in_identifiers` for the IDENTIFIER_FLAGS of a script's ``argv``
-    (``--flag value`` and ``--flag=value``): a credential's value given as a name stops the verb
-    before anything is sent, with an error naming the flag and the variable."""
+    (``--flag value`` and ``--flag=value``), and the IDENTIFIER_ENV names of ``env``: a credential's
+    value given as a name stops the verb before anything is sent, with an error naming the flag (or
+    variable) and the variable whose value it holds."""
     words = [w for w in argv if isinstance(w, str)]
     for i, word in enumerate(words):
         flag, eq, value = word.partition("=")
         if flag in IDENTIFIER_FLAGS and (eq or i + 1 < len(words)):
             refuse_in_identifiers({flag: value if eq else words[i + 1]}, env)
+    refuse_in_env_identifiers(os.environ if env is None else env)   # S3_BUCKET_NAME, endpoints, roots
 
 
 def refuse_short(names: Iterable[str], env: Mapping[str, str]) -> None:

@@ -769,3 +769,60 @@ def test_a_spec_path_holding_a_credential_is_refused_before_anything_is_sent():
     with pytest.raises(TaoBrevError) as err:
         known_secrets.refuse_in_argv(["--spec", f"/tmp/sp/{value}.yaml"], {"MY_SERVICE_TOKEN": value})
     assert err.value.code == "SECRET_IN_IDENTIFIER" and value not in err.value.message + err.value.fix
+
+
+# -- the proof kept: unproven names, held values, identifiers from the environment -----------------
+def test_unproven_names_are_withheld_and_reset_forgets_them(monkeypatch):
+    monkeypatch.delenv("JOB_CFG", raising=False)
+    assert known_secrets.unset_watched() == []
+    known_secrets.unprove("JOB_CFG", "unset in this shell")
+    known_secrets.unprove("JOB_CFG", "a second reason is not kept")
+    known_secrets.unprove("*", "the job's sidecar is damaged")
+    assert known_secrets.unproven() == {"JOB_CFG": "unset in this shell", "*": "the job's sidecar is damaged"}
+    assert known_secrets.unset_watched() == ["*", "JOB_CFG"]
+    known_secrets.reset()
+    assert known_secrets.unproven() == {} and known_secrets.unset_watched() == []
+
+
+def test_held_value_reads_the_process_then_the_observed_environment(monkeypatch):
+    monkeypatch.setenv("HELD_A", "from-process")
+    monkeypatch.setenv("HELD_B", "")
+    known_secrets.observe_env({"HELD_B": "from-verb", "HELD_C": "only-verb"})
+    assert known_secrets.held_value("HELD_A") == "from-process"
+    assert known_secrets.held_value("HELD_B") == "from-verb"     # empty counts as unset
+    assert known_secrets.held_value("HELD_C") == "only-verb"
+    assert known_secrets.held_value("HELD_NONE") is None
+
+
+def test_identifiers_from_the_environment_are_refused_when_they_hold_a_value():
+    env = {"WANDB_API_KEY": "Zp4/Wq+Lm7Rt2Xy9", "S3_BUCKET_NAME": "bkt-Zp4/Wq+Lm7Rt2Xy9"}
+    with pytest.raises(TaoBrevError) as err:
+        known_secrets.refuse_in_env_identifiers(env)
+    assert err.value.code == "SECRET_IN_IDENTIFIER" and "S3_BUCKET_NAME" in err.value.message
+    assert "WANDB_API_KEY" in err.value.message and "Zp4/Wq" not in err.value.message
+    known_secrets.refuse_in_env_identifiers({**env, "S3_BUCKET_NAME": "my-bucket"})
+    for name in ("AWS_ENDPOINT_URL", "TAO_RESULTS_ROOT", "AWS_REGION"):
+        with pytest.raises(TaoBrevError):
+            known_secrets.refuse_in_env_identifiers({**env, "S3_BUCKET_NAME": "b", name: "x%2FZp4/Wq+Lm7Rt2Xy9"})
+
+
+def test_every_script_refuses_an_env_identifier_and_an_upload_exclude_holding_a_value():
+    env = {"WANDB_API_KEY": "Zp4/Wq+Lm7Rt2Xy9"}
+    with pytest.raises(TaoBrevError) as err:
+        known_secrets.refuse_in_argv(["--upload-exclude", "*Zp4/Wq+Lm7Rt2Xy9*"], env)
+    assert err.value.details["argument"] == "--upload-exclude"
+    with pytest.raises(TaoBrevError) as err:
+        known_secrets.refuse_in_argv(["--instance", "box"], {**env, "S3_BUCKET_NAME": "Zp4/Wq+Lm7Rt2Xy9"})
+    assert err.value.details["argument"] == "S3_BUCKET_NAME"
+    known_secrets.refuse_in_argv(["--upload-exclude", "*.tmp"], env)
+
+
+def test_a_long_form_and_a_long_text_are_redacted_in_place():
+    value = "Lq9/" + "xY7+" * 100
+    out = known_secrets.redact_text("a " * 600 + value + " b", {"MY_API_KEY": value})
+    assert value not in out and out.endswith("<redacted> b")
+
+
+def test_an_env_identifier_is_not_refused_for_its_own_value():
+    known_secrets.watch(["S3_BUCKET_NAME"])
+    known_secrets.refuse_in_env_identifiers({"S3_BUCKET_NAME": "my-bucket-name-01"})
