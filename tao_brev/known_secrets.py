@@ -294,8 +294,70 @@ def encodings(value: str, name: str = "") -> tuple[tuple[str, str], ...]:
     return tuple(sorted(forms.items(), key=lambda item: (-len(item[0]), item[0])))
 
 
+LONG_FORM = 256   # forms longer than this are found with str.find (linear), not compiled into the regex
+
+
+class _Found:
+    """A match of a long form (what :class:`_Forms` yields like ``re.Match``)."""
+
+    __slots__ = ("_text", "_start")
+
+    def __init__(self, text: str, start: int):
+        self._text, self._start = text, start
+
+    def group(self) -> str:
+        return self._text
+
+    def start(self) -> int:
+        return self._start
+
+
+class _Forms:
+    """``re.Pattern``'s ``sub``/``search``/``finditer`` over forms of which some are long: those
+    are found with ``str.find`` (two-way search: linear in text and form), the rest with the trie
+    regex; a 64 KiB value's forms compiled into one regex cost seconds, and more than linearly."""
+
+    def __init__(self, short: re.Pattern | None, long_forms: tuple[str, ...]):
+        self._short, self._long = short, long_forms
+
+    def _long_hits(self, text: str) -> list[_Found]:
+        hits, taken = [], []
+        for form in self._long:   # longest first: a shorter form inside a longer hit is no new hit
+            at = text.find(form)
+            while at >= 0:
+                if not any(s <= at < e for s, e in taken):
+                    hits.append(_Found(form, at))
+                    taken.append((at, at + len(form)))
+                at = text.find(form, at + len(form))
+        return sorted(hits, key=_Found.start)
+
+    def sub(self, repl: str, text: str) -> str:
+        for form in self._long:
+            if form in text:
+                text = text.replace(form, repl)
+        return self._short.sub(repl, text) if self._short is not None else text
+
+    def search(self, text: str):
+        hits = self._long_hits(text)
+        if hits:
+            return hits[0]
+        return self._short.search(text) if self._short is not None else None
+
+    def finditer(self, text: str):
+        yield from self._long_hits(text)
+        if self._short is not None:
+            yield from self._short.finditer(text)
+
+
 @lru_cache(maxsize=32)
-def _pattern(forms: tuple[str, ...]) -> re.Pattern | None:
+def _pattern(forms: tuple[str, ...]) -> re.Pattern | _Forms | None:
+    long_forms = tuple(f for f in forms if len(f) > LONG_FORM)
+    if long_forms:
+        return _Forms(_trie_pattern(tuple(f for f in forms if len(f) <= LONG_FORM)), long_forms)
+    return _trie_pattern(forms)
+
+
+def _trie_pattern(forms: tuple[str, ...]) -> re.Pattern | None:
     """One regex matching the longest of ``forms`` at the leftmost place, as a trie
     (``(?:ab(?:c|d)|x...)``): the engine tries each first character once instead of
     every form at every position (about 2x faster than a flat alternation of 15 forms a value)."""

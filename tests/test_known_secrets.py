@@ -826,3 +826,23 @@ def test_a_long_form_and_a_long_text_are_redacted_in_place():
 def test_an_env_identifier_is_not_refused_for_its_own_value():
     known_secrets.watch(["S3_BUCKET_NAME"])
     known_secrets.refuse_in_env_identifiers({"S3_BUCKET_NAME": "my-bucket-name-01"})
+
+
+def test_long_forms_are_found_with_find_not_compiled(monkeypatch):
+    """Forms longer than LONG_FORM stay out of the trie regex (a 64 KiB value compiled costs seconds):
+    sub, search and finditer find them with str.find, leftmost, a shorter form inside a longer hit once."""
+    long_a, long_b = "A" * 300 + "tail-a", "B" * 300
+    pattern = known_secrets._pattern(tuple(sorted([long_a, long_b, "shortform1"], key=lambda f: (-len(f), f))))
+    assert isinstance(pattern, known_secrets._Forms)
+    text = f"x {long_b} y shortform1 {long_a} {long_a}"
+    assert pattern.sub("<r>", text) == "x <r> y <r> <r> <r>"
+    assert [(m.group()[:1], m.start()) for m in pattern.finditer(text)] == [
+        ("B", 2), ("A", text.index(long_a)), ("A", text.rindex(long_a)), ("s", text.index("shortform1"))]
+    assert pattern.search(text).start() == 2 and pattern.search("only shortform1").group() == "shortform1"
+    assert pattern.search("nothing") is None
+    only_long = known_secrets._pattern((long_a,))
+    assert only_long.sub("<r>", "no") == "no" and only_long.search("no") is None
+    assert list(only_long.finditer(long_a + long_a)) and len(list(only_long.finditer(long_a + long_a))) == 2
+    overlap = known_secrets._pattern(("A" * 301, "A" * 300 + "Z"))
+    assert [m.start() for m in overlap.finditer("A" * 301 + "Z")] == [0]
+    assert known_secrets.find(f"l1\nv {long_a}", {"MY_API_KEY": long_a})[0][2] == 2
