@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -261,3 +262,29 @@ def test_keys_of_answers_are_redacted(monkeypatch, capsys):
     out = json.loads(capsys.readouterr().out)
     assert list(out["progress"]["kpi"]) == ["acc_<redacted>", "plain"]
 
+
+
+SUBMIT_REFUSED = [
+    # (id, spec text added, overrides, extra env): forms only a decoder finds, refused before anything is sent
+    ("spec-wrapped-base64-block", "note: |\n" + "".join(
+        f"  {line}\n" for line in base64.encodebytes(b"pre-" + VALUE.encode() * 3).decode().splitlines()), [], {}),
+    ("spec-colon-hex", "mirror_hex: " + ":".join(f"{b:02x}" for b in VALUE.encode()) + "\n", [], {}),
+    ("override-utf16le-base64", "", [f"train.note={base64.b64encode(VALUE.encode('utf-16-le')).decode()}"], {}),
+    ("override-printf-q", "", [f"train.note=x{ENCODINGS['printf-q']}"], {}),
+    ("spec-upper-json-escapes", 'note: "' + json.dumps(VALUE)[1:-1].replace("\\u00f6", "\\\\U00F6") + '"\n', [], {}),
+]
+
+
+@pytest.mark.parametrize("case_id, extra, overrides, env_extra", SUBMIT_REFUSED, ids=[c[0] for c in SUBMIT_REFUSED])
+def test_submit_refuses_a_spec_or_override_holding_a_decoded_value(state_env, tmp_path, case_id, extra, overrides,
+                                                                   env_extra):
+    from conftest import EXAMPLE_SPEC, run_script
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(EXAMPLE_SPEC.read_text() + "\n" + extra)
+    res = run_script("submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt", "--network-arch",
+                     "visual_changenet", "--action", "train", "--spec", str(spec), "--env", NAME, "--dry-run",
+                     *(["--", *overrides] if overrides else []), env={**state_env, NAME: VALUE, **env_extra})
+    assert res.code == 2 and res.json["error"]["code"] == "SECRET_IN_COMMAND", res
+    assert NAME in res.json["error"]["message"] and VALUE not in res.stdout + res.stderr
+    assert not (Path(state_env["TAO_STATE_DIR"]) / "jobs").exists()
