@@ -177,10 +177,18 @@ def withheld_fix(names: list[str]) -> str:
     return "; ".join(parts)
 
 
+def _emptied(key: str, value, notice: str):
+    """A withheld KPI value of the same type: ``metrics`` keeps its facts (available, file)
+    without ``epochs`` and ``best``; another object or list is emptied; a string is ``notice``."""
+    if key == "metrics" and isinstance(value, dict):
+        return {**{k: v for k, v in value.items() if k in ("available", "file")}, "epochs": [], "best": {}}
+    return {} if isinstance(value, dict) else [] if isinstance(value, list) else notice[:280]
+
+
 def withhold_job_output(answer: dict) -> dict:
     """``answer`` without the text a job printed (``logs``, log lines in a hint's ``evidence``,
     a stall's ``last_log_line``/``evidence``, the status file's ``message``, ``status`` when it
-    is not one of TAO's, and whole KPIs: ``kpi``, ``final_kpi``, ``metrics``) when a job's
+    is not one of TAO's, and whole KPIs: ``kpi``, ``final_kpi``, ``metrics``, emptied) when a job's
     ``--env`` value is not proven in this process (:func:`known_secrets.unset_watched`: unset,
     another value, no digest or no sidecar): redaction rests on the values, so text that may hold
     unknown ones is never printed. ``withheld`` names the variables and the way out."""
@@ -201,8 +209,9 @@ def withhold_job_output(answer: dict) -> dict:
         for key, value in obj.items():
             if key == "logs" and isinstance(value, str) and value:
                 out[key], _ = notice, found.append(key)
-            elif key in JOB_VALUES and value:
-                out[key], _ = notice[:280], found.append(key)
+            elif key in JOB_VALUES and value:   # the same type, emptied (answers keep their schema)
+                out[key] = _emptied(key, value, notice)
+                found.append(key)
             elif key == "evidence" and isinstance(value, list):
                 kept = [v for v in value if isinstance(v, str) and v.startswith(OWN_EVIDENCE)]
                 out[key] = kept + ([notice] if len(kept) < len(value) else [])
