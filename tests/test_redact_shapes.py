@@ -392,3 +392,18 @@ def test_redact_uri_removes_webhooks_and_gcs_signatures_from_paths():
     assert redact.redact_uri("https://hooks.slack.com/services/T0000AAAA/B1111BBBB/XXXXXXXXXXXXXXXX") == \
         "https://<redacted>"
     assert redact.redact_uri("gs://b/o?X-Goog-Signature=abcdef0123456789") == "gs://b/o?X-Goog-Signature=<redacted>"
+
+
+def test_a_next_line_value_is_a_text_rule_only_and_needs_a_next_line():
+    text = "password:\n  Zq8sK2mN4pR6tV8x"
+    assert redact.redact_uri(text) == text                     # the gentle mode for paths and URIs: not there
+    assert lint("password:\n\n   \n") == [] and lint("password:") == []
+    assert lint("model_name:\n  Zq8sK2mN4pR6tV8x") == []
+    assert [f.line for f in lint("a: 1\npassword:\n  Zq8sK2mN4pR6tV8x")] == [3]
+
+
+def test_a_login_keyword_keeps_the_calls_own_parenthesis_and_skips_calls():
+    assert redact.redact('login(key="Zq8sK2mN4pR6tV8x")') == 'login(key="<redacted>")'
+    assert redact.redact("login(key=Zq8sK2mN4pR6tV8x)") == "login(key=<redacted>)"
+    assert lint("login(key=get_key(name))") == []
+    assert lint("connect(host, key=)") == []
