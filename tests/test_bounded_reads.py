@@ -274,3 +274,28 @@ def test_a_saved_log_that_is_no_file_is_named_not_read(tmp_path, kind):
     path.parent.mkdir(parents=True)
     _special(kind, path)
     assert sidecars.saved_logs(JOB).startswith(f"[tao-brev: the saved log could not be read: {path} is ")
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "zero-link", "huge"])
+def test_versions_yaml_and_the_record_index_are_read_bounded(tmp_path, kind, monkeypatch):
+    from tao_brev import bank, record_index
+
+    bank_dir = tmp_path / "bank"
+    bank_dir.mkdir()
+    _special(kind, bank_dir / "versions.yaml")
+    with pytest.raises(TaoBrevError) as err:
+        bank.load_versions({"TAO_SKILL_BANK_PATH": str(bank_dir)})
+    assert err.value.code == "VERSIONS_FILE"
+    index = record_index.index_path(tmp_path / "state")
+    index.parent.mkdir(parents=True)
+    _special(kind, index)
+    assert record_index._load(index) == {}
+
+
+def test_a_fifo_owner_file_never_blocks_the_credential_sweep(tmp_path):
+    from tao_brev import credentials
+
+    box = tmp_path / f"{credentials.LOCAL_PREFIX}x"
+    box.mkdir()
+    os.mkfifo(box / credentials.OWNER)
+    credentials.sweep_local(tmp_path)   # answers (the alarm of this module catches a hang)
