@@ -447,9 +447,13 @@ def _matcher_of(forms: tuple):
     return taint.Matcher(dict(forms), _pattern)
 
 
-# Texts with none of these can have no reading but themselves: the form regex has searched them.
-_TAINT_TRIGGER_RE = lazy_re.compile(r"[^A-Za-z0-9_.,:;/@()\[\]{}<>|!?#$*~^+-]|[A-Za-z0-9+/_-]{12}|"
-                                    r"[0-9a-fA-F]{2}[:.,;_-][0-9a-fA-F]{2}")
+@lru_cache(maxsize=16)
+def _taint_trigger(shortest: int) -> re.Pattern:
+    """Texts with none of these can have no reading but themselves (the form regex has searched
+    them): a character the comparison ignores or a decoder reads, a base64 run or a hex run long
+    enough to spell ``shortest`` characters (``taint.views``)."""
+    return re.compile(r"[^A-Za-z0-9_.,:;/@()\[\]{}<>|!?#$*~^+-]|[A-Za-z0-9+/_-]{%d}|"
+                      r"(?:[0-9a-fA-F]{2}[:.,;_-]?){%d}" % (max(12, -(-4 * shortest // 3)), shortest))
 
 
 def _untainter(owners: dict) -> Callable[[str], str]:
@@ -458,7 +462,7 @@ def _untainter(owners: dict) -> Callable[[str], str]:
     from . import taint
 
     found = _matcher_of(_owners_key(owners))
-    search = _TAINT_TRIGGER_RE.search
+    search = _taint_trigger(max(found.shortest, taint.MIN_FORM)).search
 
     def untaint(text: str) -> str:
         if len(text) < taint.MIN_FORM or not search(text):

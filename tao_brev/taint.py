@@ -136,9 +136,12 @@ def _readings(chunks: list[bytes]) -> list[str]:
     return out
 
 
-def _base64_runs(text: str) -> list[str]:
-    chunks = []
+def _base64_runs(text: str, shortest: int = MIN_FORM) -> list[str]:
+    """Readings of the base64 runs of ``text`` long enough to spell ``shortest`` characters."""
+    chunks, least = [], max(12, -(-4 * shortest // 3))
     for m in _B64_RUN_RE.finditer(text):
+        if m.end() - m.start() < least:
+            continue
         run = m.group().rstrip("=").replace("-", "+").replace("_", "/")
         for skip in range(4):
             part = run[skip:]
@@ -149,10 +152,13 @@ def _base64_runs(text: str) -> list[str]:
     return _readings(chunks)
 
 
-def _hex_runs(text: str) -> list[str]:
+def _hex_runs(text: str, shortest: int = MIN_FORM) -> list[str]:
+    """Readings of the hex runs and decimal byte lists of ``text`` (at least ``shortest`` bytes)."""
     chunks = []
     for m in _HEX_RUN_RE.finditer(text):
         digits = _HEX_SEP_RE.sub("", m.group())
+        if len(digits) < 2 * shortest:
+            continue
         for skip in (0, 1):
             part = digits[skip:]
             chunks.append(bytes.fromhex(part[:len(part) // 2 * 2]))
@@ -170,8 +176,9 @@ def _quoted_printable(text: str) -> str | None:
     return _QP_RE.sub(lambda m: bytes([int(m.group(1), 16)]), raw).decode("utf-8", "ignore")
 
 
-def _decoders(text: str) -> Iterable[tuple[str, str]]:
-    """(how, reading) one layer down from ``text``."""
+def _decoders(text: str, shortest: int = MIN_FORM) -> Iterable[tuple[str, str]]:
+    """(how, reading) one layer down from ``text``; ``shortest``: the length of the shortest text
+    searched for (shorter base64 and hex runs cannot spell it)."""
     if "%" in text:
         yield "URL-decoded", unquote(_PERCENT_U_RE.sub(lambda m: chr(int(m.group(1), 16)), text))
         if "+" in text:
@@ -184,15 +191,15 @@ def _decoders(text: str) -> Iterable[tuple[str, str]]:
     qp = _quoted_printable(text)
     if qp is not None and qp != text:
         yield "quoted-printable decoded", qp
-    for reading in _base64_runs(text):
+    for reading in _base64_runs(text, shortest):
         yield "base64-decoded", reading
-    for reading in _hex_runs(text):
+    for reading in _hex_runs(text, shortest):
         yield "hex-decoded", reading
     if not text.isascii():
         yield "NFKC", unicodedata.normalize("NFKC", text)
 
 
-def views(text: str) -> list[tuple[str, str]]:
+def views(text: str, shortest: int = MIN_FORM) -> list[tuple[str, str]]:
     """[(how, reading), ...] of ``text``: itself with terminal escapes removed, its lines joined,
     and each decoder's reading, two layers deep (``%2541`` -> ``%41`` -> ``A``; base64 of a
     URL-encoded value), at most :data:`MAX_VIEWS`, each cut at :data:`MAX_VIEW_CHARS`."""
@@ -210,9 +217,9 @@ def views(text: str) -> list[tuple[str, str]]:
     for depth in range(2):
         below = []
         for how, reading in level:
-            for step, decoded in _decoders(reading):
+            for step, decoded in _decoders(reading, shortest):
                 decoded = strip_terminal(decoded)[:MAX_VIEW_CHARS]
-                if len(decoded) < MIN_FORM or decoded in seen:
+                if len(decoded) < shortest or decoded in seen:
                     continue
                 seen.add(decoded)
                 item = (step if how in ("as written", "lines joined", "inside terminal escapes") else f"{how}, {step}",
@@ -264,7 +271,7 @@ class Matcher:
     def hit(self, text: str) -> tuple[object, str] | None:
         if not self.owners or not text or len(text) < self.shortest:
             return None
-        for how, reading in views(text):
+        for how, reading in views(text, self.shortest):
             owner = self._in(canon(reading))
             if owner is not None:
                 return owner, how

@@ -288,3 +288,13 @@ def test_submit_refuses_a_spec_or_override_holding_a_decoded_value(state_env, tm
     assert res.code == 2 and res.json["error"]["code"] == "SECRET_IN_COMMAND", res
     assert NAME in res.json["error"]["message"] and VALUE not in res.stdout + res.stderr
     assert not (Path(state_env["TAO_STATE_DIR"]) / "jobs").exists()
+
+
+def test_short_base64_and_hex_runs_are_not_decoded_for_a_longer_value():
+    assert taint._base64_runs("dmlzdWFsX2NoYW5nZW5ldA", shortest=27) == []      # 22 < 36 characters
+    assert taint._base64_runs("dmlzdWFsX2NoYW5nZW5ldA", shortest=8) != []
+    assert taint._hex_runs("de:ad:be:ef:00:11:22:33", shortest=27) == []
+    assert known_secrets._taint_trigger(27).search("visual_changenet-train-1a2b3c") is None
+    assert known_secrets._taint_trigger(27).search("2026-12-01T21:41:53Z") is None
+    assert known_secrets._taint_trigger(8).search("visual_changenet") is not None
+    assert known_secrets._taint_trigger(8).search("de:ad:be:ef:00:11:22:33") is not None
