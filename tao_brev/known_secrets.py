@@ -285,6 +285,8 @@ def encodings(value: str, name: str = "") -> tuple[tuple[str, str], ...]:
         add(form.lower(), "base32")
     add(raw.hex(), "hex")
     add(raw.hex().upper(), "hex")
+    add(base64.b85encode(raw).decode(), "base85")
+    add(base64.a85encode(raw).decode(), "ascii85")
     every = "".join(f"%{b:02X}" for b in raw)   # every byte escaped (``%41%42``), not only the unsafe ones
     add(every, "percent-encoded")
     add(every.lower(), "percent-encoded")

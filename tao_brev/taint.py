@@ -52,10 +52,11 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 # zero-width characters.
 _IGNORED_RE = re.compile(r"[\s'\"`\\\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u2060\ufeff]+")
 _BREAK_RE = re.compile(r"\\?\r?\n[ \t]*")
-_BACKSLASH_RE = re.compile(r"\\(?:u\{([0-9a-fA-F]{1,6})\}|[uU]\+?([0-9a-fA-F]{4})(?![0-9a-fA-F]{4})|U([0-9a-fA-F]{8})"
+_BACKSLASH_RE = re.compile(r"\\(?:[uUxX]\{([0-9a-fA-F]{1,6})\}|[uU]\+?([0-9a-fA-F]{4})(?![0-9a-fA-F]{4})|U([0-9a-fA-F]{8})"
                            r"|u([0-9a-fA-F]{4})|[xX]([0-9a-fA-F]{1,2})|([0-7]{1,3})|(.))", re.S)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "a": "\a", "0": "\0", "e": "\x1b"}
 _PERCENT_U_RE = re.compile(r"%[uU]([0-9a-fA-F]{4})")
+_CODE_POINT_RE = re.compile(r"(?<![A-Za-z0-9])[uU]\+([0-9a-fA-F]{4,6})\s*")   # U+0041 (Unicode's own notation)
 _QP_RE = re.compile(rb"=([0-9A-Fa-f]{2})")
 _QP_SOFT_RE = re.compile(r"=\r?\n")
 _B64_RUN_RE = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
@@ -76,6 +77,13 @@ def canon(text: str) -> str:
     """``text`` as compared: blanks, line breaks, quotes, backslashes, controls (ESC and BEL
     too: what is left of an escape sequence stays) and zero-width characters dropped."""
     return _IGNORED_RE.sub("", text)
+
+
+def _chr(hexes: str) -> str:
+    try:
+        return chr(int(hexes, 16))
+    except (ValueError, OverflowError):
+        return ""
 
 
 def _backslash_once(text: str) -> str:
@@ -188,6 +196,8 @@ def _decoders(text: str, shortest: int = MIN_FORM) -> Iterable[tuple[str, str]]:
             yield "escapes decoded", layer
     if "&" in text:
         yield "HTML-decoded", html.unescape(text)
+    if "+" in text and _CODE_POINT_RE.search(text):
+        yield "code points decoded", _CODE_POINT_RE.sub(lambda m: _chr(m.group(1)), text)
     qp = _quoted_printable(text)
     if qp is not None and qp != text:
         yield "quoted-printable decoded", qp

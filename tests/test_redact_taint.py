@@ -41,6 +41,10 @@ def _other_forms(value: str) -> dict[str, str]:
         "url-plus-twice": quote(quote(value.replace("/", " "))).replace("%2520", "+"),
         "zero-width": "\u200b".join(value),
         "base64-of-url": base64.b64encode(quote(value, safe="").encode()).decode(),
+        "perl-brace-hex": "".join(f"\\x{{{ord(c):x}}}" for c in value),
+        "unicode-code-points": " ".join(f"U+{ord(c):04X}" for c in value),
+        "base85": base64.b85encode(raw).decode(),
+        "ascii85": base64.a85encode(raw).decode(),
     }
 
 
@@ -231,6 +235,12 @@ def test_matcher_uses_find_for_long_forms_and_long_texts():
     assert m.hit("x" * 2000 + long_value + "y") is not None
     assert m.hit("x" * 2000) is None
     assert m.hit(("p" * 30 + " ") * 100 + quote(long_value, safe="-_.!~*'()")) is not None
+
+
+def test_code_points_and_bad_ones():
+    assert taint._chr("41") == "A" and taint._chr("110000") == ""
+    views = dict((how, text) for how, text in taint.views("U+0041 U+0042 U+0043 U+0044 U+0045 U+0046 U+0047 U+0048"))
+    assert views["code points decoded"] == "ABCDEFGH"
 
 
 def test_backslash_layers_decode_surrogate_pairs_and_bad_escapes():
