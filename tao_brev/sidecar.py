@@ -19,6 +19,9 @@ from .fsio import atomic_write_json, atomic_write_text, locked, private_dir
 from .records import check_job_id, now_iso
 
 
+JOB_OUTPUT_FIELDS = ("final_progress",)   # the job's status.json read back: message, status, KPI names and values
+
+
 class SidecarStore:
     def __init__(self, state_root: Path):
         from . import statedir
@@ -47,7 +50,12 @@ class SidecarStore:
         return self._watch(data)
 
     def update(self, job_id: str, **fields) -> dict:
-        """Merge ``fields`` into the sidecar (nested dicts merged one level deep)."""
+        """Merge ``fields`` into the sidecar (nested dicts merged one level deep). What a job wrote
+        (:data:`JOB_OUTPUT_FIELDS`) is not stored while a job's ``--env`` value is unproven in this
+        process (``known_secrets.unset_watched``): it could hold that value; a later verb that
+        proves the values stores it."""
+        if known_secrets.unset_watched():
+            fields = {k: v for k, v in fields.items() if k not in JOB_OUTPUT_FIELDS}
         path = self.path(job_id)
         self._dir(path.parent)
         with locked(path):

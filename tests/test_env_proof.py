@@ -181,3 +181,14 @@ def test_file_names_holding_a_value_are_refused_or_kept_as_digests():
     listed = {"results/x/" + n: 1 for n in names}
     assert names_guard.resolve_keys(stored, listed, "results/x/") == {digest: "results/x/" + names[1]}
     assert names_guard.resolve_keys(["a.jpg"], listed, "results/x/") == {}
+
+
+def test_job_output_is_not_stored_while_a_value_is_unproven(tmp_path):
+    from tao_brev.sidecar import SidecarStore
+
+    store = SidecarStore(tmp_path / "state")
+    known_secrets.unprove("A_CFG", "unset in this shell")
+    data = store.update("a-b-123456", final_progress={"kpi": {"acc_secret": 1}}, instance="box")
+    assert "final_progress" not in data and data["instance"] == "box"
+    known_secrets.reset()
+    assert store.update("a-b-123456", final_progress={"kpi": {"k": 1}})["final_progress"] == {"kpi": {"k": 1}}

@@ -110,11 +110,13 @@ def flow(world):
     sim.wait_container(BOX, job)
     out["printed"] = sim.container_logs(BOX, job)
     poll = ("poll_status.py", job, "--logs", "400", "--metrics")
-    out["same"] = run(world, *poll)
     for case, value in (("rotated", "Yq8/Rn+Ml3&Wx0!Oq5\u00f6Ua7Cd9Ie4Kg~"), ("x", "x"), ("blanks", " " * 8),
-                        ("unset", None)):
+                        ("unset", None)):   # first: what an unproven poll reads is never stored
         out[case] = run(world, *poll, env=shell(world, WANDB_API_KEY=value))
-    sidecar = Path(world["env"]["TAO_STATE_DIR"]) / "brev" / "jobs" / f"{job}.json"
+    state = Path(world["env"]["TAO_STATE_DIR"])
+    out["state_after_unproven"] = tree_leaks(state)
+    out["same"] = run(world, *poll)
+    sidecar = state / "brev" / "jobs" / f"{job}.json"
     kept = world["tmp"] / "sidecar.bak"
     shutil.copy2(sidecar, kept)
     sidecar.unlink()
@@ -168,6 +170,10 @@ def test_a_lost_or_damaged_proof_withholds_even_in_the_shell_with_the_values(flo
         assert "sidecar" in res.json["withheld"]["fix"]
     else:   # no sidecar: the verb may stop (it names the instance from it); never with the output
         assert res.json["error"]["code"], res
+
+
+def test_polls_that_cannot_prove_the_values_store_nothing_of_the_job(flow):
+    assert flow["state_after_unproven"] == []
 
 
 def test_the_restored_proof_shows_the_output_again(flow):
