@@ -139,12 +139,14 @@ def _upload_and_verify(ctx: Context, job_id: str, sidecar: dict, record: dict) -
 
     report = storage.verify_against_manifest(settings, destination, manifest)
     mismatched = [m["path"] for m in report["mismatched"]]
+    from ..names_guard import stored_names   # a result name holding a known value: its digest only
     # By content: every manifest file is there with its sha256, whoever uploaded it.
     verified = report["verified"] and not reported.unreadable
     update = {"uploaded": upload_error is None and reported.present, "verified": verified,
               "files": report["files"], "bytes": report["bytes"], "excluded": len(reported.entries) - len(kept),
-              "missing": report["missing"], "mismatched": mismatched, "unreadable": reported.unreadable,
-              "links": links, "upload_error": upload_error, "error": None if verified else upload_error,
+              "missing": stored_names(report["missing"]), "mismatched": stored_names(mismatched),
+              "unreadable": stored_names(reported.unreadable),
+              "links": [{**link, "path": name} for link, name in zip(links, stored_names([x["path"] for x in links]))], "upload_error": upload_error, "error": None if verified else upload_error,
               "checked_at": now_iso()}
     notes = [_links_note(links)] if links else []
     if verified:
