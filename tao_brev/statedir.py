@@ -51,18 +51,28 @@ def refuse(path, why: str) -> TaoBrevError:
 
 
 def check_inside(root, path, last: bool = True) -> None:
-    """Raise UNSAFE_STATE_PATH when a component of ``path`` below ``root`` is a symbolic link
-    (``last=False``: the last component is not checked, e.g. a file opened with O_NOFOLLOW).
-    Components that do not exist yet end the walk (they will be made by this bundle)."""
+    """Raise UNSAFE_STATE_PATH when a component of ``path`` below ``root`` is a symbolic link, or one
+    that should be a directory is something else (``last=False``: the last component is not
+    checked, e.g. a file opened with O_NOFOLLOW); BAD_STATE_DIR when ``root`` exists and is no
+    directory. Components that do not exist yet end the walk (they will be made by this bundle)."""
     root_text = os.path.abspath(os.fspath(root))
     text = os.path.abspath(os.fspath(path))
     if not text.startswith(root_text.rstrip(os.sep) + os.sep):
         return
+    if root_text not in _clean:
+        try:
+            if not stat.S_ISDIR(os.stat(root_text).st_mode):
+                raise TaoBrevError("BAD_STATE_DIR", f"the state dir {root_text} is not a directory",
+                                   "Set TAO_STATE_DIR to a directory (or unset it to use ~/.tao).")
+        except FileNotFoundError:
+            return
+        _clean.add(root_text)
     parts = Path(text[len(root_text):].lstrip(os.sep)).parts
-    if not last:
-        parts = parts[:-1]
     current = root_text
     for index, part in enumerate(parts):
+        final = index == len(parts) - 1
+        if final and not last:
+            return
         current = os.path.join(current, part)
         if current in _clean:
             continue
@@ -72,10 +82,10 @@ def check_inside(root, path, last: bool = True) -> None:
             return
         if stat.S_ISLNK(st.st_mode):
             raise refuse(current, "is a symbolic link inside the state dir")
-        if index < len(parts) - 1 or stat.S_ISDIR(st.st_mode):
-            if not stat.S_ISDIR(st.st_mode):
-                raise refuse(current, "is not a directory")
+        if stat.S_ISDIR(st.st_mode):
             _clean.add(current)
+        elif not final:
+            raise refuse(current, "is not a directory")
 
 
 def check(path, last: bool = True) -> None:

@@ -299,3 +299,20 @@ def test_a_fifo_owner_file_never_blocks_the_credential_sweep(tmp_path):
     box.mkdir()
     os.mkfifo(box / credentials.OWNER)
     credentials.sweep_local(tmp_path)   # answers (the alarm of this module catches a hang)
+
+
+def test_a_state_dir_that_is_a_file_or_holds_a_file_for_a_directory_is_named(tmp_path):
+    root = tmp_path / "file-root"
+    root.write_text("x")
+    with pytest.raises(TaoBrevError) as err:
+        statedir.check_inside(root, root / "jobs" / "a.json")
+    assert err.value.code == "BAD_STATE_DIR"
+    statedir.check_inside(tmp_path / "absent", tmp_path / "absent" / "jobs" / "a.json")   # made later
+    root = tmp_path / "s"
+    root.mkdir()
+    (root / "jobs").write_text("x")
+    with pytest.raises(TaoBrevError) as err:
+        statedir.check_inside(root, root / "jobs" / "a.json", last=False)
+    assert err.value.code == "UNSAFE_STATE_PATH" and "jobs is not a directory" in err.value.message
+    statedir.check_inside(root, root / "jobs", last=False)
+    statedir.check_inside(root, root / "jobs")   # a file as the last component: the opener's business
