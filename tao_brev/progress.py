@@ -430,7 +430,7 @@ def assess_stall(job_id: str, now: float | None, progress: dict, started_at: str
     log_at, log_line = None, None
     if last_log and last_log.strip():
         stamp, _, rest = last_log.strip().splitlines()[-1].partition(" ")
-        log_at, log_line = rfc3339_epoch(stamp), rest[:300]
+        log_at, log_line = rfc3339_epoch(stamp), cut_redacted(rest, 300)
     started = rfc3339_epoch(started_at)
     signs = [t for t in (status_at, log_at) if t is not None]
     latest = max(signs) if signs else started
