@@ -469,7 +469,7 @@ def _untainter(owners: dict) -> Callable[[str], str]:
     def untaint(text: str) -> str:
         if len(text) < taint.MIN_FORM or not search(text):
             return text
-        return taint.withhold_lines(text, found)
+        return taint.withhold_lines(text, found, needs=search)
 
     return untaint
 

@@ -60,8 +60,10 @@ _CODE_POINT_RE = re.compile(r"(?<![A-Za-z0-9])[uU]\+([0-9a-fA-F]{4,6})\s*")   # 
 _QP_RE = re.compile(rb"=([0-9A-Fa-f]{2})")
 _QP_SOFT_RE = re.compile(r"=\r?\n")
 _B64_RUN_RE = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
-_HEX_RUN_RE = re.compile(r"(?:(?:0[xX]|\\[xX])?[0-9a-fA-F]{2}[\s:.,;_-]{0,2}){8,}")
-_HEX_SEP_RE = re.compile(r"0[xX]|\\[xX]|[\s:.,;_-]")
+# A stretch of hex digits, separators and 0x / \\x prefixes (no backtracking: one pass); its digits
+# are read at both nibble offsets.
+_HEX_RUN_RE = re.compile(r"[0-9a-fA-FxX\\\s:.,;_-]{16,}")
+_HEX_SEP_RE = re.compile(r"0[xX]|\\[xX]|[^0-9a-fA-F]")
 _DEC_LIST_RE = re.compile(r"\b\d{1,3}(?:\s*[,;]\s*\d{1,3}){7,}\b")
 
 
@@ -170,7 +172,7 @@ def _hex_runs(text: str, shortest: int = MIN_FORM) -> list[str]:
         for skip in (0, 1):
             part = digits[skip:]
             chunks.append(bytes.fromhex(part[:len(part) // 2 * 2]))
-    for m in _DEC_LIST_RE.finditer(text):
+    for m in _DEC_LIST_RE.finditer(text) if text.count(",") + text.count(";") >= 7 else ():
         numbers = [int(n) for n in re.findall(r"\d+", m.group())]
         if all(n < 256 for n in numbers):
             chunks.append(bytes(numbers))
@@ -291,18 +293,19 @@ class Matcher:
 NOTE = "[tao-brev: withheld: this line held the value of {name} ({how}); the rest of the output is shown]"
 
 
-def withhold_lines(text: str, matcher: Matcher, note: str = NOTE) -> str:
+def withhold_lines(text: str, matcher: Matcher, note: str = NOTE, needs: Callable[[str], object] | None = None) -> str:
     """``text`` with every line that holds a known value in some reading replaced by a note
     naming the variable (never the value). A value split over two lines withholds both; one
     spread wider (a wrapped base64 block) withholds its run of lines; if no line or run can
     be blamed the whole text is withheld. Linear: the whole text is checked once, and only
-    a text that hits is checked line by line."""
+    a text that hits is checked line by line. ``needs(line)`` false: the line alone has no reading
+    but itself (the caller's form search covered it), it is not decoded."""
     if matcher.hit(text) is None:
         return text
     lines = text.split("\n")
     out = list(lines)
     for i, line in enumerate(lines):
-        found = matcher.hit(line)
+        found = matcher.hit(line) if needs is None or needs(line) else None
         if found is not None:
             out[i] = note.format(name=found[0], how=found[1])
     if len(lines) > 1 and matcher.hit("\n".join(out)) is not None:

@@ -209,7 +209,7 @@ def test_no_value_known_changes_nothing():
 
 def test_short_texts_and_texts_without_triggers_skip_the_normaliser(monkeypatch):
     calls = []
-    monkeypatch.setattr(taint, "withhold_lines", lambda text, m, note=taint.NOTE: calls.append(text) or text)
+    monkeypatch.setattr(taint, "withhold_lines", lambda text, m, note=taint.NOTE, needs=None: calls.append(text) or text)
     redactor = known_secrets.redactor(ENV)
     assert redactor("short") == "short" and redactor("plain_identifier.v1") == "plain_identifier.v1"
     assert calls == []
@@ -308,3 +308,10 @@ def test_short_base64_and_hex_runs_are_not_decoded_for_a_longer_value():
     assert known_secrets._taint_trigger(27).search("2026-12-01T21:41:53Z") is None
     assert known_secrets._taint_trigger(8).search("visual_changenet") is not None
     assert known_secrets._taint_trigger(8).search("de:ad:be:ef:00:11:22:33") is not None
+
+
+def test_lines_the_caller_says_need_no_decoding_are_not_decoded():
+    m = known_secrets.matcher(ENV)
+    text = f"plain\n[go] {ENCODINGS['go-json']}"
+    assert taint.withhold_lines(text, m, needs=lambda line: False).startswith("[tao-brev: withheld")   # whole text
+    assert taint.withhold_lines(text, m, needs=lambda line: True).startswith("plain\n[tao-brev: withheld")
