@@ -158,6 +158,7 @@ WITHHELD = "[tao-brev: withheld: the job was given {names} by --env and this she
 OWN_EVIDENCE = ("ExitCode=", "OOMKilled=", "State.Error=")   # docker's facts, not the job's output
 # Whole values a job wrote (status.json KPIs: names and values) withheld with its output.
 JOB_VALUES = ("kpi", "final_kpi", "metrics")
+PROGRESS_VALUES = ("warnings", "resumed_from")   # under ``progress``: the status file's FAILURE messages, a path
 TAO_STATUSES = frozenset({"STARTED", "RUNNING", "SUCCESS", "FAILURE", "SKIPPED", "PENDING", "CANCELED", "ERROR"})
 
 
@@ -209,7 +210,8 @@ def withhold_job_output(answer: dict) -> dict:
         for key, value in obj.items():
             if key == "logs" and isinstance(value, str) and value:
                 out[key], _ = notice, found.append(key)
-            elif key in JOB_VALUES and value:   # the same type, emptied (answers keep their schema)
+            elif value and (key in JOB_VALUES or (parent == "progress" and key in PROGRESS_VALUES)):
+                # the same type, emptied (answers keep their schema)
                 out[key] = _emptied(key, value, notice)
                 found.append(key)
             elif key == "evidence" and isinstance(value, list):

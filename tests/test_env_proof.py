@@ -192,3 +192,13 @@ def test_job_output_is_not_stored_while_a_value_is_unproven(tmp_path):
     assert "final_progress" not in data and data["instance"] == "box"
     known_secrets.reset()
     assert store.update("a-b-123456", final_progress={"kpi": {"k": 1}})["final_progress"] == {"kpi": {"k": 1}}
+
+
+def test_progress_warnings_are_withheld_but_the_answers_own_warnings_stay():
+    from tao_brev import cli
+
+    known_secrets.unprove("A_CFG", "unset in this shell")
+    answer = cli.withhold_job_output({"warnings": ["results not verified"],
+                                      "progress": {"warnings": ["FAILURE: x"], "resumed_from": "/r/ck.pth"}})
+    assert answer["warnings"] == ["results not verified"]
+    assert answer["progress"]["warnings"] == [] and answer["progress"]["resumed_from"].startswith("[tao-brev")
