@@ -153,23 +153,52 @@ def emit(result: dict) -> None:
                                   default=str) + "\n")
 
 
-WITHHELD = "[tao-brev: withheld: the job was given {names} by --env and this shell has not their values: " \
-           "its output cannot be redacted]"
+WITHHELD = "[tao-brev: withheld: the job was given {names} by --env and this shell cannot prove it holds the " \
+           "same values: its output cannot be redacted]"
 OWN_EVIDENCE = ("ExitCode=", "OOMKilled=", "State.Error=")   # docker's facts, not the job's output
+# Whole values a job wrote (status.json KPIs: names and values) withheld with its output.
+JOB_VALUES = ("kpi", "final_kpi", "metrics")
+PROGRESS_VALUES = ("warnings", "resumed_from")   # under ``progress``: the status file's FAILURE messages, a path
+TAO_STATUSES = frozenset({"STARTED", "RUNNING", "SUCCESS", "FAILURE", "SKIPPED", "PENDING", "CANCELED", "ERROR"})
+
+
+def withheld_fix(names: list[str]) -> str:
+    """How to see the job's output again: export the values it was given (names known), or,
+    for a job whose sidecar is lost or damaged (``*``), restore the sidecar."""
+    from . import known_secrets
+
+    real = [n for n in names if n != "*"]
+    parts = []
+    if real:
+        parts.append(f"export {' '.join(real)} (the same values the job was given) in the shell that runs this "
+                     "script, then run it again")
+    if "*" in names:
+        parts.append(f"{known_secrets.unproven().get('*', 'the job sidecar is lost')}: restore it from a backup "
+                     "(the job's output stays withheld without it)")
+    return "; ".join(parts)
+
+
+def _emptied(key: str, value, notice: str):
+    """A withheld KPI value of the same type: ``metrics`` keeps its facts (available, file)
+    without ``epochs`` and ``best``; another object or list is emptied; a string is ``notice``."""
+    if key == "metrics" and isinstance(value, dict):
+        return {**{k: v for k, v in value.items() if k in ("available", "file")}, "epochs": [], "best": {}}
+    return {} if isinstance(value, dict) else [] if isinstance(value, list) else notice[:280]
 
 
 def withhold_job_output(answer: dict) -> dict:
     """``answer`` without the text a job printed (``logs``, log lines in a hint's ``evidence``,
-    a stall's ``last_log_line``/``evidence``, the status file's ``message``) when a job's
-    ``--env`` name has no value in this process (:func:`known_secrets.unset_watched`): redaction
-    rests on the values, so text that may hold unknown ones is never printed. ``withheld``
-    names the variables; exporting them (the same values) and running again shows it all."""
+    a stall's ``last_log_line``/``evidence``, the status file's ``message``, ``status`` when it
+    is not one of TAO's, and whole KPIs: ``kpi``, ``final_kpi``, ``metrics``, emptied) when a job's
+    ``--env`` value is not proven in this process (:func:`known_secrets.unset_watched`: unset,
+    another value, no digest or no sidecar): redaction rests on the values, so text that may hold
+    unknown ones is never printed. ``withheld`` names the variables and the way out."""
     from . import known_secrets
 
     names = known_secrets.unset_watched()
     if not names or not isinstance(answer, dict):
         return answer
-    notice = WITHHELD.format(names=", ".join(names))
+    notice = WITHHELD.format(names=", ".join(n if n != "*" else "values (names unknown)" for n in names))
     found = []
 
     def walk(obj, parent: str = ""):
@@ -181,13 +210,19 @@ def withhold_job_output(answer: dict) -> dict:
         for key, value in obj.items():
             if key == "logs" and isinstance(value, str) and value:
                 out[key], _ = notice, found.append(key)
+            elif value and (key in JOB_VALUES or (parent == "progress" and key in PROGRESS_VALUES)):
+                # the same type, emptied (answers keep their schema)
+                out[key] = _emptied(key, value, notice)
+                found.append(key)
             elif key == "evidence" and isinstance(value, list):
                 kept = [v for v in value if isinstance(v, str) and v.startswith(OWN_EVIDENCE)]
                 out[key] = kept + ([notice] if len(kept) < len(value) else [])
                 if len(kept) < len(value):
                     found.append(key)
             elif (parent == "stall" and key in ("last_log_line", "evidence") and isinstance(value, str)) or \
-                    (parent == "progress" and key == "message" and isinstance(value, str)):
+                    (parent == "progress" and key == "message" and isinstance(value, str)) or \
+                    (parent == "progress" and key == "status" and isinstance(value, str)
+                     and value not in TAO_STATUSES):
                 out[key], _ = notice[:280], found.append(key)
             else:
                 out[key] = walk(value, key)
@@ -195,9 +230,7 @@ def withhold_job_output(answer: dict) -> dict:
 
     result = walk(answer)
     if found:
-        result["withheld"] = {"names": names, "fields": sorted(set(found)),
-                              "fix": f"export {' '.join(names)} (the values the job was given) in the shell that "
-                                     "runs this script, then run it again"}
+        result["withheld"] = {"names": names, "fields": sorted(set(found)), "fix": withheld_fix(names)}
     return result
 
 

@@ -367,12 +367,21 @@ def _hint(row: StateRow, f: Facts, logs: Optional[str]) -> dict:
         if from_logs["reason"] not in reason:   # both facts, neither hidden (every pattern has advice)
             advice = f"{advice}; the log also shows {from_logs['reason']}: {from_logs['advice']}"
     elif logs and row.kind in ("signal", "exit"):
-        evidence += [ln.strip()[:EVIDENCE_CHARS] for ln in logs.splitlines() if ln.strip()][-3:]
+        evidence += [_cut(ln.strip()) for ln in logs.splitlines() if ln.strip()][-3:]
     return {"err_class": row.err_class, "reason": reason, "advice": advice, "evidence": evidence}
 
 
+def _cut(line: str) -> str:
+    """A log line for ``evidence``: redacted, THEN cut to EVIDENCE_CHARS (a cut never leaves part of a value)."""
+    from .logcap import cut_redacted
+
+    return cut_redacted(line, EVIDENCE_CHARS)
+
+
 def _short(text: str) -> str:
-    text = " ".join((text or "").split())
+    from .logcap import redacted
+
+    text = " ".join(redacted(text or "").split())   # redacted before the cut
     return text if len(text) <= EVIDENCE_CHARS else text[:EVIDENCE_CHARS - 3] + "..."
 
 
@@ -408,7 +417,7 @@ def classify_logs(log_text: str, max_evidence: int = MAX_EVIDENCE) -> Optional[d
         for item in LOG_PATTERNS:
             if item.err_class != wanted:
                 continue
-            evidence = [ln.strip()[:EVIDENCE_CHARS] for ln in lines if item.pattern.search(ln)]
+            evidence = [_cut(ln.strip()) for ln in lines if item.pattern.search(ln)]
             if evidence:
                 return {"err_class": item.err_class, "reason": _detailed(item, lines), "advice": item.advice,
                         "evidence": evidence[:max_evidence]}

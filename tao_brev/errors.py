@@ -63,6 +63,15 @@ CODES: dict[str, Code] = {
                           "Point TAO_SKILL_BANK_PATH at a TAO skill bank (or unset it to use this bundle's own)."),
     "BAD_STATE_DIR": Code(2, "TAO_STATE_DIR is set but empty, relative, or not a directory.",
                           "Unset TAO_STATE_DIR or set it to an absolute directory path."),
+    "UNSAFE_STATE_PATH": Code(2, "A file or directory inside TAO_STATE_DIR is a symbolic link, not a regular "
+                                 "file or directory, or a key file this bundle did not write: nothing is read, "
+                                 "written or chmod-ed through it.",
+                              "Move the path the message names away (look at what it pointed to), then run the same "
+                              "command again."),
+    "VALUE_TOO_LONG": Code(2, "An --env value, the argument list or a file the bundle reads exceeds its size cap "
+                              "(an --env value: 64 KiB; all arguments: 1 MiB).",
+                           "Pass large data as a file (an input, --inputs) and a credential of ordinary length; "
+                           "split a long override list into the spec."),
     "SECRET_IN_COMMAND": Code(2, "A spec, override or command the bundle was about to send holds a credential: "
                               "the value of a secret this process knows, or a literal the lint recognises.",
                               "Pass credentials only as environment variable names (--env NAME), never as values."),

@@ -29,6 +29,7 @@ job id: one -> adopt it; none -> mark ERROR (ERR_INFRA), a new submit with
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 from dataclasses import dataclass, field
@@ -123,9 +124,18 @@ class SubmitRequest:
 
 
 def _read_spec(path: str) -> tuple[str, dict]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+    from ..safe_read import UnsafeFile, read_bytes
+
+    try:   # a regular file (a link to one is followed), opened without blocking, read up to the cap
+        text = read_bytes(path, MAX_SPEC_BYTES, follow=True).decode("utf-8")
+    except UnsafeFile as exc:
+        if exc.errno == errno.EFBIG:
+            raise TaoBrevError("BAD_SPEC", f"spec {path!r} is larger than {MAX_SPEC_BYTES} bytes",
+                               "Keep large data out of the spec: put it in an input (--inputs) and reference "
+                               "its path.") from None
+        raise TaoBrevError("SPEC_NOT_FOUND", f"cannot read spec {path!r}: it {exc.strerror}",
+                           "Pass --spec with the path of a TAO spec YAML file (a regular file).") from None
+    except OSError as exc:
         raise TaoBrevError("SPEC_NOT_FOUND", f"cannot read spec {path!r}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not UTF-8 text",
@@ -289,7 +299,9 @@ def _refuse_unsafe_credentials(ctx: Context, req: SubmitRequest) -> None:
              "--image": req.image, "--results-root": req.results_root, "--bucket": req.bucket,
              "--retry-of": req.retry_of, "--resume-from": req.resume_from}
     names.update({f"--inputs {i}": item for i, item in enumerate(req.inputs, 1)})
+    names.update({f"--upload-exclude {i}": item for i, item in enumerate(req.upload_excludes, 1)})
     known_secrets.refuse_in_identifiers(names, ctx.env)
+    known_secrets.refuse_in_env_identifiers(ctx.env)
 
 
 # An override typed where an input was expected: ``train.num_epochs=3`` (a key path, then =).
@@ -373,6 +385,9 @@ def _instance_running(ctx: Context, req: SubmitRequest) -> None:
 
 def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     _refuse_env_values(req)   # before anything reads the --env words as names
+    from ..limits import refuse_long_env, refuse_long_script
+
+    refuse_long_env(req.env_names, ctx.env)   # before any value is indexed for redaction
     _refuse_unsafe_credentials(ctx, req)
     check_instance(req.instance)
     _refuse_overrides_as_inputs(req)
@@ -415,6 +430,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                           if resumed and resumed.source == "s3" else "")
     script = _script(run, spec_text, "\n".join(filter(None, [_inputs_check(mounts) if not stage else "", extra])))
     refuse_secrets(script, "submit command", ctx.env)
+    refuse_long_script(script, len(req.overrides))   # execve's E2BIG, before a record opens
     if req.dry_run:
         if stage:
             stage.prepare(upload=False)
@@ -450,6 +466,9 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     _instance_running(ctx, req)   # before the first exec: brev exec would start a STOPPED instance
     if stage:
         stage.prepare()   # uploads before the record opens: a failed upload leaves nothing behind
+    from .. import env_proof
+
+    proof = env_proof.proof(ctx.state_root, ctx.env, req.env_names)   # digests, kept: later verbs prove values
 
     with deferred_interrupts():   # the record and the note that names it in every answer appear together
         record = ctx.records.open(image=resolved["image"], network_arch=req.network_arch, action=req.action,
@@ -461,6 +480,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         note_state("PENDING")
     backend_ref = f"{req.instance}/{job_id}"
     ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral, env_names=list(req.env_names),
+                        env_proof=proof,
                         results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
                                  "destination": routing.destination(job_id)},
                         inputs=stage.answer()["inputs"] if stage else [],
