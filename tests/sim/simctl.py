@@ -277,6 +277,12 @@ class Simulator:
         """The pid of the detached ssh master (ControlPersist) of ``instance``, if one was left."""
         return self.world.state()["ssh_masters"].get(instance)
 
+    def set_instance_types(self, types: dict[str, dict] | None) -> None:
+        """The account's instance types for ``brev search`` / ``brev stop`` (tests/sim/catalog.py
+        DEFAULT_TYPES' shape: ``price_per_hour``, ``stoppable``, ``gpu_name``...); None: the default."""
+        with self.world.edit_state() as state:
+            state["instance_types"] = types
+
     def set_timing(self, **settings: Any) -> None:
         """Override simulator settings (see ``simstate.DEFAULT_SETTINGS``)."""
         with self.world.edit_state() as state:
