@@ -317,8 +317,10 @@ def teardown(answer: dict, code: int, argv: list[str]) -> dict:
     if err in ("INSTANCE_DELETE_PENDING", "RESULTS_ONLY_ON_INSTANCE"):   # the error's fix names the discard
         return _set(answer, rerun("teardown.py", argv))
     if answer.get("ok"):
-        if answer.get("instance_deleted") or not answer.get("instance"):
+        if answer.get("instance_deleted") or answer.get("instance_stopped") or not answer.get("instance"):
             return _set(answer, None, FINISHED)
+        if (answer.get("stop") or {}).get("why"):   # asked to stop a type that cannot: deleting is a choice
+            return _set(answer, None, answer["stop"]["why"])
         return _set(answer, command("teardown.py", "--orphans", *_kept(argv, ("--price-per-hour",))))
     return _set(answer, None)
 
@@ -329,6 +331,11 @@ def orphans(answer: dict, code: int, argv: list[str]) -> dict:
         return _set(answer, nxt, note)
     if answer.get("error"):
         return _set(answer, None)
+    if "--stop" in argv:
+        left = [o for o in answer.get("orphans") or [] if (o.get("stop") or {}).get("why")]
+        done = f"stopped {', '.join(answer.get('stopped') or [])}; " if answer.get("stopped") else ""
+        return _set(answer, None, done + ("; ".join(o["stop"]["why"] for o in left) if left
+                                          else orphans_note(answer)))
     if "--delete" not in argv and any(o.get("owned") for o in answer.get("orphans") or []):
         return _set(answer, rerun("teardown.py", [*argv, "--delete"]))   # its --instance / --price-per-hour kept
     if answer.get("orphans") and "--delete" not in argv:
@@ -340,7 +347,8 @@ def orphans(answer: dict, code: int, argv: list[str]) -> dict:
 def orphans_note(answer: dict) -> str:
     """What is left after ``--orphans [--delete]``: true of every instance the answer lists."""
     deleted = answer.get("deleted") or []
-    left = [o["instance"] for o in answer.get("orphans") or [] if not o.get("deleted")]
+    left = [o["instance"] for o in answer.get("orphans") or [] if not o.get("deleted")
+            and not (o.get("stop") or {}).get("stopped")]
     done = f"deleted {', '.join(deleted)}; " if deleted else ""
     if not left:
         return done + "no orphan is left: nothing of this bundle's bills for nothing"

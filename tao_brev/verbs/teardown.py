@@ -238,9 +238,11 @@ def _finalize_results(ctx: Context, job_id: str, sidecar: dict, instance_gone: b
 
 
 def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, force: bool = False,
-             price_per_hour: float | None = None, discard_results: bool = False) -> tuple[dict, int]:
+             price_per_hour: float | None = None, discard_results: bool = False,
+             stop_instance: bool = False) -> tuple[dict, int]:
     """Tear one job down (see the module doc). ``delete_instance``: True = asked by name
     (``--delete-instance``), False = never (``--keep-instance``), None = when this bundle owns it.
+    ``stop_instance``: ``brev stop`` it instead once the results are safe (``verbs/stop.py``).
     ``discard_results``: delete even though results exist only on the instance (``keep``)."""
     cost.check_price(price_per_hour)
     try:
@@ -289,7 +291,13 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
     _finalize_results(ctx, job_id, sidecar, gone, answer)
 
     owned = not gone and owns(ctx, instance)
-    if not gone and (delete_instance is True or (delete_instance is None and owned)):
+    if stop_instance and not gone:
+        from . import stop
+
+        out, code = stop.after_teardown(ctx, job_id, instance, answer,
+                                        live_jobs(ctx, instance, job_id) + unverified_results(ctx, instance),
+                                        [side["job_id"] for side in jobs_on(ctx, instance)])
+    elif not gone and (delete_instance is True or (delete_instance is None and owned)):
         out, code = _delete(ctx, job_id, instance, answer, asked=delete_instance is True, force=force,
                             discard=discard_results, archived=archived)
     else:
