@@ -226,7 +226,10 @@ def _orphan(ctx: Context, entry: dict, jobs: list[dict], reason: str, price_per_
     out["advice"] = _advice(out)
     unsaved = [side["job_id"] for side in keep.pending(ctx, jobs)]
     if unsaved and not out["blockers"]:
-        out["advice"] += (f"; results of {', '.join(unsaved)} exist only on it: --delete first copies them back to "
+        from ..nextstep import command
+
+        out["advice"] += (f"; results of {', '.join(unsaved)} exist only on it: "
+                          f"{command('teardown.py', '--orphans', '--delete', '--instance', name)} first copies them back to "
                           "$TAO_STATE_DIR/brev/results/ and verifies them (sha256), and deletes nothing if that fails")
     if ours:
         say(f"orphans: {name} idles since {out['idle_since']} ({reason})")

@@ -299,6 +299,8 @@ def check_instance_state(report: Report, ctx: Context, req: PreflightRequest, en
     except TaoBrevError as exc:
         report.stop("instance", exc, **_instance_facts(exc.details.get("entry")))
     waited = ctx.clock() - started_at
+    if started:   # the bundle's own start bills from here: the next job's billed_parts.start_s
+        cost.note_start(ctx, req.instance, waited)
     facts = _instance_facts(entry)
     how = (" after `brev start`" if started else "") + (f", waited {waited:.0f} s" if waited >= 1 else "")
     report.passed("instance", f"{req.instance} RUNNING{how}; shell {facts['shell_status']}, gpu {facts['gpu']}",

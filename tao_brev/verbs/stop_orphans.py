@@ -48,6 +48,7 @@ def stop_orphans(ctx: Context, names: list[str] | None = None,
             continue
         if orphan["stop"]["stopped"]:
             stopped.append(name)
+            orphan["advice"] = f"stopped by this run: {orphan['stop']['note']} (brev start {name} brings it back)"
         else:
             orphan["advice"] = orphan["stop"]["why"]
     answer = {"orphans": found, "kept": kept, "deleted": [], "stopped": stopped}

@@ -273,6 +273,15 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
         out["cost"] = cost.facts(ctx, job_id, owned=False, price_per_hour=price_per_hour, lookup=False)
         return out, 0
 
+    if sidecar.get("instance_stopped_at") and sidecar.get("teardown") and is_terminal(record.get("terminal_state")):
+        # torn down and stopped by the bundle: any exec would start it again (and bill)
+        answer.update(instance_stopped=True, state=record.get("terminal_state"))
+        answer["warnings"].append(f"instance {instance} was stopped by teardown at {sidecar['instance_stopped_at']}; "
+                                  "nothing left to remove (reaching it would start it)")
+        out = {"ok": True, **answer}
+        out["cost"] = cost.facts(ctx, job_id, owned=owns(ctx, instance), price_per_hour=price_per_hour, lookup=False)
+        return out, 0
+
     earlier_cancel = sidecar.get("cancel")
     if not is_terminal(record.get("terminal_state")) and not earlier_cancel:   # intent first, then act
         ctx.sidecars.update(job_id, cancel={"requested_at": now_iso(), "by": "teardown"})
