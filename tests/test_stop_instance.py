@@ -158,3 +158,41 @@ def test_without_brev_the_fallback_says_it_is_one_and_a_flag_always_wins(world):
 ])
 def test_rows_without_a_type_or_a_numeric_price_are_skipped(rows, expected):
     assert prices.types_from_rows(rows, "gpu") == expected
+
+
+# ------------------------------------------------------------------ tao_job_record.py cost
+def test_the_cost_report_totals_jobs_in_dollars_and_lists_what_bills_now(world):
+    world.sim.add_instance("alice-dev", instance_type="hyperstack_H100")
+    first = finished_job(world)
+    world.run("teardown.py", first)
+    second = finished_job(world)
+    world.run("teardown.py", second, "--stop-instance")
+    done = world.run("tao_job_record.py", "cost")
+    assert done.code == 0 and done.json["ok"], done
+    total = done.json["total"]
+    assert total["jobs"] == 2 and total["unpriced_jobs"] == [] and total["price_sources"] == ["brev search"]
+    lines = {j["job_id"]: j for j in done.json["jobs"]}
+    assert set(lines) == {first, second}
+    assert total["billed_s"] == pytest.approx(sum(j["billed_s"] for j in lines.values()), abs=0.01)
+    assert total["estimated_cost_usd"] == pytest.approx(sum(j["estimated_cost_usd"] for j in lines.values()),
+                                                        abs=1e-4)
+    assert all(j["price_per_hour_usd"] == 4.09 for j in lines.values())
+    now = {b["instance"]: b for b in done.json["billing_now"]}
+    assert now["alice-dev"]["usd_per_hour"] == 2.28 and now["alice-dev"]["ours"] is False
+    assert now["box"]["bills"] == "disk only (stopped)" and now["box"]["usd_per_hour"] is None
+    assert done.json["usd_per_hour_now"] == 2.28
+    only = world.run("tao_job_record.py", "cost", "--instance", "alice-dev")
+    assert only.json["total"]["jobs"] == 0 and [b["instance"] for b in only.json["billing_now"]] == ["alice-dev"]
+    later = world.run("tao_job_record.py", "cost", "--since", "2999-01-01")
+    assert later.json["total"] == {**later.json["total"], "jobs": 0, "billed_s": 0, "estimated_cost_usd": 0}
+    bad = world.run("tao_job_record.py", "cost", "--since", "yesterday")
+    assert bad.code == 2 and bad.json["error"]["code"] == "BAD_ARGUMENT"
+
+
+def test_the_cost_report_without_brev_still_totals_and_says_why_billing_now_is_unknown(world):
+    job = finished_job(world)
+    world.run("teardown.py", job)
+    done = world.run("tao_job_record.py", "cost", PATH="/usr/bin:/bin")    # no brev on PATH
+    assert done.code == 0 and done.json["total"]["jobs"] == 1, done
+    assert done.json["billing_now"] is None and "brev ls failed (BREV_NOT_FOUND)" in done.json["billing_now_note"]
+    assert done.json["jobs"][0]["price_source"] == "brev search"     # the list cached by the teardown
