@@ -176,6 +176,9 @@ def preflight(answer: dict, code: int, argv: list[str]) -> dict:
     if decided:
         return _set(answer, nxt, note)
     if answer.get("ok"):
+        if "--pull" not in argv and any(c.get("warning") and "--pull" in (c.get("fix") or "")
+                                        for c in answer.get("checks") or []):
+            return _set(answer, rerun("preflight.py", [*argv, "--pull"]))   # a warning the bundle can fix
         return _set(answer, None, preflight_note(answer, argv))
     code_name = (answer.get("error") or {}).get("code")
     failed = [c for c in answer.get("checks") or [] if not c.get("ok") and not c.get("warning")]

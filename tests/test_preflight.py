@@ -451,7 +451,10 @@ def test_s3_is_checked_from_the_instance_in_the_same_round_trip(box, s3_server):
     reach = check(res, "s3_from_instance")
     port = s3_server["endpoint_url"].rsplit(":", 1)[1]
     assert reach["data"] == {"endpoint": f"127.0.0.1:{port}", "carrier_image": carrier, "carrier_present": False}
-    assert reach["warning"] and f'docker pull {carrier}' in reach["fix"] and "s3_from_instance" in res.json["warnings"]
+    assert reach["warning"] and "s3_from_instance" in res.json["warnings"]
+    assert "(from public.ecr.aws)" in reach["detail"] and "Docker Hub" not in reach["detail"]
+    assert reach["fix"].startswith("Pull it now: /") and reach["fix"].endswith(f"--bucket {bucket} --pull")
+    assert res.json["next"].endswith("--pull")      # a warning with a fix the bundle runs: next is that fix
     box.sim.preload_image(name, carrier)
     res = preflight(box, "--bucket", bucket, instance=name, **s3_server["env"])
     reach = check(res, "s3_from_instance")
@@ -597,3 +600,23 @@ def test_combined_script_quotes_oauthtoken_and_removes_the_key_file_first():
     assert "docker login nvcr.io -u '$oauthtoken' --password-stdin < \"$HOME\"/.tao-cred-ngc-abc" in script
     assert script.index("docker login") < script.index("docker manifest inspect")
     assert os.environ.get("NGC_KEY", "\0") not in script
+
+
+def test_pull_pulls_the_carrier_too_when_the_tier_moves_data_through_s3(box, s3_server):
+    """--pull leaves nothing for a hand-typed docker pull: the TAO image and the S3 carrier."""
+    from tao_brev.staging import carrier_image
+
+    bucket = s3_server["create_bucket"]()
+    name = fresh(box, "pullboth")
+    box.sim.set_ngc_key(GOOD_NGC_KEY)
+    res = preflight(box, "--image", TAO_KEY, "--storage-tier", "B", "--bucket", bucket, "--pull",
+                    instance=name, **s3_server["env"], NGC_KEY=GOOD_NGC_KEY)
+    carrier = carrier_image(os.environ)
+    reach = check(res, "s3_from_instance")
+    assert reach["ok"] and not reach.get("warning") and reach["data"]["carrier_pulled"] is True, res
+    assert "pulled from public.ecr.aws" in reach["detail"]
+    assert check(res, "image")["data"]["pulled"] is True and res.json["warnings"] == [], res
+    assert res.json["round_trips"]["pull"] == 2
+    assert sum(f"docker pull {carrier}" in c for c in box.sim.remote_commands(name)) == 1
+    again = preflight(box, "--bucket", bucket, "--pull", instance=name, **s3_server["env"])
+    assert check(again, "s3_from_instance")["data"]["carrier_present"] is True and again.json["round_trips"].get("pull", 0) == 0

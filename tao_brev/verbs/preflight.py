@@ -456,7 +456,7 @@ def check_on_instance(report: Report, ctx: Context, req: PreflightRequest, image
     disk = check_disk(report, answers, facts, results_root)
     ngc_check = check_ngc(report, answers, key, facts.present) if ngc else None
     if report.s3_target is not None:
-        check_s3_from_instance(report, answers, report.s3_target)
+        check_s3_from_instance(report, answers, report.s3_target, ctx, req)
     if facts:
         blocker = next((c for c in (docker, disk, ngc_check) if c is not None and not c.ok), None)
         authed = ngc_check is not None and ngc_check.data.get("status") == "AUTH_OK"
@@ -534,7 +534,8 @@ def combined_script(token: str, image: str | None, results_root: str,
     return "\n".join(parts)
 
 
-def check_s3_from_instance(report: Report, answers: Answers, target: S3Target) -> None:
+def check_s3_from_instance(report: Report, answers: Answers, target: S3Target, ctx: Context | None = None,
+                           req: PreflightRequest | None = None) -> None:
     """``s3_from_instance``: the transfers run ON the instance (staging.py's carrier), so the
     instance must reach the endpoint (a failure: S3_UNREACHABLE, nothing would be staged or
     uploaded) and should hold the carrier image (a warning: the first transfer pulls it)."""
@@ -551,10 +552,18 @@ def check_s3_from_instance(report: Report, answers: Answers, target: S3Target) -
                     elapsed_s=t, **data)
         return
     if not data["carrier_present"]:
+        from . import carrier_pull
+
+        if req is not None and req.pull:
+            carrier_pull.pull(report, ctx, req, target.carrier, t, data)
+            return
+        hint = [*(["--image", req.image] if req and req.image else []),
+                *(["--storage-tier", req.storage_tier] if req else []),
+                *(["--bucket", req.bucket] if req and req.bucket else [])]
         report.warn("s3_from_instance", f"{where} is reachable from the instance; the AWS CLI image "
-                    f"{target.carrier} is not on it: the first transfer pulls it (from Docker Hub)",
-                    f"Pull it now: brev exec {answers.instance} \"docker pull {target.carrier}\"",
-                    elapsed_s=t, **data)
+                    f"{target.carrier} is not on it: the first transfer pulls it "
+                    f"(from {carrier_pull.where(target.carrier)})",
+                    carrier_pull.pull_fix(answers.instance, hint), elapsed_s=t, **data)
         return
     report.passed("s3_from_instance", f"{where} is reachable from the instance and {target.carrier} is on it",
                   elapsed_s=t, **data)
