@@ -249,10 +249,29 @@ _RUN: dict = {}
 
 def _reset(script: str | None = None, argv: list[str] | None = None) -> None:
     _RUN.update(job_id=None, fix=None, signal=None, deferred=0, pending=None, answering=False, state=None,
-                script=script, argv=list(argv or []))
+                script=script, argv=list(argv or []), warned=[])
 
 
 _reset()
+
+
+def warn(message: str) -> None:
+    """A failure the verb survives: on stderr now (:func:`say`), and in the answer's ``warnings``
+    too (``cli.run`` adds it), so no failure is told only to a human."""
+    say(message)
+    _RUN.setdefault("warned", []).append(message)
+
+
+def _merge_warnings(result: dict) -> None:
+    """The :func:`warn` messages of this run into ``result["warnings"]`` (not preflight's: its
+    warnings are check names, its checks carry their failures), each once, redacted at emit."""
+    warned = _RUN.get("warned") or []
+    if not warned or _RUN.get("script") == "preflight.py" or not isinstance(result.get("warnings", []), list):
+        return
+    have = result.setdefault("warnings", [])
+    for message in warned:
+        if not any(message in w or w in message for w in have if isinstance(w, str)):
+            have.append(message)
 
 
 def note_job(job_id: str, interrupted_fix: str | None = None) -> None:
@@ -455,6 +474,7 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
         result["job_id"] = _RUN["job_id"]
     if _STARTED:
         result["instance_started"] = instance_started_answer(_STARTED)
+    _merge_warnings(result)
     result = concrete(result)
     if next_step is not None:
         next_step(result, code, _RUN["argv"])

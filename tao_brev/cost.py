@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import lazy_re
-from .cli import Context, say
+from .cli import Context, warn
 from .errors import TaoBrevError
 from .records import TERMINAL_STATES
 
@@ -78,7 +78,7 @@ def load_prices(path: Path = PRICES_FILE) -> dict[str, float]:
         table = data.get("usd_per_hour") or {}
         return {str(k): float(v) for k, v in table.items() if isinstance(v, (int, float)) and v >= 0}
     except (OSError, yaml.YAMLError, AttributeError, TypeError, ValueError) as exc:
-        say(f"cost: ignoring {path.name}: {exc}")
+        warn(f"cost: ignoring {path.name}: {exc}")
         return {}
 
 
@@ -147,7 +147,7 @@ def learn_instance_type(ctx: Context, job_id: str) -> None:
     try:
         entry = ctx.brev.instance(sidecar["instance"])
     except TaoBrevError as exc:
-        say(f"cost {job_id}: instance type unknown ({exc.message})")
+        warn(f"cost {job_id}: instance type unknown ({exc.message})")
         return
     remember_instance_type(ctx, job_id, (entry or {}).get("instance_type"))
 

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from .cli import Context, say
+from .cli import Context, warn
 from .errors import TaoBrevError
 
 CACHE_MAX_AGE_S = 24 * 3600.0     # brev's prices change rarely; a day-old list is asked again
@@ -93,7 +93,7 @@ def catalog(ctx: Context, lookup: bool, want: Optional[str] = None) -> dict:
         try:
             return fetch(ctx)
         except TaoBrevError as exc:
-            say(f"instance types: brev search failed ({exc.code}); "
+            warn(f"instance types: brev search failed ({exc.code}); "
                 + (f"using the list fetched {cache['fetched_at']}" if cache else "no cached list"))
     return cache
 

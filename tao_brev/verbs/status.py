@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from .. import cost, logcap, redact, remote
 from .. import progress as progress_mod
-from ..cli import Context, note_job, note_state, say
+from ..cli import Context, note_job, note_state, say, warn
 from ..docker_state import JobState, after_instance_start, docker_error_code, from_inspect
 from ..errors import CODES, TaoBrevError, TransportError
 from ..records import check_job_id, current_state, is_terminal
@@ -286,7 +286,7 @@ def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: d
             result = ctx.brev.exec(answer["instance"], job_sections(token, job_id, log_lines), idempotent=True)
             observed, logs = read_job(remote.parse_sections(result.stdout, token), job_id, log_lines, token)
         except TaoBrevError as exc:
-            say(f"poll {job_id}: its container could not be read ({exc.message}); the answer stands")
+            warn(f"poll {job_id}: its container could not be read ({exc.message}); the answer stands")
         else:
             if observed.docker_status:
                 out["observed"] = observed.to_json()

@@ -15,7 +15,7 @@ instance). Results that exist only on the instance stay on its disk, which a sto
 from __future__ import annotations
 
 from .. import cost, lazy_re, prices
-from ..cli import Context, say
+from ..cli import Context, say, warn
 from ..errors import TaoBrevError
 
 NOT_STOPPABLE = lazy_re.compile(r'instance "[^"]*" does not support stop')
@@ -66,7 +66,7 @@ def instance_type(ctx: Context, job_id: str, instance: str) -> str | None:
     try:
         found = (ctx.brev.instance(instance) or {}).get("instance_type")
     except TaoBrevError as exc:
-        say(f"teardown {job_id}: instance type unknown ({exc.message})")
+        warn(f"teardown {job_id}: instance type unknown ({exc.message})")
         return None
     cost.remember_instance_type(ctx, job_id, found)
     return found

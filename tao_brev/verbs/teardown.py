@@ -38,7 +38,7 @@ import re
 
 from .. import lazy_re
 from .. import cost, logcap, redact, remote
-from ..cli import Context, note_job, note_state, say
+from ..cli import Context, note_job, note_state, say, warn
 from ..docker_state import after_instance_start, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..records import current_state, is_terminal, now_iso
@@ -85,7 +85,7 @@ def _observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[s
     archived = {name: sec for name, sec in sections.items() if name.startswith("save:")}
     own = sections.get("own")
     if own is not None and own.exit_code != 0:
-        say(f"teardown {job_id}: could not hand the results to the instance user: {redact.tail(own.output, 300)}")
+        warn(f"teardown {job_id}: could not hand the results to the instance user: {redact.tail(own.output, 300)}")
     if "state" not in sections or "rm" not in sections:
         raise TransportError("TRANSPORT_FAILED", f"incomplete answer from {instance} for teardown of {job_id}")
     if sections["rm"].exit_code != 0 and not NO_SUCH_CONTAINER.search(sections["rm"].output):
