@@ -444,7 +444,7 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
     only when the caller gave ``stall_after`` explicitly (a stall is a heuristic;
     the explicit threshold is the request to act); the answer then carries
     ``stalled_s`` (seconds without a sign of life, also in ``cost.stalled_s``)
-    and keeps the JOB_STALLED error. Safe to kill and rerun at any point:
+    and answers ``ok: true``, exit 0, the job CANCELED (``stall_teardown``: what was saved). Safe to kill and rerun at any point:
     verified results are not sent again, a deleted instance is not asked again.
 
     The answer is the poll's, with ``teardown`` (its answer) and the final ``cost``.
@@ -476,7 +476,28 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
     if "cost" in down:
         out["cost"] = down.pop("cost")
     out["teardown"] = down
+    if down.get("state"):   # one story: the answer's state is the record's after the teardown
+        out["state"] = down["state"]
+        if "terminal_state" in out and is_terminal(down["state"]):
+            out["terminal_state"] = down["state"]
     if down_code != 0:
         out.update(ok=False, error=down["error"])
         code = down_code
+    elif stalled:   # the stop that --stall-after asked for happened: done, not a failure
+        out.pop("error", None)
+        out.update(ok=True, stall_teardown=_stall_story(ctx, job_id, out, down, stall_after))
+        code = 0
     return out, code
+
+
+def _stall_story(ctx: Context, job_id: str, out: dict, down: dict, stall_after: float) -> dict:
+    """What the stall teardown did and what it kept: the job CANCELED after ``stalled_s`` without a
+    sign of life, its last log lines saved here, its results where the teardown left them."""
+    logs = ctx.sidecars.logs_path(job_id)
+    results = down.get("results") or {}
+    return {"state": down.get("state"), "stalled_s": out.get("stalled_s"), "stall_after_s": stall_after,
+            "logs_saved_to": str(logs) if logs.is_file() else None,
+            "results": ({k: results.get(k) for k in ("kind", "destination", "verified") if k in results}
+                        if results else None),
+            "results_saved_to": down.get("results_saved_to"),
+            "results_dir_on_instance": None if down.get("instance_deleted") else down.get("results_dir")}
