@@ -269,10 +269,12 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
     if err in ("RESULTS_UPLOAD_FAILED", "S3_VERIFY_FAILED"):
         return _set(answer, command("poll_status.py", job_id))
     if state in TERMINAL or state == "UNKNOWN":
-        if state == "ERROR" and answer.get("logs") is None and "--logs" not in argv:   # once: none may exist
+        never_ran = answer.get("reconciled") == "never_launched"   # nothing ran: no logs to read
+        if state == "ERROR" and answer.get("logs") is None and "--logs" not in argv and not never_ran:
             return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES))
-        if closed(job_id):
-            return _set(answer, None, FINISHED + " (teardown ran)")
+        if closed(job_id) or answer.get("closed_at"):
+            return _set(answer, None, FINISHED + (" (the refusal closed it; its error's fix says what to correct)"
+                                                  if never_ran else " (teardown ran)"))
         return _set(answer, command("teardown.py", job_id))
     if state in ("PENDING", "RUNNING"):
         return _set(answer, wait_command(job_id, argv))

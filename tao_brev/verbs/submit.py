@@ -39,7 +39,7 @@ from .. import archs, bank, cost, credentials, hash_cache, known_secrets, nextst
 from .. import interpolation, tao_gpus, yaml_bounded
 from .. import routing as routing_mod
 from ..cli import Context, deferred_interrupts, note_job, note_state, say
-from ..errors import TaoBrevError, TransportError
+from ..errors import CODES, TaoBrevError, TransportError
 from ..records import now_iso
 from ..remote import RunSpec
 from ..transport import FIRST_EXEC_TIMEOUT_S, check_instance, refuse_secrets
@@ -529,7 +529,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     else:
         code = docker_code
         why = f"docker run failed (exit {result.exit_code}): {redact.tail(result.stderr or out, 500)}"
-    _mark_never_launched(ctx, job_id, why, code)
+    _mark_never_launched(ctx, job_id, why, code, fix)
     raise TaoBrevError(code, f"submit refused: {why}", fix,
                        answer={**answer, "state": "ERROR", "backend_ref": None})
 
@@ -575,11 +575,29 @@ def _interrupted(answer: dict) -> TaoBrevError:
                         answer={**answer, "state": "PENDING"})
 
 
-def _mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None = None) -> None:
-    """Close a launch that was refused (``code``: the answer's error code; later polls repeat it)."""
-    ctx.records.mark(job_id, "ERROR", message=f"never launched: {why}", source="agent")
-    ctx.sidecars.update(job_id, launch={"state": "refused", "finished_at": now_iso(),
+# refusals decided by the submit script's checks BEFORE `docker run` (remote.submit_script): nothing was
+# created on the instance, so the refusal closes the job itself (no teardown is left to do)
+REFUSED_BEFORE_RUN = ("INPUT_NOT_FOUND", "IMAGE_NOT_PULLED", "GPUS_BUSY", "DOCKER_NOT_FOUND", "SPEC_NOT_WRITTEN",
+                      "DISK_FULL", "INPUT_STAGING_FAILED")
+# the caller's own input was wrong: retrying the same call cannot help (the TAO bank's ERR_PROGRAM), never ERR_INFRA
+USER_ERRORS = ("INPUT_NOT_FOUND",)
+
+
+def _mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None = None,
+                         fix: str | None = None) -> None:
+    """Close a launch that was refused (``code``: the answer's error code; later polls repeat it,
+    with its class: ERR_PROGRAM for the caller's own mistake, else ERR_INFRA). A refusal before
+    ``docker run`` (REFUSED_BEFORE_RUN) left nothing on the instance: it is closed here too."""
+    err_class = "ERR_PROGRAM" if code in USER_ERRORS or (code in CODES and CODES[code].exit_code == 2) \
+        else "ERR_INFRA"
+    ctx.records.mark(job_id, "ERROR", message=f"never launched: {why}", source="agent", err_class=err_class)
+    hint = {"err_class": err_class, "reason": f"refused before launch ({code or 'NEVER_LAUNCHED'}): nothing ran",
+            "advice": fix or CODES[code if code in CODES else "NEVER_LAUNCHED"].fix, "evidence": [why]}
+    ctx.sidecars.update(job_id, launch={"state": "refused", "finished_at": now_iso(), "hint": hint,
                                         **({"code": code} if code else {})})
+    if code in REFUSED_BEFORE_RUN:
+        ctx.sidecars.update(job_id, teardown={"at": now_iso(), "container_removed": False,
+                                              "closed_by": "the submit's refusal (nothing was launched)"})
 
 
 def _run_spec(req: SubmitRequest, image: str, job_id: str, routing, mounts, env_file, gpu_plan=None) -> RunSpec:
