@@ -379,6 +379,17 @@ def _unexpected(exc: Exception) -> tuple[dict, int]:
 
 _INSTANCE_PLACEHOLDER = lazy_re.compile(r"(--instance |brev (?:delete|stop|start|exec|copy [^\s]+) )NAME\b")
 _JOB_PLACEHOLDER = lazy_re.compile(r"\bJOB_ID\b")
+# a script of this bundle named bare (``teardown.py``) or relative (``scripts/teardown.py``) in a text
+_SCRIPT_WORD = lazy_re.compile(r"(?<![\w/.@-])(?:scripts/)?((?:preflight|submit|poll_status|teardown|tao_job_record|"
+                               r"redact_secrets)\.py)\b")
+COMMAND_TEXTS = ("fix", "advice", "next_note", "teardown_skipped", "why")
+
+
+def absolute_scripts(text: str) -> str:
+    """``text`` with every script of this bundle it names by its absolute path (runnable as is)."""
+    from .nextstep import SCRIPTS_DIR
+
+    return _SCRIPT_WORD.sub(lambda m: str(SCRIPTS_DIR / m.group(1)), text)
 
 
 def concrete(answer, job_id: str | None = None, instance: str | None = None):
@@ -398,6 +409,8 @@ def concrete(answer, job_id: str | None = None, instance: str | None = None):
                 value = _JOB_PLACEHOLDER.sub(job_id, value)
             if instance:
                 value = _INSTANCE_PLACEHOLDER.sub(lambda m: m.group(1) + instance, value)
+        if key in COMMAND_TEXTS and isinstance(value, str):
+            value = absolute_scripts(value)
         out[key] = concrete(value, job_id, instance)
     return out
 
@@ -478,5 +491,7 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
     result = concrete(result)
     if next_step is not None:
         next_step(result, code, _RUN["argv"])
+        if isinstance(result.get("next_note"), str):
+            result["next_note"] = absolute_scripts(result["next_note"])
     emit(result)
     return code

@@ -321,8 +321,11 @@ def test_fix_texts_name_the_real_job_and_instance_not_placeholders():
                         "fix": "teardown.py JOB_ID closes it; brev exec NAME \"docker ps\"; --env NAME stays"},
               "jobs": [{"job_id": "other-train-000001", "hint": {"advice": "teardown.py JOB_ID"}}]}
     filled = cli.concrete(answer)
-    assert filled["error"]["fix"] == f"teardown.py {JOB} closes it; brev exec gpu-1 \"docker ps\"; --env NAME stays"
-    assert filled["jobs"][0]["hint"]["advice"] == "teardown.py other-train-000001"
+    teardown = str(ROOT / "scripts" / "teardown.py")   # every script a text names: by its absolute path
+    assert filled["error"]["fix"] == f"{teardown} {JOB} closes it; brev exec gpu-1 \"docker ps\"; --env NAME stays"
+    assert filled["jobs"][0]["hint"]["advice"] == f"{teardown} other-train-000001"
+    assert cli.concrete({"fix": f"{teardown} x; scripts/tao_job_record.py list; @SKILL_DIR@/scripts/submit.py"}) == {
+        "fix": f"{teardown} x; {ROOT / 'scripts' / 'tao_job_record.py'} list; @SKILL_DIR@/scripts/submit.py"}
     wrong = next_violations("teardown.py", [JOB], {**answer, "next": None, "next_note": "n"})
     assert wrong and "placeholders" in wrong[0]
     assert next_violations("teardown.py", [JOB], {**filled, "next": None, "next_note": "n"}) == []

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TAO_IMAGE, validate
+from conftest import ROOT, TAO_IMAGE, validate
+from tao_brev.cli import absolute_scripts
 from tao_brev import nextstep, remote
 from tao_brev.cli import Context
 from tao_brev.errors import CODES
 from tao_brev.verbs import preflight as pf
 
+PRE = str(ROOT / "scripts" / "preflight.py")   # answers name every script by its absolute path
 GOOD_NGC_KEY = "nvapi-GOODgood0000000000000000000"
 WRONG_NGC_KEY = "nvapi-WRONGwrong000000000000000000"
 BREV_TOKEN = "brev-tok-0123456789abcdefSECRET"
@@ -155,7 +157,7 @@ def test_stopped_instance_is_reported_and_started_only_with_start(box):
     assert res.code == 1 and res.json["error"]["code"] == "INSTANCE_NOT_RUNNING"
     inst = check(res, "instance")
     assert inst["detail"] == "box is STOPPED" and inst["data"]["status"] == "STOPPED"
-    assert inst["fix"] == ("Start it: rerun preflight.py --instance box --start (runs `brev start box` and waits), "
+    assert inst["fix"] == (f"Start it: rerun {PRE} --instance box --start (runs `brev start box` and waits), "
                            "or run `brev start box` yourself.")
     assert box.sim.instance("box")["status"] == "STOPPED" and box.sim.exec_count() == 0
 
@@ -208,7 +210,7 @@ def test_instance_still_starting_at_the_end_of_the_budget_is_not_exec_ready(box)
     answer, code = run_inprocess(box, fake=FakeTime(), exec_timeout=60)
     assert code == 3 and answer["error"]["code"] == "NOT_EXEC_READY"
     assert answer["checks"][-1]["detail"] == "box is still STARTING at the end of the --exec-timeout budget"
-    assert answer["checks"][-1]["fix"] == CODES["NOT_EXEC_READY"].fix
+    assert answer["checks"][-1]["fix"] == CODES["NOT_EXEC_READY"].fix   # in-process: before cli.concrete
 
 
 @pytest.mark.parametrize("status", ["FAILURE", "DELETING"])
@@ -248,7 +250,7 @@ def test_probe_gives_up_after_the_budget_with_exit_3(box):
     res = preflight(box, "--exec-timeout", "1", instance="dead-sshd")
     assert res.code == 3
     assert names(res)[-1] == "exec_ready" and res.json["error"]["code"] == "NOT_EXEC_READY"
-    assert check(res, "exec_ready")["fix"] == ("Wait for the instance to finish booting, then rerun preflight.py with "
+    assert check(res, "exec_ready")["fix"] == (f"Wait for the instance to finish booting, then rerun {PRE} with "
                                                "a larger --exec-timeout.")
     assert "Connection refused" in check(res, "exec_ready")["detail"]
 
@@ -385,7 +387,7 @@ def test_missing_image_is_reported_then_pulled_with_pull(box):
     assert res.code == 1
     image = check(res, "image")
     assert image["code"] == "IMAGE_NOT_PULLED" and image["detail"] == f"{TAO_IMAGE} is not on the instance"
-    assert image["fix"] == f"Pull it before the GPU run: preflight.py --instance {name} --image {TAO_KEY} --pull"
+    assert image["fix"] == f"Pull it before the GPU run: {PRE} --instance {name} --image {TAO_KEY} --pull"
 
     res = preflight(box, "--image", TAO_KEY, "--pull", instance=name, NGC_KEY=GOOD_NGC_KEY)
     assert res.code == 0, res
@@ -411,7 +413,7 @@ def test_pull_failures_are_mapped_to_codes(box, image, pull_fails, code):
     res = preflight(box, "--image", image, "--pull", instance=name)
     assert res.code == 1
     failed = check(res, "image")
-    assert failed["code"] == code and failed["fix"] == CODES[code].fix
+    assert failed["code"] == code and failed["fix"] == absolute_scripts(CODES[code].fix)
     assert "ngc_auth" not in names(res)       # not an nvcr.io image
 
 
