@@ -342,8 +342,15 @@ def _check_arch(ctx: Context, req: SubmitRequest, image: str) -> list[str]:
     if unknown.why:
         raise TaoBrevError("BAD_ARGUMENT", unknown.message(image),
                            f"Use the image that runs it: {req.rerun(set_flags={'--image': unknown.image})}")
-    fix = f"Use {unknown.closest!r}: {req.rerun(set_flags={'--' + unknown.flag: unknown.closest})}"
-    raise TaoBrevError("BAD_ARGUMENT", unknown.message(image), fix, known=list(unknown.known))
+    found = [unknown]
+    if unknown.flag == "network-arch":   # every typo of the call at once: the action of the arch it meant
+        second = archs.check(unknown.closest, req.action, image, networks, version).refusal
+        if second is not None and second.flag == "action" and second.closest:
+            found.append(second)
+    corrected = req.rerun(set_flags={"--" + u.flag: u.closest for u in found})
+    fix = f"Use {' and '.join(repr(u.closest) for u in found)}: {corrected}"
+    raise TaoBrevError("BAD_ARGUMENT", "; ".join(u.message(image) for u in found), fix,
+                       known=list(found[-1].known), answer={"next": corrected})   # the corrected call is next
 
 
 def _instance_running(ctx: Context, req: SubmitRequest) -> None:
