@@ -182,6 +182,9 @@ def preflight(answer: dict, code: int, argv: list[str]) -> dict:
         return _set(answer, None, preflight_note(answer, argv))
     code_name = (answer.get("error") or {}).get("code")
     failed = [c for c in answer.get("checks") or [] if not c.get("ok") and not c.get("warning")]
+    near = next((c.get("data", {}).get("did_you_mean") for c in failed if c.get("name") == "instance"), None)
+    if code_name == "UNKNOWN_INSTANCE" and near and len(near) == 1:   # one close name: the corrected call
+        return _set(answer, rerun("preflight.py", [*_without(argv, "--instance"), "--instance", near[0]]))
     if code_name == "INSTANCE_NOT_RUNNING" and "--start" not in argv:
         return _set(answer, None, "the instance is not RUNNING; starting it bills: add --start to start it - "
                                   f"{rerun('preflight.py', [*argv, '--start'])}")

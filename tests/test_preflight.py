@@ -149,6 +149,25 @@ def test_unknown_instance_stops_with_the_instance_check(box):
     assert res.json["error"]["code"] == "UNKNOWN_INSTANCE"
     assert check(res, "instance")["fix"] == ("Check the name with `brev ls`; provision it with the official Brev "
                                              "agent skill.")
+    assert check(res, "instance")["detail"] == "nope is not in `brev ls --json` (the account's instances: box)"
+
+
+def test_a_misspelled_instance_gets_did_you_mean_and_next_is_the_corrected_call(box):
+    box.sim.add_instance("my-a100")
+    res = preflight(box, "--image", TAO_KEY, instance="my-a10O")
+    inst = check(res, "instance")
+    assert inst["code"] == "UNKNOWN_INSTANCE" and "did you mean 'my-a100'?" in inst["detail"], res
+    assert inst["data"]["did_you_mean"] == ["my-a100"]
+    assert res.json["next"] == f"{PRE} --image {TAO_KEY} --instance my-a100"
+
+
+def test_closest_instance_names():
+    from tao_brev.instance_names import closest, unknown_message
+
+    assert closest("gpu-box", ["gpu-box2", "alice-dev", "", None]) == ["gpu-box2"]
+    assert closest("zzz", ["gpu-box2"]) == []
+    assert unknown_message("zzz", []) == "zzz is not in `brev ls --json` (the account's instances: none)"
+    assert "did you mean 'gpu-c' or 'gpu-b'?" in unknown_message("gpu-a", ["gpu-b", "gpu-c"])   # difflib's order
 
 
 def test_stopped_instance_is_reported_and_started_only_with_start(box):

@@ -297,7 +297,8 @@ def check_instance_state(report: Report, ctx: Context, req: PreflightRequest, en
     try:
         entry, started = _settle_instance(ctx, req, entry, deadline)
     except TaoBrevError as exc:
-        report.stop("instance", exc, **_instance_facts(exc.details.get("entry")))
+        near = {"did_you_mean": exc.details["did_you_mean"]} if exc.details.get("did_you_mean") else {}
+        report.stop("instance", exc, **_instance_facts(exc.details.get("entry")), **near)
     waited = ctx.clock() - started_at
     if started:   # the bundle's own start bills from here: the next job's billed_parts.start_s
         cost.note_start(ctx, req.instance, waited)
@@ -319,7 +320,11 @@ def _settle_instance(ctx: Context, req: PreflightRequest, entry: dict | None,
     interval = _interval(deadline - ctx.clock(), INSTANCE_POLL_S)
     while True:
         if entry is None:
-            raise TaoBrevError("UNKNOWN_INSTANCE", f"{name} is not in `brev ls --json`")
+            from ..instance_names import closest, unknown_message
+
+            listed = [str(w.get("name") or "") for w in ctx.brev.ls()]
+            raise TaoBrevError("UNKNOWN_INSTANCE", unknown_message(name, listed),
+                               did_you_mean=closest(name, listed))
         status = str(entry.get("status") or "").upper()
         if status == "RUNNING":
             return entry, started
