@@ -87,3 +87,13 @@ def test_teardown_of_a_running_job_and_the_polls_after_it_agree(world):
     assert agree(world, job, polled.json, "poll_status") == "CANCELED"
     waited = world.run("poll_status.py", job, *WAIT, "--teardown")
     assert agree(world, job, waited.json, "poll_status") == "CANCELED"
+
+
+def test_a_dead_container_closes_the_job_error_and_its_results_are_collected(world):
+    job = world.submit(spec=world.spec({"epoch_seconds": 5}, num_epochs=20)).json["job_id"]
+    world.sim.set_container_state("box", job, Status="dead", Running=False, Dead=True, ExitCode=137)
+    polled = world.run("poll_status.py", job)
+    assert polled.json["state"] == "ERROR" and polled.json["hint"]["err_class"] == "ERR_INFRA", polled
+    done = world.run("poll_status.py", job, *WAIT, "--teardown")
+    assert agree(world, job, done.json, "poll_status") == "ERROR"
+    assert done.json["teardown"]["container_removed"] is True, done
