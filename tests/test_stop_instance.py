@@ -196,3 +196,12 @@ def test_the_cost_report_without_brev_still_totals_and_says_why_billing_now_is_u
     assert done.code == 0 and done.json["total"]["jobs"] == 1, done
     assert done.json["billing_now"] is None and "brev ls failed (BREV_NOT_FOUND)" in done.json["billing_now_note"]
     assert done.json["jobs"][0]["price_source"] == "brev search"     # the list cached by the teardown
+
+
+def test_brev_ls_names_the_gpu_as_brev_does_and_preflight_prints_a_gpu_name_once(world):
+    rows = {w["name"]: w for w in Context(env=world.env).brev.ls()}
+    assert rows["box"]["gpu"] == "A100"                  # ls.go getGPUForInstance: the type's GPU name
+    world.sim.add_instance("odd", instance_type="odd-type-1")
+    assert {w["name"]: w for w in Context(env=world.env).brev.ls()}["odd"]["gpu"] == "-"
+    pre = world.run("preflight.py", "--instance", "box")
+    assert pre.code == 0 and "NVIDIA NVIDIA" not in pre.stdout + pre.stderr, pre

@@ -378,14 +378,15 @@ class Brev:
             if status == "RUNNING" and inst.get("health_status") == "UNHEALTHY":
                 status = "UNHEALTHY"
             ready = inst["status"] == "RUNNING" and inst.get("build_status") == "COMPLETED"
-            gpus = inst.get("gpus") or []
             rows.append({"name": name, "id": inst["id"], "status": status,
                          "build_status": inst.get("build_status", "COMPLETED"),
                          "shell_status": "READY" if ready else "NOT READY",
                          "health_status": inst.get("health_status", "HEALTHY"),
                          "instance_type": inst.get("instance_type", ""),
                          "instance_kind": inst.get("instance_kind", "gpu"),
-                         "gpu": f"{len(gpus)}x {gpus[0]}" if gpus else ""})
+                         # ls.go getGPUForInstance: the search list's GPU name of the type ("A100"), else "-"
+                         "gpu": (catalog.types(self.world.state()).get(inst.get("instance_type") or "") or {})
+                         .get("gpu_name") or "-"})
         if flags.get("json"):
             out(json.dumps({"workspaces": rows or None}, indent=2))
             return 0
