@@ -376,6 +376,16 @@ def test_the_demo_prints_one_line_per_step_and_the_summary_by_default():
     assert "next: scripts/poll_status.py" in lines[2] and "next: scripts/teardown.py" in lines[3]
 
 
+def test_the_demo_with_json_prints_one_json_document_and_nothing_else():
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "demo.py"), "--json"], capture_output=True,
+                          text=True, timeout=900, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    document = json.loads(done.stdout)            # the whole stdout is ONE JSON document
+    assert document["ok"] is True and [s["title"].split(".")[0] for s in document["steps"]] == list("123456")
+    assert document["summary"]["state"] == "COMPLETE" and document["summary"]["cost"]["billed_s"] > 0
+    assert "=== 1. preflight" in done.stderr       # the progress is on stderr
+
+
 @pytest.mark.parametrize("script,argv,state,expected", [
     ("poll_status.py", [JOB, "--wait"], "RUNNING", ("poll_status.py", JOB, "--wait")),
     ("teardown.py", [JOB], "RUNNING", ("teardown.py", JOB)),
