@@ -97,3 +97,17 @@ def test_a_dead_container_closes_the_job_error_and_its_results_are_collected(wor
     done = world.run("poll_status.py", job, *WAIT, "--teardown")
     assert agree(world, job, done.json, "poll_status") == "ERROR"
     assert done.json["teardown"]["container_removed"] is True, done
+
+
+def test_submit_and_poll_all_tell_each_jobs_record_state(world):
+    ok = world.submit(spec=world.spec({"epoch_seconds": 5}, num_epochs=20))
+    assert ok.json["state"] == "RUNNING" and record_state(world, ok.json["job_id"]) is None   # not terminal yet
+    refused = world.run("submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt",
+                        "--network-arch", "visual_changenet", "--action", "train", "--spec", str(world.spec()),
+                        "--inputs", "/root/not-there=data")
+    assert agree(world, refused.json["job_id"], refused.json, "submit") == "ERROR"
+    everything = world.run("poll_status.py", "--all")
+    validate("poll_status", everything.json)
+    for entry in everything.json["jobs"]:
+        assert set(states(entry)) <= {"RUNNING", None}, entry
+    world.run("teardown.py", ok.json["job_id"])

@@ -336,6 +336,7 @@ def test_an_override_swallowed_by_inputs_says_to_put_it_after_the_double_dash(wo
     assert world.sim.exec_count() == before and records(world) == []
     fixed = fix_command(error)
     assert fixed[-len(stray) - 1:] == ["--", *stray]
+    assert res.json["next"] == error["fix"].split(": ", 1)[1]     # next is the corrected call, not --help
     ran = run_fix(world, error)
     assert ran.code == 0, ran
     assert all(word in world.sim.container("box", ran.json["job_id"])["Args"] for word in stray)

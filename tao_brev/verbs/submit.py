@@ -317,7 +317,8 @@ def _refuse_overrides_as_inputs(req: SubmitRequest) -> None:
         raise TaoBrevError("BAD_ARGUMENT", f"--inputs got {', '.join(swallowed)}, which look like TAO overrides "
                            "(key.path=value), not inputs (an input is SRC[=NAME] with SRC '~/...', '/...', a "
                            "local path or s3://...): --inputs takes every word up to the next flag",
-                           f"Put overrides after `--` at the end: {req.rerun(to_overrides=tuple(swallowed))}")
+                           f"Put overrides after `--` at the end: {req.rerun(to_overrides=tuple(swallowed))}",
+                           answer={"next": req.rerun(to_overrides=tuple(swallowed))})   # the corrected call
 
 
 def _check_arch(ctx: Context, req: SubmitRequest, image: str) -> list[str]:
