@@ -205,3 +205,14 @@ def test_brev_ls_names_the_gpu_as_brev_does_and_preflight_prints_a_gpu_name_once
     assert {w["name"]: w for w in Context(env=world.env).brev.ls()}["odd"]["gpu"] == "-"
     pre = world.run("preflight.py", "--instance", "box")
     assert pre.code == 0 and "NVIDIA NVIDIA" not in pre.stdout + pre.stderr, pre
+
+
+def test_a_start_by_submit_start_is_billed_to_the_job_too(world):
+    world.sim.set_instance("box", status="STOPPED")
+    done = world.submit("--start")
+    assert done.code == 0, done
+    job = done.json["job_id"]
+    world.run("poll_status.py", job, *WAIT)
+    down = world.run("teardown.py", job, "--stop-instance")
+    parts = down.json["cost"]["billed_parts"]
+    assert parts["start_s"] is not None and parts["until"] == "instance stopped by the bundle", down

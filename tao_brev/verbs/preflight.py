@@ -300,8 +300,6 @@ def check_instance_state(report: Report, ctx: Context, req: PreflightRequest, en
         near = {"did_you_mean": exc.details["did_you_mean"]} if exc.details.get("did_you_mean") else {}
         report.stop("instance", exc, **_instance_facts(exc.details.get("entry")), **near)
     waited = ctx.clock() - started_at
-    if started:   # the bundle's own start bills from here: the next job's billed_parts.start_s
-        cost.note_start(ctx, req.instance, waited)
     facts = _instance_facts(entry)
     how = (" after `brev start`" if started else "") + (f", waited {waited:.0f} s" if waited >= 1 else "")
     report.passed("instance", f"{req.instance} RUNNING{how}; shell {facts['shell_status']}, gpu {facts['gpu']}",
@@ -327,6 +325,8 @@ def _settle_instance(ctx: Context, req: PreflightRequest, entry: dict | None,
                                did_you_mean=closest(name, listed))
         status = str(entry.get("status") or "").upper()
         if status == "RUNNING":
+            if started:   # the bundle's own start bills from here: the next job's billed_parts.start_s
+                cost.note_start(ctx, name, ctx.clock() - start_at)
             return entry, started
         if status in BROKEN_STATES:
             raise TaoBrevError("INSTANCE_NOT_RUNNING", f"{name} is {status}{_reason(entry)}",
@@ -336,6 +336,7 @@ def _settle_instance(ctx: Context, req: PreflightRequest, entry: dict | None,
                 raise TaoBrevError("INSTANCE_NOT_RUNNING", f"{name} is STOPPED", STOPPED_FIX.format(name=name),
                                    entry=entry)
             say(f"preflight: starting {name} (brev start {name})")
+            start_at = ctx.clock()
             ctx.brev.start(name, timeout=max(deadline - ctx.clock(), BREV_TIMEOUT_S))
             started = True
         elif ctx.clock() + interval > deadline:
