@@ -176,9 +176,10 @@ def preflight(answer: dict, code: int, argv: list[str]) -> dict:
     if decided:
         return _set(answer, nxt, note)
     if answer.get("ok"):
-        if "--pull" not in argv and any(c.get("warning") and "--pull" in (c.get("fix") or "")
-                                        for c in answer.get("checks") or []):
-            return _set(answer, rerun("preflight.py", [*argv, "--pull"]))   # a warning the bundle can fix
+        fixes = [c.get("fix") or "" for c in answer.get("checks") or [] if c.get("warning")]
+        extra = [flag for flag in WARNING_FLAGS if flag not in argv and any(flag in fix for fix in fixes)]
+        if extra:   # a warning whose fix this preflight runs itself: that rerun is next
+            return _set(answer, rerun("preflight.py", [*argv, *extra]))
         return _set(answer, None, preflight_note(answer, argv))
     code_name = (answer.get("error") or {}).get("code")
     failed = [c for c in answer.get("checks") or [] if not c.get("ok") and not c.get("warning")]
@@ -193,6 +194,9 @@ def preflight(answer: dict, code: int, argv: list[str]) -> dict:
     fix = next((c.get("fix") for c in failed if c.get("fix")), None)
     return _set(answer, None, f"a failed check needs a fix first: {fix}" if fix else None)
 
+
+# preflight.py flags that act on what a warning names (a missing carrier image, an unproven GPU runtime)
+WARNING_FLAGS = ("--pull", "--gpu-smoke")
 
 # preflight.py flags that submit.py takes too, with the same meaning: the submit it names keeps them
 SUBMIT_KEPT = ("--instance", "--image", "--storage-tier", "--bucket", "--results-root")

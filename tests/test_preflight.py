@@ -289,6 +289,9 @@ def test_docker_daemon_down_fails_docker_and_still_reports_the_rest(box):
 
 def test_missing_gpu_runtime_is_caught_by_the_gpu_smoke_test(box):
     box.sim.set_instance("box", gpu_runtime=False)
+    warned = preflight(box)                               # a warning whose fix preflight runs: next runs it
+    assert warned.code == 0 and warned.json["warnings"] == ["gpu"], warned
+    assert warned.json["next"] == f"{PRE} --instance box --gpu-smoke"
     res = preflight(box, "--gpu-smoke")
     assert res.code == 1
     gpu, smoke = check(res, "gpu"), check(res, "gpu_smoke")
