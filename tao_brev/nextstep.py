@@ -352,7 +352,8 @@ def orphans(answer: dict, code: int, argv: list[str]) -> dict:
         return _set(answer, rerun("teardown.py", [*argv, "--delete"]))   # its --instance / --price-per-hour kept
     if answer.get("orphans") and "--delete" not in argv:
         return _set(answer, None, "no orphan this bundle owns: deleting one of its reused instances is your "
-                                  "choice - teardown.py --orphans --delete --instance with its name")
+                                  "choice - teardown.py --orphans --delete --instance with its name; or stop the "
+                                  "idle ones of ours that can stop: " + command("teardown.py", "--orphans", "--stop"))
     return _set(answer, None, orphans_note(answer))
 
 

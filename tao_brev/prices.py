@@ -56,16 +56,28 @@ def read_cache(ctx: Context) -> dict:
 
 def types_from_rows(rows: list[dict], kind: str) -> dict[str, dict]:
     """``{type: {"usd_per_hour", "stoppable", "kind"}}`` from brev search rows (one row per GPU
-    of a type: the first row of a type wins); rows without a type or a numeric price are skipped."""
+    of a type: the first row of a type wins); rows without a type or a numeric USD price
+    (``price_per_hour``, else ``base_price.amount``) are skipped."""
     out: dict[str, dict] = {}
     for row in rows:
-        name, price = row.get("type"), row.get("price_per_hour")
+        name, price = row.get("type"), row.get("price_per_hour", _api_price(row.get("base_price")))
         if not isinstance(name, str) or not name or name in out:
             continue
         if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
             continue
         out[name] = {"usd_per_hour": float(price), "stoppable": row.get("stoppable") is True, "kind": kind}
     return out
+
+
+def _api_price(base_price) -> Optional[float]:
+    """The API's ``base_price`` ``{"currency": "USD", "amount": "1.006"}`` (gpusearch.go BasePrice), which
+    ProcessInstances turns into ``price_per_hour``: read too, for a listing that carries only it."""
+    if not isinstance(base_price, dict) or str(base_price.get("currency", "USD")).upper() != "USD":
+        return None
+    try:
+        return float(base_price.get("amount"))
+    except (TypeError, ValueError):
+        return None
 
 
 def fetch(ctx: Context) -> dict:

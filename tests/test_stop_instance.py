@@ -155,6 +155,10 @@ def test_without_brev_the_fallback_says_it_is_one_and_a_flag_always_wins(world):
     ([{"type": "t", "price_per_hour": "2.0"}, {"type": "", "price_per_hour": 1}, {"price_per_hour": 1},
       {"type": "b", "price_per_hour": True}, {"type": "n", "price_per_hour": -1}], {}),
     ([{"type": "z", "price_per_hour": 0}], {"z": {"usd_per_hour": 0.0, "stoppable": False, "kind": "gpu"}}),
+    ([{"type": "api", "base_price": {"currency": "USD", "amount": "1.006"}, "stoppable": True},
+      {"type": "eur", "base_price": {"currency": "EUR", "amount": "1"}}, {"type": "bad", "base_price": {"amount": "x"}},
+      {"type": "none", "base_price": "1.0"}],
+     {"api": {"usd_per_hour": 1.006, "stoppable": True, "kind": "gpu"}}),
 ])
 def test_rows_without_a_type_or_a_numeric_price_are_skipped(rows, expected):
     assert prices.types_from_rows(rows, "gpu") == expected

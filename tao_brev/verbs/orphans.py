@@ -256,7 +256,8 @@ def _advice(orphan: dict) -> str:
     if orphan["owned"]:
         return "owned by this bundle: teardown.py --orphans --delete deletes it"
     return (f"a reused instance: deleted only when named - teardown.py --orphans --delete --instance {name} "
-            "(copy what you need from it first)")
+            f"(copy what you need from it first); or keep it and stop its billing: teardown.py --orphans --stop "
+            f"--instance {name}")
 
 
 def _refusal(ctx: Context, orphan: dict) -> tuple[str, str] | None:
