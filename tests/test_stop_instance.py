@@ -44,6 +44,10 @@ def test_the_users_stopped_instance_is_started_used_and_stopped_again_with_every
     assert (cost["price_source"], cost["price_per_hour_usd"]) == ("brev search", 4.09)
     again = world.run("teardown.py", job, "--stop-instance")   # a rerun: the instance stays stopped
     assert again.json["cost"]["billed_s"] == cost["billed_s"], again
+    for argv in (("poll_status.py", job), ("poll_status.py", "--all"), ("teardown.py", "--orphans"),
+                 ("tao_job_record.py", "cost")):               # reading the closed job never starts it
+        done = world.run(*argv)
+        assert done.code == 0 and world.sim.instance("box")["status"] == "STOPPED", (argv, done)
 
 
 def test_a_type_brev_lists_as_not_stoppable_is_left_running_and_the_answer_says_what_bills(world):

@@ -239,9 +239,16 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
     if instance is None:
         raise TaoBrevError("CORRUPT_RECORD", f"job {job_id} names no instance (no sidecar, no backend ref)")
     deleted_at = sidecar.get("instance_deleted_at")
+    # torn down, then stopped by the bundle (teardown --stop-instance): an exec would start it (and bill)
+    stopped_at = sidecar.get("instance_stopped_at") if sidecar.get("teardown") and is_terminal(
+        record.get("terminal_state")) else None
     probe = None
     if deleted_at:   # nothing to ask - and never a new instance that took the name
         observed, logs = _deleted(instance, f"teardown deleted {instance} at {deleted_at}"), None
+    elif stopped_at:
+        observed = JobState(record["terminal_state"], f"closed; instance {instance} was stopped by teardown at "
+                                                      f"{stopped_at} and is not reached (that would start it)")
+        logs = None
     else:
         observed, logs, probe = _read_backend(ctx, instance, job_id, log_lines,
                                               results_instance_dir(record, sidecar), metrics)
@@ -253,7 +260,7 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
         out["hint"] = observed.hint
     out.update(watch_fields(ctx, record, observed, probe, metrics=metrics, stall_after=stall_after,
                             terminal=terminal))
-    full_log = logcap.full_log_command(instance, job_id) if not deleted_at else None
+    full_log = logcap.full_log_command(instance, job_id) if not (deleted_at or stopped_at) else None
     if log_lines > 0 and (logs is None or observed.docker_status is None):   # the container is gone
         saved = ctx.sidecars.saved_logs(job_id)
         if saved is not None:
