@@ -466,7 +466,8 @@ def _cli(argv: list[str]) -> int:
                             home / "tao-data" / "levir_cd_tiny", dirs_exist_ok=True)
     env = sim.env()
     exported = {"PATH": env["PATH"], STATE_ENV: env[STATE_ENV]}
-    if args.state_dir:
+    if args.state_dir:   # a rehearsal: its specs carry the stand-in's simulate: block, which TAO's schema lacks
+        exported["TAO_BREV_SPEC_LEAVE_OUT"] = "simulate"
         exported["TAO_STATE_DIR"] = str(Path(args.state_dir).absolute())
     if args.shell:
         print("".join(f"export {name}={shlex.quote(value)}\n" for name, value in exported.items()), end="")
