@@ -282,10 +282,29 @@ _RUN: dict = {}
 
 def _reset(script: str | None = None, argv: list[str] | None = None) -> None:
     _RUN.update(job_id=None, fix=None, signal=None, deferred=0, pending=None, answering=False, state=None,
-                script=script, argv=list(argv or []))
+                script=script, argv=list(argv or []), warned=[])
 
 
 _reset()
+
+
+def warn(message: str) -> None:
+    """A failure the verb survives: on stderr now (:func:`say`), and in the answer's ``warnings``
+    too (``cli.run`` adds it), so no failure is told only to a human."""
+    say(message)
+    _RUN.setdefault("warned", []).append(message)
+
+
+def _merge_warnings(result: dict) -> None:
+    """The :func:`warn` messages of this run into ``result["warnings"]`` (not preflight's: its
+    warnings are check names, its checks carry their failures), each once, redacted at emit."""
+    warned = _RUN.get("warned") or []
+    if not warned or _RUN.get("script") == "preflight.py" or not isinstance(result.get("warnings", []), list):
+        return
+    have = result.setdefault("warnings", [])
+    for message in warned:
+        if not any(message in w or w in message for w in have if isinstance(w, str)):
+            have.append(message)
 
 
 def note_job(job_id: str, interrupted_fix: str | None = None) -> None:
@@ -393,6 +412,17 @@ def _unexpected(exc: Exception) -> tuple[dict, int]:
 
 _INSTANCE_PLACEHOLDER = lazy_re.compile(r"(--instance |brev (?:delete|stop|start|exec|copy [^\s]+) )NAME\b")
 _JOB_PLACEHOLDER = lazy_re.compile(r"\bJOB_ID\b")
+# a script of this bundle named bare (``teardown.py``) or relative (``scripts/teardown.py``) in a text
+_SCRIPT_WORD = lazy_re.compile(r"(?<![\w/.@-])(?:scripts/)?((?:preflight|submit|poll_status|teardown|tao_job_record|"
+                               r"redact_secrets)\.py)\b")
+COMMAND_TEXTS = ("fix", "advice", "next_note", "teardown_skipped", "why")
+
+
+def absolute_scripts(text: str) -> str:
+    """``text`` with every script of this bundle it names by its absolute path (runnable as is)."""
+    from .nextstep import SCRIPTS_DIR
+
+    return _SCRIPT_WORD.sub(lambda m: str(SCRIPTS_DIR / m.group(1)), text)
 
 
 def concrete(answer, job_id: str | None = None, instance: str | None = None):
@@ -412,6 +442,8 @@ def concrete(answer, job_id: str | None = None, instance: str | None = None):
                 value = _JOB_PLACEHOLDER.sub(job_id, value)
             if instance:
                 value = _INSTANCE_PLACEHOLDER.sub(lambda m: m.group(1) + instance, value)
+        if key in COMMAND_TEXTS and isinstance(value, str):
+            value = absolute_scripts(value)
         out[key] = concrete(value, job_id, instance)
     return out
 
@@ -488,8 +520,11 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
         result["job_id"] = _RUN["job_id"]
     if _STARTED:
         result["instance_started"] = instance_started_answer(_STARTED)
+    _merge_warnings(result)
     result = concrete(result)
     if next_step is not None:
         next_step(result, code, _RUN["argv"])
+        if isinstance(result.get("next_note"), str):
+            result["next_note"] = absolute_scripts(result["next_note"])
     emit(result)
     return code

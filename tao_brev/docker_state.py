@@ -154,9 +154,12 @@ STATE_ROWS: tuple[StateRow, ...] = (
     StateRow("exited", "any other ExitCode != 0", _ANY, "ERROR", None,
              "no known pattern", LOGS_ADVICE,
              {"Status": "exited", "ExitCode": 2}, hint=True, logs_refine=True, kind="exit"),
-    StateRow("dead", "any (docker could not remove it)", _ANY, "UNKNOWN", "ERR_INFRA",
+    # terminal: moby container/state.go - a dead container never runs again (only removal is left);
+    # its results dir is a bind mount on the instance, which the failed removal did not touch
+    StateRow("dead", "any (docker could not remove it)", _ANY, "ERROR", "ERR_INFRA",
              "docker marked the container dead (its removal failed); it will never run again",
-             "teardown.py JOB_ID removes it (docker rm -f); if that fails too, stop and start the instance "
+             "its results dir on the instance is intact: teardown.py JOB_ID collects them (upload, or copy "
+             "home) and removes the container (docker rm -f); if that fails too, stop and start the instance "
              f"(the storage driver holds it); resubmit: {RESUME}",
              {"Status": "dead", "ExitCode": 137, "Dead": True}, hint=True),
     StateRow("*", "a status docker does not document", _ANY, "UNKNOWN", None, "", "",

@@ -214,6 +214,10 @@ CODES: dict[str, Code] = {
                                        "not verified in S3.",
                                     "Wait for the jobs / verify the results (poll_status.py JOB_ID --wait --teardown --timeout S), "
                                     "or pass --force to delete anyway and lose them."),
+    "INSTANCE_STOP_REFUSED": Code(1, "teardown.py JOB_ID --stop-instance did not stop the instance: another job on it "
+                                     "is still live, or results on it are not verified in S3 yet.",
+                                  "Wait for those jobs (poll_status.py JOB_ID --wait) and rerun teardown.py JOB_ID "
+                                  "--stop-instance; a stop never kills a live job."),
     "RESULTS_ONLY_ON_INSTANCE": Code(1, "The instance was not deleted: results that exist only on its disk (no "
                                         "bucket, no TAO_RESULTS_ROOT) could not be copied back and verified "
                                         "(sha256) first; it still runs and bills.",
@@ -222,8 +226,9 @@ CODES: dict[str, Code] = {
                                      "lose them."),
     "NOT_AN_ORPHAN": Code(1, "An instance named for deletion with teardown.py --orphans --delete is not an orphan this "
                              "bundle may delete: in use, not found, or never used by this bundle (someone else's).",
-                          "Run teardown.py --orphans to see why (kept, ours). This bundle never deletes an instance it "
-                          "did not run a job on: check with its owner, who can run brev delete NAME."),
+                          "Run teardown.py --orphans to see why (kept, ours). Unasked it deletes only instances made "
+                          "for its jobs (--ephemeral); named, an idle RUNNING one it ran a job on; any other instance "
+                          "belongs to whoever created it, who can run brev stop NAME or brev delete NAME."),
     "INTERNAL_ERROR": Code(1, "An unexpected exception: a bug in tao-run-on-brev.",
                            "Report it with the stderr output; records already written are intact."),
     "INTERRUPTED": Code(130, "The script was interrupted (Ctrl-C / SIGINT / SIGTERM); the answer names the job "

@@ -40,7 +40,7 @@ from .. import archs, bank, cost, credentials, hash_cache, known_secrets, nextst
 from .. import interpolation, resume, resume_advice, spec_paths, tao_gpus, yaml_bounded
 from .. import routing as routing_mod
 from ..cli import Context, deferred_interrupts, note_job, note_state, say
-from ..errors import TaoBrevError, TransportError
+from ..errors import CODES, TaoBrevError, TransportError
 from ..records import now_iso
 from ..remote import RunSpec
 from ..transport import FIRST_EXEC_TIMEOUT_S, check_instance, refuse_secrets
@@ -332,7 +332,8 @@ def _refuse_overrides_as_inputs(req: SubmitRequest) -> None:
         raise TaoBrevError("BAD_ARGUMENT", f"--inputs got {', '.join(swallowed)}, which look like TAO overrides "
                            "(key.path=value), not inputs (an input is SRC[=NAME] with SRC '~/...', '/...', a "
                            "local path or s3://...): --inputs takes every word up to the next flag",
-                           f"Put overrides after `--` at the end: {req.rerun(to_overrides=tuple(swallowed))}")
+                           f"Put overrides after `--` at the end: {req.rerun(to_overrides=tuple(swallowed))}",
+                           answer={"next": req.rerun(to_overrides=tuple(swallowed))})   # the corrected call
 
 
 def _check_arch(ctx: Context, req: SubmitRequest, image: str) -> list[str]:
@@ -357,8 +358,15 @@ def _check_arch(ctx: Context, req: SubmitRequest, image: str) -> list[str]:
     if unknown.why:
         raise TaoBrevError("BAD_ARGUMENT", unknown.message(image),
                            f"Use the image that runs it: {req.rerun(set_flags={'--image': unknown.image})}")
-    fix = f"Use {unknown.closest!r}: {req.rerun(set_flags={'--' + unknown.flag: unknown.closest})}"
-    raise TaoBrevError("BAD_ARGUMENT", unknown.message(image), fix, known=list(unknown.known))
+    found = [unknown]
+    if unknown.flag == "network-arch":   # every typo of the call at once: the action of the arch it meant
+        second = archs.check(unknown.closest, req.action, image, networks, version).refusal
+        if second is not None and second.flag == "action" and second.closest:
+            found.append(second)
+    corrected = req.rerun(set_flags={"--" + u.flag: u.closest for u in found})
+    fix = f"Use {' and '.join(repr(u.closest) for u in found)}: {corrected}"
+    raise TaoBrevError("BAD_ARGUMENT", "; ".join(u.message(image) for u in found), fix,
+                       known=list(found[-1].known), answer={"next": corrected})   # the corrected call is next
 
 
 def _instance_running(ctx: Context, req: SubmitRequest) -> None:
@@ -584,7 +592,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     else:
         code = docker_code
         why = f"docker run failed (exit {result.exit_code}): {redact.tail(result.stderr or out, 500)}"
-    _mark_never_launched(ctx, job_id, why, code)
+    _mark_never_launched(ctx, job_id, why, code, fix)
     raise TaoBrevError(code, f"submit refused: {why}", fix,
                        answer={**answer, "state": "ERROR", "backend_ref": None})
 
@@ -630,11 +638,29 @@ def _interrupted(answer: dict) -> TaoBrevError:
                         answer={**answer, "state": "PENDING"})
 
 
-def _mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None = None) -> None:
-    """Close a launch that was refused (``code``: the answer's error code; later polls repeat it)."""
-    ctx.records.mark(job_id, "ERROR", message=f"never launched: {why}", source="agent")
-    ctx.sidecars.update(job_id, launch={"state": "refused", "finished_at": now_iso(),
+# refusals decided by the submit script's checks BEFORE `docker run` (remote.submit_script): nothing was
+# created on the instance, so the refusal closes the job itself (no teardown is left to do)
+REFUSED_BEFORE_RUN = ("INPUT_NOT_FOUND", "IMAGE_NOT_PULLED", "GPUS_BUSY", "DOCKER_NOT_FOUND", "SPEC_NOT_WRITTEN",
+                      "DISK_FULL", "INPUT_STAGING_FAILED")
+# the caller's own input was wrong: retrying the same call cannot help (the TAO bank's ERR_PROGRAM), never ERR_INFRA
+USER_ERRORS = ("INPUT_NOT_FOUND",)
+
+
+def _mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None = None,
+                         fix: str | None = None) -> None:
+    """Close a launch that was refused (``code``: the answer's error code; later polls repeat it,
+    with its class: ERR_PROGRAM for the caller's own mistake, else ERR_INFRA). A refusal before
+    ``docker run`` (REFUSED_BEFORE_RUN) left nothing on the instance: it is closed here too."""
+    err_class = "ERR_PROGRAM" if code in USER_ERRORS or (code in CODES and CODES[code].exit_code == 2) \
+        else "ERR_INFRA"
+    ctx.records.mark(job_id, "ERROR", message=f"never launched: {why}", source="agent", err_class=err_class)
+    hint = {"err_class": err_class, "reason": f"refused before launch ({code or 'NEVER_LAUNCHED'}): nothing ran",
+            "advice": fix or CODES[code if code in CODES else "NEVER_LAUNCHED"].fix, "evidence": [why]}
+    ctx.sidecars.update(job_id, launch={"state": "refused", "finished_at": now_iso(), "hint": hint,
                                         **({"code": code} if code else {})})
+    if code in REFUSED_BEFORE_RUN:
+        ctx.sidecars.update(job_id, teardown={"at": now_iso(), "container_removed": False,
+                                              "closed_by": "the submit's refusal (nothing was launched)"})
 
 
 def _run_spec(req: SubmitRequest, image: str, job_id: str, routing, mounts, env_file, gpu_plan=None,
