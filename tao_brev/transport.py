@@ -205,6 +205,7 @@ class Brev:
     exec_calls: int = 0
     logins: int = 0
     statuses: dict = field(default_factory=dict)   # instance -> status from the last `brev ls --json`
+    started: set = field(default_factory=set)      # instances brev started (STOPPED before) in this process
 
     def __post_init__(self):
         if self.backoff_s is None:
@@ -245,6 +246,7 @@ class Brev:
         name = args[-2] if args[0] == "exec" and len(args) >= 3 else None
         message = f"`brev {args[0]}` did not answer within {timeout:.0f} s"
         if name and (_auto_started(name, partial) or self.statuses.get(name) == "STOPPED"):
+            self.started.add(name)
             if self.on_started:
                 self.on_started(name)
             message += (f"; brev was starting the STOPPED instance {name} (it may be RUNNING now, and it BILLS "
@@ -323,6 +325,9 @@ class Brev:
         check_instance(instance)
         refuse_secrets(script, f"remote command for {instance}")
         timeout = timeout or self.timeout_for(instance)
+        if self.statuses.get(instance) == "AMBIGUOUS":   # brev would pick one by name: maybe a teammate's
+            raise TaoBrevError("INSTANCE_AMBIGUOUS", f"several instances are named {instance} in `brev ls --json`; "
+                               "not run on any", instance=instance)
         if self.statuses.get(instance) == "STOPPED":
             if not start:
                 raise TaoBrevError("INSTANCE_STOPPED", f"{instance} is STOPPED (brev ls); not started: brev exec "
@@ -346,10 +351,15 @@ class Brev:
                     if instance not in self.ready_instances and self.on_ready:
                         self.on_ready(instance)
                     self.ready_instances.add(instance)
+                    if self.statuses.get(instance) == "STOPPED":   # it answered: brev started it (start=True)
+                        self.statuses[instance] = "RUNNING"
                     offset, (code, out, err) = found
                     restarted = _auto_started(instance, stdout[:offset] + (done.stderr or ""))
-                    if restarted and self.on_started:
-                        self.on_started(instance)   # it bills again: every answer says so (cli.run)
+                    if restarted:
+                        self.started.add(instance)
+                        if self.on_started:
+                            self.on_started(instance)   # it bills again: every answer says so (cli.run)
+                    restarted = restarted or instance in self.started   # woken by an earlier call (--start)
                     return RemoteResult(code, out, err, self.clock() - started, attempt, restarted)
                 last_error = _no_answer(instance, done)
                 if last_error.code == "SSH_KEY_REJECTED":
@@ -387,7 +397,9 @@ class Brev:
         if not isinstance(data, list):
             raise TaoBrevError("BREV_FAILED", "brev ls --json printed an unexpected shape")
         listed = [w for w in data if isinstance(w, dict)]
-        self.statuses = {str(w.get("name")): str(w.get("status") or "").upper() for w in listed}
+        names = [str(w.get("name")) for w in listed]
+        self.statuses = {str(w.get("name")): ("AMBIGUOUS" if names.count(str(w.get("name"))) > 1
+                                              else str(w.get("status") or "").upper()) for w in listed}
         return listed
 
     def instance(self, name: str) -> dict | None:
