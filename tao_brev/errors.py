@@ -198,7 +198,8 @@ CODES: dict[str, Code] = {
                                   "Reboot the instance's host so the driver loads again (brev exec NAME --host "
                                   "\"sudo reboot\" </dev/null, after preflight.py --login), then rerun "
                                   "preflight.py --instance NAME --gpu-smoke; if nvidia-smi still fails, replace the "
-                                  "instance with the official Brev agent skill."),
+                                  "instance with the official Brev agent skill (a CPU instance has no NVIDIA "
+                                  "driver: TAO training needs a GPU instance)."),
     "INSTANCE_STOPPED": Code(1, "The job's instance is STOPPED: nothing runs on it, its disk (results, checkpoints) "
                                 "is kept. A read-only verb never starts it (brev exec would: "
                                 "brev-cli pkg/cmd/util/ssh.go StartWorkspaceIfStopped).",

@@ -33,6 +33,7 @@ DIAGNOSE_LINES = 50
 
 # a person must act before any command helps (the error's fix says what)
 HUMAN_ACTION = {"BREV_NOT_FOUND", "BREV_NOT_LOGGED_IN", "BREV_LOGIN_FAILED", "MISSING_CREDENTIAL",
+                "BREV_NVIDIA_LOGIN_REQUIRED", "BREV_API_KEY_REJECTED", "INSTANCE_AMBIGUOUS",
                 "S3_AUTH_FAILED", "SSH_KEY_REJECTED", "SECRET_IN_COMMAND", "SECRET_IN_IDENTIFIER",
                 "SECRET_TOO_SHORT", "BUNDLE_CREDENTIAL_ENV", "SPEC_NOT_FOUND", "BAD_SPEC", "BAD_NAME",
                 "VERSIONS_FILE", "UNKNOWN_VERSIONS_KEY", "BAD_STATE_DIR", "INTERNAL_ERROR"}
@@ -175,6 +176,9 @@ def preflight(answer: dict, code: int, argv: list[str]) -> dict:
     decided, nxt, note = common_error("preflight.py", argv, answer) if answer.get("error") else (False, None, None)
     if decided:
         return _set(answer, nxt, note)
+    if answer.get("ok") and "--login" in argv:
+        return _set(answer, None, "brev is logged in: plain brev commands work now; check an instance with "
+                                  f"{command('preflight.py', '--instance', 'NAME')} (NAME: the instance)")
     if answer.get("ok"):
         return _set(answer, None, preflight_note(answer, argv))
     code_name = (answer.get("error") or {}).get("code")

@@ -149,6 +149,8 @@ class Simulator:
         hook refuses new containers, as after an Xid), ``clock_offset_s`` (the instance clock's error:
         docker's StartedAt / FinishedAt / log times are that far off this machine's), ``vanish_at_exec``
         (bool: deleted elsewhere after ``brev ls`` listed it; its first ``brev exec`` finds no such instance),
+        ``driver_loaded`` (False: the NVIDIA kernel module is not loaded - a kernel upgraded without its driver:
+        nvidia-smi "couldn't communicate with the NVIDIA driver", the hook "nvml error: driver not loaded"),
         ``ssh_refusals`` (sshd refuses that many connection attempts first: the count-based twin of
         ``ssh_delay_s``, for tests that must not depend on the machine's speed).
         """
