@@ -56,7 +56,7 @@ LOGS_ADVICE = "read the last log lines: poll_status.py JOB_ID --logs 200"
 # nvidia-container-toolkit issue #48: a `systemctl daemon-reload` on the host resets the device cgroup of
 # running containers; their CUDA/NVML calls then fail while the GPU itself is fine and new containers get it.
 GPU_ACCESS_ADVICE = ("not the spec: the container lost its GPU devices (a host `systemctl daemon-reload`, "
-                     "nvidia-container-toolkit #48); resubmit with submit.py --resume-from JOB_ID (a new "
+                     "nvidia-container-toolkit #48); resubmit with --resume-from JOB_ID (a new "
                      "container gets the GPUs again; checkpoints survive); if it repeats, replace the instance")
 DRIVER_ADVICE = ("the instance's NVIDIA kernel driver is not loaded (a kernel upgraded without its driver): reboot "
                  "the instance's host, then rerun preflight.py --instance INSTANCE --gpu-smoke; if nvidia-smi still "
