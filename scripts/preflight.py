@@ -109,7 +109,8 @@ def main(argv=None):
                                    "Run preflight.py --login alone, then preflight.py --instance NAME.")
         return login_only(cli.Context())
     if not args.instance:
-        raise cli.TaoBrevError("BAD_ARGUMENT", "pass --instance NAME (or --login to only log brev in)")
+        raise cli.TaoBrevError("BAD_ARGUMENT", "the following arguments are required: --instance",
+                               "Pass --instance NAME, or --login alone to only log brev in.")
     req = PreflightRequest(instance=args.instance, image=args.image, exec_timeout=args.exec_timeout,
                            host=args.host, start=args.start, pull=args.pull, gpu_smoke=args.gpu_smoke,
                            storage_tier=args.storage_tier, bucket=args.bucket, results_root=args.results_root)

@@ -44,7 +44,19 @@ API; its stderr then names only "could not look up instance"), triggers one
 headless ``brev login --token`` with
 ``BREV_API_TOKEN`` and one repeat of the call. brev's only headless login takes
 the token as a flag, so it is used only after such a failure (the one residual
-argv exposure; see ``references/redaction.md``).
+argv exposure; see ``references/redaction.md``). A Brev API key (``BREV_API_KEY``,
+or a ``bak-`` value in ``BREV_API_TOKEN``) reaches brev only in its environment
+(brev-cli PR #464): no login runs with one (BREV_API_KEY_REJECTED).
+
+Today's brev (``references/brev-exec.md`` facts 19-24): brev runs with a
+non-empty ``SSH_AUTH_SOCK`` so that its exec starts no ssh-agent
+(:data:`NO_AGENT_SOCKET`); the Brev API's own failures (EOF, reset, 5xx, 429)
+are retried, then BREV_API_UNREACHABLE, never a login (:func:`api_unreachable`);
+a migrated account's browser login is stopped at once (BREV_NVIDIA_LOGIN_REQUIRED);
+an instance the last ``brev ls`` listed STOPPED is never exec'd unless the caller
+may start it (INSTANCE_STOPPED; BREV_START_WAIT_S added to the deadline), one
+that shares its name is refused (INSTANCE_AMBIGUOUS); ``brev copy`` gets only
+colon-free local paths (:func:`safe_copy`).
 """
 
 from __future__ import annotations
