@@ -255,9 +255,9 @@ class Brev:
         """TRANSPORT_TIMEOUT for ``brev ARGS``; when brev was starting a STOPPED instance
         (its words "Instance NAME is starting.", or ``exec --start`` on one known STOPPED),
         the message says it did and that the instance bills, and ``on_started`` is told."""
-        name = args[-2] if args[0] == "exec" and len(args) >= 3 else None
+        name = args[-2] if args[0] == "exec" and len(args) >= 3 else args[-1] if args[0] == "start" else None
         message = f"`brev {args[0]}` did not answer within {timeout:.0f} s"
-        if name and (_auto_started(name, partial) or self.statuses.get(name) == "STOPPED"):
+        if name and (args[0] == "start" or _auto_started(name, partial) or self.statuses.get(name) == "STOPPED"):
             self.started.add(name)
             if self.on_started:
                 self.on_started(name)
@@ -622,7 +622,7 @@ def safe_copy(copy: Callable[[str, str], object], src: str, dst: str) -> None:
 def _remote_side(arg: str) -> tuple[str, str] | None:
     """(instance, path) of a ``NAME:path`` argument the bundle built, else None (a local path)."""
     head, sep, tail = arg.partition(":")
-    return (head, tail) if sep and INSTANCE_RE.fullmatch(head) and "/" not in head else None
+    return (head, tail) if sep and INSTANCE_RE.fullmatch(head) else None   # a name has no '/': "/x/a:b" is local
 
 
 def colon_free_tmp() -> str:

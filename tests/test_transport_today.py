@@ -108,10 +108,12 @@ def test_logins_ssh_and_remote_output_are_not_the_api(failed):
 
 
 def test_a_transient_api_error_is_retried_with_backoff_then_answered(monkeypatch):
-    sleeps, answers = [], [done(err=EOF_LINE), done(err=EOF_LINE), done(0, '{"workspaces": null}')]
-    brev = Brev(env={"PATH": "/bin"}, sleep=sleeps.append, log=lambda m: None, backoff_s=(2.0, 5.0))
+    sleeps, logs, answers = [], [], [done(err=EOF_LINE), done(err=EOF_LINE), done(0, '{"workspaces": null}')]
+    brev = Brev(env={"PATH": "/bin"}, sleep=sleeps.append, log=logs.append, backoff_s=(2.0, 5.0))
     monkeypatch.setattr(brev, "_spawn", lambda args, timeout, allow=None: answers.pop(0))
     assert brev.ls() == [] and sleeps == [2.0, 5.0] and brev.logins == 0
+    assert logs[0].startswith("brev ls: the Brev API did not answer (Get ") and logs[0].endswith(
+        "retrying in 2 s (attempt 2/3)") and logs[1].endswith("retrying in 5 s (attempt 3/3)")
 
 
 def test_a_persistent_api_failure_is_unreachable_never_a_login(monkeypatch):
@@ -124,7 +126,8 @@ def test_a_persistent_api_failure_is_unreachable_never_a_login(monkeypatch):
         brev.delete("box")
     assert failed.value.code == "BREV_API_UNREACHABLE" and failed.value.exit_code == 3
     assert len(calls) == 1 + transport.API_RETRIES and all(c[0] == "delete" for c in calls) and brev.logins == 0
-    assert "EOF" in failed.value.message and sleeps == [0.0, 0.0]
+    assert failed.value.message == f"`brev delete`: the Brev API did not answer after 3 attempts: {EOF_LINE}"
+    assert sleeps == [0.0, 0.0]
 
 
 def test_an_exec_whose_lookup_met_the_api_down_says_so(monkeypatch):
@@ -217,6 +220,8 @@ def test_a_timeout_while_brev_starts_the_instance_says_it_bills(monkeypatch):
     brev.statuses = {}
     told = brev._timed_out(["exec", "box", "script"], 5.0, "Instance box is starting. \n")
     assert "starting the STOPPED instance box" in told.message and "box" in brev.started
+    asked = Brev(env={"PATH": "/bin"})._timed_out(["start", "box"], 60.0, "")
+    assert "starting the STOPPED instance box" in asked.message and "BILLS" in asked.message
     plain = Brev(env={"PATH": "/bin"})._timed_out(["ls", "--json"], 60.0, "")
     assert plain.message == "`brev ls` did not answer within 60 s"
 
@@ -246,6 +251,8 @@ def test_a_download_into_an_existing_directory_keeps_the_remote_name(tmp_path):
     folder.mkdir()
     safe_copy(lambda src, dst: open(dst, "w").write("x"), "box:~/r/archive.tar", str(folder))
     assert (folder / "archive.tar").read_text() == "x"
+    safe_copy(lambda src, dst: os.mkdir(dst), "box:~/r/results/", str(folder))   # scp -r of a directory
+    assert (folder / "results").is_dir()
 
 
 def test_an_upload_from_a_path_with_a_colon_sends_a_colon_free_copy(tmp_path):
@@ -267,6 +274,21 @@ def test_copies_brev_cannot_do_are_refused_before_brev_runs(src, dst, code):
     with pytest.raises(TaoBrevError) as refused:
         safe_copy(lambda a, b: pytest.fail("brev must not run"), src, dst)
     assert refused.value.code == code
+
+
+def test_text_of_what_a_timed_out_call_read():
+    assert (transport._text_of(None), transport._text_of("s"), transport._text_of(b"b\xff")) == ("", "s", "b\ufffd")
+
+
+def test_an_unwritable_temporary_directory_is_skipped(monkeypatch):
+    monkeypatch.setattr(transport.os, "access", lambda path, mode: path == "/var/tmp")
+    assert transport.colon_free_tmp() == "/var/tmp"
+
+
+def test_an_instance_without_id_or_status_is_still_named():
+    with pytest.raises(TaoBrevError) as refused:
+        pick_instance([{"name": "box"}, {"name": "box"}], "box")
+    assert refused.value.message == "2 instances are named box in `brev ls --json`: ids ? (?), ? (?)"
 
 
 def test_the_temporary_directory_is_colon_free_even_when_tmpdir_is_not(tmp_path, monkeypatch):
