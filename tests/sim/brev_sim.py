@@ -241,6 +241,9 @@ class Brev:
         self.current_user()
         fault = self.consume("brev_faults", lambda f: f["command"] == "exec")   # the lookup's API call
         inst = self.world.find_instance(name) if fault is None else None
+        if inst is not None and brev_today.shared_name(self.world.state(), inst["name"]):
+            raise BrevError(f'ssh connection failed and could not look up instance "{name}": multiple instances '
+                            f"found with id/name {name}\nPlease check your instances with: brev ls")
         if inst is None:
             cause = fault["message"] if fault else f"exit status {code}"
             raise BrevError(f'ssh connection failed and could not look up instance "{name}": {cause}\n'
@@ -389,6 +392,8 @@ class Brev:
         self.audit()
         self.require_auth()
         self.take_brev_fault("ls")
+        if flags.get("org") and brev_today.api_key_mode(self.world.state()["auth"]):   # ls.go getOrgForRunLs
+            raise BrevError("api key auth is scoped to the org saved during login; --org is not supported")
         rows = []
         for name in self.world.instance_names():
             inst = self.world.instance(name)

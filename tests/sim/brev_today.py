@@ -118,3 +118,10 @@ def nvidia_migration(auth: dict, hang_s: float) -> bool:
     sys.stdout.flush()
     time.sleep(hang_s)
     return True
+
+
+def shared_name(state: dict, name: str) -> bool:
+    """util.go selectWorkspaceByNameOrID (API key auth): the org holds another instance of this
+    name - brev's lookup then fails with "multiple instances found with id/name NAME"."""
+    return api_key_mode(state["auth"]) and any(row.get("name") == name and row.get("status") != "FAILURE"
+                                               for row in state.get("org_instances") or [])
