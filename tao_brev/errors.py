@@ -325,11 +325,12 @@ CODES: dict[str, Code] = {
     "SSH_KEY_REJECTED": Code(3, "The instance's sshd refuses brev's ssh key (Permission denied (publickey)): not a "
                                 "boot delay, waiting does not help.",
                              "Refresh brev's ssh config and key (brev refresh), or log in again as the account that "
-                             "owns the instance (brev login, or export that account's BREV_API_TOKEN), then check "
-                             "by hand: brev exec NAME \"echo ok\" </dev/null; rerun preflight.py."),
+                             "owns the instance (export that account's BREV_API_KEY or BREV_API_TOKEN, then "
+                             "preflight.py --login: no brev login typed by hand), then check by hand: brev exec NAME "
+                             "\"echo ok\" </dev/null; rerun preflight.py."),
     "INSTANCE_DELETE_PENDING": Code(3, "brev delete failed (after one fresh login): the instance was NOT deleted and "
                                        "still bills; cleanup is pending.",
-                                    "Delete it yourself: brev delete NAME (in a terminal where brev is logged in), or "
+                                    "Delete it yourself: brev delete NAME (after preflight.py --login logged brev in), or "
                                     "rerun the same teardown once brev answers; teardown.py --orphans lists it until "
                                     "it is deleted."),
     "NOT_EXEC_READY": Code(3, "The readiness probe never proved a command ran on the instance within its budget.",

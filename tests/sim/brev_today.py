@@ -47,7 +47,7 @@ def api_status_error(status: str = "503 Service Unavailable",
 
 def maybe_start_agent(world) -> int | None:
     """runSSHWithTimeout's ``eval $(ssh-agent -s)`` when SSH_AUTH_SOCK is unset or empty:
-    a daemon in its own session (ssh-agent forks and detaches), recorded in the state."""
+    a daemon detached from brev (ssh-agent forks into the background), recorded in the state."""
     if os.environ.get("SSH_AUTH_SOCK"):
         return None
     agent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", AGENT_MARK, str(world.root)],
