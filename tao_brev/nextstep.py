@@ -300,9 +300,17 @@ def poll_all(answer: dict, code: int, argv: list[str]) -> dict:
         decided, nxt, note = common_error("poll_status.py", argv, answer)
         if decided:
             return _set(answer, nxt, note)
+    parked = [j for j in jobs if j.get("instance_status") == "STOPPED"]   # never started by a read
     for job in jobs:
+        if job in parked:
+            continue
         if job.get("state") in TERMINAL or job.get("state") == "UNKNOWN":
             return _set(answer, command("teardown.py", job["job_id"]))
+    if parked and len(parked) == len(jobs):
+        first = parked[0]
+        return _set(answer, None, f"every job's instance is STOPPED and was left so (results on it are safe); "
+                                  f"starting resumes billing, so ask first - then, e.g.: "
+                                  f"{command('poll_status.py', first['job_id'], '--start')}")
     for entry in answer.get("quarantined") or []:
         return _set(answer, command("teardown.py", entry["job_id"]))
     if jobs:

@@ -173,7 +173,8 @@ def test_a_stopped_answer_says_what_it_means_how_to_start_and_that_results_are_s
         err = res.json["error"]
         assert res.code == 1 and err["code"] == "INSTANCE_STOPPED", res
         assert "safe" in err["message"] and "bills no GPU time" in err["message"]
-        assert res.json["next"].endswith(f"scripts/{script} {job} --start") and "--start" in err["fix"]
+        assert res.json["next"] is None and "--start" in err["fix"]   # starting bills: a person decides
+        assert res.json["next_note"].endswith(f"scripts/{script} {job} --start") and "ask first" in res.json["next_note"]
     assert box.sim.instance("box")["status"] == "STOPPED" and not box.sim.world.state().get("ssh_agents")
     assert box.run("tao_job_record.py", "show", job).json["terminal_state"] is None   # nothing closed
 

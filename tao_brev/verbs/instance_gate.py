@@ -84,8 +84,15 @@ def stopped_error(instance: str, script: str, job_id: str) -> TaoBrevError:
 
 
 def stopped_answer(answer: dict, instance: str, script: str, job_id: str, terminal: str | None = None) -> dict:
-    """A job's answer without exec because its instance is STOPPED (``next``: the --start command);
-    ``state``: the record's terminal state, else UNKNOWN (the stop killed any running container)."""
+    """A job's answer without exec because its instance is STOPPED; ``state``: the record's
+    terminal state, else UNKNOWN (the stop killed any running container). ``next`` is null:
+    starting resumes billing, a person decides; ``next_note`` names the --start command."""
     exc = stopped_error(instance, script, job_id)
     return {**answer, "state": terminal or "UNKNOWN", "instance_status": "STOPPED", "message": exc.message,
-            "error": exc.to_json(), "next": command(script, job_id, "--start")}
+            "error": exc.to_json(), "next": None, "next_note": stopped_note(instance, script, job_id)}
+
+
+def stopped_note(instance: str, script: str, job_id: str) -> str:
+    """``next_note`` of a STOPPED answer: ask before starting (it bills), then the exact command."""
+    return (f"instance {instance} is STOPPED and was left so (its results are safe); starting it resumes billing, "
+            f"so ask first - then: {command(script, job_id, '--start')}")
