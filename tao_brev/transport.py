@@ -255,7 +255,7 @@ class Brev:
         """TRANSPORT_TIMEOUT for ``brev ARGS``; when brev was starting a STOPPED instance
         (its words "Instance NAME is starting.", or ``exec --start`` on one known STOPPED),
         the message says it did and that the instance bills, and ``on_started`` is told."""
-        name = args[-2] if args[0] == "exec" and len(args) >= 3 else args[-1] if args[0] == "start" else None
+        name = args[-2] if args[0] == "exec" else args[-1] if args[0] == "start" else None   # exec [--host] NAME S
         message = f"`brev {args[0]}` did not answer within {timeout:.0f} s"
         if name and (args[0] == "start" or _auto_started(name, partial) or self.statuses.get(name) == "STOPPED"):
             self.started.add(name)
@@ -268,20 +268,18 @@ class Brev:
     def _call(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
         """:meth:`_with_login`, repeated API_RETRIES times with backoff while the Brev API
         answers a transient error (:func:`api_unreachable`); BREV_API_UNREACHABLE after that."""
-        attempts = 1 + API_RETRIES
-        for attempt in range(1, attempts + 1):
+        for attempt in range(1, API_RETRIES + 2):
             done = self._with_login(args, timeout)
             problem = api_unreachable(done)
             if problem is None:
                 return done
-            if attempt == attempts:
-                raise TaoBrevError("BREV_API_UNREACHABLE", f"`brev {args[0]}`: the Brev API did not answer "
-                                   f"after {attempts} attempts: " + redact.tail(problem, 300))
-            wait = self.backoff_s[min(attempt - 1, len(self.backoff_s) - 1)]
-            self.log(f"brev {args[0]}: the Brev API did not answer ({redact.tail(problem, 160)}); "
-                     f"retrying in {wait:g} s (attempt {attempt + 1}/{attempts})")
-            self.sleep(wait)
-        raise AssertionError("unreachable")  # pragma: no cover
+            if attempt <= API_RETRIES:
+                wait = self.backoff_s[min(attempt - 1, len(self.backoff_s) - 1)]
+                self.log(f"brev {args[0]}: the Brev API did not answer ({redact.tail(problem, 160)}); "
+                         f"retrying in {wait:g} s (attempt {attempt + 1}/{API_RETRIES + 1})")
+                self.sleep(wait)
+        raise TaoBrevError("BREV_API_UNREACHABLE", f"`brev {args[0]}`: the Brev API did not answer after "
+                           f"{API_RETRIES + 1} attempts: " + redact.tail(problem, 300))
 
     def _with_login(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
         """Run brev; on an auth failure log in once with BREV_API_TOKEN and repeat once.
@@ -595,7 +593,7 @@ def safe_copy(copy: Callable[[str, str], object], src: str, dst: str) -> None:
     (download) the real path. Raises BAD_ARGUMENT unless exactly one side names an instance,
     BAD_NAME for a colon in the remote path."""
     sides = [_remote_side(src), _remote_side(dst)]
-    if sum(side is not None for side in sides) != 1:
+    if (sides[0] is None) == (sides[1] is None):
         raise TaoBrevError("BAD_ARGUMENT", f"brev copy needs exactly one NAME:path side (got {src!r}, {dst!r})")
     remote_path = (sides[0] or sides[1])[1]
     if ":" in remote_path:
@@ -604,19 +602,18 @@ def safe_copy(copy: Callable[[str, str], object], src: str, dst: str) -> None:
     if ":" not in local:
         copy(src, dst)
         return
-    tmp = tempfile.mkdtemp(prefix="tao-brev-copy-", dir=colon_free_tmp())
-    try:
-        if sides[0] is not None:   # download: into the temporary file, then moved
-            staged = os.path.join(tmp, "download")
+    with tempfile.TemporaryDirectory(dir=colon_free_tmp()) as tmp:
+        staged = os.path.join(tmp, STAGED_NAME)
+        if sides[0] is not None:   # download: into the temporary path, then moved
             copy(src, staged)
             target = os.path.join(local, os.path.basename(remote_path.rstrip("/"))) if os.path.isdir(local) else local
             shutil.move(staged, target)
         else:
-            staged = os.path.join(tmp, "upload")
             (shutil.copytree if os.path.isdir(local) else shutil.copy2)(local, staged)
             copy(staged, dst)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+
+STAGED_NAME = "staged"   # the colon-free file or directory of safe_copy's temporary directory
 
 
 def _remote_side(arg: str) -> tuple[str, str] | None:

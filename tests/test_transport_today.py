@@ -67,6 +67,8 @@ def test_with_an_api_key_an_auth_failure_is_never_a_token_login(monkeypatch):
     with pytest.raises(TaoBrevError) as refused:
         brev.ls()
     assert refused.value.code == "BREV_API_KEY_REJECTED" and refused.value.exit_code == 3
+    assert refused.value.message == ("`brev ls` reports an auth failure with the Brev API key in its environment: "
+                                     "Error: 401 Unauthorized")
     assert calls == [["ls", "--json"]] and brev.logins == 0
 
 
@@ -75,7 +77,9 @@ def test_login_with_a_bak_token_refuses_before_any_command_line(monkeypatch):
     monkeypatch.setattr(brev, "_spawn", lambda *a, **k: pytest.fail("no brev login --token bak-..."))
     with pytest.raises(TaoBrevError) as refused:
         brev.login()
-    assert refused.value.code == "BREV_API_KEY_REJECTED" and KEY not in refused.value.message
+    assert refused.value.code == "BREV_API_KEY_REJECTED" and refused.value.message == (
+        "brev reports an auth failure with the Brev API key in its environment (BREV_API_KEY; a bak- key is never "
+        "passed to --token)")
 
 
 # -- the Brev API's transient errors ---------------------------------------------------------------
@@ -130,13 +134,31 @@ def test_a_persistent_api_failure_is_unreachable_never_a_login(monkeypatch):
     assert sleeps == [0.0, 0.0]
 
 
+def test_the_api_failure_quoted_in_a_message_or_a_log_line_is_cut(monkeypatch):
+    long_line = 'Get "https://brevapi.example/' + "p" * 400 + '": EOF'
+    logs = []
+    brev = Brev(env={"PATH": "/bin"}, sleep=lambda s: None, log=logs.append, backoff_s=(0.0,))
+    monkeypatch.setattr(brev, "_spawn", lambda args, timeout, allow=None: done(err=long_line))
+    with pytest.raises(TaoBrevError) as failed:
+        brev.ls()
+    from tao_brev import redact
+    assert failed.value.message.endswith(": " + redact.tail(long_line, 300)) and len(redact.tail(long_line, 300)) < 320
+    assert f"({redact.tail(long_line, 160)});" in logs[0] and redact.tail(long_line, 161) != redact.tail(long_line, 160)
+
+
 def test_an_exec_whose_lookup_met_the_api_down_says_so(monkeypatch):
+    from tao_brev import redact
+
     brev = Brev(env={"PATH": "/bin"}, sleep=lambda s: None, log=lambda m: None)
-    err = f'Connection failed, checking instance status...\nssh connection failed and could not look up "box": {EOF_LINE}'
-    monkeypatch.setattr(brev, "_spawn", lambda args, timeout, allow=None: done(err=err))
+    line = f'ssh connection failed and could not look up "box": {EOF_LINE}' + " x" * 200
+    monkeypatch.setattr(brev, "_spawn", lambda args, timeout, allow=None: done(
+        code=1, err="Connection failed, checking instance status...\n" + line))
     with pytest.raises(TransportError) as failed:
         brev.exec("box", "echo hi")
-    assert failed.value.code == "BREV_API_UNREACHABLE" and brev.logins == 0
+    assert failed.value.code == "BREV_API_UNREACHABLE" and brev.logins == 0 and failed.value.details == {"brev_exit": 1}
+    assert failed.value.message == ("brev exec on 'box': ssh failed and the Brev API did not answer brev's instance "
+                                    "lookup: " + redact.tail(line.strip(), 300))
+    assert redact.tail(line.strip(), 301) != redact.tail(line.strip(), 300)
 
 
 def test_the_nvidia_auth_migration_ends_the_call_at_once(tmp_path):
@@ -172,10 +194,10 @@ def test_one_name_two_instances_is_refused_with_both_ids():
 def test_ls_remembers_each_status_and_marks_a_shared_name(monkeypatch):
     brev = Brev(env={"PATH": "/bin"})
     listing = ('{"workspaces": [{"name": "box", "status": "stopped"}, {"name": "dup", "status": "RUNNING"}, '
-               '{"name": "dup", "status": "RUNNING"}]}')
+               '{"name": "dup", "status": "RUNNING"}, {"name": "bare"}]}')
     monkeypatch.setattr(brev, "_spawn", lambda args, timeout, allow=None: done(0, listing))
     brev.ls()
-    assert brev.statuses == {"box": "STOPPED", "dup": "AMBIGUOUS"}
+    assert brev.statuses == {"box": "STOPPED", "dup": "AMBIGUOUS", "bare": ""}
 
 
 def _recording(monkeypatch, brev, answer):
@@ -187,11 +209,13 @@ def _recording(monkeypatch, brev, answer):
 def test_an_exec_on_an_instance_listed_stopped_or_shared_is_refused_before_brev_runs(monkeypatch):
     brev = Brev(env={"PATH": "/bin"})
     seen = _recording(monkeypatch, brev, lambda args: pytest.fail("brev must not run"))
-    for status, code in (("STOPPED", "INSTANCE_STOPPED"), ("AMBIGUOUS", "INSTANCE_AMBIGUOUS")):
+    for status, code, message in (
+            ("STOPPED", "INSTANCE_STOPPED", "box is STOPPED (brev ls); not started: brev exec would start it"),
+            ("AMBIGUOUS", "INSTANCE_AMBIGUOUS", "several instances are named box in `brev ls --json`; not run on any")):
         brev.statuses = {"box": status}
         with pytest.raises(TaoBrevError) as refused:
             brev.exec("box", "echo hi")
-        assert refused.value.code == code and refused.value.exit_code == 1
+        assert (refused.value.code, refused.value.message, refused.value.details) == (code, message, {"instance": "box"})
     assert seen == [] and brev.exec_calls == 0
 
 
@@ -216,14 +240,19 @@ def test_a_timeout_while_brev_starts_the_instance_says_it_bills(monkeypatch):
     brev = Brev(env={"PATH": "/bin"}, on_started=heard.append)
     brev.statuses = {"box": "STOPPED"}
     err = brev._timed_out(["exec", "box", "script"], 5.0, "")
-    assert err.code == "TRANSPORT_TIMEOUT" and "BILLS" in err.message and heard == ["box"]
+    assert err.code == "TRANSPORT_TIMEOUT" and heard == ["box"] and err.message == (
+        "`brev exec` did not answer within 5 s; brev was starting the STOPPED instance box (it may be RUNNING now, "
+        "and it BILLS from its start): poll again, or stop or delete it if nothing needs it")
     brev.statuses = {}
     told = brev._timed_out(["exec", "box", "script"], 5.0, "Instance box is starting. \n")
     assert "starting the STOPPED instance box" in told.message and "box" in brev.started
-    asked = Brev(env={"PATH": "/bin"})._timed_out(["start", "box"], 60.0, "")
-    assert "starting the STOPPED instance box" in asked.message and "BILLS" in asked.message
-    plain = Brev(env={"PATH": "/bin"})._timed_out(["ls", "--json"], 60.0, "")
-    assert plain.message == "`brev ls` did not answer within 60 s"
+    asked = Brev(env={"PATH": "/bin"})._timed_out(["start", "-d", "box"], 60.0, "")
+    assert "starting the STOPPED instance box (" in asked.message and "BILLS" in asked.message
+    other = Brev(env={"PATH": "/bin"})
+    other.statuses = {"--json": "STOPPED", "box:/r": "STOPPED"}   # no name a non-exec, non-start call could carry
+    assert other._timed_out(["ls", "--json"], 60.0, "").message == "`brev ls` did not answer within 60 s"
+    assert other._timed_out(["copy", "box:/r", "/tmp/r"], 7.0, "").message == "`brev copy` did not answer within 7 s"
+    assert other._timed_out(["--version"], 9.0, "").message == "`brev --version` did not answer within 9 s"
 
 
 # -- brev copy and colons --------------------------------------------------------------------------
@@ -251,8 +280,8 @@ def test_a_download_into_an_existing_directory_keeps_the_remote_name(tmp_path):
     folder.mkdir()
     safe_copy(lambda src, dst: open(dst, "w").write("x"), "box:~/r/archive.tar", str(folder))
     assert (folder / "archive.tar").read_text() == "x"
-    safe_copy(lambda src, dst: os.mkdir(dst), "box:~/r/results/", str(folder))   # scp -r of a directory
-    assert (folder / "results").is_dir()
+    safe_copy(lambda src, dst: os.mkdir(dst), "box:~/r/resultsX/", str(folder))   # scp -r of a directory
+    assert (folder / "resultsX").is_dir()
 
 
 def test_an_upload_from_a_path_with_a_colon_sends_a_colon_free_copy(tmp_path):
@@ -268,12 +297,24 @@ def test_an_upload_from_a_path_with_a_colon_sends_a_colon_free_copy(tmp_path):
     assert sent[1][1:] == (["f"], "box:~/d")
 
 
-@pytest.mark.parametrize("src, dst, code", [("/a", "/b", "BAD_ARGUMENT"), ("box:/a", "box:/b", "BAD_ARGUMENT"),
-                                            ("box:/a:b", "/tmp/x", "BAD_NAME")])
-def test_copies_brev_cannot_do_are_refused_before_brev_runs(src, dst, code):
+@pytest.mark.parametrize("src, dst, code, message", [
+    ("/a", "/b", "BAD_ARGUMENT", "brev copy needs exactly one NAME:path side (got '/a', '/b')"),
+    ("box:/a", "box:/b", "BAD_ARGUMENT", "brev copy needs exactly one NAME:path side (got 'box:/a', 'box:/b')"),
+    ("box:/a:b", "/tmp/x", "BAD_NAME", "a remote path with ':' cannot be copied (brev splits on it): '/a:b'")])
+def test_copies_brev_cannot_do_are_refused_before_brev_runs(src, dst, code, message):
     with pytest.raises(TaoBrevError) as refused:
         safe_copy(lambda a, b: pytest.fail("brev must not run"), src, dst)
-    assert refused.value.code == code
+    assert (refused.value.code, refused.value.message) == (code, message)
+
+
+def test_the_staged_copy_lives_under_the_colon_free_directory_even_when_the_default_has_one(tmp_path, monkeypatch):
+    colon = tmp_path / "t:mp"
+    colon.mkdir()
+    monkeypatch.setattr(transport.tempfile, "tempdir", str(colon))   # what mkdtemp uses without dir=
+    target = tmp_path / "x:y"
+    seen = []
+    safe_copy(lambda src, dst: seen.append(dst) or open(dst, "w").write("1"), "box:~/f", str(target))
+    assert ":" not in seen[0] and os.path.basename(seen[0]) == transport.STAGED_NAME and target.read_text() == "1"
 
 
 def test_text_of_what_a_timed_out_call_read():
@@ -292,9 +333,13 @@ def test_an_instance_without_id_or_status_is_still_named():
 
 
 def test_the_temporary_directory_is_colon_free_even_when_tmpdir_is_not(tmp_path, monkeypatch):
+    (tmp_path / "t:1").mkdir()
     monkeypatch.setattr(transport.tempfile, "gettempdir", lambda: str(tmp_path / "t:1"))
     assert ":" not in transport.colon_free_tmp()
+    monkeypatch.setattr(transport.os.path, "isdir", lambda p: p == "/tmp")
+    assert transport.colon_free_tmp() == "/tmp"
     monkeypatch.setattr(transport.os.path, "isdir", lambda p: False)
     with pytest.raises(TaoBrevError) as none:
         transport.colon_free_tmp()
-    assert none.value.code == "BAD_STATE_DIR"
+    assert (none.value.code, none.value.message) == (
+        "BAD_STATE_DIR", "no temporary directory without ':' in its path ($TMPDIR, /tmp, /var/tmp)")
