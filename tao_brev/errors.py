@@ -189,9 +189,10 @@ CODES: dict[str, Code] = {
                                "NVML: Unknown Error`, `RuntimeError: CUDA error: unknown error`): a `systemctl "
                                "daemon-reload` on the host cuts running containers off their GPU devices "
                                "(nvidia-container-toolkit issue #48). Not the spec's fault.",
-                            "Resubmit with --resume-from JOB_ID (a new container gets the GPUs again; "
-                            "checkpoints in the results dir survive). If it repeats, the host reloads systemd "
-                            "while jobs run: replace the instance with the official Brev agent skill."),
+                            "A new container gets the GPUs again: rerun the step (preflight.py --instance NAME "
+                            "--gpu-smoke), or for a job resubmit with --resume-from JOB_ID (checkpoints in the "
+                            "results dir survive). If it repeats, the host reloads systemd while jobs run: replace "
+                            "the instance with the official Brev agent skill."),
     "GPU_DRIVER_NOT_LOADED": Code(1, "The instance's NVIDIA kernel driver is not loaded (`nvml error: driver not "
                                      "loaded`; nvidia-smi: couldn't communicate with the NVIDIA driver), e.g. a "
                                      "kernel upgraded without its driver. The container toolkit is not the cause.",
