@@ -172,6 +172,22 @@ def test_the_nvidia_auth_migration_ends_the_call_at_once(tmp_path):
     with pytest.raises(TaoBrevError) as failed:
         brev.ls()
     assert failed.value.code == "BREV_NVIDIA_LOGIN_REQUIRED" and time.monotonic() - began < 30
+    assert failed.value.message == ("`brev ls`: the Brev account was migrated to NVIDIA sign-in and brev began a "
+                                    "browser login (`brev login --auth nvidia`), which cannot finish headlessly; it "
+                                    "was stopped")
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_a_timed_out_exec_that_brev_said_it_was_starting_bills(tmp_path, stream):
+    fake = tmp_path / "brev"
+    fake.write_text(f"#!{sys.executable}\nimport sys, time\n"
+                    f"sys.{stream}.write('Instance box is starting. \\n'); sys.{stream}.flush(); time.sleep(60)\n")
+    fake.chmod(0o755)
+    heard = []
+    brev = Brev(env={"PATH": f"{tmp_path}:/usr/bin:/bin"}, on_started=heard.append)   # no brev ls: status unknown
+    with pytest.raises(TransportError) as timed_out:
+        brev.exec("box", "echo ok", timeout=1.5)
+    assert "brev was starting the STOPPED instance box" in timed_out.value.message and heard == ["box"]
 
 
 def test_run_until_exit_stops_on_the_pattern_only_when_it_appears():
