@@ -40,7 +40,7 @@ from .. import archs, bank, cost, credentials, hash_cache, known_secrets, nextst
 from .. import interpolation, resume, resume_advice, spec_paths, tao_gpus, yaml_bounded
 from .. import routing as routing_mod
 from ..cli import Context, deferred_interrupts, note_job, note_state, say
-from ..errors import TaoBrevError, TransportError
+from ..errors import CODES, TaoBrevError, TransportError
 from ..records import now_iso
 from ..remote import RunSpec
 from ..transport import FIRST_EXEC_TIMEOUT_S, check_instance, refuse_secrets
@@ -567,6 +567,9 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     elif result.exit_code == remote.NO_GPUS_EXIT and "TAO_NO_GPUS" in out:
         code, why = "GPU_NOT_FOUND", f"--gpus all: nvidia-smi -L on {req.instance} lists no GPU (nothing was launched)"
         fix = f"Check the instance: preflight.py --instance {req.instance} --gpu-smoke"
+        if docker_code == "GPU_DRIVER_NOT_LOADED":   # nvidia-smi: couldn't communicate with the NVIDIA driver
+            code, fix = docker_code, CODES[docker_code].fix.replace("NAME", req.instance)
+            why += ": " + redact.tail(result.stderr, 200)
     elif result.exit_code == remote.GPUS_BUSY_EXIT and "TAO_GPUS_BUSY" in out:
         code, why, fix = _gpus_busy(req, job_id, out)
     elif result.exit_code == remote.WRITE_FAILED_EXIT and ("TAO_WRITE_FAILED" in out or "TAO_SPEC_UNVERIFIED" in out):
