@@ -67,6 +67,12 @@ Output: one JSON object on stdout:
   (references/output.md). Logs: each line keeps its last 2 KiB, carriage-return
   progress its last state, the last lines within 32 KiB ("logs_cut" says what was cut and
   where the full log is); a whole answer stays within 64 KiB.
+A STOPPED instance is never started by a poll (brev exec would start it, brev-cli
+  pkg/cmd/util/ssh.go StartWorkspaceIfStopped): `brev ls --json` is read first (one
+  call for all instances with --all) and the job answers INSTANCE_STOPPED (exit 1,
+  "instance_status": "STOPPED"; its results on the instance are safe) with next =
+  the same poll with --start, which starts it and waits for brev's own start.
+
 Exit codes: 0 answered (any state without --wait; COMPLETE with --wait, and
   with --teardown the teardown done),
   1 --wait ended in ERROR, CANCELED or UNKNOWN, timed out, or the job stalled
@@ -104,6 +110,10 @@ def build_parser():
                    help="a RUNNING job that wrote no status line and no log output for S seconds is stalled "
                         "(default: 3 x the time per epoch, at least 1800 s; 3600 s before the first epoch). "
                         "With --wait --teardown, an explicit --stall-after tears a stalled job down")
+    p.add_argument("--start", action="store_true",
+                   help="start the job's instance if it is STOPPED, then read it (billing resumes; waits up to "
+                        "brev's own start wait, ~1650 s). Without it a STOPPED instance is answered "
+                        "INSTANCE_STOPPED and never started")
     p.add_argument("--price-per-hour", type=float, metavar="USD",
                    help="hourly price of the instance in US dollars, for cost.estimated_cost_usd "
                         "(default: references/prices.yaml by instance type)")
@@ -117,8 +127,9 @@ def main(argv=None):
 
     ctx = cli.Context()
     if args.all:
-        if args.job_id or args.wait or args.teardown or args.metrics is not None or args.stall_after is not None:
-            raise cli.TaoBrevError("BAD_ARGUMENT", "--all takes no job id, --wait, --teardown, --metrics or "
+        if (args.job_id or args.wait or args.teardown or args.start or args.metrics is not None
+                or args.stall_after is not None):
+            raise cli.TaoBrevError("BAD_ARGUMENT", "--all takes no job id, --wait, --teardown, --start, --metrics or "
                                                    "--stall-after (it reports progress and stalls per job)",
                                    "Run poll_status.py --all alone, or poll_status.py JOB_ID --metrics for one job.")
         return status.poll_all(ctx)
@@ -135,7 +146,7 @@ def main(argv=None):
                                  metrics=args.metrics, stall_after=args.stall_after)
     return status.poll(ctx, args.job_id, log_lines=args.logs, wait=args.wait,
                        interval=args.interval, timeout=args.timeout, price_per_hour=args.price_per_hour,
-                       metrics=args.metrics, stall_after=args.stall_after)
+                       metrics=args.metrics, stall_after=args.stall_after, start=args.start)
 
 
 def _closed(job_id):

@@ -10,8 +10,10 @@ Checks, in this order (stable names; a check that does not apply is absent):
               (AWS_* or the legacy ACCESS_KEY/SECRET_KEY) work and a probe
               object is written, read and deleted under s3://BUCKET/results/
   brev_cli    brev on PATH and `brev --version` answers
-  brev_auth   `brev ls --json` answers; with BREV_API_TOKEN set, an expired or
-              missing login is renewed headlessly once (the token is never printed)
+  brev_auth   `brev ls --json` answers; with BREV_API_KEY exported brev reads the key from its
+              environment (brev-cli PR #464; a bak- key in BREV_API_TOKEN counts as one, never on
+              argv); with BREV_API_TOKEN set, an expired or missing login is renewed headlessly
+              once (the token is never printed). --login runs only brev_cli and brev_auth.
   instance    listed, RUNNING; STARTING/DEPLOYING are waited for; STOPPED is
               started only with --start; FAILURE/UNHEALTHY/DELETING fail
   exec_ready  the probe `echo ok` prints exactly `ok` (sshd starts after RUNNING);
@@ -70,7 +72,11 @@ from tao_brev import cli  # noqa: E402
 
 def build_parser():
     p = cli.parser("preflight.py", __doc__)
-    p.add_argument("--instance", required=True, help="Brev instance name (reused, never provisioned here)")
+    p.add_argument("--instance", help="Brev instance name (reused, never provisioned here); required unless --login")
+    p.add_argument("--login", action="store_true",
+                   help="only log brev in headlessly and stop (checks brev_cli, brev_auth): with BREV_API_KEY "
+                        "exported brev reads the key from its environment; with BREV_API_TOKEN a missing or "
+                        "expired login is renewed. Run it before any plain `brev` command an answer suggests")
     p.add_argument("--image", help="image URI or versions key (e.g. images.tao_toolkit.pyt) to check on the instance")
     p.add_argument("--exec-timeout", type=float, default=None, metavar="S",
                    help="seconds to reach the instance: the wait for a starting instance plus the readiness "
@@ -94,8 +100,17 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    from tao_brev.verbs.preflight import PreflightRequest, preflight
+    from tao_brev.verbs.preflight import PreflightRequest, login_only, preflight
 
+    if args.login:
+        if args.instance or args.image or args.start or args.pull or args.gpu_smoke:
+            raise cli.TaoBrevError("BAD_ARGUMENT", "--login takes no --instance, --image, --start, --pull or "
+                                   "--gpu-smoke (it only logs brev in)",
+                                   "Run preflight.py --login alone, then preflight.py --instance NAME.")
+        return login_only(cli.Context())
+    if not args.instance:
+        raise cli.TaoBrevError("BAD_ARGUMENT", "the following arguments are required: --instance",
+                               "Pass --instance NAME, or --login alone to only log brev in.")
     req = PreflightRequest(instance=args.instance, image=args.image, exec_timeout=args.exec_timeout,
                            host=args.host, start=args.start, pull=args.pull, gpu_smoke=args.gpu_smoke,
                            storage_tier=args.storage_tier, bucket=args.bucket, results_root=args.results_root)

@@ -113,6 +113,10 @@ def build_parser():
                         "ones) whose type can stop; never someone else's")
     p.add_argument("--instance", action="append", default=[], metavar="NAME",
                    help="--orphans --delete: delete exactly these listed orphans (repeatable)")
+    p.add_argument("--start", action="store_true",
+                   help="start the job's instance if it is STOPPED (billing resumes; waits up to brev's own start "
+                        "wait, ~1650 s). Without it a teardown that deletes nothing answers INSTANCE_STOPPED and "
+                        "never starts the instance")
     p.add_argument("--price-per-hour", type=float, metavar="USD",
                    help="hourly price of the instance in US dollars, for estimated_cost_usd "
                         "(default: references/prices.yaml by instance type)")
@@ -147,7 +151,7 @@ def main(argv=None):
     delete = True if args.delete_instance else (False if args.keep_instance or args.stop_instance else None)
     return teardown(cli.Context(), args.job_id, delete_instance=delete, force=args.force,
                     price_per_hour=args.price_per_hour, discard_results=args.discard_results,
-                    stop_instance=args.stop_instance)
+                    stop_instance=args.stop_instance, start=args.start)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,14 @@ GPU_RESET_ADVICE = ("the GPU needs a reset: stop and start the instance (brev st
 DISK_ADVICE = ("free disk space on the instance (brev exec INSTANCE \"df -h ~ /var/lib/docker\"; remove old "
                f"results, docker image prune) or use a larger disk, then resubmit: {RESUME}")
 LOGS_ADVICE = "read the last log lines: poll_status.py JOB_ID --logs 200"
+# nvidia-container-toolkit issue #48: a `systemctl daemon-reload` on the host resets the device cgroup of
+# running containers; their CUDA/NVML calls then fail while the GPU itself is fine and new containers get it.
+GPU_ACCESS_ADVICE = ("not the spec: the container lost its GPU devices (a host `systemctl daemon-reload`, "
+                     "nvidia-container-toolkit #48); resubmit with --resume-from JOB_ID (a new "
+                     "container gets the GPUs again; checkpoints survive); if it repeats, replace the instance")
+DRIVER_ADVICE = ("the instance's NVIDIA kernel driver is not loaded (a kernel upgraded without its driver): reboot "
+                 "the instance's host, then rerun preflight.py --instance INSTANCE --gpu-smoke; if nvidia-smi still "
+                 "fails, replace the instance; reinstalling the container toolkit does not help")
 KILL_ADVICE = ("if nobody killed it (docker kill / docker stop / teardown), it was most likely the host's OOM "
                f"killer: check `dmesg | grep -i oom` on the instance, then resubmit: {RESUME}, with a smaller "
                "batch size or num_workers, or on an instance with more RAM")
@@ -211,6 +219,12 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
        "RuntimeError: CUDA error: GPU has fallen off the bus", GPU_RESET_ADVICE),
     _p("ERR_INFRA", r"uncorrectable ECC|\bECC error", "GPU ECC error",
        "RuntimeError: CUDA error: uncorrectable ECC error encountered", GPU_RESET_ADVICE),
+    _p("ERR_INFRA", r"Failed to initialize NVML: Unknown Error|CUDA error: unknown error",
+       "the container lost its GPUs (NVML/CUDA: unknown error) while the job ran",
+       "RuntimeError: CUDA error: unknown error", GPU_ACCESS_ADVICE),
+    _p("ERR_INFRA", r"nvml error: driver not loaded|couldn't communicate with the NVIDIA driver",
+       "the NVIDIA driver is not loaded on the instance",
+       "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", DRIVER_ADVICE),
     _p("ERR_INFRA", r"CUDA driver version is insufficient|driver version is insufficient",
        "NVIDIA driver too old for the container's CUDA",
        "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version",
@@ -453,8 +467,15 @@ DOCKER_ERRORS: tuple[tuple[re.Pattern, str], ...] = (
     # After an Xid (e.g. 79, fallen off the bus) NVML reports the GPU lost / an unknown error and the
     # runtime hook refuses every new container; a driver upgraded under a running kernel module says
     # "driver/library version mismatch". Only a reset (stop/start of the VM) helps, not the toolkit.
+    # The driver's kernel module is not loaded (nvidia-container-cli's "nvml error: driver not loaded";
+    # nvidia-smi's "couldn't communicate with the NVIDIA driver"): a reboot or another instance, not the toolkit.
+    (lazy_re.compile(r"nvml error: driver not loaded|couldn't communicate with the NVIDIA driver", re.I),
+     "GPU_DRIVER_NOT_LOADED"),
+    # Inside a container whose device cgroup a host `systemctl daemon-reload` reset (nvidia-container-toolkit
+    # #48): the GPU is fine, this container lost it; a new container gets it again.
+    (lazy_re.compile(r"Failed to initialize NVML: Unknown Error|CUDA error: unknown error", re.I), "GPU_ACCESS_LOST"),
     (lazy_re.compile(r"nvml error: (gpu is lost|unknown error)|GPU is lost|fallen off the bus|\bXid\b|"
-                r"Failed to initialize NVML: Unknown Error|driver/library version mismatch", re.I), "GPU_UNHEALTHY"),
+                r"driver/library version mismatch", re.I), "GPU_UNHEALTHY"),
     (lazy_re.compile(r'could not select device driver "" with capabilities: \[\[gpu\]\]|nvidia-container-cli|'
                 r"unknown or invalid runtime name: nvidia", re.I), "NVIDIA_RUNTIME_MISSING"),
     (lazy_re.compile(r"no space left on device", re.I), "DISK_FULL"),

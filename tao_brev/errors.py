@@ -185,6 +185,35 @@ CODES: dict[str, Code] = {
     "DOCKER_NOT_FOUND": Code(1, "docker is not installed on the instance (command not found).",
                              "Use a Brev GPU instance whose machine image ships Docker and the NVIDIA Container "
                              "Toolkit (the default Brev GPU images do), or install both on the instance."),
+    "GPU_ACCESS_LOST": Code(1, "A container lost its GPUs while the host's GPUs are fine (`Failed to initialize "
+                               "NVML: Unknown Error`, `RuntimeError: CUDA error: unknown error`): a `systemctl "
+                               "daemon-reload` on the host cuts running containers off their GPU devices "
+                               "(nvidia-container-toolkit issue #48). Not the spec's fault.",
+                            "A new container gets the GPUs again: rerun the step (preflight.py --instance NAME "
+                            "--gpu-smoke), or for a job resubmit with --resume-from JOB_ID (checkpoints in the "
+                            "results dir survive). If it repeats, the host reloads systemd while jobs run: replace "
+                            "the instance with the official Brev agent skill."),
+    "GPU_DRIVER_NOT_LOADED": Code(1, "The instance's NVIDIA kernel driver is not loaded (`nvml error: driver not "
+                                     "loaded`; nvidia-smi: couldn't communicate with the NVIDIA driver), e.g. a "
+                                     "kernel upgraded without its driver. The container toolkit is not the cause.",
+                                  "Reboot the instance's host so the driver loads again (brev exec NAME --host "
+                                  "\"sudo reboot\" </dev/null, after preflight.py --login), then rerun "
+                                  "preflight.py --instance NAME --gpu-smoke; if nvidia-smi still fails, replace the "
+                                  "instance with the official Brev agent skill (a CPU instance has no NVIDIA "
+                                  "driver: TAO training needs a GPU instance)."),
+    "INSTANCE_STOPPED": Code(1, "The job's instance is STOPPED: nothing runs on it, its disk (results, checkpoints) "
+                                "is kept. A read-only verb never starts it (brev exec would: "
+                                "brev-cli pkg/cmd/util/ssh.go StartWorkspaceIfStopped).",
+                             "Read it once started: the same command with --start (billing resumes), e.g. "
+                             "poll_status.py JOB_ID --start; its files are safe while it stays stopped."),
+    "INSTANCE_AMBIGUOUS": Code(1, "Several instances carry this name in `brev ls --json` (an API key lists the "
+                                  "whole org, teammates' instances included); brev addresses an instance by name.",
+                               "Rename or delete the other instance (the message lists every id), or use an "
+                               "instance whose name is unique in the org."),
+    "INSTANCE_BUILDING": Code(3, "The instance is RUNNING but its build is not COMPLETED / its shell not READY "
+                                 "(`brev ls --json` build_status, shell_status) within the wait.",
+                              "Wait for Brev to finish building the instance, then rerun preflight.py (it waits "
+                              "up to --exec-timeout); a build that FAILED needs a new instance."),
     "GPU_NOT_FOUND": Code(1, "nvidia-smi fails or lists no GPU on the instance.",
                           "Use a Brev GPU instance whose NVIDIA driver is loaded (nvidia-smi on the instance "
                           "must list its GPUs); a CPU instance cannot run TAO training."),
@@ -273,10 +302,28 @@ CODES: dict[str, Code] = {
                                     "used without install.sh. Nothing was done.",
                                  "Run bash <bundle>/install.sh --local (the answer's next is that command with the "
                                  "bundle's absolute path), then the same command again."),
-    "BREV_NOT_LOGGED_IN": Code(3, "brev is not logged in (or its token expired) and no BREV_API_TOKEN is set.",
-                               "Export BREV_API_TOKEN (headless) or run `brev login` in a terminal, then retry."),
+    "BREV_NOT_LOGGED_IN": Code(3, "brev is not logged in (or its token expired) and neither BREV_API_TOKEN nor "
+                                  "BREV_API_KEY is set.",
+                               "Export BREV_API_KEY (a Brev API key, bak-...) or BREV_API_TOKEN (headless) in the "
+                               "shell that runs the scripts, then run preflight.py --login; never type a token "
+                               "into a command."),
     "BREV_LOGIN_FAILED": Code(3, "brev login --token with BREV_API_TOKEN failed.",
                               "Create a fresh token in the Brev console, export it as BREV_API_TOKEN, retry."),
+    "BREV_API_UNREACHABLE": Code(3, "The Brev API did not answer (EOF, connection reset, timeout, HTTP 5xx or "
+                                    "429) through every retry; brev's login is not in question.",
+                                 "Wait a minute and rerun the same command (read-only verbs are safe to repeat); "
+                                 "do not log in again."),
+    "BREV_NVIDIA_LOGIN_REQUIRED": Code(3, "This Brev account was migrated to NVIDIA sign-in: brev started `brev login "
+                                          "--auth nvidia`, which waits for a browser (brev-cli "
+                                          "pkg/cmd/cmderrors/cmderrors.go); a headless run cannot finish it.",
+                                       "Run `brev login --auth nvidia` yourself in a terminal with a browser, or "
+                                       "export a Brev API key (bak-...) as BREV_API_KEY for headless runs; then "
+                                       "rerun the same command."),
+    "BREV_API_KEY_REJECTED": Code(3, "brev still reports an auth failure with the Brev API key (BREV_API_KEY, or a "
+                                     "bak- key in BREV_API_TOKEN) in its environment.",
+                                  "Create a new API key in the Brev console and export it as BREV_API_KEY (a brev "
+                                  "that reads it: brev-cli PR #464; upgrade brev if needed); never pass it to "
+                                  "brev login on a command line."),
     "TRANSPORT_FAILED": Code(3, "brev exec did not deliver a complete answer (ssh or brev failed).",
                              "Check the instance with preflight.py --instance NAME; read-only verbs are safe to retry."),
     "TRANSPORT_TIMEOUT": Code(3, "brev exec did not answer within its timeout.",
@@ -284,11 +331,12 @@ CODES: dict[str, Code] = {
     "SSH_KEY_REJECTED": Code(3, "The instance's sshd refuses brev's ssh key (Permission denied (publickey)): not a "
                                 "boot delay, waiting does not help.",
                              "Refresh brev's ssh config and key (brev refresh), or log in again as the account that "
-                             "owns the instance (brev login, or export that account's BREV_API_TOKEN), then check "
-                             "by hand: brev exec NAME \"echo ok\" </dev/null; rerun preflight.py."),
+                             "owns the instance (export that account's BREV_API_KEY or BREV_API_TOKEN, then "
+                             "preflight.py --login: no brev login typed by hand), then check by hand: brev exec NAME "
+                             "\"echo ok\" </dev/null; rerun preflight.py."),
     "INSTANCE_DELETE_PENDING": Code(3, "brev delete failed (after one fresh login): the instance was NOT deleted and "
                                        "still bills; cleanup is pending.",
-                                    "Delete it yourself: brev delete NAME (in a terminal where brev is logged in), or "
+                                    "Delete it yourself: brev delete NAME (after preflight.py --login logged brev in), or "
                                     "rerun the same teardown once brev answers; teardown.py --orphans lists it until "
                                     "it is deleted."),
     "NOT_EXEC_READY": Code(3, "The readiness probe never proved a command ran on the instance within its budget.",

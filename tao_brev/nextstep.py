@@ -33,6 +33,7 @@ DIAGNOSE_LINES = 50
 
 # a person must act before any command helps (the error's fix says what)
 HUMAN_ACTION = {"BREV_NOT_FOUND", "BREV_NOT_LOGGED_IN", "BREV_LOGIN_FAILED", "MISSING_CREDENTIAL",
+                "BREV_NVIDIA_LOGIN_REQUIRED", "BREV_API_KEY_REJECTED", "INSTANCE_AMBIGUOUS",
                 "S3_AUTH_FAILED", "SSH_KEY_REJECTED", "SECRET_IN_COMMAND", "SECRET_IN_IDENTIFIER",
                 "SECRET_TOO_SHORT", "BUNDLE_CREDENTIAL_ENV", "SPEC_NOT_FOUND", "BAD_SPEC", "BAD_NAME",
                 "VERSIONS_FILE", "UNKNOWN_VERSIONS_KEY", "BAD_STATE_DIR", "INTERNAL_ERROR"}
@@ -175,6 +176,9 @@ def preflight(answer: dict, code: int, argv: list[str]) -> dict:
     decided, nxt, note = common_error("preflight.py", argv, answer) if answer.get("error") else (False, None, None)
     if decided:
         return _set(answer, nxt, note)
+    if answer.get("ok") and "--login" in argv:
+        return _set(answer, None, "brev is logged in: plain brev commands work now; check an instance with "
+                                  f"{command('preflight.py', '--instance', 'NAME')} (NAME: the instance)")
     if answer.get("ok"):
         fixes = [c.get("fix") or "" for c in answer.get("checks") or [] if c.get("warning")]
         extra = [flag for flag in WARNING_FLAGS if flag not in argv and any(flag in fix for fix in fixes)]
@@ -308,9 +312,17 @@ def poll_all(answer: dict, code: int, argv: list[str]) -> dict:
         decided, nxt, note = common_error("poll_status.py", argv, answer)
         if decided:
             return _set(answer, nxt, note)
+    parked = [j for j in jobs if j.get("instance_status") == "STOPPED"]   # never started by a read
     for job in jobs:
+        if job in parked:
+            continue
         if job.get("state") in TERMINAL or job.get("state") == "UNKNOWN":
             return _set(answer, command("teardown.py", job["job_id"]))
+    if parked and len(parked) == len(jobs):
+        first = parked[0]
+        return _set(answer, None, f"every job's instance is STOPPED and was left so (results on it are safe); "
+                                  f"starting resumes billing, so ask first - then, e.g.: "
+                                  f"{command('poll_status.py', first['job_id'], '--start')}")
     for entry in answer.get("quarantined") or []:
         return _set(answer, command("teardown.py", entry["job_id"]))
     if jobs:

@@ -71,7 +71,7 @@ def test_a_refused_ssh_key_fails_preflight_fast_with_a_fix_about_brevs_key(box):
     assert res.json["round_trips"]["probe"] == 2 and ready["data"]["attempts"] == 2
     assert "Permission denied (publickey)" in ready["detail"]
     fix = res.json["error"]["fix"]
-    assert "brev refresh" in fix and "brev login" in fix and 'brev exec keyless "echo ok"' in fix
+    assert "brev refresh" in fix and "preflight.py --login" in fix and 'brev exec keyless "echo ok"' in fix
     assert "boot" not in fix and "--exec-timeout" not in fix
 
 

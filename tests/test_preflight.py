@@ -119,7 +119,8 @@ def test_not_logged_in_without_a_token_stops_with_exit_3(box):
     assert names(res) == ["brev_cli", "brev_auth"]
     auth = check(res, "brev_auth")
     assert auth["code"] == res.json["error"]["code"] == "BREV_NOT_LOGGED_IN"
-    assert auth["fix"] == "Export BREV_API_TOKEN (headless) or run `brev login` in a terminal, then retry."
+    assert auth["fix"] == ("Export BREV_API_KEY (a Brev API key, bak-...) or BREV_API_TOKEN (headless) in the shell "
+                           "that runs the scripts, then run preflight.py --login; never type a token into a command.")
     assert auth["data"]["token_set"] is False
 
 

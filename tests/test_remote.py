@@ -632,3 +632,18 @@ def test_docker_run_passes_the_instance_count_only_for_all_gpus():
     assert remote.count_gpus() not in remote.submit_script(remote.RunSpec(**{**base, "gpu_count_keys": ()}), "a: 1\n")
     with pytest.raises(TaoBrevError):
         remote.RunSpec(**{**base, "gpu_count_keys": ("train.num_gpus;rm",)}).docker_run()
+
+
+def test_count_gpus_without_a_gpu_names_what_nvidia_smi_said(tmp_path):
+    """A kernel without its driver: nvidia-smi's words reach stderr (submit names GPU_DRIVER_NOT_LOADED)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "nvidia-smi"
+    tool.write_text("#!/bin/sh\necho \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+                    "driver.\"\necho second\necho third\nexit 9\n")
+    tool.chmod(0o755)
+    done = subprocess.run(["sh", "-c", remote.count_gpus() + "\necho launched"],
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, capture_output=True, text=True)
+    assert done.returncode == remote.NO_GPUS_EXIT and done.stdout == "TAO_NO_GPUS\n"
+    assert done.stderr == ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
+                           "second\n")

@@ -365,10 +365,10 @@ def test_a_deleted_instance_is_unknown_with_what_was_lost(world):
 
 
 def test_a_stopped_instance_is_named_not_mistaken_for_oom(world):
-    """brev restarts a STOPPED instance to run the poll; the stop killed the container (137)."""
+    """poll --start: brev restarts the STOPPED instance to run the poll; the stop killed the container (137)."""
     job_id = hanging_job(world)
     brev_cli(world, "stop", "box")
-    res = world.run("poll_status.py", job_id)
+    res = world.run("poll_status.py", job_id, "--start")
     assert res.code == 0 and res.json["state"] == "ERROR", res
     validate("poll_status", res.json)
     message = res.json["message"]
@@ -383,7 +383,7 @@ def test_a_stopped_instance_is_named_not_mistaken_for_oom(world):
 def test_teardown_after_a_stop_names_the_stop_too(world):
     job_id = hanging_job(world)
     brev_cli(world, "stop", "box")
-    down = world.run("teardown.py", job_id)
+    down = world.run("teardown.py", job_id, "--start")
     assert down.code == 0 and down.json["state"] == "ERROR" and down.json["container_removed"] is True, down
     validate("teardown", down.json)
     message = records(world).load(job_id)["transitions"][-1]["message"]

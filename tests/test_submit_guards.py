@@ -100,7 +100,8 @@ def test_broken_instance_is_refused_before_any_exec(world, status):
 
 
 def test_an_instance_brev_starts_by_itself_is_reported_by_every_verb(world):
-    """poll_status / teardown on a STOPPED instance: brev exec starts it (it bills again): the answer says so."""
+    """poll_status / teardown on a STOPPED instance never start it (brev exec would); with --start
+    they do, and the answer says it bills again."""
     sub = world.submit(spec=world.spec(LONG))
     assert sub.code == 0, sub
     job = sub.json["job_id"]
@@ -108,7 +109,13 @@ def test_an_instance_brev_starts_by_itself_is_reported_by_every_verb(world):
                           stdin=subprocess.DEVNULL)
     assert stop.returncode == 0, stop.stderr
 
-    poll = world.run("poll_status.py", job)
+    before = world.sim.exec_count()
+    parked = world.run("poll_status.py", job)
+    validate("poll_status", parked.json)
+    assert parked.code == 1 and parked.json["error"]["code"] == "INSTANCE_STOPPED", parked
+    assert world.sim.exec_count() == before and world.sim.instance("box")["status"] == "STOPPED"
+
+    poll = world.run("poll_status.py", job, "--start")
     validate("poll_status", poll.json)
     started = poll.json["instance_started"]
     assert started["instances"] == ["box"] and started["billing"] is True
@@ -117,7 +124,11 @@ def test_an_instance_brev_starts_by_itself_is_reported_by_every_verb(world):
     assert world.sim.instance("box")["status"] == "RUNNING"
 
     subprocess.run(["brev", "stop", "box"], env=world.env, capture_output=True, stdin=subprocess.DEVNULL, check=True)
-    down = world.run("teardown.py", job)
+    kept = world.run("teardown.py", job)
+    validate("teardown", kept.json)
+    assert kept.code == 1 and kept.json["error"]["code"] == "INSTANCE_STOPPED", kept
+    assert world.sim.instance("box")["status"] == "STOPPED"
+    down = world.run("teardown.py", job, "--start")
     validate("teardown", down.json)
     assert down.json["instance_started"]["instances"] == ["box"], down
 

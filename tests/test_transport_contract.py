@@ -654,7 +654,7 @@ def test_brevs_environment_drops_credential_named_variables():
     env = transport.brev_environment({"PATH": "/usr/bin", "HOME": "/h", "MY_SERVICE_TOKEN": "x" * 20,
                                       "clientSecret": "y" * 20, "NGC_KEY": "z" * 20, "LANG": "C",
                                       "SHORT_TOKEN": "abc"})   # too short to be searched: dropped by its name
-    assert env == {"PATH": "/usr/bin", "HOME": "/h", "LANG": "C"}
+    assert env == {"PATH": "/usr/bin", "HOME": "/h", "LANG": "C", "SSH_AUTH_SOCK": transport.NO_AGENT_SOCKET}
 
 
 def test_a_bad_instance_name_is_named_in_the_error():

@@ -178,6 +178,33 @@ def preflight(ctx: Context, req: PreflightRequest) -> tuple[dict, int]:
     return _answer(report, ctx, req, resolved, stopped)
 
 
+def login_only(ctx: Context) -> tuple[dict, int]:
+    """``preflight.py --login``: ``brev_cli`` and ``brev_auth`` only (``brev ls --json``; the
+    transport renews a missing login with BREV_API_TOKEN, or brev reads BREV_API_KEY from its
+    environment), so that a plain ``brev`` command typed next finds brev logged in."""
+    from ..transport import api_key
+
+    report = Report(ctx)
+    try:
+        check_brev_cli(report, ctx)
+        started = ctx.clock()
+        try:
+            listed = ctx.brev.ls()
+        except TaoBrevError as exc:
+            report.stop("brev_auth", exc, token_set=bool(ctx.env.get("BREV_API_TOKEN", "").strip()))
+        how = ("brev reads BREV_API_KEY from its environment" if api_key(ctx.env)
+               else "headless login with BREV_API_TOKEN" if ctx.brev.logins else "already logged in")
+        report.passed("brev_auth", f"logged in ({how}); brev ls lists {len(listed)} instance(s)",
+                      elapsed_s=ctx.clock() - started, headless_login=ctx.brev.logins > 0,
+                      api_key=bool(api_key(ctx.env)), instances=len(listed))
+        stopped = False
+    except Stop:
+        stopped = True
+    answer, code = _answer(report, ctx, PreflightRequest(instance=""), None, stopped)
+    answer.pop("instance", None)
+    return answer, code
+
+
 def _validate(req: PreflightRequest) -> None:
     check_instance(req.instance)
     if req.exec_timeout is not None and not req.exec_timeout > 0:
@@ -324,10 +351,14 @@ def _settle_instance(ctx: Context, req: PreflightRequest, entry: dict | None,
             raise TaoBrevError("UNKNOWN_INSTANCE", unknown_message(name, listed),
                                did_you_mean=closest(name, listed))
         status = str(entry.get("status") or "").upper()
-        if status == "RUNNING":
+        build = building(entry) if status == "RUNNING" else None
+        if status == "RUNNING" and build is None:
             if started:   # the bundle's own start bills from here: the next job's billed_parts.start_s
                 cost.note_start(ctx, name, ctx.clock() - start_at)
             return entry, started
+        if build == "CREATE_FAILED":
+            raise TaoBrevError("INSTANCE_NOT_RUNNING", f"{name} is RUNNING but its build failed{_reason(entry)}",
+                               BROKEN_STATES["FAILURE"], entry=entry)
         if status in BROKEN_STATES:
             raise TaoBrevError("INSTANCE_NOT_RUNNING", f"{name} is {status}{_reason(entry)}",
                                BROKEN_STATES[status].format(name=name), entry=entry)
@@ -339,13 +370,30 @@ def _settle_instance(ctx: Context, req: PreflightRequest, entry: dict | None,
             start_at = ctx.clock()
             ctx.brev.start(name, timeout=max(deadline - ctx.clock(), BREV_TIMEOUT_S))
             started = True
+        elif ctx.clock() + interval > deadline and build is not None:
+            raise TaoBrevError("INSTANCE_BUILDING", f"{name} is RUNNING but still building (build {build}, shell "
+                               f"{entry.get('shell_status') or '?'}) at the end of the --exec-timeout budget",
+                               entry=entry)
         elif ctx.clock() + interval > deadline:
             raise TaoBrevError("NOT_EXEC_READY", f"{name} is still {status or 'in an unknown state'} "
                                "at the end of the --exec-timeout budget", entry=entry)
         else:
-            say(f"preflight: {name} is {status}; waiting {interval:g} s")
+            what = f"RUNNING, build {build}, shell {entry.get('shell_status') or '?'}" if build else status
+            say(f"preflight: {name} is {what}; waiting {interval:g} s")
             ctx.sleep(interval)
         entry = ctx.brev.instance(name)
+
+
+def building(entry: dict) -> str | None:
+    """The build status of a RUNNING instance that is not ready for a shell yet, else None.
+    brev-cli pkg/cmd/ls/ls.go getShellDisplayStatus: shell READY only when RUNNING and the build
+    (VerbBuildStatus: PENDING, BUILDING, CREATE_FAILED, COMPLETED) is COMPLETED; an entry without
+    the field (older brev) is not held back."""
+    build = str(entry.get("build_status") or "").upper()
+    shell = str(entry.get("shell_status") or "").upper()
+    if build in ("", "COMPLETED") and shell in ("", "READY"):
+        return None
+    return build or "?"
 
 
 def _reason(entry: dict) -> str:
@@ -647,7 +695,10 @@ def check_gpu(report: Report, answers: Answers) -> None:
     lines = sec.output.strip().splitlines() if sec and sec.exit_code == 0 else []
     rows = [[cell.strip() for cell in line.split(",")] for line in lines if line.count(",") >= 2]
     if not rows:
-        report.fail("gpu", "GPU_NOT_FOUND", f"nvidia-smi lists no GPU: {_tail(sec)}", elapsed_s=t)
+        code = docker_state.docker_error_code(_tail(sec), "GPU_NOT_FOUND")   # "couldn't communicate with the driver"
+        code = code if code in ("GPU_DRIVER_NOT_LOADED", "GPU_UNHEALTHY") else "GPU_NOT_FOUND"
+        report.fail("gpu", code, f"nvidia-smi lists no GPU: {_tail(sec)}", _fix(code, answers.instance),
+                    elapsed_s=t)
         return
     models = [r[0] for r in rows]
     data = {"count": len(rows), "models": models, "memory": rows[0][1], "driver_version": rows[0][2]}

@@ -34,7 +34,7 @@ from ..cli import Context, note_job, note_state, say, warn
 from ..docker_state import JobState, after_instance_start, docker_error_code, from_inspect
 from ..errors import CODES, TaoBrevError, TransportError
 from ..records import check_job_id, current_state, is_terminal
-from . import reconcile
+from . import instance_gate, reconcile
 from . import results as results_mod
 
 CLASSIFY_TAIL_LINES = 200
@@ -211,19 +211,23 @@ def _lost_hint(reason: str, evidence: str, advice: str) -> dict:
 
 
 def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float | None = None,
-            metrics: int | None = None, stall_after: float | None = None, read_failed: bool = True) -> dict:
+            metrics: int | None = None, stall_after: float | None = None, read_failed: bool = True,
+            start: bool = False) -> dict:
     """One poll of one job. Returns the JSON answer (without ``ok``): the docker state,
     the progress from the job's status file, read in the same round trip, ``metrics``
     (the last N epochs' KPIs) when asked, and for a RUNNING job whether it stalled
-    (``stall_after`` seconds, default :func:`progress.stall_threshold`)."""
+    (``stall_after`` seconds, default :func:`progress.stall_threshold`). A STOPPED
+    instance is not started (INSTANCE_STOPPED, ``instance_gate``) unless ``start``."""
     record = ctx.records.load(job_id)
     sidecar = ctx.sidecars.load(job_id)
     instance = job_instance(record, sidecar)
     answer = {"job_id": job_id, "instance": instance, "backend_ref": record.get("backend_ref"),
               "results_dir": record["results_dir"]}
-
     if reconcile.launch_failed(sidecar) and is_terminal(record.get("terminal_state")):
         return _never_ran(ctx, job_id, answer, record, sidecar, price_per_hour, log_lines, read_failed)
+    if _stopped(ctx, instance, sidecar, start):
+        return instance_gate.stopped_answer(answer, instance, "poll_status.py", job_id,
+                                            record.get("terminal_state"))
     if current_state(record) == "PENDING" and not record.get("backend_ref") and not record.get("terminal_state"):
         if reconcile.launch_in_progress(sidecar):
             return {**answer, "state": "PENDING", "message": "launch in progress (submit is running)"}
@@ -281,6 +285,12 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
     return resume_advice.fill_answer(out, record, ctx.sidecars.load(job_id))   # advice: the exact resume command
 
 
+def _stopped(ctx: Context, instance: str | None, sidecar: dict, start: bool) -> bool:
+    """The job's instance is STOPPED and must stay so (no exec follows); never asked once a
+    teardown deleted it (a new instance may carry the name)."""
+    return bool(instance) and not sidecar.get("instance_deleted_at") and instance_gate.stopped(ctx, instance, start)
+
+
 def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: dict,
                price_per_hour: float | None, log_lines: int = 0, read_failed: bool = True) -> dict:
     """A job whose launch failed or never happened: the same answer on every poll (``reconcile``).
@@ -288,7 +298,8 @@ def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: d
     ``observed`` (facts only: the answer stays the same; ``read_failed`` False, as in ``--all``:
     not read); else no round trip at all."""
     out = {**answer, **reconcile.launch_failure_answer(ctx, record, sidecar)}
-    if read_failed and reconcile.container_may_exist(sidecar) and answer.get("instance"):
+    if (read_failed and reconcile.container_may_exist(sidecar) and answer.get("instance")
+            and not _stopped(ctx, answer["instance"], sidecar, False)):
         token = remote.new_token()
         try:
             result = ctx.brev.exec(answer["instance"], job_sections(token, job_id, log_lines), idempotent=True)
@@ -345,7 +356,7 @@ def _probe(sections: dict, token: str, job_id: str, results_dir: str | None) -> 
 def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
          interval: float = 30.0, timeout: float | None = None,
          price_per_hour: float | None = None, metrics: int | None = None,
-         stall_after: float | None = None) -> tuple[dict, int]:
+         stall_after: float | None = None, start: bool = False) -> tuple[dict, int]:
     """status (``wait=False``) or wait-until-terminal. Exit 0, or 1 when the wait
     ended in ERROR/CANCELED/lost, timed out, or found the job stalled (JOB_STALLED:
     RUNNING with no status line and no log output for longer than the threshold).
@@ -363,7 +374,7 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
     polls = 0
     while True:
         polls += 1
-        out = observe(ctx, job_id, log_lines, price_per_hour, metrics=metrics, stall_after=stall_after)
+        out = observe(ctx, job_id, log_lines, price_per_hour, metrics=metrics, stall_after=stall_after, start=start)
         note_state(out.get("state"))   # an interrupted wait reports it
         # A launch whose outcome the instance did not tell yet (no answer, lock busy) is not an end:
         # --wait asks again, as it does for a RUNNING job whose instance did not answer.
@@ -469,8 +480,16 @@ def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[di
         else:
             by_instance.setdefault(instance, []).append(record)
 
+    if by_instance:
+        instance_gate.read_all(ctx)   # ONE brev ls for all: a STOPPED instance is answered without exec
+
     def one_instance(item):
         instance, records = item
+        if instance_gate.stopped(ctx, instance, fresh=False):
+            return [{"job_id": r["id"], "instance": instance, "ok": False, "instance_status": "STOPPED",
+                     "state": r.get("terminal_state") or "UNKNOWN",
+                     "error": instance_gate.stopped_error(instance, "poll_status.py", r["id"]).to_json()}
+                    for r in records]
         token = remote.new_token()
         script = "\n".join([remote.progress_functions(token), remote.section(token, "now", remote.instance_now()),
                             remote.section(token, "jobs", remote.read_all_jobs())])

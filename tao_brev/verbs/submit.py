@@ -575,6 +575,9 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     elif result.exit_code == remote.NO_GPUS_EXIT and "TAO_NO_GPUS" in out:
         code, why = "GPU_NOT_FOUND", f"--gpus all: nvidia-smi -L on {req.instance} lists no GPU (nothing was launched)"
         fix = f"Check the instance: preflight.py --instance {req.instance} --gpu-smoke"
+        if docker_code == "GPU_DRIVER_NOT_LOADED":   # nvidia-smi: couldn't communicate with the NVIDIA driver
+            code, fix = docker_code, CODES[docker_code].fix.replace("NAME", req.instance)
+            why += ": " + redact.tail(result.stderr, 200)
     elif result.exit_code == remote.GPUS_BUSY_EXIT and "TAO_GPUS_BUSY" in out:
         code, why, fix = _gpus_busy(req, job_id, out)
     elif result.exit_code == remote.WRITE_FAILED_EXIT and ("TAO_WRITE_FAILED" in out or "TAO_SPEC_UNVERIFIED" in out):

@@ -42,7 +42,7 @@ from ..cli import Context, note_job, note_state, say, warn
 from ..docker_state import after_instance_start, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..records import current_state, is_terminal, now_iso
-from . import keep, reconcile
+from . import instance_gate, keep, reconcile
 from . import results as results_mod
 from . import status
 
@@ -239,11 +239,13 @@ def _finalize_results(ctx: Context, job_id: str, sidecar: dict, instance_gone: b
 
 def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, force: bool = False,
              price_per_hour: float | None = None, discard_results: bool = False,
-             stop_instance: bool = False) -> tuple[dict, int]:
+             stop_instance: bool = False, start: bool = False) -> tuple[dict, int]:
     """Tear one job down (see the module doc). ``delete_instance``: True = asked by name
     (``--delete-instance``), False = never (``--keep-instance``), None = when this bundle owns it.
     ``stop_instance``: ``brev stop`` it instead once the results are safe (``verbs/stop.py``).
-    ``discard_results``: delete even though results exist only on the instance (``keep``)."""
+    ``discard_results``: delete even though results exist only on the instance (``keep``).
+    A teardown that deletes nothing never starts a STOPPED instance (INSTANCE_STOPPED, exit 1,
+    nothing changed) unless ``start``; one that deletes it may (its results may need a copy)."""
     cost.check_price(price_per_hour)
     try:
         record = ctx.records.load(job_id)
@@ -282,6 +284,11 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
         out["cost"] = cost.facts(ctx, job_id, owned=owns(ctx, instance), price_per_hour=price_per_hour, lookup=False)
         return out, 0
 
+    deletes = delete_instance is True or (delete_instance is None and owns(ctx, instance))
+    if not sidecar.get("instance_deleted_at") and instance_gate.stopped(ctx, instance, start or deletes):
+        out = instance_gate.stopped_answer({"ok": False, **answer}, instance, "teardown.py", job_id,
+                                           record.get("terminal_state"))
+        return out, 1
     earlier_cancel = sidecar.get("cancel")
     if not is_terminal(record.get("terminal_state")) and not earlier_cancel:   # intent first, then act
         ctx.sidecars.update(job_id, cancel={"requested_at": now_iso(), "by": "teardown"})

@@ -33,6 +33,7 @@ import sys
 import time
 from pathlib import Path
 
+import brev_today
 import catalog
 import real_host
 from containers import ContainerStore
@@ -105,6 +106,9 @@ class Brev:
         (no tty to prompt on, or a 401 from the API). Counts one authenticated call."""
         with self.world.edit_state() as state:
             auth = state["auth"]
+            from_env, key_problem = brev_today.env_api_key_problem(auth)   # BREV_API_KEY (brev-cli PR #464)
+            if from_env:
+                return key_problem
             if not auth.get("logged_in"):
                 return ("Error: EOF\n(brev tried to prompt for login, but there is no tty: "
                         "run `brev login --token <token>`)")
@@ -122,6 +126,15 @@ class Brev:
             if problem.startswith("Error: EOF"):
                 out(LOGIN_PROMPT, end="")   # auth.go shouldLogin prompts on stdout, then reads EOF
             raise BrevError(problem)
+        self.current_user()
+
+    def current_user(self) -> None:
+        """store/user.go GetCurrentUser (not with an API key): a migrated account's
+        NvidiaMigrationError makes brev run `brev login --auth nvidia` (cmderrors.go)."""
+        auth = self.world.state()["auth"]
+        if not brev_today.api_key_mode(auth) and brev_today.nvidia_migration(auth, self.world.settings()["hang_s"]):
+            raise BrevError("This account has an NVIDIA login available\n"
+                            "Please run 'brev login --auth nvidia' to log in with your NVIDIA account")
 
     def take_brev_fault(self, command: str) -> None:
         """A failure the Brev API answers for this command (``simctl.add_brev_fault``)."""
@@ -227,9 +240,15 @@ class Brev:
                 out(LOGIN_PROMPT, end="")
             raise BrevError(f'ssh connection failed and could not look up instance "{name}": exit status {code}\n'
                             f"Please check your instances with: brev ls")
-        inst = self.world.find_instance(name)
+        self.current_user()
+        fault = self.consume("brev_faults", lambda f: f["command"] == "exec")   # the lookup's API call
+        inst = self.world.find_instance(name) if fault is None else None
+        if inst is not None and brev_today.shared_name(self.world.state(), inst["name"]):
+            raise BrevError(f'ssh connection failed and could not look up instance "{name}": multiple instances '
+                            f"found with id/name {name}\nPlease check your instances with: brev ls")
         if inst is None:
-            raise BrevError(f'ssh connection failed and could not look up instance "{name}": exit status {code}\n'
+            cause = fault["message"] if fault else f"exit status {code}"
+            raise BrevError(f'ssh connection failed and could not look up instance "{name}": {cause}\n'
                             f"Please check your instances with: brev ls")
         if inst["status"] == "STOPPED":
             self.start(inst)
@@ -246,14 +265,15 @@ class Brev:
         if code != 0:
             raise BrevError(f"exit status {code}")
 
-    def start(self, inst: dict) -> None:
-        """util.StartWorkspaceIfStopped + PollUntil RUNNING (scaled by settings)."""
+    def start(self, inst: dict, wait: bool = True) -> None:
+        """util.StartWorkspaceIfStopped + PollUntil RUNNING (scaled by settings); ``wait=False``:
+        start.go with --detached returns once the start was asked for."""
         settings = self.world.settings()
         with self.world.edit_instance(inst["name"]) as data:
             data["status"] = "STARTING"
             data["ready_at"] = time.time() + float(settings["start_delay_s"])
         out(f"Instance {inst['name']} is starting. \n")
-        while (self.world.instance(inst["name"]) or {}).get("status") != "RUNNING":
+        while wait and (self.world.instance(inst["name"]) or {}).get("status") != "RUNNING":
             time.sleep(float(settings["start_poll_s"]))
 
     def ssh_problem(self, name: str, attempt: bool = True) -> str | None:
@@ -336,7 +356,9 @@ class Brev:
         return fault["kind"] if fault else None
 
     def ssh(self, name: str, command: str, host: bool) -> int:
-        """``ssh -T -o ConnectTimeout=5 -o LogLevel=ERROR ALIAS 'COMMAND'`` against the simulated host."""
+        """``ssh -T -o ConnectTimeout=5 -o LogLevel=ERROR ALIAS 'COMMAND'`` against the simulated host,
+        after runSSHWithTimeout's ``eval $(ssh-agent -s)`` when SSH_AUTH_SOCK is empty (a leaked agent)."""
+        brev_today.maybe_start_agent(self.world)
         problem = self.ssh_problem(name)
         if problem:
             err(problem)
@@ -371,6 +393,9 @@ class Brev:
         flags, _ = self.flags(args, FlagSpec.make(bools="json all", values="org", short="o=org"))
         self.audit()
         self.require_auth()
+        self.take_brev_fault("ls")
+        if flags.get("org") and brev_today.api_key_mode(self.world.state()["auth"]):   # ls.go getOrgForRunLs
+            raise BrevError("api key auth is scoped to the org saved during login; --org is not supported")
         rows = []
         for name in self.world.instance_names():
             inst = self.world.instance(name)
@@ -387,6 +412,8 @@ class Brev:
                          # ls.go getGPUForInstance: the search list's GPU name of the type ("A100"), else "-"
                          "gpu": (catalog.types(self.world.state()).get(inst.get("instance_type") or "") or {})
                          .get("gpu_name") or "-"})
+        state = self.world.state()
+        rows += brev_today.org_rows(state, brev_today.api_key_mode(state["auth"]), bool(flags.get("all")))
         if flags.get("json"):
             out(json.dumps({"workspaces": rows or None}, indent=2))
             return 0
@@ -479,15 +506,18 @@ class Brev:
         return 0
 
     def cmd_start(self, args: list[str]) -> int:
-        _, positionals = self.flags(args, FlagSpec.make(bools="detached", values="org", short="d=detached"))
+        flags, positionals = self.flags(args, FlagSpec.make(bools="detached", values="org", short="d=detached"))
         names = self.names_from(positionals)
         self.require_auth()
+        self.take_brev_fault("start")
         for name in names:
-            inst = self.lookup(name)
-            if inst["status"] == "RUNNING":
-                out(inst["name"] if stdout_piped() else f"Instance {inst['name']} is already running.")
+            inst = self.world.find_instance(name)
+            if inst is None:   # start.go maybeStartWithLocalPath: not an instance, not a path: prints, exits 0
+                out("tried to start with local path but path not found")
                 continue
-            self.start(inst)
+            if inst["status"] != "STOPPED":   # start.go startStopppedWorkspace
+                raise BrevError(f"Instance is not stopped status={inst['status']}")
+            self.start(inst, wait=not flags.get("detached"))
             if stdout_piped():
                 out(inst["name"])
         return 0
@@ -514,8 +544,20 @@ class Brev:
 
     # auth ------------------------------------------------------------------------------
     def cmd_login(self, args: list[str]) -> int:
-        flags, _ = self.flags(args, FlagSpec.make(bools="skip-browser", values="token auth-provider"))
+        flags, _ = self.flags(args, FlagSpec.make(bools="skip-browser",
+                                                  values="token auth-provider api-key org-id auth email"))
         self.audit()
+        if flags.get("api-key") is not None:   # login.go doApiKeyLogin (PR #369)
+            with self.world.edit_state() as state:
+                try:
+                    line = brev_today.login_api_key(state["auth"], flags["api-key"], flags.get("org-id"),
+                                                    any(k in flags for k in ("token", "skip-browser", "email", "auth")))
+                except ValueError as exc:
+                    raise BrevError(str(exc)) from None
+            out(line)
+            return 0
+        if flags.get("org-id") is not None:
+            raise BrevError("org-id can only be used with api-key")
         token = flags.get("token")
         if token is None:
             raise BrevError("Error: EOF\n(brev login tried to prompt, but there is no tty: use --token)")
@@ -546,11 +588,18 @@ class Brev:
         sides = [self.split_remote(p) for p in positionals]
         remote = [s for s in sides if s[0]]
         if len(remote) != 1:
-            raise BrevError("exactly one of SRC and DST must be remote (INSTANCE:/path)")
+            raise BrevError("exactly one of source or destination must be an instance path "
+                            "(format: instance_name:/path)")
+        self.take_brev_fault("copy")
         name = remote[0][0]
-        inst = self.lookup(name)
-        if inst["status"] != "RUNNING":
-            raise BrevError(f'instance "{name}" is in state "{inst["status"]}" — please check with: brev ls')
+        inst = self.world.find_instance(name)
+        if inst is None:
+            raise BrevError(f"instance with id/name {name} not found")
+        if inst["status"] == "STOPPED":   # copy.go prepareWorkspace -> startWorkspaceIfStopped
+            self.start(inst)
+            inst = self.lookup(name)
+        elif inst["status"] != "RUNNING":   # copy.go pollUntil RUNNING has no deadline: it waits
+            raise BrevError("Workspace is not running")
         problem = self.ssh_problem(inst["name"])
         if problem:
             err(problem)
@@ -593,10 +642,14 @@ class Brev:
 
     @staticmethod
     def split_remote(arg: str) -> tuple[str | None, str]:
-        head, sep, tail = arg.partition(":")
-        if sep and head and "/" not in head:
-            return head, tail
-        return None, arg
+        """copy.go parseWorkspacePath: no ':' = a local path; else split on EVERY ':' and
+        exactly two parts are (instance, path) - even ``/home/u/runs-10:30/x``."""
+        if ":" not in arg:
+            return None, arg
+        parts = arg.split(":")
+        if len(parts) != 2:
+            raise BrevError("invalid instance path format, use instance_name:/path")
+        return parts[0], parts[1]
 
     def host_path(self, name: str, side: tuple[str | None, str]) -> Path:
         """Remote paths: relative or ~ = instance home; /home/<user>/... = instance home; else host path."""

@@ -504,7 +504,7 @@ class Docker:
             raise StartError(self.HOOK_FAILED + "Auto-detected mode as 'legacy'\nnvidia-container-cli: "
                              "initialization error: nvml error: unknown error: unknown")
         available = list(self.instance.get("gpus") or [])
-        if not available:
+        if not available or self.instance.get("driver_loaded") is False:
             raise StartError(self.HOOK_FAILED + "Auto-detected mode as 'legacy'\nnvidia-container-cli: "
                              "initialization error: nvml error: driver not loaded: unknown")
         if device_ids is not None:

@@ -38,7 +38,7 @@ def nvidia_smi(argv: list[str]) -> int:
     inst = world.instance(name) or {}
     context = ContainerContext.current()
     gpus = context.gpus() if context else list(inst.get("gpus") or [])
-    if not gpus:
+    if not gpus or inst.get("driver_loaded") is False:   # ``driver_loaded: False``: a kernel without its module
         print(NO_DRIVER)
         return 9
     driver = inst.get("driver_version", "550.54.15")

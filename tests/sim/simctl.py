@@ -19,6 +19,7 @@ import json
 import shlex
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -148,6 +149,8 @@ class Simulator:
         hook refuses new containers, as after an Xid), ``clock_offset_s`` (the instance clock's error:
         docker's StartedAt / FinishedAt / log times are that far off this machine's), ``vanish_at_exec``
         (bool: deleted elsewhere after ``brev ls`` listed it; its first ``brev exec`` finds no such instance),
+        ``driver_loaded`` (False: the NVIDIA kernel module is not loaded - a kernel upgraded without its driver:
+        nvidia-smi "couldn't communicate with the NVIDIA driver", the hook "nvml error: driver not loaded"),
         ``ssh_refusals`` (sshd refuses that many connection attempts first: the count-based twin of
         ``ssh_delay_s``, for tests that must not depend on the machine's speed).
         """
@@ -218,11 +221,34 @@ class Simulator:
 
     # account, registry, faults -----------------------------------------------
     def set_auth(self, token: str = "tok-valid", logged_in: bool = True, expired: bool = False,
-                 expires_after_calls: int | None = None) -> None:
-        """brev login state. ``expires_after_calls``: the token expires after N authenticated commands."""
+                 expires_after_calls: int | None = None, api_key: str | None = None,
+                 org_id: str = "org-sim", nvidia_migrated: bool = False) -> None:
+        """brev login state. ``expires_after_calls``: the token expires after N authenticated commands.
+        ``api_key``: the Brev API key (bak-...) the API accepts, from BREV_API_KEY (PR #464) or
+        ``brev login --api-key KEY --org-id ORG_ID`` (PR #369). ``nvidia_migrated``: the account moved
+        to NVIDIA sign-in (brev runs ``brev login --auth nvidia`` itself, see brev_today)."""
         with self.world.edit_state() as state:
             state["auth"] = {"token": token, "logged_in": logged_in, "expired": expired,
-                             "expires_after_calls": expires_after_calls, "calls": 0}
+                             "expires_after_calls": expires_after_calls, "calls": 0, "api_key": api_key,
+                             "org_id": org_id, "nvidia_migrated": nvidia_migrated}
+
+    def add_org_instance(self, name: str, status: str = "RUNNING", instance_id: str | None = None,
+                         instance_type: str = "a2-highgpu-1g") -> str:
+        """A teammate's instance in the org: listed only with an API key or ``brev ls --all``
+        (brev-cli pkg/cmd/ls/ls.go RunWorkspaces); it may share a name with one of ours. Returns its id."""
+        instance_id = instance_id or hashlib.sha256(f"org {name} {time.time()}".encode()).hexdigest()[:9]
+        with self.world.edit_state() as state:
+            state.setdefault("org_instances", []).append(
+                {"name": name, "id": instance_id, "status": status, "build_status": "COMPLETED",
+                 "shell_status": "READY" if status == "RUNNING" else "NOT READY", "health_status": "HEALTHY",
+                 "instance_type": instance_type, "instance_kind": "gpu", "gpu": "A100"})
+        return instance_id
+
+    def ssh_agents_alive(self) -> list[int]:
+        """Pids of the ssh-agents the simulated brev started (exec.go runSSHWithTimeout with an
+        empty SSH_AUTH_SOCK) that still run."""
+        from brev_today import agent_alive
+        return [pid for pid in self.world.state().get("ssh_agents") or [] if agent_alive(pid, self.root)]
 
     @staticmethod
     def _registry_entry(ref: str, size_bytes: int, requires_auth: bool, entitled: bool,
@@ -418,6 +444,11 @@ class Simulator:
         for name in self.world.instance_names():
             self._store(name).kill_processes()
         import signal
+        for pid in self.ssh_agents_alive():   # agents brev leaked
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         for pid in self.world.state()["ssh_masters"].values():   # detached ControlPersist masters
             if master_alive(pid, self.root):
                 try:

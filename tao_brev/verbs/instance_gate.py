@@ -1,0 +1,98 @@
+"""Read-only verbs never start an instance: the status is read before any exec.
+
+brev starts a STOPPED instance by itself when an exec fails on it (brev-cli
+``pkg/cmd/exec/exec.go`` runExecCommand -> ``pkg/cmd/util/ssh.go``
+StartWorkspaceIfStopped), and a copy does too (``pkg/cmd/copy/copy.go``
+startWorkspaceIfStopped): reading a stopped instance would resume its billing.
+So ``poll_status.py`` and ``teardown.py`` (when it deletes nothing) read
+``brev ls --json`` first (one call for all instances of an ``--all``) and answer
+INSTANCE_STOPPED without exec; only ``--start`` wakes the instance, through one
+``echo ok`` exec whose deadline covers brev's own start wait
+(``transport.BREV_START_WAIT_S``).
+
+When ``brev ls`` itself cannot answer (the Brev API unreachable, brev logged
+out), the verb goes on to its exec: brev can only start an instance through
+that same API (StartWorkspaceIfStopped calls it), so the exec cannot start one.
+"""
+
+from __future__ import annotations
+
+from ..cli import Context, say
+from ..errors import TaoBrevError
+from ..nextstep import command
+from ..transport import BREV_START_WAIT_S
+
+# brev ls failed in a way that also stops brev from starting anything (its API): the exec may go on
+NO_API = ("BREV_API_UNREACHABLE", "BREV_NOT_LOGGED_IN", "BREV_LOGIN_FAILED", "BREV_API_KEY_REJECTED",
+          "BREV_NVIDIA_LOGIN_REQUIRED", "BREV_FAILED", "TRANSPORT_TIMEOUT")
+STOPPED_MEANS = ("nothing runs on it and it bills no GPU time; its disk is kept, so the job's results dir and "
+                 "checkpoints on it are safe while it stays stopped")
+
+
+def read_all(ctx: Context) -> bool:
+    """One ``brev ls --json`` for every instance (``poll_status.py --all``); False when brev ls
+    could not answer (module doc: the execs may go on). Raises what else it raises."""
+    try:
+        ctx.brev.ls()
+    except TaoBrevError as exc:
+        if exc.code not in NO_API:
+            raise
+        ctx.brev.statuses = {}
+        say(f"brev ls did not answer ({exc.code}); brev cannot start an instance without its API either")
+        return False
+    return True
+
+
+def status_of(ctx: Context, instance: str, fresh: bool = True) -> str | None:
+    """The instance's ``brev ls --json`` status: read now (``fresh``), else the one the last
+    ``brev ls`` of this process listed (:func:`read_all`). None when it is not listed, or when brev
+    ls could not answer (see the module doc). Raises INSTANCE_AMBIGUOUS when several carry the name."""
+    if fresh:
+        try:
+            ctx.brev.instance(instance)
+        except TaoBrevError as exc:
+            if exc.code not in NO_API:
+                raise
+            ctx.brev.statuses.pop(instance, None)
+            say(f"brev ls did not answer ({exc.code}); brev cannot start {instance} without its API either")
+            return None
+    return ctx.brev.statuses.get(instance)
+
+
+def stopped(ctx: Context, instance: str, start: bool = False, fresh: bool = True) -> bool:
+    """True when ``instance`` is STOPPED and may not be started (``start`` False). With
+    ``start``, a STOPPED instance is woken here (brev starts it; its start wait is covered)."""
+    if status_of(ctx, instance, fresh) != "STOPPED":
+        return False
+    if not start:
+        return True
+    say(f"starting the STOPPED instance {instance} (--start): brev starts it and waits for ssh, up to "
+        f"{BREV_START_WAIT_S:.0f} s; billing resumes")
+    ctx.brev.exec(instance, "echo ok", start=True)
+    return False
+
+
+def stopped_error(instance: str, script: str, job_id: str) -> TaoBrevError:
+    """INSTANCE_STOPPED for ``script JOB_ID`` on ``instance``: what it means, the command
+    that starts it (``--start``), that the results on it are safe."""
+    return TaoBrevError("INSTANCE_STOPPED",
+                        f"instance {instance} is STOPPED (brev ls --json): {STOPPED_MEANS}. It was not started "
+                        f"(brev exec would have started it)",
+                        f"To read it, start it: {command(script, job_id, '--start')} (billing resumes; brev's "
+                        f"start can take up to {BREV_START_WAIT_S:.0f} s). Until then the results on it are safe.",
+                        instance=instance)
+
+
+def stopped_answer(answer: dict, instance: str, script: str, job_id: str, terminal: str | None = None) -> dict:
+    """A job's answer without exec because its instance is STOPPED; ``state``: the record's
+    terminal state, else UNKNOWN (the stop killed any running container). ``next`` is null:
+    starting resumes billing, a person decides; ``next_note`` names the --start command."""
+    exc = stopped_error(instance, script, job_id)
+    return {**answer, "state": terminal or "UNKNOWN", "instance_status": "STOPPED", "message": exc.message,
+            "error": exc.to_json(), "next": None, "next_note": stopped_note(instance, script, job_id)}
+
+
+def stopped_note(instance: str, script: str, job_id: str) -> str:
+    """``next_note`` of a STOPPED answer: ask before starting (it bills), then the exact command."""
+    return (f"instance {instance} is STOPPED and was left so (its results are safe); starting it resumes billing, "
+            f"so ask first - then: {command(script, job_id, '--start')}")
