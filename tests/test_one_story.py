@@ -104,7 +104,7 @@ def test_submit_and_poll_all_tell_each_jobs_record_state(world):
     assert ok.json["state"] == "RUNNING" and record_state(world, ok.json["job_id"]) is None   # not terminal yet
     refused = world.run("submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt",
                         "--network-arch", "visual_changenet", "--action", "train", "--spec", str(world.spec()),
-                        "--inputs", "/root/not-there=data")
+                        "--inputs", "/root/not-there=levir_cd_tiny")
     assert agree(world, refused.json["job_id"], refused.json, "submit") == "ERROR"
     everything = world.run("poll_status.py", "--all")
     validate("poll_status", everything.json)

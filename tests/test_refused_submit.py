@@ -11,7 +11,7 @@ from tao_brev import cost
 def refused(world):
     res = world.run("submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt",
                     "--network-arch", "visual_changenet", "--action", "train", "--spec", str(world.spec()),
-                    "--inputs", "/root/not-on-the-instance=data")
+                    "--inputs", "/root/not-on-the-instance=levir_cd_tiny")   # the name the spec reads
     assert res.code == 1 and res.json["error"]["code"] == "INPUT_NOT_FOUND", res
     return res.json["job_id"]
 
