@@ -22,15 +22,19 @@ def test_full_lifecycle_ends_complete_with_checkpoints_and_no_container(world):
     assert wait.json["state"] == "COMPLETE" and wait.json["terminal_state"] == "COMPLETE"
 
     logs = world.run("poll_status.py", job_id, "--logs", "50")
-    assert logs.code == 0 and "Epoch 3/3" in logs.json["logs"]
+    assert logs.code == 0 and "Epoch 2: 100%" in logs.json["logs"]   # Lightning counts epochs from 0
     validate("poll_status", logs.json)
 
     results = world.sim.instance_home("box") / "tao-results" / job_id / "train"
     checkpoints = [f"model_epoch_{i:03d}_step_{(i + 1) * 25:05d}.pth" for i in range(3)]
     assert sorted(p.name for p in results.glob("model_epoch_*.pth")) == checkpoints
-    latest = results / "changenet_model_classify_latest.pth"   # TAO's relative *_latest.pth symlink
+    # TAO's relative <checkpoint_filename>_latest.pth symlink; the example is task: segment
+    # (tao-pytorch cv/visual_changenet/segmentation/models/cn_pl_model.py:93)
+    latest = results / "changenet_model_segment_latest.pth"
     assert latest.is_symlink() and os.readlink(latest) == checkpoints[-1]
-    assert json.loads((results / "status.json").read_text().splitlines()[-1])["status"] == "SUCCESS"
+    last = json.loads((results / "status.json").read_text().splitlines()[-1])
+    # TAO 7 never writes SUCCESS: monitor_status ends with RUNNING "Train finished successfully."
+    assert (last["status"], last["message"]) == ("RUNNING", "Train finished successfully.")
 
     down = world.run("teardown.py", job_id)
     assert down.code == 0, down
@@ -94,10 +98,12 @@ def test_host_oom_and_gpu_oom_get_their_own_advice(world):
     assert "RAM" not in gpu["hint"]["advice"]
     for answer in (host, gpu):
         assert answer["error"]["code"] == "JOB_FAILED" and "--retry-of " + answer["job_id"] in answer["error"]["fix"]
-    # killed mid-run, the status file's last line still says RUNNING: no ETA, a note that it ended
-    assert host["progress"]["status"] == "RUNNING", host["progress"]
-    assert host["progress"]["eta_s"] is None and "ended ERROR" in host["progress"]["note"]
-    assert gpu["progress"]["status"] == "FAILURE" and "note" not in gpu["progress"], gpu["progress"]
+    # killed mid-run (host) or raising an exception monitor_status does not catch (torch's OOM:
+    # tao-pytorch core/decorators/workflow.py:68-109 writes no FAILURE line for it), the status
+    # file's last line still says RUNNING: no ETA, a note that it ended
+    for answer in (host, gpu):
+        assert answer["progress"]["status"] == "RUNNING", answer["progress"]
+        assert answer["progress"]["eta_s"] is None and "ended ERROR" in answer["progress"]["note"]
 
 
 def test_a_log_pattern_beside_docker_s_record_adds_its_advice():
@@ -249,6 +255,6 @@ def test_logs_survive_teardown(world):
     down = world.run("teardown.py", job_id)
     assert down.code == 0 and down.json["container_removed"]
     logs = world.run("poll_status.py", job_id, "--logs", "20")
-    assert logs.code == 0 and "Epoch 3/3" in logs.json["logs"], logs
+    assert logs.code == 0 and "Epoch 2: 100%" in logs.json["logs"], logs
     assert logs.json["logs_source"].startswith("saved at teardown")
     validate("poll_status", logs.json)

@@ -94,7 +94,7 @@ layer() {   # layer IMAGE CHANGE... : files from $stage added on top of $BASE
     docker rm "$cid" >/dev/null
     return $rc
 }
-fingerprint="$(cat "$HERE/nvidia_entrypoint.sh" "$HERE/nvidia-smi" "$REPO/tests/sim/tao_standin.py" "$0" | sha256sum | cut -c1-16)"
+fingerprint="$(cat "$HERE/nvidia_entrypoint.sh" "$HERE/nvidia-smi" "$REPO/tests/sim/tao_standin.py" "$REPO/tests/sim/tao_lightning.py" "$0" | sha256sum | cut -c1-16)"
 label_of() { docker image inspect --format '{{index .Config.Labels "tao-rd.fingerprint"}}' "$1" 2>/dev/null || true; }
 if [ "$(label_of tao-rd/tao-standin:test)" != "$fingerprint" ] || [ "$(label_of tao-rd/cuda-smoke:test)" != "$fingerprint" ]; then
     log "layering the TAO stand-in and the smoke image"
@@ -107,6 +107,7 @@ if [ "$(label_of tao-rd/tao-standin:test)" != "$fingerprint" ] || [ "$(label_of 
         --change 'ENV NVIDIA_PRODUCT_NAME=CUDA' \
         --change 'ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh"]' --change 'CMD ["/bin/bash"]'
     install -D -m 644 "$REPO/tests/sim/tao_standin.py" "$stage/opt/tao/tao_standin.py"
+    install -D -m 644 "$REPO/tests/sim/tao_lightning.py" "$stage/opt/tao/tao_lightning.py"
     # TAO 5+ puts one executable per network arch on PATH; an unknown arch is "not found" (127).
     mkdir -p "$stage/usr/local/bin"
     for arch in $(python3 "$REPO/tests/sim/tao_standin.py" --list-arches); do
