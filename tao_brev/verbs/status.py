@@ -271,7 +271,9 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
 
         out["cost"] = cost.facts(ctx, job_id, owned=not deleted_at and owns(ctx, instance),
                                  price_per_hour=price_per_hour, lookup=False)   # polls add no brev call
-    return resume.fill_answer(out, record, ctx.sidecars.load(job_id))   # advice: the exact resume command
+    from .recover import annotate   # recover imports this module
+
+    return annotate(ctx, job_id, resume.fill_answer(out, record, ctx.sidecars.load(job_id)))   # + the chain
 
 
 def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: dict,

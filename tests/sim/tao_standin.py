@@ -31,7 +31,8 @@ there the spec is not merged with a schema either).
 A ``simulate:`` block in the spec (tests only; removed before the schema merge) steers the run:
 ``exit_code``, ``oom`` (the host's OOM killer: marker + SIGKILL -> 137/OOMKilled, no message),
 ``cuda_oom`` (``torch.OutOfMemoryError`` after the first epoch, exit 1; TAOExceptionCheckpoint saves
-and links a checkpoint first), ``xid`` (NVRM Xid 79 line, exit 1), ``epoch_seconds`` (default 0.05),
+and links a checkpoint first), ``xid`` (NVRM Xid 79 line, exit 1), ``xid_after_epochs: [N]`` (the same after the N-th epoch of the
+whole run only, counted from 1: a resumed run meets each once), ``epoch_seconds`` (default 0.05),
 ``hang`` (run until killed, after the last epoch), ``hang_after_epoch: N`` (no output at all after N
 epochs), ``diverge`` (rising losses), ``log_errors: {EPOCH: MESSAGE}`` (an ERROR-level log call in
 that epoch: a FAILURE line, training goes on), ``evaluate_kpis: false`` (an evaluate that writes no

@@ -1,0 +1,464 @@
+"""``poll_status.py JOB_ID --wait --recover N``: a train job that survives infrastructure failures.
+
+The loop (one attempt at a time; each attempt is its own job record):
+
+1. wait for the current attempt (``status.poll``; the wait is bounded by ``--timeout`` and by
+   what is left of ``--budget-s``);
+2. when it ends by an infrastructure failure (:func:`cause_of`: a hint of class ``ERR_INFRA``,
+   the instance gone or stopped, the container gone, a stall), make its results safe as a
+   teardown does (container removed, S3-routed results uploaded and verified; the instance
+   is kept), then choose where the next attempt runs (:func:`choose_instance`: the same
+   instance once it is RUNNING and a ``docker run --gpus all ... nvidia-smi -L`` passes within
+   ``health_wait_s``, else ``--fallback-instance``);
+3. resubmit with the first job's own submit arguments plus ``--resume-from <attempt>``
+   (``tao_brev.resume``: only the epochs after its last checkpoint run), up to N times.
+
+A program error (hint class ``ERR_PROGRAM``: a bad spec, an exception in the job's code), a
+cancel, a completed job or a refused resubmit ends the loop: nothing is recovered blindly.
+
+State (crash consistency): the first job's sidecar holds ``recovery``: the ``policy``, the
+``chain`` of attempts and, while a resubmit is on its way, its ``intent`` (written before the
+launch, as submit writes its record before the launch). Every decision and launch happens under
+the chain's lock (``fsio.locked``), so two recovering processes never launch twice; a process
+killed after submit opened the new record leaves a record whose ``retry_of`` names the attempt
+it resumes - the next run adopts it (:func:`_adopt`) instead of launching another. A rerun of the
+same command therefore continues the chain: at most one attempt is ever live.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Callable, Optional
+
+from .. import cost, remote, resume
+from ..cli import Context, say
+from ..docker_state import docker_error_code
+from ..errors import TaoBrevError
+from ..fsio import locked
+from ..records import check_job_id, current_state, is_terminal, now_iso
+from ..transport import check_instance
+from . import reconcile, status
+from . import teardown as teardown_mod
+
+HEALTH_WAIT_S = 600.0      # how long the same instance may take to be RUNNING with working GPUs again
+HEALTH_INTERVAL_S = 30.0   # between two health checks
+# flags of the first submit that a resubmit does not repeat (the policy lives in the chain)
+_POLICY_FLAGS = ("--recover", "--fallback-instance", "--budget-s")
+
+
+# ---------------------------------------------------------------- the policy
+def policy(attempts: Optional[int], fallback: Optional[str], budget_s: Optional[float]) -> Optional[dict]:
+    """``{"attempts", "fallback_instance", "budget_s"}`` of ``--recover N [--fallback-instance NAME]
+    [--budget-s S]`` (None without ``--recover``). Raises BAD_ARGUMENT (N < 0, S <= 0, a fallback or a
+    budget without --recover) and BAD_NAME (the fallback's name)."""
+    if attempts is None:
+        if fallback or budget_s is not None:
+            raise TaoBrevError("BAD_ARGUMENT", "--fallback-instance and --budget-s belong to --recover N",
+                               "Add --recover N (the number of automatic resubmits, e.g. 2).")
+        return None
+    if attempts < 0:
+        raise TaoBrevError("BAD_ARGUMENT", f"--recover takes 0 or more attempts (got {attempts})")
+    if budget_s is not None and not budget_s > 0:
+        raise TaoBrevError("BAD_ARGUMENT", f"--budget-s must be > 0 seconds (got {budget_s})")
+    if fallback:
+        check_instance(fallback)
+    return {"attempts": attempts, "fallback_instance": fallback or None, "budget_s": budget_s}
+
+
+def root_of(ctx: Context, job_id: str) -> str:
+    """The first job of the chain ``job_id`` belongs to (itself when it is no recovery attempt)."""
+    return ctx.sidecars.load(job_id).get("recovery_root") or job_id
+
+
+def remembered_policy(ctx: Context, job_id: str) -> Optional[dict]:
+    """The policy the chain of ``job_id`` runs under: the chain's, else its submit's ``--recover``."""
+    side = ctx.sidecars.load(root_of(ctx, job_id))
+    return (side.get("recovery") or {}).get("policy") or side.get("recovery_policy")
+
+
+def _chain(ctx: Context, root: str) -> list[dict]:
+    return list((ctx.sidecars.load(root).get("recovery") or {}).get("chain") or [{"job_id": root, "attempt": 1}])
+
+
+def _lock_path(ctx: Context, root: str):
+    return ctx.sidecars.path(root).with_suffix(".recovery")
+
+
+# ---------------------------------------------------------------- what the answers show
+def attempts_view(ctx: Context, root: str) -> list[dict]:
+    """The chain as every answer shows it: per attempt its job id, instance, state, the cause that
+    ended it (when it was recovered), the epochs reached (its last progress) and, for a resumed
+    attempt, the checkpoint it started from."""
+    out = []
+    for entry in _chain(ctx, root):
+        job = entry["job_id"]
+        try:
+            record, side = ctx.records.load(job), ctx.sidecars.load(job)
+        except TaoBrevError as exc:
+            out.append({**entry, "error": exc.code})
+            continue
+        progress = side.get("final_progress") or {}
+        item = {"job_id": job, "attempt": entry["attempt"], "instance": side.get("instance"),
+                "state": record.get("terminal_state") or current_state(record), "cause": entry.get("cause"),
+                "epoch": progress.get("epoch"), "max_epoch": progress.get("max_epoch")}
+        start = (side.get("resume_from") or {}).get("checkpoint") or {}
+        if start.get("path"):
+            item["resumed_from"] = {"job_id": side["resume_from"].get("job_id"), "checkpoint": start["path"]}
+        out.append(item)
+    return out
+
+
+def annotate(ctx: Context, job_id: str, out: dict) -> dict:
+    """``out`` with ``attempts`` when ``job_id`` is part of a recovery chain (status.observe's hook)."""
+    try:
+        root = root_of(ctx, job_id)
+        if len(_chain(ctx, root)) > 1 or (ctx.sidecars.load(root).get("recovery") or {}).get("policy"):
+            out["attempts"] = attempts_view(ctx, root)
+    except TaoBrevError:
+        pass
+    return out
+
+
+def chain_cost(ctx: Context, root: str) -> dict:
+    """``{"billed_s", "estimated_cost_usd", "attempts"}`` summed over the chain (``cost.facts`` of each
+    ended attempt, the time since submit of a live one); a sum is null when one part is unknown."""
+    billed, usd = 0.0, 0.0
+    for entry in _chain(ctx, root):
+        seconds, price = _billed(ctx, entry["job_id"])
+        billed = None if billed is None or seconds is None else billed + seconds
+        usd = None if usd is None or price is None else usd + price
+    return {"billed_s": None if billed is None else round(billed, 3),
+            "estimated_cost_usd": None if usd is None else round(usd, 4), "attempts": len(_chain(ctx, root))}
+
+
+def _billed(ctx: Context, job_id: str) -> tuple[Optional[float], Optional[float]]:
+    record = ctx.records.load(job_id)
+    if not is_terminal(record.get("terminal_state")):
+        start = cost.parse_ts(record.get("submitted_at"))
+        from datetime import datetime, timezone
+
+        return (cost.seconds(start, datetime.now(timezone.utc)) if start else None), None
+    facts = cost.facts(ctx, job_id, owned=False, lookup=False)
+    return facts.get("billed_s"), facts.get("estimated_cost_usd")
+
+
+# ---------------------------------------------------------------- why an attempt ended
+def cause_of(out: dict) -> Optional[dict]:
+    """``{"kind", "reason"}`` when the wait's answer is an infrastructure failure that a resume may
+    cure; None otherwise (done, a program error, a cancel, a timeout, the backend unreachable).
+    Judged by the answer's facts and failure classes (``docker_state``), not by error names:
+    ``observed.gone`` (instance / container), ``stalled``, ``hint.err_class``."""
+    error = (out.get("error") or {}).get("code")
+    hint = out.get("hint") or {}
+    gone = (out.get("observed") or {}).get("gone")
+    if out.get("state") == "COMPLETE" or error == "WAIT_TIMEOUT" or hint.get("err_class") == "ERR_PROGRAM":
+        return None
+    if out.get("reconciled") == "never_launched":   # a launch that never happened (not one that was refused)
+        return {"kind": "never_launched", "reason": out.get("message")} if error == "NEVER_LAUNCHED" else None
+    if out.get("stalled") or error == "JOB_STALLED":
+        return {"kind": "stalled", "reason": f"no sign of life for {(out.get('stall') or {}).get('idle_s')} s"}
+    if gone == "instance" or error in ("INSTANCE_LOST", "INSTANCE_STOPPED"):
+        return {"kind": "instance", "reason": out.get("message") or error}
+    if gone == "container" or error == "CONTAINER_GONE":
+        return {"kind": "container", "reason": out.get("message") or error}
+    if out.get("state") == "ERROR" and hint.get("err_class") == "ERR_INFRA":
+        return {"kind": "infra", "reason": hint.get("reason") or out.get("message")}
+    return None
+
+
+# ---------------------------------------------------------------- where the next attempt runs
+def gpu_check(ctx: Context, instance: str, image: str) -> Optional[str]:
+    """None when ``docker run --rm --gpus all IMAGE nvidia-smi -L`` lists a GPU on ``instance`` (the
+    NVIDIA Container Toolkit's NVML path, which an Xid or a lost GPU breaks), else why not."""
+    token = remote.new_token()
+    check = remote.section(token, "gpu", f"docker run --rm --gpus all {shlex.quote(image)} nvidia-smi -L")
+    try:
+        sec = remote.parse_sections(ctx.brev.exec(instance, check, idempotent=True).stdout, token).get("gpu")
+    except TaoBrevError as exc:
+        return f"{exc.code}: {exc.message}"
+    if sec is not None and sec.exit_code == 0 and "GPU " in sec.output:
+        return None
+    text = sec.output if sec is not None else "no answer"
+    return f"{docker_error_code(text, default='GPU_UNHEALTHY')}: {text.strip()[-300:]}"
+
+
+def choose_instance(ctx: Context, instance: str, image: str, fallback: Optional[str], wait_s: float,
+                    interval: float) -> tuple[Optional[str], list[str], str]:
+    """(instance, extra submit flags, what was found) for the next attempt: ``instance`` once
+    ``brev ls`` says RUNNING and :func:`gpu_check` passes (a STOPPED one is started by the resubmit:
+    ``--start``, billing resumes), within ``wait_s`` seconds; else ``fallback``; else (None, [], why)."""
+    deadline = ctx.clock() + wait_s
+    why = ""
+    while True:
+        entry = ctx.brev.instance(instance)
+        found = str((entry or {}).get("status") or "").upper()
+        if entry is None:
+            why = f"brev ls lists no instance {instance} (deleted)"
+            break
+        if found == "STOPPED":
+            return instance, ["--start"], f"{instance} is STOPPED: the resubmit starts it (billing resumes)"
+        if found == "RUNNING":
+            problem = gpu_check(ctx, instance, image)
+            if problem is None:
+                return instance, [], f"{instance} is RUNNING and its GPUs answer"
+            why = f"the GPUs of {instance} do not answer ({problem})"
+        else:
+            why = f"{instance} is {found or 'in an unknown state'}"
+        if ctx.clock() + interval > deadline:
+            break
+        say(f"recover: {why}; checking again in {interval:.0f} s")
+        ctx.sleep(interval)
+    if fallback and fallback != instance:
+        return fallback, [], f"{why}: moving to the fallback instance {fallback}"
+    return None, [], why
+
+
+# ---------------------------------------------------------------- the resubmit
+def resubmit_argv(words: list[str], instance: str, resume_from: str, extra: list[str], moved: bool) -> list[str]:
+    """The first submit's arguments (``resume.resubmit_words``) for the next attempt: on ``instance``,
+    ``--resume-from`` the attempt that holds the checkpoint, without the policy flags; a move to
+    another instance drops ``--ephemeral`` (the bundle did not create the fallback)."""
+    head, tail = (words[:words.index("--")], words[words.index("--"):]) if "--" in words else (list(words), [])
+    out, skip = [], False
+    drop = _POLICY_FLAGS + ("--instance",) + (("--ephemeral",) if moved else ())
+    for word in head:
+        if skip:
+            skip = False
+            continue
+        flag = word.split("=", 1)[0]
+        if flag in drop:
+            skip = "=" not in word and flag != "--ephemeral"
+            continue
+        out.append(word)
+    return ["--instance", instance, *out, *extra, "--resume-from", resume_from, *tail]
+
+
+def _adopt(ctx: Context, root: str, chain: list[dict], intent: Optional[dict]) -> Optional[dict]:
+    """A record that a killed resubmit opened for ``intent`` (its ``retry_of`` is the attempt it
+    resumes, opened after the intent, not in the chain yet), appended to the chain; else None."""
+    if not intent:
+        return None
+    known = {entry["job_id"] for entry in chain}
+    for record in ctx.records.list():
+        if (record.get("retry_of") == intent["resume_from"] and record.get("id") not in known
+                and str(record.get("submitted_at") or "") >= intent["at"]):
+            return _append(ctx, root, chain, record["id"], intent)
+    return None
+
+
+def _append(ctx: Context, root: str, chain: list[dict], job_id: str, intent: dict) -> dict:
+    entry = {"job_id": job_id, "attempt": intent["attempt"], "resume_from": intent["resume_from"]}
+    chain = [*chain, entry]
+    ctx.sidecars.update(job_id, recovery_root=root, attempt=intent["attempt"], previous_attempt=intent["after"])
+    ctx.sidecars.update(root, recovery={"chain": chain, "intent": None})
+    return entry
+
+
+def _resume_source(ctx: Context, chain: list[dict]) -> str:
+    """The attempt whose checkpoint the next one uses: the last that ran (one never launched
+    left no checkpoint: its own source)."""
+    last = chain[-1]
+    if reconcile.launch_failed(ctx.sidecars.load(last["job_id"])) and last.get("resume_from"):
+        return last["resume_from"]
+    return last["job_id"]
+
+
+# ---------------------------------------------------------------- one step of the chain
+class Stop(Exception):
+    """The chain ends here: ``code`` (an errors.CODES name) and why."""
+
+    def __init__(self, code: str, message: str, fix: Optional[str] = None):
+        super().__init__(message)
+        self.error = TaoBrevError(code, message, fix)
+
+
+def advance(ctx: Context, root: str, current: str, cause: dict, pol: dict, request_of: Callable,
+            health_wait_s: float, interval: float) -> str:
+    """After ``current`` ended by ``cause``: the next attempt's job id (launched here, adopted, or
+    launched by another process meanwhile). Raises :class:`Stop`. Runs under the chain's lock."""
+    lock = _lock_path(ctx, root)
+    with locked(lock):
+        chain = _chain(ctx, root)
+        state = ctx.sidecars.load(root).get("recovery") or {}
+        if chain[-1]["job_id"] != current:   # another process advanced the chain meanwhile
+            return chain[-1]["job_id"]
+        adopted = _adopt(ctx, root, chain, state.get("intent"))
+        if adopted:
+            say(f"recover: adopting {adopted['job_id']}, launched by an earlier run that was interrupted")
+            return adopted["job_id"]
+        chain[-1]["cause"] = cause
+        ctx.sidecars.update(root, recovery={"chain": chain})
+        _check_limits(ctx, root, chain, pol, cause)
+        _make_safe(ctx, current)
+        return _launch_next(ctx, root, chain, pol, request_of, health_wait_s, interval)
+
+
+def _check_limits(ctx: Context, root: str, chain: list[dict], pol: dict, cause: dict) -> None:
+    used = len(chain) - 1
+    if used >= pol["attempts"]:
+        raise Stop("RECOVERY_LIMIT", f"attempt {len(chain)} ({chain[-1]['job_id']}) ended by an infrastructure "
+                   f"failure ({cause['reason']}) and all {pol['attempts']} recovery attempt(s) of --recover "
+                   f"{pol['attempts']} are used: not resubmitted")
+    budget = pol.get("budget_s")
+    billed = chain_cost(ctx, root)["billed_s"]
+    if budget is not None and billed is not None and billed >= budget:
+        raise Stop("RECOVERY_BUDGET_EXHAUSTED", f"the chain has billed {billed:.0f} s of --budget-s {budget:g}: "
+                   "not resubmitted")
+
+
+def _make_safe(ctx: Context, job_id: str) -> None:
+    """As a teardown does, keeping the instance: the container removed (a stalled one stops billing
+    GPU time), the record closed, S3-routed results uploaded and verified (``teardown.teardown``)."""
+    try:
+        down, _code = teardown_mod.teardown(ctx, job_id, delete_instance=False)
+        say(f"recover: {job_id} torn down ({'results ' + str((down.get('results') or {}).get('verified')) if down.get('results') else 'no S3 results'})")
+    except TaoBrevError as exc:   # an instance that is gone cannot answer: its record is closed below
+        say(f"recover: teardown of {job_id} did not finish ({exc.code}: {exc.message})")
+    if not is_terminal(ctx.records.load(job_id).get("terminal_state")):
+        ctx.records.mark(job_id, "CANCELED", message="recovery: ended by an infrastructure failure, resubmitted",
+                         source="agent")
+
+
+def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_of: Callable,
+                 health_wait_s: float, interval: float) -> str:
+    current = chain[-1]["job_id"]
+    side, record = ctx.sidecars.load(current), ctx.records.load(current)
+    words = ctx.sidecars.load(root).get("submit_argv")
+    if not words:
+        raise Stop("RECOVERY_NOT_POSSIBLE", f"the submit arguments of {root} were not kept (an older bundle): "
+                   "the resubmit cannot be built")
+    here = side.get("instance")
+    target, extra, found = choose_instance(ctx, here, record.get("image") or "", pol.get("fallback_instance"),
+                                           health_wait_s, min(interval, HEALTH_INTERVAL_S))
+    if target is None:
+        raise Stop("RECOVERY_NOT_POSSIBLE", f"no instance for attempt {len(chain) + 1}: {found}",
+                   f"Pass --fallback-instance NAME (a RUNNING instance with the image pulled) and rerun, or fix "
+                   f"{here} (an Xid needs a reset: brev stop {here}, then brev start {here}) and rerun.")
+    source = _resume_source(ctx, chain)
+    _refuse_out_of_reach(ctx, source, here, target, found, words)
+    argv = resubmit_argv(list(words), target, source, extra, moved=target != here)
+    intent = {"attempt": len(chain) + 1, "after": current, "resume_from": source, "instance": target,
+              "at": now_iso(), "argv": argv}
+    ctx.sidecars.update(root, recovery={"intent": intent})   # before the launch: a rerun adopts, never repeats
+    say(f"recover: {found}; attempt {intent['attempt']} on {target}, resuming {source}")
+    try:
+        answer, code = _submit(ctx, request_of, argv)
+    except TaoBrevError as exc:
+        answer, code = {"ok": False, **(exc.details.get("answer") or {}), "error": exc.to_json()}, exc.exit_code
+    job_id = answer.get("job_id")
+    if not job_id:   # refused before a record opened: nothing runs, the chain ends with the refusal's reason
+        ctx.sidecars.update(root, recovery={"intent": None})
+        error = answer.get("error") or {}
+        raise Stop("RECOVERY_NOT_POSSIBLE", f"the resubmit of attempt {intent['attempt']} on {target} was refused "
+                   f"({error.get('code')}): {error.get('message')}", error.get("fix"))
+    _append(ctx, root, chain, job_id, intent)
+    return job_id
+
+
+def _refuse_out_of_reach(ctx: Context, source: str, here: str, target: str, found: str, words: list[str]) -> None:
+    """A move to another instance resumes only from results verified in S3 (storage tier B/C, or
+    results routed to a bucket): with the checkpoints only on the lost instance, say so."""
+    results = ctx.sidecars.load(source).get("results") or {}
+    if target == here or (results.get("kind") == "s3" and results.get("verified")):
+        return
+    from .. import nextstep
+
+    where = "were not verified in S3 before it was lost" if results.get("kind") == "s3" else \
+        f"were only on {here} (results kind {results.get('kind')}: storage tier A without a bucket)"
+    fresh = ["--retry-of" if word == "--resume-from" else word
+             for word in resubmit_argv(words, target, source, [], True)]
+    raise Stop("RECOVERY_NOT_POSSIBLE", f"{found}, but the checkpoints of {source} {where}: nothing to resume "
+               f"from on {target}", f"Train from the start on {target} (a link, not a resume): "
+               f"{nextstep.command('submit.py', *fresh)}; route results to S3 (--bucket, storage tier B) so that a "
+               "later loss can resume.")
+
+
+def _submit(ctx: Context, request_of: Callable, argv: list[str]) -> tuple[dict, int]:
+    from .submit import submit
+
+    try:
+        req = request_of(argv)
+    except SystemExit:   # argparse: the stored arguments no longer parse
+        raise TaoBrevError("BAD_ARGUMENT", f"the stored submit arguments do not parse: {shlex.join(argv)}") from None
+    return submit(ctx, req)
+
+
+# ---------------------------------------------------------------- the loop
+def recover(ctx: Context, job_id: str, request_of: Callable, pol: Optional[dict] = None, log_lines: int = 0,
+            interval: float = 30.0, timeout: Optional[float] = None, price_per_hour: Optional[float] = None,
+            metrics: Optional[int] = None, stall_after: Optional[float] = None,
+            health_wait_s: float = HEALTH_WAIT_S) -> tuple[dict, int]:
+    """Wait for ``job_id``'s chain and recover it (module doc). ``pol``: :func:`policy` (None: the
+    remembered one). ``request_of(argv)``: submit.py's arguments -> SubmitRequest. Returns the last
+    attempt's wait answer with ``attempts``, ``recovery`` and ``chain_cost``; its exit code, or 1
+    with RECOVERY_LIMIT / RECOVERY_BUDGET_EXHAUSTED / RECOVERY_NOT_POSSIBLE when the chain stops."""
+    check_job_id(job_id)
+    root = root_of(ctx, job_id)
+    pol = pol or remembered_policy(ctx, root) or policy(0, None, None)
+    ctx.sidecars.update(root, recovery={"policy": pol})
+    started = ctx.clock()
+    current = _chain(ctx, root)[-1]["job_id"]
+    while True:
+        left = None if timeout is None else timeout - (ctx.clock() - started)
+        budget_left = _budget_left(ctx, root, pol)
+        bound = min(x for x in (left, budget_left, float("inf")) if x is not None)
+        out, code = status.poll(ctx, current, log_lines=log_lines, wait=True, interval=interval,
+                                timeout=None if bound == float("inf") else max(bound, 0.0),
+                                price_per_hour=price_per_hour, metrics=metrics, stall_after=stall_after)
+        if (out.get("error") or {}).get("code") == "WAIT_TIMEOUT" and budget_left is not None and \
+                budget_left <= (left if left is not None else float("inf")):
+            _make_safe(ctx, current)
+            return _final(ctx, root, out, Stop("RECOVERY_BUDGET_EXHAUSTED", f"--budget-s {pol['budget_s']:g} "
+                          f"reached while {current} ran: it was stopped (results kept)"))
+        cause = cause_of(out)
+        if cause is None or (out.get("error") or {}).get("code") == "WAIT_TIMEOUT":
+            return _final(ctx, root, out, None, code)
+        say(f"recover: {current} ended by an infrastructure failure ({cause['kind']}: {cause['reason']})")
+        try:
+            current = advance(ctx, root, current, cause, pol, request_of, health_wait_s, interval)
+        except Stop as stop:
+            return _final(ctx, root, out, stop)
+
+
+def _budget_left(ctx: Context, root: str, pol: dict) -> Optional[float]:
+    if pol.get("budget_s") is None:
+        return None
+    billed = chain_cost(ctx, root)["billed_s"]
+    return pol["budget_s"] - (billed or 0.0)
+
+
+def _final(ctx: Context, root: str, out: dict, stop: Optional[Stop], code: int = 1) -> tuple[dict, int]:
+    """The last attempt's answer with the whole chain; a :class:`Stop` becomes its error."""
+    chain = _chain(ctx, root)
+    pol = (ctx.sidecars.load(root).get("recovery") or {}).get("policy") or {}
+    out = {**out, "attempts": attempts_view(ctx, root), "chain_cost": chain_cost(ctx, root),
+           "recovery": {"first_job": root, "attempts_used": len(chain) - 1, "max_attempts": pol.get("attempts"),
+                        "fallback_instance": pol.get("fallback_instance"), "budget_s": pol.get("budget_s"),
+                        "stopped": None}}
+    if stop is not None:
+        out["recovery"]["stopped"] = stop.error.code
+        out["ok"], out["error"] = False, stop.error.to_json()
+        return out, 1
+    hint = out.get("hint") or {}
+    if out.get("state") == "ERROR" and hint.get("err_class") == "ERR_PROGRAM":
+        out["recovery"]["stopped"] = "ERR_PROGRAM"
+        out["recovery"]["note"] = "a program error (bad spec, exception in the job's code) is never recovered"
+    return out, code
+
+
+def then_teardown(ctx: Context, out: dict, code: int) -> tuple[dict, int]:
+    """``--wait --recover N --teardown``: the last attempt torn down once it ended (its answer under
+    ``teardown``; a teardown failure wins the exit code), a live one left alone."""
+    if not is_terminal(out.get("state")):
+        out["teardown_skipped"] = f"job {out.get('job_id')} is {out.get('state')}: nothing was removed"
+        return out, code
+    try:
+        down, down_code = teardown_mod.teardown(ctx, out["job_id"], price_per_hour=None)
+    except TaoBrevError as exc:
+        down, down_code = {"ok": False, "job_id": out["job_id"], "error": exc.to_json()}, exc.exit_code
+    down.pop("cost", None)
+    out["teardown"] = down
+    if down_code != 0:
+        out.update(ok=False, error=down["error"])
+        code = down_code
+    return out, code

@@ -1,0 +1,158 @@
+"""poll_status.py JOB_ID --wait --recover N (tao_brev/verbs/recover.py), end to end on the simulator.
+
+A train hit by an Xid resumes from its last checkpoint (only the later epochs run again); a
+program error is never recovered; the attempt limit stops the chain and says so; an instance
+deleted under a job recovers on the fallback instance from S3 (tier B) or says why it cannot
+(tier A); the budget stops the chain; every answer of the first job shows the chain.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import validate
+from test_robustness import brev_cli, records, sidecars
+
+from tao_brev.verbs import recover
+
+FAST = ("--interval", "0.2", "--timeout", "90", "--health-wait", "2")
+
+
+def _checkpoints(sim, job_id: str, instance: str = "box") -> list[str]:
+    out = sim.instance_home(instance) / "tao-results" / job_id / "train"
+    return sorted(p.name for p in out.glob("model_epoch_*.pth")) if out.is_dir() else []
+
+
+def _epochs_run(sim, job_id: str, instance: str = "box") -> list[int]:
+    path = sim.instance_home(instance) / "tao-results" / job_id / "train" / "status.json"
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return [line["epoch"] for line in lines if line.get("epoch") is not None and line.get("eta") is not None]
+
+
+def _docker_runs(sim) -> list[list[str]]:
+    """The job launches (``docker run -d --name JOB``), not the GPU checks (``docker run --rm``)."""
+    return [r["argv"] for r in sim.audit() if r["tool"] == "docker" and r["argv"][:2] == ["run", "-d"]]
+
+
+def test_an_xid_after_epoch_2_of_6_recovers_once_and_runs_only_epochs_3_to_6(world):
+    sub = world.submit("--recover", "1", spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [2]},
+                                                         num_epochs=6))
+    assert sub.code == 0, sub
+    first = sub.json["job_id"]
+    assert sidecars(world).load(first)["recovery_policy"]["attempts"] == 1
+    done = world.run("poll_status.py", first, "--wait", *FAST)   # the remembered policy applies
+    assert done.code == 0 and done.json["state"] == "COMPLETE", done
+    validate("poll_status", done.json)
+    chain = done.json["attempts"]
+    assert [a["attempt"] for a in chain] == [1, 2] and chain[0]["job_id"] == first
+    second = chain[1]["job_id"]
+    assert done.json["job_id"] == second                                       # the last attempt's answer
+    assert chain[0]["state"] == "ERROR" and "Xid" in chain[0]["cause"]["reason"]
+    assert chain[1]["resumed_from"] == {"job_id": first, "checkpoint": "train/model_epoch_001_step_00050.pth"}
+    assert _checkpoints(world.sim, first) == ["model_epoch_000_step_00025.pth", "model_epoch_001_step_00050.pth"]
+    assert _checkpoints(world.sim, second) == [f"model_epoch_00{e}_step_00{25 * (e + 1):03d}.pth"
+                                               for e in range(2, 6)]          # epochs 3-6 only
+    assert _epochs_run(world.sim, second) == [2, 3, 4, 5]
+    record = records(world).load(second)
+    assert record["retry_of"] == first and sidecars(world).load(second)["attempt"] == 2
+    assert done.json["recovery"]["attempts_used"] == 1 and done.json["recovery"]["stopped"] is None
+    parts = [c["billed_s"] for c in (sidecars(world).load(j)["cost"] for j in (first, second))]
+    assert done.json["chain_cost"]["billed_s"] == pytest.approx(sum(parts), abs=0.01)
+    assert len(_docker_runs(world.sim)) == 2                                   # one launch per attempt
+    again = world.run("poll_status.py", first)                                 # every answer of the first job
+    assert [a["job_id"] for a in again.json["attempts"]] == [first, second]
+
+
+def test_a_program_error_is_never_recovered(world):
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "cuda_oom": True}, num_epochs=3))
+    job = sub.json["job_id"]
+    done = world.run("poll_status.py", job, "--wait", "--recover", "3", *FAST)
+    assert done.code == 1 and done.json["hint"]["err_class"] == "ERR_PROGRAM", done
+    assert done.json["job_id"] == job and len(done.json["attempts"]) == 1
+    assert done.json["recovery"]["stopped"] == "ERR_PROGRAM" and done.json["error"]["code"] == "JOB_FAILED"
+    assert len(_docker_runs(world.sim)) == 1
+
+
+def test_recover_2_with_three_failures_stops_after_two_attempts_and_says_so(world):
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1, 2, 3]}, num_epochs=5))
+    job = sub.json["job_id"]
+    done = world.run("poll_status.py", job, "--wait", "--recover", "2", *FAST)
+    assert done.code == 1 and done.json["error"]["code"] == "RECOVERY_LIMIT", done
+    assert "all 2 recovery attempt(s)" in done.json["error"]["message"]
+    assert [a["attempt"] for a in done.json["attempts"]] == [1, 2, 3]
+    assert all(a["state"] == "ERROR" for a in done.json["attempts"])
+    assert done.json["recovery"] == {**done.json["recovery"], "attempts_used": 2, "stopped": "RECOVERY_LIMIT"}
+    assert len(_docker_runs(world.sim)) == 3
+    rerun = world.run("poll_status.py", job, "--wait", "--recover", "2", *FAST)   # continues, launches nothing
+    assert rerun.json["error"]["code"] == "RECOVERY_LIMIT" and len(_docker_runs(world.sim)) == 3
+
+
+def test_tier_a_instance_deleted_under_the_job_says_the_checkpoints_were_only_there(world):
+    world.sim.add_instance("spare")
+    world.sim.preload_image("spare", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "hang_after_epoch": 2}, num_epochs=4))
+    job = sub.json["job_id"]
+    from conftest import wait_until
+    wait_until(lambda: len(_checkpoints(world.sim, job)) >= 2, "two checkpoints")
+    brev_cli(world, "delete", "box")
+    done = world.run("poll_status.py", job, "--wait", "--recover", "1", "--fallback-instance", "spare", *FAST)
+    assert done.code == 1 and done.json["error"]["code"] == "RECOVERY_NOT_POSSIBLE", done
+    message = done.json["error"]["message"]
+    assert "brev ls lists no instance box (deleted)" in message and "were only on box" in message, message
+    assert "--retry-of " + job in done.json["error"]["fix"] and "--instance spare" in done.json["error"]["fix"]
+    assert not _docker_runs(world.sim)[1:]
+
+
+def test_gpus_that_stay_lost_without_a_fallback_stop_after_the_bounded_wait(world):
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1]}, num_epochs=3))
+    job = sub.json["job_id"]
+    assert world.run("poll_status.py", job, "--wait", *FAST).code == 1
+    world.sim.set_instance("box", gpu_lost=True)
+    done = world.run("poll_status.py", job, "--wait", "--recover", "1", *FAST)
+    assert done.code == 1 and done.json["error"]["code"] == "RECOVERY_NOT_POSSIBLE", done
+    assert "GPUs of box do not answer" in done.json["error"]["message"]
+    assert "--fallback-instance" in done.json["error"]["fix"]
+    world.sim.set_instance("box", gpu_lost=False)                              # reset: the rerun continues
+    again = world.run("poll_status.py", job, "--wait", "--recover", "1", *FAST)
+    assert again.code == 0 and again.json["state"] == "COMPLETE", again
+    assert [a["attempt"] for a in again.json["attempts"]] == [1, 2]
+
+
+def test_policy_flags_are_checked():
+    assert recover.policy(None, None, None) is None
+    assert recover.policy(2, "spare", 600.0) == {"attempts": 2, "fallback_instance": "spare", "budget_s": 600.0}
+    for bad in ((None, "spare", None), (None, None, 10.0), (-1, None, None), (1, None, 0.0)):
+        with pytest.raises(Exception) as info:
+            recover.policy(*bad)
+        assert info.value.code == "BAD_ARGUMENT"
+
+
+def test_resubmit_argv_moves_instance_drops_the_policy_and_keeps_the_overrides():
+    words = ["--instance", "box", "--image", "img", "--recover", "2", "--fallback-instance=spare", "--ephemeral",
+             "--budget-s", "60", "--", "train.num_epochs=6"]
+    assert recover.resubmit_argv(words, "spare", "j-1", [], moved=True) == [
+        "--instance", "spare", "--image", "img", "--resume-from", "j-1", "--", "train.num_epochs=6"]
+    assert recover.resubmit_argv(words, "box", "j-1", ["--start"], moved=False) == [
+        "--instance", "box", "--image", "img", "--ephemeral", "--start", "--resume-from", "j-1", "--",
+        "train.num_epochs=6"]
+
+
+@pytest.mark.parametrize("answer,kind", [
+    ({"state": "COMPLETE"}, None),
+    ({"state": "ERROR", "hint": {"err_class": "ERR_PROGRAM"}}, None),
+    ({"state": "ERROR", "hint": {"err_class": None}}, None),
+    ({"state": "RUNNING", "error": {"code": "WAIT_TIMEOUT"}}, None),
+    ({"state": "CANCELED", "error": {"code": "JOB_CANCELED"}}, None),
+    ({"state": "ERROR", "hint": {"err_class": "ERR_INFRA", "reason": "x"}}, "infra"),
+    ({"state": "UNKNOWN", "observed": {"gone": "instance"}}, "instance"),
+    ({"state": "UNKNOWN", "observed": {"gone": "container"}}, "container"),
+    ({"state": "RUNNING", "stalled": True, "stall": {"idle_s": 9}}, "stalled"),
+    ({"state": "ERROR", "reconciled": "never_launched", "error": {"code": "NEVER_LAUNCHED"}}, "never_launched"),
+    ({"state": "ERROR", "reconciled": "never_launched", "error": {"code": "SPEC_PATH_MISSING"},
+      "hint": {"err_class": "ERR_INFRA"}}, None),
+])
+def test_only_infrastructure_failures_are_causes(answer, kind):
+    found = recover.cause_of(answer)
+    assert (found or {}).get("kind") == kind
