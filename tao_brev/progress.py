@@ -1,24 +1,23 @@
 """Training progress, metrics and stall detection from TAO's ``status.json``.
 
 TAO containers append one JSON object per line to
-``<results_dir>/<action>/status.json`` (``nvidia_tao_pytorch/core/loggers/api_logging.py``
-``StatusLogger``; older archs write ``<results_dir>/status.json``): ``date``
-(``M/D/YYYY``), ``time`` (``H:M:S``, the container's clock), ``status``
-(STARTED, RUNNING, SUCCESS, FAILURE, SKIPPED), ``verbosity``, ``message``,
-and when set ``kpi`` / ``graphical`` / ``categorical``. The training callback
-(``core/callbacks/loggers.py`` ``TAOStatusLogger``) adds per epoch ``epoch``
-(completed epochs, from 1), ``max_epoch``, ``time_per_epoch`` and ``eta``
-(both ``str(datetime.timedelta)``, e.g. ``0:01:02.500000``); Lightning models
-write their KPIs on lines of their own (``"Train metrics generated."``)
-without ``epoch``.
+``<results_dir>/<action>/status.json`` (nvidia-tao-core ``nvidia_tao_core/loggers/logging.py``
+``StatusLogger``, which the tao-pytorch logger mirrors; older archs write
+``<results_dir>/status.json``): ``date`` (``M/D/YYYY``), ``time`` (``H:M:S``, the container's
+clock), ``status`` (STARTED, RUNNING, FAILURE; SUCCESS only from older containers),
+``verbosity``, ``message``, and once set ``kpi`` (repeated on every later line). What the lines
+mean (epochs from 0, KPI lines, FAILURE lines while training goes on, the success message) is
+in :mod:`tao_brev.tao_status`. A field comes from the newest line that carries it: the epoch
+fields from the newest epoch line, ``status`` / ``message`` from the last line, each KPI's
+latest value.
 
 Everything here is a pure function of the lines read and of ``now`` (the
 instance's clock, epoch seconds), so tests inject the clock. File ages use
 the file's mtime on the instance, never the line's ``date``/``time`` (whose
 time zone is the container's); line times are only subtracted from each
-other (the observed epoch rate). Missing, partial or foreign lines are normal
-(older archs, evaluate/inference, a line being written): they are counted,
-never an error. ``references/progress.md`` documents the answers.
+other (the observed epoch rate, the age of the epoch line). Missing, partial or
+foreign lines are normal (older archs, evaluate/inference, a line being written):
+they are counted, never an error. ``references/progress.md`` documents the answers.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from . import lazy_re
+from . import lazy_re, tao_status
 
 STALL_EPOCH_MULTIPLE = 3        # default --stall-after: this many times the time per epoch ...
 STALL_FLOOR_S = 1800            # ... but never less than 30 min (tqdm-only output, long validations)
@@ -179,7 +178,8 @@ def clean_kpi(kpi) -> dict:
 # Fields of a status line that are not metrics (TAO's logger fields, progress and mmlab bookkeeping).
 _NOT_KPI_FIELDS = frozenset({"date", "time", "status", "verbosity", "message", "epoch", "max_epoch", "time_per_epoch",
                              "eta", "kpi", "graphical", "categorical", "mode", "phase", "iter", "cur_iter",
-                             "max_iter", "max_iters", "step", "global_step", "memory", "data_time"})
+                             "max_iter", "max_iters", "step", "max_step", "time_per_step", "global_step", "memory",
+                             "data_time"})
 
 
 def line_kpi(item: dict) -> dict:
@@ -239,21 +239,11 @@ def entries(lines: list[str]) -> tuple[list[dict], int]:
     return out, bad
 
 
-def observed_epoch_seconds(items: list[dict]) -> float | None:
-    """Seconds per epoch from the line times: the last two epoch lines with different
-    epochs, else the STARTED line to the last epoch line."""
-    timed = [(e, t) for e, t in ((_int(x.get("epoch")), _line_time(x)) for x in items if "epoch" in x)
-             if e is not None and t is not None]
-    for (e1, t1) in reversed(timed[:-1]):
-        e2, t2 = timed[-1]
-        if e2 > e1 and t2 >= t1:
-            return (t2 - t1) / (e2 - e1)
-    if timed:
-        started = [_line_time(x) for x in items if x.get("status") == "STARTED"]
-        e2, t2 = timed[-1]
-        if started and started[-1] is not None and e2 > 0 and t2 >= started[-1]:
-            return (t2 - started[-1]) / e2
-    return None
+def _epoch_line_age(items: list[dict], latest: dict, since: int) -> float:
+    """Seconds since the epoch line was written: the file's age plus the line times between it and
+    the last line (both on the container's clock; later KPI lines renew the file's mtime)."""
+    last, at = _line_time(items[-1]), _line_time(latest)
+    return since + (last - at if last is not None and at is not None and last >= at else 0.0)
 
 
 def summarize(file: StatusFile | None, now: float | None, action: str = "") -> dict:
@@ -274,50 +264,92 @@ def summarize(file: StatusFile | None, now: float | None, action: str = "") -> d
     out["status"] = str(last.get("status") or "")[:20] or None
     if last.get("message"):
         out["message"] = str(last["message"])[:200]
-    epoch_items = [x for x in items if _int(x.get("epoch")) is not None]
+    done = tao_status.finished(items)
+    if done:
+        out["finished"] = True
+    for key, value in (("warnings", tao_status.warnings(items)), ("resumed_from", tao_status.resumed_from(items))):
+        if value:
+            out[key] = value
     latest_kpi: dict = {}
     for item in items:   # the latest value of each KPI name (validation and training lines differ)
         latest_kpi.update(line_kpi(item))
     if latest_kpi:
         out["kpi"] = dict(list(latest_kpi.items())[-MAX_KPIS:])
+    epoch_items = [x for x in items if tao_status.epochs_done(x) is not None]
     if not epoch_items:
-        out["note"] = "no epoch line yet (before the first epoch, or an action without epochs)"
+        if action in ("", "train"):
+            out["note"] = "no epoch line yet (before the first epoch ends, or an arch that writes none)"
         return out
     latest = epoch_items[-1]
-    epoch, max_epoch = _int(latest.get("epoch")), _int(latest.get("max_epoch"))
-    out.update(epoch=epoch, max_epoch=max_epoch)
-    # ETA: the remaining epochs x time_per_epoch; else the line's own eta; else the
-    # remaining epochs x the epoch rate observed between lines. Minus the time since the line.
+    epoch, total = tao_status.epochs_done(latest), tao_status.num_epochs(latest)
+    out.update(epoch=epoch, num_epochs=total)
+    for key in ("step", "max_step"):
+        if _int(latest.get(key)) is not None:
+            out[key] = _int(latest.get(key))
+    # ETA: the remaining epochs x time_per_epoch; else the line's own eta; else the remaining
+    # epochs x the epoch rate observed between lines. Minus the time since the epoch line.
     tpe = seconds(latest.get("time_per_epoch"))
     observed = observed_epoch_seconds(items) if tpe is None else None
     out["time_per_epoch_s"] = round(tpe if tpe is not None else observed, 3) if (tpe or observed) is not None else None
-    finished = out["status"] in ("SUCCESS", "FAILURE", "SKIPPED")
-    if max_epoch and max_epoch > 0:
-        out["percent"] = 100.0 if out["status"] == "SUCCESS" else round(min(100.0, 100.0 * epoch / max_epoch), 1)
-    since = out["since_update_s"] or 0
+    if total:
+        out["percent"] = 100.0 if done else round(min(100.0, 100.0 * epoch / total), 1)
+    since = _epoch_line_age(items, latest, out["since_update_s"] or 0)
     eta_field = seconds(latest.get("eta"))
     out["eta_s"] = None
-    if finished:
+    if done:
         out["eta_s"] = 0
-    elif max_epoch and tpe is not None:
-        out.update(eta_s=int(max(0.0, (max_epoch - epoch) * tpe - since)), eta_source="time_per_epoch")
+    elif total and tpe is not None:
+        out.update(eta_s=int(max(0.0, (total - epoch) * tpe - since)), eta_source="time_per_epoch")
     elif eta_field is not None:
         out.update(eta_s=int(max(0.0, eta_field - since)), eta_source="eta_field")
-    elif max_epoch and observed is not None:
-        out.update(eta_s=int(max(0.0, (max_epoch - epoch) * observed - since)), eta_source="observed_rate")
+    elif total and observed is not None:
+        out.update(eta_s=int(max(0.0, (total - epoch) * observed - since)), eta_source="observed_rate")
     return out
 
 
+def observed_epoch_seconds(items: list[dict]) -> float | None:
+    """Seconds per epoch from the line times: the last two epoch lines with different
+    epochs, else the STARTED line to the last epoch line."""
+    timed = [(e, t) for e, t in ((tao_status.epochs_done(x), _line_time(x)) for x in items)
+             if e is not None and t is not None]
+    for (e1, t1) in reversed(timed[:-1]):
+        e2, t2 = timed[-1]
+        if e2 > e1 and t2 >= t1:
+            return (t2 - t1) / (e2 - e1)
+    if timed:
+        started = [_line_time(x) for x in items if x.get("status") == "STARTED"]
+        e2, t2 = timed[-1]
+        if started and started[-1] is not None and e2 > 0 and t2 >= started[-1]:
+            return (t2 - started[-1]) / e2
+    return None
+
+
 # -- metrics --------------------------------------------------------------------
-def after_end(progress: dict, terminal: str | None) -> dict:
-    """``progress`` of a job that ended (``terminal``): a status file whose last line still says
-    STARTED/RUNNING was cut off by the end (a kill, an OOM): no ETA, and a note that says so."""
-    if not terminal or not progress.get("available") or progress.get("status") in ("SUCCESS", "FAILURE", "SKIPPED"):
+def after_end(progress: dict, terminal: str | None, action: str = "") -> dict:
+    """``progress`` of a job that ended (``terminal``: its docker end, COMPLETE for exit 0).
+
+    COMPLETE with TAO's "finished successfully" line: done (100 %, no ETA left). COMPLETE without
+    it, or any other end: the status file stopped before TAO's end (a kill, an OOM, an exception
+    TAO does not catch), or with the FAILURE line of one it caught: no ETA, a note that says which.
+    An evaluate that ended COMPLETE without any KPI says so."""
+    if not terminal or not progress.get("available"):
         return progress
     out = {k: v for k, v in progress.items() if k != "eta_source"}
+    if terminal == "COMPLETE" and progress.get("finished"):
+        out["eta_s"] = 0
+        if action == "evaluate" and not progress.get("kpi"):
+            out["note"] = ("the evaluate finished but wrote no KPIs to status.json (the model logged none): "
+                           "read its logs (poll_status.py JOB_ID --logs 50) for the metrics it printed")
+        return out
     out["eta_s"] = None
-    out["note"] = (f"the job ended {terminal}; status {progress.get('status')} is the status file's last line, "
-                   "written before the end")
+    if progress.get("status") == "FAILURE" and terminal != "COMPLETE":
+        out["note"] = f"the job ended {terminal}; TAO's last status line is FAILURE: {progress.get('message', '')}"[:300]
+    elif terminal == "COMPLETE":
+        out["note"] = ("the container exited 0 but status.json has no \"finished successfully\" line: TAO did not "
+                       "report the end of the run (its last line: " + str(progress.get("message", ""))[:120] + ")")
+    else:
+        out["note"] = (f"the job ended {terminal}; status {progress.get('status')} is the status file's last line, "
+                       "written before the end")
     return out
 
 
@@ -333,35 +365,9 @@ def goal(name: str) -> str | None:
 
 
 def epoch_table(items: list[dict]) -> list[tuple[int, dict]]:
-    """[(epoch, {kpi: value})] in file order.
-
-    A line with ``epoch`` opens (or updates) that epoch's row with its own KPIs.
-    A KPI line without ``epoch`` (how TAO's Lightning models write their
-    metrics) fills the last row's missing names; a name that row already has is
-    kept for the next epoch line (validation metrics are written before the
-    epoch line that carries them)."""
-    rows: list[tuple[int, dict]] = []
-    pending: dict = {}
-    for item in items:
-        kpi = line_kpi(item)
-        epoch = _int(item.get("epoch"))
-        if epoch is not None:
-            if rows and rows[-1][0] == epoch:
-                rows[-1][1].update(kpi)
-            else:
-                rows.append((epoch, {**pending, **kpi}))
-            pending = {}
-        elif kpi:
-            if rows:
-                row = rows[-1][1]
-                for key, value in kpi.items():
-                    if key in row:
-                        pending[key] = value
-                    else:
-                        row[key] = value
-            else:
-                pending.update(kpi)
-    return rows
+    """[(completed epochs, {kpi: value})]: :func:`tao_brev.tao_status.epoch_rows` (each KPI dict
+    counted once, on the epoch it belongs to)."""
+    return tao_status.epoch_rows(items, line_kpi)
 
 
 def metrics(file: StatusFile | None, last: int = METRICS_DEFAULT_EPOCHS) -> dict:

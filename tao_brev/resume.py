@@ -228,7 +228,7 @@ def instance_lines(results_dir: str) -> str:
     or ``MISSING`` and exits RESUME_FAILED_EXIT."""
     rd = remote.rpath(results_dir)
     newest = ("awk '{n=$0; sub(/.*model_epoch_/, \"\", n); sub(/[.]pth$/, \"\", n); split(n, p, \"_step_\"); "
-              "printf \"%d %d %s\\n\", p[1], p[2], $0}' | sort -k1,1n -k2,2n | tail -n 1 | cut -d' ' -f3")
+              "printf \"%d %d %s\\n\", p[1], p[2], $0}' | sort -k1,1n -k2,2n | tail -n 1 | cut -d' ' -f3-")
     return "\n".join([
         f"__tb_rd={rd}; __tb_resume=; __tb_via=",
         f'[ -d "$__tb_rd" ] || {{ echo "{MISSING} no results dir"; exit {RESUME_FAILED_EXIT}; }}',
@@ -247,6 +247,7 @@ def instance_lines(results_dir: str) -> str:
         f"{newest}); fi",
         f'case "$__tb_resume" in ""|*[!A-Za-z0-9._/-]*|*..*) echo "{MISSING} no checkpoint"; '
         f"exit {RESUME_FAILED_EXIT};; esac",
+        f'[ -f "$__tb_rd/$__tb_resume" ] || {{ echo "{MISSING} no checkpoint"; exit {RESUME_FAILED_EXIT}; }}',
         f'echo "{MARKER} $__tb_resume $(wc -c < "$__tb_rd/$__tb_resume") $__tb_via"',
     ])
 

@@ -1,9 +1,8 @@
 """Training progress, metrics and stall detection (tao_brev/progress.py and the status verb).
 
 Pure functions are tested with an injected clock on status files written by
-the TAO stand-in's own writer (``tests/sim/tao_standin.StatusLog``, which
-writes as TAO's StatusLogger and TAOStatusLogger do) and on other shapes TAO
-archs produce; the status verb end to end on the simulator, where a silent
+TAO's own logger in the order TAO's training writes them (``tests/tao_lines.py``;
+tests/test_progress_tao.py has the TAO cases) and on other shapes TAO archs produce; the status verb end to end on the simulator, where a silent
 job is made "old" by backdating its status file and log entries (never by
 waiting on the wall clock).
 """
@@ -22,35 +21,29 @@ from conftest import ROOT, validate
 from tao_brev import progress, remote
 from tao_brev.progress import StatusFile
 
+from tao_lines import T0, TaoWriter, train_kpis, val_kpis  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "tests" / "sim"))
-from tao_standin import StatusLog, simulated_kpis  # noqa: E402
-
-T0 = 1_795_000_000.0   # an arbitrary instance time (epoch seconds)
+import tao_lightning  # noqa: E402  (the KPIs the simulator's TAO stand-in writes)
 
 
-class FakeClock:
-    def __init__(self, start: float = T0):
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
+def stand_in_kpis(epochs_done: int) -> dict:
+    """The stand-in's latest KPIs after ``epochs_done`` epochs with validation every epoch."""
+    return {**tao_lightning.val_kpis(epochs_done - 1, {}), **tao_lightning.train_kpis(epochs_done - 1, {})}
 
 
-def write_run(tmp_path: Path, epochs_done: int, max_epoch: int, epoch_s: float, **fields_filter) -> StatusFile:
-    """A status.json as the stand-in (TAO) writes it after ``epochs_done`` epochs of ``epoch_s`` seconds."""
-    clock = FakeClock()
+def write_run(tmp_path: Path, epochs_done: int, num_epochs: int, epoch_s: float, **fields_filter) -> StatusFile:
+    """A status.json as TAO writes it after ``epochs_done`` epochs of ``epoch_s`` seconds."""
     path = tmp_path / "status.json"
     path.unlink(missing_ok=True)
-    log = StatusLog(path, clock)
-    log.write(status="STARTED", message="Starting Training Loop.")
-    for epoch in range(1, epochs_done + 1):
-        clock.now += epoch_s
-        log.epoch_end(epoch, max_epoch, epoch_s, simulated_kpis(epoch, {}))
-    lines = path.read_text().splitlines()
+    tao = TaoWriter(path)
+    tao.start()
+    tao.train(num_epochs, last=epochs_done - 1, epoch_s=epoch_s, end=False)
+    file = tao.file()
     if fields_filter.get("drop"):
-        lines = [json.dumps({k: v for k, v in json.loads(ln).items() if k not in fields_filter["drop"]})
-                 for ln in lines]
-    return StatusFile("train/status.json", int(clock.now), path.stat().st_size, lines)
+        file.lines = [json.dumps({k: v for k, v in json.loads(ln).items() if k not in fields_filter["drop"]})
+                      for ln in file.lines]
+    return file
 
 
 # -- progress from TAO's lines ------------------------------------------------------
@@ -62,13 +55,13 @@ def test_progress_and_eta_within_one_epoch_of_the_truth(tmp_path, drop):
         now = file.mtime + since
         got = progress.summarize(file, now, "train")
         truth_remaining = (total - done) * epoch_s - since
-        assert (got["epoch"], got["max_epoch"], got["percent"]) == (done, total, 40.0), got
+        assert (got["epoch"], got["num_epochs"], got["percent"]) == (done, total, 40.0), got
         assert abs(got["eta_s"] - truth_remaining) <= epoch_s, (got, truth_remaining)
         assert got["since_update_s"] == since
         assert got["eta_source"] == ("time_per_epoch" if "time_per_epoch" not in drop else
                                      "eta_field" if "eta" not in drop else "observed_rate")
     assert got["time_per_epoch_s"] == pytest.approx(epoch_s, abs=1.0)
-    assert got["kpi"] == simulated_kpis(done, {})   # validation + training KPIs, latest of each
+    assert got["kpi"] == {**val_kpis(done - 1), **train_kpis(done - 1)}   # validation + training, latest of each
 
 
 def test_timedelta_strings_and_numbers():
@@ -80,24 +73,24 @@ def test_timedelta_strings_and_numbers():
 
 
 @pytest.mark.parametrize("lines, want", [
-    # kpi on the epoch line itself, 0-based epochs, numeric time_per_epoch (non-Lightning writers)
+    # kpi on the epoch line itself, numeric time_per_epoch; epoch 1 of max_epoch 4: 2 of 5 done
     (['{"epoch": 0, "max_epoch": 4, "time_per_epoch": 10, "kpi": {"loss": 2.0}, "status": "RUNNING"}',
       '{"epoch": 1, "max_epoch": 4, "time_per_epoch": 10, "kpi": {"loss": 1.5}, "status": "RUNNING"}'],
-     {"epoch": 1, "max_epoch": 4, "percent": 25.0, "kpi": {"loss": 1.5}, "eta_s": 30}),
+     {"epoch": 2, "num_epochs": 5, "percent": 40.0, "kpi": {"loss": 1.5}, "eta_s": 30}),
     # no max_epoch: no percent, no ETA, still the epoch
     (['{"epoch": 7, "time_per_epoch": "0:00:05", "status": "RUNNING"}'],
-     {"epoch": 7, "max_epoch": None, "eta_s": None}),
+     {"epoch": 7, "num_epochs": None, "eta_s": None}),
     # a line being written (no newline yet, cut) is skipped, counted
     (['{"epoch": 2, "max_epoch": 4, "time_per_epoch": "0:00:10", "status": "RUNNING"}', '{"epoch": 3, "max_'],
-     {"epoch": 2, "unreadable_lines": 1, "eta_s": 20}),
-    # evaluate: STARTED then SUCCESS with KPIs, no epochs
+     {"epoch": 3, "unreadable_lines": 1, "eta_s": 20}),
+    # evaluate of an older TAO: STARTED then SUCCESS with KPIs, no epochs
     (['{"status": "STARTED", "message": "Starting evaluate."}',
       '{"status": "SUCCESS", "kpi": {"mAP": 0.71}, "message": "Evaluation finished successfully."}'],
-     {"status": "SUCCESS", "kpi": {"mAP": 0.71}}),
-    # a failure after two epochs, loss gone to NaN (python json writes NaN)
+     {"status": "SUCCESS", "kpi": {"mAP": 0.71}, "finished": True}),
+    # an ERROR-level line after three epochs, loss gone to NaN (python json writes NaN): not the end
     (['{"epoch": 2, "max_epoch": 5, "time_per_epoch": "0:00:10", "kpi": {"loss": NaN}, "status": "RUNNING"}',
       '{"status": "FAILURE", "message": "loss is nan"}'],
-     {"status": "FAILURE", "eta_s": 0, "kpi": {"loss": "nan"}}),
+     {"status": "FAILURE", "eta_s": 30, "kpi": {"loss": "nan"}, "warnings": ["loss is nan"]}),
 ])
 def test_other_progress_shapes(lines, want):
     got = progress.summarize(StatusFile("train/status.json", int(T0), 100, lines), T0, "train")
@@ -122,15 +115,15 @@ def test_metrics_credit_each_epoch_its_own_kpis_and_find_the_best(tmp_path):
     got = progress.metrics(file, last=3)
     assert [row["epoch"] for row in got["epochs"]] == [4, 5, 6] and got["truncated"] is True
     for row in got["epochs"]:
-        assert row["kpi"] == simulated_kpis(row["epoch"], {}), row
+        assert row["kpi"] == {**val_kpis(row["epoch"] - 1), **train_kpis(row["epoch"] - 1)}, row
     assert got["best"]["val_acc"]["goal"] == "max" and got["best"]["val_acc"]["best"]["epoch"] == 6
     assert got["best"]["train_loss"]["goal"] == "min" and got["best"]["train_loss"]["best"]["epoch"] == 6
 
 
 def test_metrics_of_a_diverging_run():
     lines = []
-    for epoch in range(1, 5):
-        kpis = simulated_kpis(epoch, {"diverge": True})
+    for epoch in range(0, 4):   # TAO's epochs 0..3: 1..4 done
+        kpis = tao_lightning.train_kpis(epoch, {"diverge": True})
         lines.append(json.dumps({"epoch": epoch, "max_epoch": 9, "kpi": kpis, "status": "RUNNING"}))
     lines.append(json.dumps({"kpi": {"learning_rate": 0.001}, "status": "RUNNING"}))
     got = progress.metrics(StatusFile("train/status.json", 1, 1, lines), last=10)
@@ -191,13 +184,14 @@ def _status_path(world, job_id: str) -> Path:
 
 
 def _wait_for_epoch(world, job_id: str, epoch: int, deadline_s: float = 60) -> list[dict]:
-    """Block until the job's status.json holds epoch ``epoch`` (an event, not a timing assertion)."""
+    """Block until ``epoch`` epochs are done in the job's status.json (TAO writes the 0-based
+    ``epoch - 1``), its Train metrics line written (an event, not a timing assertion)."""
     path = _status_path(world, job_id)
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         if path.exists():
             lines = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
-            if any(x.get("epoch") == epoch for x in lines) and lines[-1].get("message") == "Train metrics generated.":
+            if any(x.get("epoch") == epoch - 1 for x in lines) and lines[-1].get("message") == "Train metrics generated.":
                 return lines
         time.sleep(0.05)
     raise AssertionError(f"{job_id} never reached epoch {epoch}")
@@ -227,9 +221,10 @@ def test_progress_mid_run_matches_the_status_lines_in_one_round_trip(world):
     got = res.json["progress"]
     epoch_line = [x for x in lines if "epoch" in x][-1]
     assert res.json["state"] == "RUNNING" and res.json["stalled"] is False
-    assert (got["epoch"], got["max_epoch"], got["percent"]) == (2, 5, 40.0)
+    assert (got["epoch"], got["num_epochs"], got["percent"]) == (2, 5, 40.0)
+    assert (got["step"], got["max_step"]) == (2 * tao_lightning.STEPS_PER_EPOCH, 5 * tao_lightning.STEPS_PER_EPOCH)
     assert got["time_per_epoch_s"] == pytest.approx(progress.seconds(epoch_line["time_per_epoch"]), abs=1e-3)
-    assert got["kpi"] == simulated_kpis(2, {}) and got["file"] == "train/status.json"
+    assert got["kpi"] == stand_in_kpis(2) and got["file"] == "train/status.json"
     assert res.json["stall"]["last_log_line"].startswith("Epoch 2/5") or "Epoch" in res.json["stall"]["last_log_line"]
 
 
@@ -241,7 +236,7 @@ def test_metrics_are_bounded(world):
     validate("poll_status", res.json)
     table = res.json["metrics"]
     assert [r["epoch"] for r in table["epochs"]] == [3, 4] and table["epochs_read"] == 4
-    assert table["best"]["val_acc"]["best"] == {"value": simulated_kpis(4, {})["val_acc"], "epoch": 4}
+    assert table["best"]["val_acc"]["best"] == {"value": stand_in_kpis(4)["val_acc"], "epoch": 4}
     assert world.run("poll_status.py", job_id, "--metrics", "0").code == 2
 
 
@@ -251,10 +246,11 @@ def test_complete_answer_carries_the_final_kpis(world):
     done = world.run("poll_status.py", job_id, "--wait", "--interval", "0.2", "--timeout", "60")
     assert done.code == 0 and done.json["state"] == "COMPLETE", done
     validate("poll_status", done.json)
-    assert done.json["final_kpi"] == simulated_kpis(3, {}) and done.json["progress"]["percent"] == 100.0
+    assert done.json["final_kpi"] == stand_in_kpis(3) and done.json["progress"]["percent"] == 100.0
+    assert done.json["progress"]["finished"] is True and "note" not in done.json["progress"]
     assert world.run("teardown.py", job_id).code == 0
     after = world.run("poll_status.py", job_id)   # the container is gone: the kept progress answers
-    assert after.json["final_kpi"] == simulated_kpis(3, {}), after
+    assert after.json["final_kpi"] == stand_in_kpis(3), after
 
 
 def test_all_carries_progress_for_every_job_with_one_exec_per_instance(world):
@@ -327,7 +323,7 @@ def test_mmlab_shaped_lines_per_iteration_with_top_level_metrics():
                                 "status": "RUNNING"}))
     file = StatusFile("train/status.json", int(T0), 1, lines)
     got = progress.summarize(file, T0 + 60, "train")
-    assert got["epoch"] == 2 and got["max_epoch"] is None and "percent" not in got
+    assert got["epoch"] == 2 and got["num_epochs"] is None and "percent" not in got
     assert got["eta_s"] == 300 and got["eta_source"] == "eta_field"
     assert got["kpi"] == {"lr": 0.01, "loss": 0.5, "accuracy_top-1": 71.5}
     table = progress.metrics(file)
@@ -341,3 +337,34 @@ def test_all_judges_stalls_only_from_a_status_file():
     nothing = progress.summarize(None, later, "train")
     assert progress.assess_stall("j", later, nothing, started, status_only=True) is None
     assert progress.assess_stall("j", later, nothing, started)["stalled"] is True
+
+
+def test_error_level_lines_are_warnings_and_the_job_still_completes(world):
+    res = world.submit(spec=world.spec({"epoch_seconds": 0.02, "log_errors": {1: "Unable to log the graph"}},
+                                       num_epochs=3))
+    done = world.run("poll_status.py", res.json["job_id"], "--wait", "--interval", "0.2", "--timeout", "60")
+    assert done.code == 0 and done.json["state"] == "COMPLETE", done
+    validate("poll_status", done.json)
+    got = done.json["progress"]
+    assert got["warnings"] == ["Unable to log the graph"] and got["finished"] is True
+    assert (got["epoch"], got["num_epochs"], got["percent"]) == (3, 3, 100.0)
+
+
+@pytest.mark.parametrize("kpis", [True, False])
+def test_evaluate_kpis_are_the_final_kpis_or_the_answer_says_none(world, kpis):
+    data = world.put_dataset()
+    (world.sim.instance_home("box") / "tao-data" / "levir_cd_tiny" / "model.pth").write_bytes(b"weights")
+    spec = world.spec({"epoch_seconds": 0.02, "evaluate_kpis": kpis})
+    sub = world.run("submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt", "--network-arch",
+                    "visual_changenet", "--action", "evaluate", "--spec", str(spec), "--inputs",
+                    f"{data}=levir_cd_tiny", "--", "evaluate.checkpoint=/data/levir_cd_tiny/model.pth")
+    assert sub.code == 0, sub
+    done = world.run("poll_status.py", sub.json["job_id"], "--wait", "--interval", "0.2", "--timeout", "60")
+    assert done.code == 0 and done.json["state"] == "COMPLETE", done
+    validate("poll_status", done.json)
+    assert done.json["progress"]["file"] == "evaluate/status.json"
+    if kpis:
+        assert done.json["final_kpi"] == tao_lightning.test_kpis("visual_changenet", {"task": "segment"})
+        assert "note" not in done.json["progress"]
+    else:
+        assert "final_kpi" not in done.json and "wrote no KPIs" in done.json["progress"]["note"]

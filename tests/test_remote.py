@@ -168,6 +168,14 @@ def test_docker_run_names_labels_mounts_and_runs_the_action():
     assert "--env-file" not in run_spec().docker_run()
 
 
+def test_shell_args_are_appended_as_they_are_after_the_overrides():
+    line = run_spec(overrides=("a=1",), shell_args=('"k=/resume/$v"',)).docker_run()
+    assert line.endswith(" a=1 \"k=/resume/$v\"")
+    code, out = sh(f'v=x.pth; set -- {line.split(" ", 1)[1]}; for w; do printf "%s\\n" "$w"; done', ".")
+    assert code == 0 and out.splitlines()[-1] == "k=/resume/x.pth"
+    assert run_spec().docker_run().endswith("results_dir=/results")
+
+
 @pytest.mark.parametrize("gpus, flag", [("all", ["--gpus", "all"]), ("0", ["--gpus", '"device=0"']),
                                         ("0,1,3", ["--gpus", '"device=0,1,3"'])])
 def test_gpus_flag(gpus, flag):

@@ -70,7 +70,7 @@ def test_tier_a_resume_on_the_same_instance_runs_only_the_epochs_after_the_check
     assert sub.json["resume_from"]["job_id"] == old and sub.json["resume_from"]["source"] == "instance"
     chosen = sub.json["resume_from"]["checkpoint"]
     assert chosen["path"] == "train/model_epoch_001_step_00050.pth"          # the _latest link's target
-    assert chosen["link"] == "train/changenet_model_classify_latest.pth"
+    assert chosen["link"] == "train/changenet_model_segment_latest.pth"
     run = _docker_runs(world.sim, new)[0]
     home = str(world.sim.instance_home("box"))
     assert f"{home}/tao-results/{old}:/resume:ro" in run
@@ -89,7 +89,7 @@ def test_tier_a_resume_on_the_same_instance_runs_only_the_epochs_after_the_check
 
 def test_without_a_valid_link_the_highest_epoch_and_step_is_taken(world):
     old = _cut_short(world)
-    link = world.sim.instance_home("box") / "tao-results" / old / "train" / "changenet_model_classify_latest.pth"
+    link = world.sim.instance_home("box") / "tao-results" / old / "train" / "changenet_model_segment_latest.pth"
     link.unlink()
     link.symlink_to("model_epoch_999_step_99999.pth")   # dangling (old checkpoints cleaned up)
     sub = world.submit("--resume-from", old, spec=world.spec({"epoch_seconds": 0.02}, num_epochs=3))
@@ -160,7 +160,7 @@ def test_tier_b_resume_from_s3_results_on_another_instance(s3world):
     assert down.code == 0, down
     side = sidecars(world).load(old)["results"]
     assert side["verified"] and side["latest_checkpoint"]["path"] == "train/model_epoch_001_step_00050.pth"
-    assert side["latest_checkpoint"]["link"] == "train/changenet_model_classify_latest.pth"
+    assert side["latest_checkpoint"]["link"] == "train/changenet_model_segment_latest.pth"
 
     world.sim.add_instance("box-b")
     world.sim.preload_image("box-b", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
@@ -306,3 +306,58 @@ def test_resubmit_words_drop_the_one_off_flags(tmp_path, monkeypatch):
 ])
 def test_the_launch_scripts_choice_is_read_back(out, parsed):
     assert resume.parse_marker(out) == parsed
+
+
+# ---------------------------------------------------------------- the launch script's choice, on a real sh
+def _choose(tmp_path, build) -> tuple[int, str]:
+    import subprocess
+
+    results = tmp_path / "res"
+    (results / "train").mkdir(parents=True)
+    build(results)
+    script = resume.instance_lines(str(results)) + '\necho "CHOSEN=$__tb_resume"'
+    done = subprocess.run(["sh", "-c", "set -e\n" + script], capture_output=True, text=True, timeout=30,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    return done.returncode, done.stdout
+
+
+def _ckpt(results, *names):
+    for name in names:
+        (results / name).write_bytes(b"ckpt")
+
+
+@pytest.mark.parametrize("build, chosen", [
+    (lambda r: (_ckpt(r, "train/model_epoch_000_step_00025.pth", "train/model_epoch_001_step_00050.pth"),
+                (r / "train/m_latest.pth").symlink_to("model_epoch_000_step_00025.pth")),
+     "train/model_epoch_000_step_00025.pth"),                       # the link wins over a newer file
+    (lambda r: (_ckpt(r, "train/model_epoch_001_step_00050.pth"),
+                (r / "train/m_latest.pth").symlink_to("/results/train/model_epoch_001_step_00050.pth")),
+     "train/model_epoch_001_step_00050.pth"),                       # absolute, as the container saw it
+    (lambda r: _ckpt(r, "train/model_epoch_002_step_00075.pth", "train/model_epoch_010_step_00275.pth",
+                     "train/model_epoch_009_step_00250.pth"),
+     "train/model_epoch_010_step_00275.pth"),                       # no link: highest epoch, numerically
+    (lambda r: (_ckpt(r, "train/model_epoch_003_step_00100.pth"),
+                (r / "train/m_latest.pth").symlink_to("model_epoch_999_step_99999.pth")),
+     "train/model_epoch_003_step_00100.pth"),                       # dangling link: the fallback
+    (lambda r: (_ckpt(r, "train/model_epoch_003_step_00100.pth", "train/m_latest.pth")),
+     "train/m_latest.pth"),                                         # a copy, not a link (Lightning's fallback)
+    (lambda r: (_ckpt(r, "model_epoch_004.pth", "model_epoch_012.pth")), "model_epoch_012.pth"),   # older archs
+    (lambda r: ((r / "train/model_epoch_005_step_00150.pth").write_bytes(b""),
+                _ckpt(r, "train/model_epoch_004_step_00125.pth")),
+     "train/model_epoch_004_step_00125.pth"),                       # an empty file is no checkpoint
+])
+def test_the_instance_picks_the_link_target_else_the_highest_epoch(tmp_path, build, chosen):
+    code, out = _choose(tmp_path, build)
+    assert code == 0 and f"CHOSEN={chosen}" in out, out
+    assert f"{resume.MARKER} {chosen} 4" in out
+
+
+@pytest.mark.parametrize("build", [
+    lambda r: None,
+    lambda r: (r / "train/m_latest.pth").symlink_to("../../../etc/passwd"),
+    lambda r: (r / "train/m_latest.pth").symlink_to("/etc/hostname"),
+    lambda r: _ckpt(r, "train/model_epoch_001_step_1 2.pth"),
+])
+def test_no_usable_checkpoint_stops_the_script(tmp_path, build):
+    code, out = _choose(tmp_path, build)
+    assert code == resume.RESUME_FAILED_EXIT and resume.MISSING in out and "CHOSEN" not in out, out

@@ -355,7 +355,7 @@ def test_a_deleted_instance_is_unknown_with_what_was_lost(world):
     assert res.code == 0 and res.json["state"] == "UNKNOWN", res
     validate("poll_status", res.json)
     assert "deleted" in res.json["message"] and "lost" in res.json["message"]
-    assert res.json["hint"]["err_class"] == "ERR_INFRA" and "--retry-of" in res.json["hint"]["advice"]
+    assert res.json["hint"]["err_class"] == "ERR_INFRA" and f"--resume-from {job_id}" in res.json["hint"]["advice"]
     wait = world.run("poll_status.py", job_id, "--wait", "--interval", "0.1", **FAST)
     assert wait.code == 1 and wait.json["error"]["code"] == "INSTANCE_LOST", wait
     down = world.run("teardown.py", job_id, **FAST)
@@ -373,7 +373,8 @@ def test_a_stopped_instance_is_named_not_mistaken_for_oom(world):
     validate("poll_status", res.json)
     message = res.json["message"]
     assert "box was STOPPED" in message and "bills again" in message and "out of memory" not in message
-    assert res.json["hint"]["err_class"] == "ERR_INFRA" and "--retry-of" in res.json["hint"]["advice"]
+    assert res.json["hint"]["err_class"] == "ERR_INFRA" and f"--resume-from {job_id}" in res.json["hint"]["advice"]
+    assert "--retry-of" not in res.json["hint"]["advice"]   # a link only: never advised as a resume
     record = records(world).load(job_id)
     assert record["terminal_state"] == "ERROR" and record["err_class"] == "ERR_INFRA"
     assert world.sim.instance("box")["status"] == "RUNNING"

@@ -171,3 +171,20 @@ def test_evaluate_writes_its_kpis_and_no_kpis_when_the_model_writes_none(sim):
     assert missing["code"] == 1
     assert status_lines(missing["results"] / "m", "evaluate")[-1]["message"].startswith(
         "Configuration error: Missing mandatory value: evaluate.checkpoint")
+
+
+def test_progress_of_a_resumed_run_read_from_the_stand_in_s_status_file(sim):
+    """End to end: the status.json the stand-in's resumed run appended, through tao_brev.progress."""
+    from tao_brev import progress
+
+    assert run(sim, "a", spec(sim, num_epochs=3))["code"] == 0
+    again = run(sim, "b", spec(sim, "longer.yaml", num_epochs=5))
+    path = again["results"] / "train" / "status.json"
+    lines = path.read_text().splitlines()
+    file = progress.StatusFile("train/status.json", int(path.stat().st_mtime), path.stat().st_size, lines[-12:])
+    got = progress.after_end(progress.summarize(file, path.stat().st_mtime, "train"), "COMPLETE", "train")
+    assert (got["epoch"], got["num_epochs"], got["percent"], got["eta_s"]) == (5, 5, 100.0, 0)
+    assert got["resumed_from"] == "/results/train/model_epoch_002_step_00075.pth" and "note" not in got
+    table = progress.metrics(progress.StatusFile("train/status.json", 1, 1, lines))
+    assert [row["epoch"] for row in table["epochs"]] == [1, 2, 3, 4, 5]
+    assert all({"val_loss", "train_loss"} <= set(row["kpi"]) for row in table["epochs"])

@@ -106,7 +106,7 @@ def watch_fields(ctx: Context, record: dict, observed: JobState, probe: Probe | 
             ctx.sidecars.update(job_id, final_progress=out["progress"])
     elif saved and not out["progress"].get("available"):
         out["progress"] = {**saved, "note": "kept from the last poll that read the status file"}
-    out["progress"] = progress_mod.after_end(out["progress"], terminal)
+    out["progress"] = progress_mod.after_end(out["progress"], terminal, action)
     if terminal == "COMPLETE" and out.get("progress", {}).get("kpi"):
         out["final_kpi"] = out["progress"]["kpi"]
     if metrics:
@@ -427,11 +427,12 @@ def check_watch(metrics: int | None, stall_after: float | None) -> None:
 
 
 def progress_note(progress: dict | None) -> str:
-    """`` - epoch 3/10 (30%), ETA 420 s`` for the stderr progress line ('' when unknown)."""
+    """`` - epoch 3/10 (30%), ETA 420 s`` (3 epochs completed of 10) for the stderr progress line
+    ('' when unknown)."""
     if not progress or progress.get("epoch") is None:
         return ""
     eta = f", ETA {progress['eta_s']} s" if progress.get("eta_s") is not None else ""
-    return f" - epoch {progress['epoch']}/{progress.get('max_epoch') or '?'} ({progress.get('percent', '?')}%){eta}"
+    return f" - epoch {progress['epoch']}/{progress.get('num_epochs') or '?'} ({progress.get('percent', '?')}%){eta}"
 
 
 def _unverified_results(job_id: str, results: dict | None) -> dict | None:

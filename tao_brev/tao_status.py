@@ -1,0 +1,120 @@
+"""What TAO 7's status.json lines mean: epochs, KPI lines, FAILURE lines, the end.
+
+The sources (tao-pytorch 7.0.1, nvidia-tao-core 7.3.0):
+
+- ``nvidia_tao_core/loggers/logging.py`` ``BaseLogger.write``: every line carries the logger's
+  last ``kpi`` dict once a model has set one, so a dict repeats on later lines until a new one is
+  set (a repeat is not a new value).
+- ``nvidia_tao_pytorch/core/callbacks/loggers.py:121-138`` ``TAOStatusLogger.on_train_epoch_end``:
+  ``epoch`` is Lightning's ``current_epoch`` (from 0) of the epoch that just ended,
+  ``max_epoch`` is ``max_epochs - 1``, plus ``step`` / ``max_step`` (global steps) and
+  ``time_per_epoch`` / ``eta``. After that line ``epoch + 1`` epochs are complete, of
+  ``max_epoch + 1``.
+- the Lightning models' hooks (e.g. ``cv/visual_changenet/segmentation/models/cn_pl_model.py``):
+  "Eval metrics generated." (validation, run inside the epoch, so before that epoch's callback
+  line) and "Train metrics generated." (the model's ``on_train_epoch_end``, after it).
+- ``core/tlt_logging.py:124-139`` (dual logging): every ERROR-level log call is a
+  ``"status": "FAILURE"`` line while the job goes on; a FAILURE line is not the end.
+- ``core/decorators/workflow.py:59-62`` ``monitor_status``: a success ends with
+  ``"status": "RUNNING"``, "<Action> finished successfully." (TAO 7 never writes SUCCESS; older
+  containers did); its caught exceptions end with a FAILURE line, then the process exits 1.
+- ``core/initialize_experiments.py:70-73``: "Resuming training from checkpoint: PATH".
+
+Lines without ``max_epoch`` (TAO's mmlab loggers: one line per iteration) name the epoch in
+progress as written; they count no completed epochs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import lazy_re
+
+MAX_WARNINGS = 5                 # FAILURE lines kept in an answer (the newest)
+WARNING_CHARS = 200
+_FINISHED = lazy_re.compile(r"finished successfully\.?\s*$", re.I)
+_METRICS_LINE = lazy_re.compile(r"metrics generated", re.I)
+_EVAL_LINE = lazy_re.compile(r"^\s*(eval|validation)\b", re.I)
+_RESUMING = lazy_re.compile(r"^Resuming training from checkpoint: (\S+)")
+
+
+def _int(value) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    return int(value) if abs(value) < 1e12 else None
+
+
+def epochs_done(item: dict) -> int | None:
+    """Completed epochs after this line: ``epoch + 1`` on a TAOStatusLogger line (it has
+    ``max_epoch``); the epoch as written on other epoch lines; None without ``epoch``."""
+    epoch = _int(item.get("epoch"))
+    if epoch is None:
+        return None
+    return epoch + 1 if _int(item.get("max_epoch")) is not None else epoch
+
+
+def num_epochs(item: dict) -> int | None:
+    """The planned number of epochs: ``max_epoch + 1`` (None without ``max_epoch``)."""
+    max_epoch = _int(item.get("max_epoch"))
+    return max_epoch + 1 if max_epoch is not None and max_epoch >= 0 else None
+
+
+def finished(items: list[dict]) -> bool:
+    """Whether TAO wrote its end of a success: "... finished successfully." (or an older SUCCESS)."""
+    return any(_FINISHED.search(str(x.get("message") or "")) or x.get("status") == "SUCCESS" for x in items)
+
+
+def warnings(items: list[dict]) -> list[str]:
+    """The messages of the FAILURE lines read (the newest MAX_WARNINGS), each cut to WARNING_CHARS."""
+    found = [str(x.get("message") or "FAILURE line without a message")[:WARNING_CHARS]
+             for x in items if x.get("status") == "FAILURE"]
+    return found[-MAX_WARNINGS:]
+
+
+def resumed_from(items: list[dict]) -> str | None:
+    """The checkpoint of the newest "Resuming training from checkpoint: PATH" line read."""
+    for item in reversed(items):
+        match = _RESUMING.match(str(item.get("message") or ""))
+        if match:
+            return match.group(1)[:300]
+    return None
+
+
+def is_eval(item: dict, kpi: dict) -> bool:
+    """A validation KPI line: its message says so, or every KPI name starts with ``val``."""
+    message = str(item.get("message") or "")
+    return bool(_EVAL_LINE.search(message)) or (bool(kpi) and all(k.startswith("val") for k in kpi))
+
+
+def epoch_rows(items: list[dict], line_kpi) -> list[tuple[int, dict]]:
+    """[(completed epochs, {kpi: value})], by epoch.
+
+    A KPI dict counts once: on the line that sets it (it differs from the previous line's, or
+    the line says "metrics generated"), never on the lines that repeat it. A new validation dict
+    belongs to the next epoch line (validation runs inside the epoch, before its callback line);
+    any other new dict to the last epoch line before it. An epoch that appears again (a resumed
+    run re-running it) replaces its earlier row."""
+    rows: dict[int, dict] = {}
+    order: list[int] = []
+    pending: dict = {}
+    previous: dict | None = None
+    for item in items:
+        kpi = line_kpi(item)
+        new = bool(kpi) and (kpi != previous or bool(_METRICS_LINE.search(str(item.get("message") or ""))))
+        previous = kpi
+        done = epochs_done(item)
+        if done is not None:
+            if not order or order[-1] != done:
+                if done in rows:
+                    order.remove(done)
+                rows[done] = dict(pending)
+                order.append(done)
+                pending = {}
+            if new:
+                rows[done].update(kpi)
+        elif new:
+            if is_eval(item, kpi) or not order:
+                pending.update(kpi)
+            else:
+                rows[order[-1]].update(kpi)
+    return [(n, rows[n]) for n in sorted(order)]
