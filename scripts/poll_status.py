@@ -44,10 +44,13 @@ chain (references/recovery.md).
 
 Progress, in every answer that reached the instance (same round trip), from
 TAO's <results_dir>/<action>/status.json (references/progress.md):
-  "progress": {available, file, status, epoch, max_epoch, percent, eta_s,
-  time_per_epoch_s, kpi (latest), updated_at, since_update_s, note}; missing or
-  partial files are normal ("available": false and a note). COMPLETE answers
-  add "final_kpi". --metrics N adds "metrics": {epochs: [{epoch, kpi}] (last N),
+  "progress": {available, file, status, message, epoch (completed epochs),
+  num_epochs, step, max_step, percent, eta_s, time_per_epoch_s, kpi (latest),
+  finished (TAO's "finished successfully" line), warnings (FAILURE lines:
+  ERROR-level log calls, not the end), resumed_from, updated_at,
+  since_update_s, note}; missing or partial files are normal ("available":
+  false and a note). COMPLETE answers add "final_kpi" (evaluate: its KPIs; an
+  evaluate that wrote none says so in the note). --metrics N adds "metrics": {epochs: [{epoch, kpi}] (last N),
   best: {KPI: {goal, best, last, min, max}}}. A RUNNING job gets "stalled" and
   "stall": {idle_s, threshold_s, threshold_source, last_progress_at,
   last_status_at, last_log_at, last_log_line, advice}: no status line and no

@@ -19,6 +19,9 @@ The sources (tao-pytorch 7.0.1, nvidia-tao-core 7.3.0):
   ``"status": "RUNNING"``, "<Action> finished successfully." (TAO 7 never writes SUCCESS; older
   containers did); its caught exceptions end with a FAILURE line, then the process exits 1.
 - ``core/initialize_experiments.py:70-73``: "Resuming training from checkpoint: PATH".
+- pointpillars' own loop (``pointcloud/pointpillars/tools/train_utils/train_utils.py:84-99``):
+  one "Train metrics generated." line per epoch with the 0-based ``epoch``, ``max_epoch`` =
+  total_epochs and its KPIs on the same line.
 
 Lines without ``max_epoch`` (TAO's mmlab loggers: one line per iteration) name the epoch in
 progress as written; they count no completed epochs.
@@ -54,9 +57,15 @@ def epochs_done(item: dict) -> int | None:
 
 
 def num_epochs(item: dict) -> int | None:
-    """The planned number of epochs: ``max_epoch + 1`` (None without ``max_epoch``)."""
+    """The planned number of epochs (None without ``max_epoch``): ``max_epoch + 1`` on a
+    TAOStatusLogger line (it has ``step`` / ``max_step``); ``max_epoch`` itself on the lines of
+    pointpillars' own loop (``pointcloud/pointpillars/tools/train_utils/train_utils.py:89-94``:
+    ``max_epoch`` is total_epochs there, ``epoch`` the 0-based epoch that ended)."""
     max_epoch = _int(item.get("max_epoch"))
-    return max_epoch + 1 if max_epoch is not None and max_epoch >= 0 else None
+    if max_epoch is None or max_epoch < 0:
+        return None
+    lightning = _int(item.get("step")) is not None or _int(item.get("max_step")) is not None
+    return max_epoch + 1 if lightning else (max_epoch or None)
 
 
 def finished(items: list[dict]) -> bool:

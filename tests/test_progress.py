@@ -73,23 +73,27 @@ def test_timedelta_strings_and_numbers():
 
 
 @pytest.mark.parametrize("lines, want", [
-    # kpi on the epoch line itself, numeric time_per_epoch; epoch 1 of max_epoch 4: 2 of 5 done
+    # pointpillars' loop (train_utils.py:89-94): kpi on the epoch line, 0-based epoch, max_epoch =
+    # total_epochs, no step: epoch 1 of max_epoch 4 is 2 of 4 done
     (['{"epoch": 0, "max_epoch": 4, "time_per_epoch": 10, "kpi": {"loss": 2.0}, "status": "RUNNING"}',
       '{"epoch": 1, "max_epoch": 4, "time_per_epoch": 10, "kpi": {"loss": 1.5}, "status": "RUNNING"}'],
-     {"epoch": 2, "num_epochs": 5, "percent": 40.0, "kpi": {"loss": 1.5}, "eta_s": 30}),
+     {"epoch": 2, "num_epochs": 4, "percent": 50.0, "kpi": {"loss": 1.5}, "eta_s": 20}),
+    # TAOStatusLogger (loggers.py:124-130, it has step): max_epoch is num_epochs - 1
+    (['{"epoch": 1, "step": 50, "max_epoch": 4, "max_step": 125, "time_per_epoch": 10, "status": "RUNNING"}'],
+     {"epoch": 2, "num_epochs": 5, "percent": 40.0, "eta_s": 30, "step": 50, "max_step": 125}),
     # no max_epoch: no percent, no ETA, still the epoch
     (['{"epoch": 7, "time_per_epoch": "0:00:05", "status": "RUNNING"}'],
      {"epoch": 7, "num_epochs": None, "eta_s": None}),
     # a line being written (no newline yet, cut) is skipped, counted
     (['{"epoch": 2, "max_epoch": 4, "time_per_epoch": "0:00:10", "status": "RUNNING"}', '{"epoch": 3, "max_'],
-     {"epoch": 3, "unreadable_lines": 1, "eta_s": 20}),
+     {"epoch": 3, "unreadable_lines": 1, "eta_s": 10}),
     # evaluate of an older TAO: STARTED then SUCCESS with KPIs, no epochs
     (['{"status": "STARTED", "message": "Starting evaluate."}',
       '{"status": "SUCCESS", "kpi": {"mAP": 0.71}, "message": "Evaluation finished successfully."}'],
      {"status": "SUCCESS", "kpi": {"mAP": 0.71}, "finished": True}),
     # an ERROR-level line after three epochs, loss gone to NaN (python json writes NaN): not the end
-    (['{"epoch": 2, "max_epoch": 5, "time_per_epoch": "0:00:10", "kpi": {"loss": NaN}, "status": "RUNNING"}',
-      '{"status": "FAILURE", "message": "loss is nan"}'],
+    (['{"epoch": 2, "step": 75, "max_epoch": 5, "time_per_epoch": "0:00:10", "kpi": {"loss": NaN}, '
+      '"status": "RUNNING"}', '{"status": "FAILURE", "message": "loss is nan"}'],
      {"status": "FAILURE", "eta_s": 30, "kpi": {"loss": "nan"}, "warnings": ["loss is nan"]}),
 ])
 def test_other_progress_shapes(lines, want):
