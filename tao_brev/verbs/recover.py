@@ -345,6 +345,10 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
         answer, code = _submit(ctx, request_of, argv)
     except TaoBrevError as exc:
         answer, code = {"ok": False, **(exc.details.get("answer") or {}), "error": exc.to_json()}, exc.exit_code
+        if exc.code == "INTERRUPTED":   # Ctrl-C / SIGTERM during the launch: chain what opened, then answer
+            if answer.get("job_id"):
+                _append(ctx, root, chain, answer["job_id"], intent)
+            raise
     job_id = answer.get("job_id")
     if not job_id:   # refused before a record opened: nothing runs, the chain ends with the refusal's reason
         ctx.sidecars.update(root, recovery={"intent": None})
