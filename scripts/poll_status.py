@@ -35,7 +35,7 @@ GPUs (within --health-wait S), else on --fallback-instance NAME; up to N times,
 within --budget-s S billed seconds for the whole chain. A program error
 (ERR_PROGRAM) is never recovered. Each attempt is its own job (retry_of links
 it); every answer of a job in a chain carries "attempts" [{job_id, attempt,
-instance, state, cause, epoch, max_epoch, resumed_from}]; the final answer is
+instance, state, cause, epoch, num_epochs, resumed_from}]; the final answer is
 the last attempt's with "recovery" {first_job, attempts_used, max_attempts,
 stopped} and "chain_cost" {billed_s, estimated_cost_usd} summed over the
 chain; RECOVERY_LIMIT / RECOVERY_BUDGET_EXHAUSTED / RECOVERY_NOT_POSSIBLE (exit

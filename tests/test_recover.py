@@ -50,6 +50,7 @@ def test_an_xid_after_epoch_2_of_6_recovers_once_and_runs_only_epochs_3_to_6(wor
     second = chain[1]["job_id"]
     assert done.json["job_id"] == second                                       # the last attempt's answer
     assert chain[0]["state"] == "ERROR" and "Xid" in chain[0]["cause"]["reason"]
+    assert (chain[0]["epoch"], chain[1]["epoch"], chain[1]["num_epochs"]) == (2, 6, 6)   # epochs reached
     assert chain[1]["resumed_from"] == {"job_id": first, "checkpoint": "train/model_epoch_001_step_00050.pth"}
     assert _checkpoints(world.sim, first) == ["model_epoch_000_step_00025.pth", "model_epoch_001_step_00050.pth"]
     assert _checkpoints(world.sim, second) == [f"model_epoch_00{e}_step_00{25 * (e + 1):03d}.pth"

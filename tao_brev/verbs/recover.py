@@ -87,7 +87,7 @@ def _lock_path(ctx: Context, root: str):
 # ---------------------------------------------------------------- what the answers show
 def attempts_view(ctx: Context, root: str) -> list[dict]:
     """The chain as every answer shows it: per attempt its job id, instance, state, the cause that
-    ended it (when it was recovered), the epochs reached (its last progress) and, for a resumed
+    ended it (when it was recovered), the epochs reached (its last progress: completed epochs) and, for a resumed
     attempt, the checkpoint it started from."""
     out = []
     for entry in _chain(ctx, root):
@@ -100,7 +100,7 @@ def attempts_view(ctx: Context, root: str) -> list[dict]:
         progress = side.get("final_progress") or {}
         item = {"job_id": job, "attempt": entry["attempt"], "instance": side.get("instance"),
                 "state": record.get("terminal_state") or current_state(record), "cause": entry.get("cause"),
-                "epoch": progress.get("epoch"), "max_epoch": progress.get("max_epoch")}
+                "epoch": progress.get("epoch"), "num_epochs": progress.get("num_epochs")}
         start = (side.get("resume_from") or {}).get("checkpoint") or {}
         if start.get("path"):
             item["resumed_from"] = {"job_id": side["resume_from"].get("job_id"), "checkpoint": start["path"]}
@@ -415,7 +415,11 @@ def recover(ctx: Context, job_id: str, request_of: Callable, pol: Optional[dict]
             return _final(ctx, root, out, Stop("RECOVERY_BUDGET_EXHAUSTED", f"--budget-s {pol['budget_s']:g} "
                           f"reached while {current} ran: it was stopped (results kept)"))
         cause = cause_of(out)
-        if cause is None or (out.get("error") or {}).get("code") == "WAIT_TIMEOUT":
+        if cause is not None and cause["kind"] == "stalled" and stall_after is None:
+            out["recovery_note"] = ("a stall is a heuristic: it is recovered only with an explicit --stall-after S "
+                                    "(the request to act); nothing was removed")
+            cause = None
+        if cause is None:
             return _final(ctx, root, out, None, code)
         say(f"recover: {current} ended by an infrastructure failure ({cause['kind']}: {cause['reason']})")
         try:
