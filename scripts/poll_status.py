@@ -31,7 +31,8 @@ job ends by an infrastructure failure (a hint of class ERR_INFRA such as an Xid,
 the instance or container gone, a stall), its results are made safe as a
 teardown does, and it is resubmitted with --resume-from (only the epochs after
 its last checkpoint run) on the same instance once it is RUNNING with working
-GPUs (within --health-wait S), else on --fallback-instance NAME; up to N times,
+GPUs (within --health-wait S), else on --fallback-instance NAME (from S3: a live
+S3-routed job's newest checkpoint is uploaded every --sync-every S); up to N times,
 within --budget-s S billed seconds for the whole chain. A program error
 (ERR_PROGRAM) is never recovered. Each attempt is its own job (retry_of links
 it); every answer of a job in a chain carries "attempts" [{job_id, attempt,
@@ -133,6 +134,9 @@ def build_parser():
     p.add_argument("--health-wait", type=float, default=600.0, metavar="S",
                    help="with --recover: seconds to wait for the same instance to be RUNNING with working GPUs "
                         "(default 600)")
+    p.add_argument("--sync-every", type=float, default=300.0, metavar="S",
+                   help="with --recover: upload a live S3-routed train job's newest checkpoint every S seconds "
+                        "(verified by sha256), so that a lost instance resumes elsewhere (default 300)")
     return p
 
 
@@ -187,7 +191,8 @@ def _recovery(ctx, args):
     out, code = recover.recover(ctx, args.job_id, lambda argv: submit_script.request(argv, prog), pol,
                                 log_lines=args.logs, interval=args.interval, timeout=args.timeout,
                                 price_per_hour=args.price_per_hour, metrics=args.metrics,
-                                stall_after=args.stall_after, health_wait_s=args.health_wait)
+                                stall_after=args.stall_after, health_wait_s=args.health_wait,
+                                sync_every_s=args.sync_every)
     return recover.then_teardown(ctx, out, code) if args.teardown else (out, code)
 
 

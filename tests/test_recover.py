@@ -9,11 +9,13 @@ deleted under a job recovers on the fallback instance from S3 (tier B) or says w
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
 from conftest import validate
 from test_robustness import brev_cli, records, sidecars
+from test_staging import s3world  # noqa: F401  (fixture)
 
 from tao_brev.verbs import recover
 
@@ -157,3 +159,49 @@ def test_resubmit_argv_moves_instance_drops_the_policy_and_keeps_the_overrides()
 def test_only_infrastructure_failures_are_causes(answer, kind):
     found = recover.cause_of(answer)
     assert (found or {}).get("kind") == kind
+
+
+def test_tier_b_instance_deleted_under_the_job_recovers_on_the_fallback_from_s3(s3world):
+    """The recovering wait uploads the live job's newest checkpoint (--sync-every); once the instance
+    is deleted, the next attempt runs on the fallback from that checkpoint, staged from S3."""
+    import shutil
+    import subprocess
+
+    from conftest import EXAMPLE_DATA, ROOT, wait_until
+    world = s3world.world
+    world.sim.add_instance("spare")
+    world.sim.preload_image("spare", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
+    data = world.tmp_path / "levir"
+    shutil.copytree(EXAMPLE_DATA, data)
+    spec = world.spec({"epoch_seconds": 0.02, "hang_after_epoch": 2}, num_epochs=4)
+    sub = s3world.run("submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt", "--network-arch",
+                      "visual_changenet", "--action", "train", "--spec", str(spec), "--storage-tier", "B",
+                      "--inputs", f"{data}=levir_cd_tiny", "--recover", "1", "--fallback-instance", "spare",
+                      schema="submit")
+    assert sub.code == 0, sub
+    first = sub.json["job_id"]
+    waiting = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "poll_status.py"), first, "--wait",
+                                "--sync-every", "0.5", *FAST], env=world.env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def synced():
+            found = (sidecars(world).load(first).get("results") or {}).get("checkpoint_sync") or {}
+            return (found.get("latest_checkpoint") or {}).get("path") == "train/model_epoch_001_step_00050.pth"
+        wait_until(synced, "the second checkpoint verified in S3 while the job runs")
+        spec.write_text(spec.read_text().replace("hang_after_epoch: 2", "epoch_seconds: 0.02"))   # the rerun runs on
+        brev_cli(world, "delete", "box")
+        out, err = waiting.communicate(timeout=120)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    done = json.loads(out)
+    assert waiting.returncode == 0 and done["state"] == "COMPLETE", (done, err[-2000:])
+    validate("poll_status", done)
+    second = done["job_id"]
+    assert [a["instance"] for a in done["attempts"]] == ["box", "spare"]
+    assert done["attempts"][0]["cause"]["kind"] in ("instance", "container")   # a poll during the delete: either
+    assert sidecars(world).load(second)["resume_from"]["source"] == "s3"
+    assert _checkpoints(world.sim, second, "spare") == ["model_epoch_002_step_00075.pth",
+                                                        "model_epoch_003_step_00100.pth"]
+    assert not sidecars(world).load(second).get("ephemeral")
+    s3world.assert_no_secret_anywhere()

@@ -37,7 +37,7 @@ from ..errors import TaoBrevError
 from ..fsio import locked
 from ..records import check_job_id, current_state, is_terminal, now_iso
 from ..transport import check_instance
-from . import reconcile, status
+from . import checkpoint_sync, reconcile, status
 from . import teardown as teardown_mod
 
 HEALTH_WAIT_S = 600.0      # how long the same instance may take to be RUNNING with working GPUs again
@@ -363,7 +363,8 @@ def _refuse_out_of_reach(ctx: Context, source: str, here: str, target: str, foun
     """A move to another instance resumes only from results verified in S3 (storage tier B/C, or
     results routed to a bucket): with the checkpoints only on the lost instance, say so."""
     results = ctx.sidecars.load(source).get("results") or {}
-    if target == here or (results.get("kind") == "s3" and results.get("verified")):
+    reached = results.get("verified") or (results.get("checkpoint_sync") or {}).get("latest_checkpoint")
+    if target == here or (results.get("kind") == "s3" and reached):
         return
     from .. import nextstep
 
@@ -391,7 +392,8 @@ def _submit(ctx: Context, request_of: Callable, argv: list[str]) -> tuple[dict, 
 def recover(ctx: Context, job_id: str, request_of: Callable, pol: Optional[dict] = None, log_lines: int = 0,
             interval: float = 30.0, timeout: Optional[float] = None, price_per_hour: Optional[float] = None,
             metrics: Optional[int] = None, stall_after: Optional[float] = None,
-            health_wait_s: float = HEALTH_WAIT_S) -> tuple[dict, int]:
+            health_wait_s: float = HEALTH_WAIT_S,
+            sync_every_s: float = checkpoint_sync.SYNC_EVERY_S) -> tuple[dict, int]:
     """Wait for ``job_id``'s chain and recover it (module doc). ``pol``: :func:`policy` (None: the
     remembered one). ``request_of(argv)``: submit.py's arguments -> SubmitRequest. Returns the last
     attempt's wait answer with ``attempts``, ``recovery`` and ``chain_cost``; its exit code, or 1
@@ -406,9 +408,8 @@ def recover(ctx: Context, job_id: str, request_of: Callable, pol: Optional[dict]
         left = None if timeout is None else timeout - (ctx.clock() - started)
         budget_left = _budget_left(ctx, root, pol)
         bound = min(x for x in (left, budget_left, float("inf")) if x is not None)
-        out, code = status.poll(ctx, current, log_lines=log_lines, wait=True, interval=interval,
-                                timeout=None if bound == float("inf") else max(bound, 0.0),
-                                price_per_hour=price_per_hour, metrics=metrics, stall_after=stall_after)
+        out, code = _wait(ctx, current, bound, sync_every_s, log_lines=log_lines, interval=interval,
+                          price_per_hour=price_per_hour, metrics=metrics, stall_after=stall_after)
         if (out.get("error") or {}).get("code") == "WAIT_TIMEOUT" and budget_left is not None and \
                 budget_left <= (left if left is not None else float("inf")):
             _make_safe(ctx, current)
@@ -426,6 +427,22 @@ def recover(ctx: Context, job_id: str, request_of: Callable, pol: Optional[dict]
             current = advance(ctx, root, current, cause, pol, request_of, health_wait_s, interval)
         except Stop as stop:
             return _final(ctx, root, out, stop)
+
+
+def _wait(ctx: Context, job_id: str, bound: float, sync_every_s: float, **poll) -> tuple[dict, int]:
+    """``status.poll(wait=True)`` for at most ``bound`` seconds; a live S3-routed train job is waited
+    for in slices of ``sync_every_s``, its newest checkpoint uploaded between them (``checkpoint_sync``)."""
+    deadline = ctx.clock() + bound
+    while True:
+        left = deadline - ctx.clock()
+        syncing = checkpoint_sync.wanted(ctx, job_id)
+        piece = min(left, sync_every_s) if syncing else left
+        out, code = status.poll(ctx, job_id, wait=True, timeout=None if piece == float("inf") else max(piece, 0.0),
+                                **poll)
+        timed_out = (out.get("error") or {}).get("code") == "WAIT_TIMEOUT"
+        if not (timed_out and syncing and piece < left):
+            return out, code
+        checkpoint_sync.sync(ctx, job_id)
 
 
 def _budget_left(ctx: Context, root: str, pol: dict) -> Optional[float]:
