@@ -53,8 +53,10 @@ Resume (--resume-from JOB_ID, tao_brev/resume.py): TAO resumes only from
 train.resume_training_checkpoint_path or a *_latest.pth in its own results dir
 (tao-pytorch core/initialize_experiments.py:66), and a new job has a fresh results
 dir: --resume-from mounts the old job's results at /resume and sets that path;
---retry-of only links the records. Any answer says when
-brev started a STOPPED instance by itself ("instance_started": it bills again).
+--retry-of only links the records.
+
+Any answer says when brev started a STOPPED instance by itself
+("instance_started": it bills again).
 
 Exit codes: 0 launched (or adopted), 1 launch refused / never launched,
   2 bad input (nothing recorded), 3 backend unreachable ("state" PENDING: the
@@ -115,6 +117,9 @@ def build_parser():
     p.add_argument("--allow-unknown-arch", action="store_true",
                    help="skip the check of --network-arch/--action against references/tao-pyt-archs.yaml "
                         "(refused for TAO 7 -pyt images, a warning for other images)")
+    p.add_argument("--no-spec-check", action="store_true",
+                   help="skip the check of the spec and overrides against TAO's schema of the image's version "
+                        "(nvidia-tao-core; for a custom image with its own schema); the answer says it was skipped")
     p.add_argument("--retry-of", metavar="JOB_ID",
                    help="link this submit to an earlier job (the record's retry_of); a link only: the job starts "
                         "from scratch in a fresh results dir - to continue from a checkpoint use --resume-from")
@@ -126,9 +131,6 @@ def build_parser():
                         "highest model_epoch_*.pth); only the epochs after it run. Links the record (retry_of). "
                         "RESUME_NOT_POSSIBLE (exit 2) when it cannot, RESUME_CHECKPOINT_MISSING (exit 1) when the "
                         "instance holds no usable checkpoint")
-    p.add_argument("--no-spec-check", action="store_true",
-                   help="skip the spec checks before launch (schema, and the /data/NAME/... paths the spec names, "
-                        "checked on the instance: SPEC_PATH_MISSING); for custom images")
     p.add_argument("--recover", type=int, default=None, metavar="N",
                    help="remember a recovery policy: poll_status.py JOB_ID --wait then resubmits the job with "
                         "--resume-from up to N times when it ends by an infrastructure failure (Xid, GPU or "
@@ -157,11 +159,11 @@ def request(argv, prog):
                         env_names=args.env, shm_size=args.shm_size, inputs=args.inputs,
                         upload_excludes=args.upload_exclude, ephemeral=args.ephemeral,
                         dry_run=args.dry_run, retry_of=args.retry_of, resume_from=args.resume_from,
-                        no_spec_check=args.no_spec_check, overrides=args.overrides,
+                        overrides=args.overrides,
                         price_per_hour=args.price_per_hour, start=args.start, share_gpus=args.share_gpus,
                         allow_unknown_arch=args.allow_unknown_arch, argv=argv, prog=prog,
                         allow_bundle_credential_env=args.allow_bundle_credential_env,
-                        recover=_policy(args))
+                        no_spec_check=args.no_spec_check, recover=_policy(args))
 
 
 def _policy(args):

@@ -260,7 +260,8 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
         if "--logs" not in argv:   # read what it printed last before anything else
             return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES))
         return _set(answer, None, f"job {job_id} looks stalled (a heuristic) and its logs are read: if they show "
-                                  f"it hung, {command('teardown.py', job_id)} cancels it; if it is only slow, wait "
+                                  f"it hung, {command('teardown.py', job_id)} cancels it (then stall.advice's submit command continues it "
+                                  "from its last checkpoint); if it is only slow, wait "
                                   f"with a larger threshold: {wait_command(job_id, _without(argv, '--stall-after'))} "
                                   "--stall-after SECONDS")
     if err in ("RESULTS_UPLOAD_FAILED", "S3_VERIFY_FAILED"):

@@ -109,6 +109,7 @@ class ResumePlan:
     checkpoint: Optional[dict] = None  # s3: latest_checkpoint(); instance: known after the launch
     destination: Optional[str] = None  # s3: the old job's s3://.../results/<id>/
     settings: object = None            # s3: storage.S3Settings of that bucket (never serialized)
+    verified: Optional[dict] = None    # instance: the checkpoint verified in S3 (path, size, sha256), if any
 
     def host_dir(self, new_job: str) -> str:
         """The instance directory mounted at CONTAINER_DIR."""
@@ -146,8 +147,8 @@ def plan(ctx, req) -> Optional[ResumePlan]:
     if why:
         raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: {why}", _unfit_fix(req, record))
     same = sidecar.get("instance") == req.instance and not sidecar.get("instance_deleted_at")
-    if same and results.get("instance_dir"):
-        return ResumePlan(old_id, "instance", results["instance_dir"])
+    if same and results.get("instance_dir"):   # a checkpoint verified in S3 meanwhile is checked again there
+        return ResumePlan(old_id, "instance", results["instance_dir"], verified=results.get("latest_checkpoint"))
     synced = results.get("checkpoint_sync") or {}   # a live job's checkpoint verified in S3 (checkpoint_sync)
     if results.get("kind") == "s3" and (results.get("verified") or synced.get("latest_checkpoint")):
         from .verbs.results import load_manifest   # the verbs import this module
@@ -222,12 +223,13 @@ def refuse_conflicts(spec: dict, overrides: Sequence[str], old_id: str) -> None:
 
 
 # ---------------------------------------------------------------- on the instance
-def instance_lines(results_dir: str) -> str:
+def instance_lines(results_dir: str, verified: Optional[dict] = None) -> str:
     """Shell lines (before ``docker run``) that pick the checkpoint in the old job's results dir
     into ``$__tb_resume`` (a path under it): a ``*_latest.pth`` link's target (``train/`` first;
     relative to the link, or ``/results/...``), a regular non-empty file inside the dir; else the
     ``model_epoch_*`` file of the highest epoch and step. Prints ``MARKER <path> <bytes> [<link>]``,
-    or ``MISSING`` and exits RESUME_FAILED_EXIT."""
+    or ``MISSING`` and exits RESUME_FAILED_EXIT. ``verified`` (the checkpoint whose sha256 the S3
+    verification knows): when the script picks that path, its size and sha256 must still match."""
     rd = remote.rpath(results_dir)
     newest = ("awk '{n=$0; sub(/.*model_epoch_/, \"\", n); sub(/[.]pth$/, \"\", n); split(n, p, \"_step_\"); "
               "printf \"%d %d %s\\n\", p[1], p[2], $0}' | sort -k1,1n -k2,2n | tail -n 1 | cut -d' ' -f3-")
@@ -250,8 +252,16 @@ def instance_lines(results_dir: str) -> str:
         f'case "$__tb_resume" in ""|*[!A-Za-z0-9._/-]*|*..*) echo "{MISSING} no checkpoint"; '
         f"exit {RESUME_FAILED_EXIT};; esac",
         f'[ -f "$__tb_rd/$__tb_resume" ] || {{ echo "{MISSING} no checkpoint"; exit {RESUME_FAILED_EXIT}; }}',
+        *(_verified_check(verified) if verified and _SAFE.fullmatch(verified.get("path", "")) else []),
         f'echo "{MARKER} $__tb_resume $(wc -c < "$__tb_rd/$__tb_resume") $__tb_via"',
     ])
+
+
+def _verified_check(verified: dict) -> list[str]:
+    path = shlex.quote(verified["path"])
+    return [f'if [ "$__tb_resume" = {path} ]; then [ "$(wc -c < "$__tb_rd/$__tb_resume")" -eq {int(verified["size"])} ] '
+            f'&& [ "$(sha256sum < "$__tb_rd/$__tb_resume" | cut -c1-64)" = {verified["sha256"]} ] || '
+            f'{{ echo "{MISSING} $__tb_resume differs from its verified sha256"; exit {RESUME_FAILED_EXIT}; }}; fi']
 
 
 def s3_lines(resume: ResumePlan, new_job: str, carrier) -> str:
@@ -295,7 +305,7 @@ def checks(resume: Optional[ResumePlan], new_job: str, carrier_image: str, remov
     if resume is None:
         return ""
     if resume.source == "instance":
-        return instance_lines(resume.results_dir)
+        return instance_lines(resume.results_dir, resume.verified)
     carrier = staging.Carrier(carrier_image, carrier_file or "~/.tao-cred-<job_id>-s3", new_job,
                               path_style=bool(resume.settings and resume.settings.endpoint_url))
     trap = [staging.remove_on_exit([p for p in dict.fromkeys(remove) if p])] if any(remove) else []

@@ -63,8 +63,10 @@ def test_tier_a_resume_on_the_same_instance_runs_only_the_epochs_after_the_check
     before = _checkpoints(world.sim, old)
     assert before == ["model_epoch_000_step_00025.pth", "model_epoch_001_step_00050.pth"], before
 
+    execs = world.sim.exec_count()
     sub = world.submit("--resume-from", old, spec=world.spec({"epoch_seconds": 0.02}, num_epochs=3))
     assert sub.code == 0, sub
+    assert world.sim.exec_count() - execs == 1                               # the same one round trip
     validate("submit", sub.json)
     new = sub.json["job_id"]
     assert sub.json["resume_from"]["job_id"] == old and sub.json["resume_from"]["source"] == "instance"
@@ -361,3 +363,47 @@ def test_the_instance_picks_the_link_target_else_the_highest_epoch(tmp_path, bui
 def test_no_usable_checkpoint_stops_the_script(tmp_path, build):
     code, out = _choose(tmp_path, build)
     assert code == resume.RESUME_FAILED_EXIT and resume.MISSING in out and "CHOSEN" not in out, out
+
+
+def test_a_dry_run_shows_the_resume_and_records_nothing(world):
+    old = _cut_short(world)
+    known = _ids(world)
+    dry = world.submit("--resume-from", old, "--dry-run", spec=world.spec({"epoch_seconds": 0.02}))
+    assert dry.code == 0 and dry.json["dry_run"], dry
+    validate("submit", dry.json)
+    assert dry.json["resume_from"] == {"job_id": old, "source": "instance", "override_key": KEY,
+                                       "container_dir": "/resume"}
+    script = next(step for step in dry.json["plan"] if step["step"] == "launch")["script"]
+    assert resume.MARKER in script and f'"{KEY}=/resume/$__tb_resume"' in script
+    assert _ids(world) == known and "--dry-run" not in dry.json["next"]
+
+
+def test_the_archive_a_teardown_keeps_home_holds_the_latest_link_as_a_link(world):
+    import tarfile
+
+    sub = world.submit("--ephemeral", spec=world.spec({"epoch_seconds": 0.01}, num_epochs=2))
+    job = sub.json["job_id"]
+    assert world.run("poll_status.py", job, *WAIT).code == 0
+    down = world.run("teardown.py", job, "--delete-instance")
+    assert down.code == 0, down
+    with tarfile.open(down.json["results_saved_to"]) as tar:
+        link = tar.getmember(f"{job}/train/changenet_model_segment_latest.pth")
+        assert link.issym() and link.linkname == "model_epoch_001_step_00050.pth"
+        assert tar.getmember(f"{job}/train/{link.linkname}").isfile()
+
+
+def test_a_checkpoint_verified_in_s3_is_checked_again_on_the_instance(tmp_path):
+    import hashlib
+    import subprocess
+
+    results = tmp_path / "res"
+    (results / "train").mkdir(parents=True)
+    (results / "train" / "model_epoch_001_step_00050.pth").write_bytes(b"ckpt")
+    verified = {"path": "train/model_epoch_001_step_00050.pth", "size": 4,
+                "sha256": hashlib.sha256(b"ckpt").hexdigest()}
+    for stored, code in ((verified, 0), ({**verified, "sha256": "0" * 64}, resume.RESUME_FAILED_EXIT),
+                         ({**verified, "path": "train/other.pth", "sha256": "0" * 64}, 0)):
+        done = subprocess.run(["sh", "-c", "set -e\n" + resume.instance_lines(str(results), stored)],
+                              capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+        assert done.returncode == code, (stored, done.stdout)
+        assert ("differs from its verified sha256" in done.stdout) == bool(code)

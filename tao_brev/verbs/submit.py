@@ -68,13 +68,13 @@ class SubmitRequest:
     dry_run: bool = False
     retry_of: str | None = None
     resume_from: str | None = None        # continue that train job from its last checkpoint (tao_brev.resume)
-    no_spec_check: bool = False
     overrides: list[str] = field(default_factory=list)
     price_per_hour: float | None = None   # USD; remembered for the job's cost facts
     allow_bundle_credential_env: bool = False   # --env BREV_API_TOKEN / NGC_KEY reach the container
     start: bool = False                   # `brev start` a STOPPED instance (billing resumes); else refuse
     share_gpus: bool = False              # launch even when a live tao-job container holds the same GPUs
     allow_unknown_arch: bool = False      # skip the network-arch / action list check
+    no_spec_check: bool = False           # skip the spec check against TAO's schema (custom images)
     recover: dict | None = None           # --recover N policy, remembered in the sidecar (verbs/recover.py)
     argv: list[str] | None = None         # the script's own arguments: each fix names the exact command
     prog: str = "submit.py"               # the script as it was invoked
