@@ -343,7 +343,8 @@ def after_end(progress: dict, terminal: str | None, action: str = "") -> dict:
         return out
     out["eta_s"] = None
     if progress.get("status") == "FAILURE" and terminal != "COMPLETE":
-        out["note"] = f"the job ended {terminal}; TAO's last status line is FAILURE: {progress.get('message', '')}"[:300]
+        out["note"] = (f"the job ended {terminal}; TAO's last status line is FAILURE: "
+                       f"{progress.get('message', '')}")[:300]
     elif terminal == "COMPLETE":
         out["note"] = ("the container exited 0 but status.json has no \"finished successfully\" line: TAO did not "
                        "report the end of the run (its last line: " + str(progress.get("message", ""))[:120] + ")")

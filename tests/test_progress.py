@@ -2,7 +2,8 @@
 
 Pure functions are tested with an injected clock on status files written by
 TAO's own logger in the order TAO's training writes them (``tests/tao_lines.py``;
-tests/test_progress_tao.py has the TAO cases) and on other shapes TAO archs produce; the status verb end to end on the simulator, where a silent
+tests/test_progress_tao.py has the TAO cases) and on other shapes TAO archs
+produce; the status verb end to end on the simulator, where a silent
 job is made "old" by backdating its status file and log entries (never by
 waiting on the wall clock).
 """
@@ -195,7 +196,8 @@ def _wait_for_epoch(world, job_id: str, epoch: int, deadline_s: float = 60) -> l
     while time.monotonic() < end:
         if path.exists():
             lines = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
-            if any(x.get("epoch") == epoch - 1 for x in lines) and lines[-1].get("message") == "Train metrics generated.":
+            written = lines[-1].get("message") == "Train metrics generated."
+            if any(x.get("epoch") == epoch - 1 for x in lines) and written:
                 return lines
         time.sleep(0.05)
     raise AssertionError(f"{job_id} never reached epoch {epoch}")

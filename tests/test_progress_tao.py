@@ -122,9 +122,10 @@ def test_an_end_without_tao_s_end_is_noted():
 
 def test_tao_status_helpers_on_odd_lines():
     assert tao_status.epochs_done({"epoch": 4}) == 4 and tao_status.epochs_done({"epoch": True}) is None
-    assert tao_status.epochs_done({"epoch": 0, "max_epoch": 9}) == 1 and tao_status.num_epochs({"max_epoch": -1}) is None
+    assert tao_status.epochs_done({"epoch": 0, "max_epoch": 9}) == 1
+    assert tao_status.num_epochs({"max_epoch": -1}) is None and tao_status.num_epochs({"max_epoch": 0}) is None
     assert tao_status.num_epochs({"max_epoch": 9}) == 9 and tao_status.num_epochs({"max_epoch": 9, "step": 1}) == 10
-    assert tao_status.num_epochs({"max_epoch": 0}) is None and tao_status.num_epochs({"max_epoch": 0, "max_step": 5}) == 1
+    assert tao_status.num_epochs({"max_epoch": 0, "max_step": 5}) == 1
     assert tao_status.warnings([{"status": "FAILURE"}]) == ["FAILURE line without a message"]
     assert tao_status.warnings([{"status": "FAILURE", "message": "x" * 500}]) == ["x" * 200]
     assert len(tao_status.warnings([{"status": "FAILURE", "message": str(i)} for i in range(9)])) == 5

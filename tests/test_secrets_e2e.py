@@ -206,7 +206,7 @@ def test_the_job_ran_end_to_end_with_every_credential_in_place(world, flow):
     assert checks["image"]["data"]["pulled"] is True              # the pull needed the NGC login
     assert checks["s3"]["ok"]
     assert flow["status"].code == 0 and flow["status"].json["state"] in ("RUNNING", "COMPLETE")
-    assert "Epoch 1/" in flow["status"].json["logs"]
+    assert "Epoch 0: 100%" in flow["status"].json["logs"]   # Lightning's progress bar, epochs from 0
     wait = flow["wait"].json
     assert flow["wait"].code == 0 and wait["state"] == "COMPLETE", flow["wait"]
     assert wait["results"]["uploaded"] and wait["results"]["verified"], wait

@@ -162,11 +162,19 @@ class Job:
         raises for an id the machine does not have. The torchrun networks (core/entrypoint.py:24,261:
         bevfusion, pointpillars, rtdetr) set CUDA_VISIBLE_DEVICES and fail in torch.cuda.set_device."""
         available = list(range(len(self.ctx.gpus())))
-        if all(g in available for g in self.gpu_ids):
-            return
-        if self.arch in ("bevfusion", "pointpillars", "rtdetr"):
-            raise RuntimeError("CUDA error: invalid device ordinal")
-        raise MisconfigurationException(f"You requested gpu: {self.gpu_ids}\n But your machine only has: {available}")
+        if not all(g in available for g in self.gpu_ids):
+            if self.arch in ("bevfusion", "pointpillars", "rtdetr"):
+                raise RuntimeError("CUDA error: invalid device ordinal")
+            raise MisconfigurationException(f"You requested gpu: {self.gpu_ids}\n But your machine only has: "
+                                            f"{available}")
+        # what Lightning prints for the devices it uses (trainer/setup.py _log_device_info, the DDP
+        # strategy's "Initializing distributed" per rank, CUDAAccelerator's LOCAL_RANK line)
+        print("GPU available: True (cuda), used: True", flush=True)
+        if len(self.gpu_ids) > 1:
+            for rank in range(len(self.gpu_ids)):
+                print(f"Initializing distributed: GLOBAL_RANK: {rank}, MEMBER: {rank + 1}/{len(self.gpu_ids)}",
+                      flush=True)
+        print(f"LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [{','.join(str(g) for g in available)}]", flush=True)
 
 
 def _interval(train: dict, key: str, epochs: int) -> int:

@@ -229,7 +229,9 @@ def compose(arch: str, spec_name: str, spec: dict, overrides: list[str]) -> dict
             key, raw = word.split("=", 1)
             node = spec
             for part in key.split(".")[:-1]:
-                node = node.setdefault(part, {}) if isinstance(node.get(part), dict) or part not in node else {}
+                if not isinstance(node.get(part), dict):
+                    node[part] = {}
+                node = node[part]
             node[key.split(".")[-1]] = parse_value(raw)
         return spec
     try:   # config_loader_impl.py _load_single_config
@@ -426,7 +428,11 @@ def side_effects(ctx, cwd: str, cfg: dict, sim: dict) -> None:
                 for name in sim["write_env_hashes"]}
         top = str(cfg.get("results_dir") or "/results")
         ctx.host_path(top, cwd).joinpath("env_seen.json").write_text(json.dumps(seen, indent=1))
-    for name in sim.get("print_env") or []:   # a job that logs a credential, as jobs do, in several encodings
+
+
+def print_env(sim: dict) -> None:
+    """A job that logs a credential, as jobs do, in several encodings (at the end of its log)."""
+    for name in sim.get("print_env") or []:
         value = os.environ.get(name, "")
         print(f"{name}={value}", flush=True)
         lower = re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), quote(value, safe=""))
@@ -436,7 +442,8 @@ def side_effects(ctx, cwd: str, cfg: dict, sim: dict) -> None:
 
 
 def finish(sim: dict, action: str) -> int:
-    """After the task: the ``hang``, ``exit_code`` and ``long_lines`` knobs."""
+    """After the task: the ``print_env``, ``hang``, ``exit_code`` and ``long_lines`` knobs."""
+    print_env(sim)
     while sim.get("hang"):
         time.sleep(1)
     code = int(sim.get("exit_code", 0))
