@@ -147,7 +147,8 @@ def main(argv=None):
 
     ctx = cli.Context()
     if args.all:
-        if args.job_id or args.wait or args.teardown or args.metrics is not None or args.stall_after is not None:
+        if args.job_id or args.wait or args.teardown or args.metrics is not None or args.stall_after is not None \
+                or args.recover is not None:
             raise cli.TaoBrevError("BAD_ARGUMENT", "--all takes no job id, --wait, --teardown, --metrics or "
                                                    "--stall-after (it reports progress and stalls per job)",
                                    "Run poll_status.py --all alone, or poll_status.py JOB_ID --metrics for one job.")
@@ -156,7 +157,10 @@ def main(argv=None):
         raise cli.TaoBrevError("BAD_ARGUMENT", "pass a JOB_ID (or --all)")
     if args.interval <= 0 or args.logs < 0:
         raise cli.TaoBrevError("BAD_ARGUMENT", "--interval must be > 0 and --logs >= 0")
-    recovering = _recovery(ctx, args)
+    if (args.recover is not None or args.fallback_instance or args.budget_s is not None) and not args.wait:
+        raise cli.TaoBrevError("BAD_ARGUMENT", "--recover needs --wait (it resubmits once the job ended)",
+                               f"Run poll_status.py {args.job_id} --wait --recover N --timeout S.")
+    recovering = _recovery(ctx, args) if args.wait else None
     if recovering is not None:
         return recovering
     if args.teardown:
@@ -176,10 +180,7 @@ def _recovery(ctx, args):
     from tao_brev.verbs import recover
 
     pol = recover.policy(args.recover, args.fallback_instance, args.budget_s)
-    if pol is not None and not args.wait:
-        raise cli.TaoBrevError("BAD_ARGUMENT", "--recover needs --wait (it resubmits once the job ended)",
-                               f"Run poll_status.py {args.job_id} --wait --recover {pol['attempts']}.")
-    if not args.wait or (pol is None and not (recover.remembered_policy(ctx, args.job_id) or {}).get("attempts")):
+    if pol is None and not (recover.remembered_policy(ctx, args.job_id) or {}).get("attempts"):
         return None
     if pol is not None and not pol["attempts"]:
         return None

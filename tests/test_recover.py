@@ -88,6 +88,7 @@ def test_recover_2_with_three_failures_stops_after_two_attempts_and_says_so(worl
     assert all(a["state"] == "ERROR" for a in done.json["attempts"])
     assert done.json["recovery"] == {**done.json["recovery"], "attempts_used": 2, "stopped": "RECOVERY_LIMIT"}
     assert len(_docker_runs(world.sim)) == 3
+    assert done.json["next"] is None and "teardown.py " + done.json["job_id"] in done.json["next_note"]
     rerun = world.run("poll_status.py", job, "--wait", "--recover", "2", *FAST)   # continues, launches nothing
     assert rerun.json["error"]["code"] == "RECOVERY_LIMIT" and len(_docker_runs(world.sim)) == 3
 
@@ -205,3 +206,47 @@ def test_tier_b_instance_deleted_under_the_job_recovers_on_the_fallback_from_s3(
                                                         "model_epoch_003_step_00100.pth"]
     assert not sidecars(world).load(second).get("ephemeral")
     s3world.assert_no_secret_anywhere()
+
+
+def test_the_budget_stops_the_chain_before_it_is_billed(world):
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "hang": True}, num_epochs=2))
+    job = sub.json["job_id"]
+    done = world.run("poll_status.py", job, "--wait", "--recover", "2", "--budget-s", "8", "--interval", "1",
+                     "--timeout", "90")
+    assert done.code == 1 and done.json["error"]["code"] == "RECOVERY_BUDGET_EXHAUSTED", done
+    assert done.json["state"] == "CANCELED" and len(done.json["attempts"]) == 1     # stopped, not resubmitted
+    assert 0 < done.json["chain_cost"]["billed_s"] <= 8, done.json["chain_cost"]
+    assert not [c for c in world.sim.containers("box") if c["State"]["Status"] == "running"]
+
+
+def _intent(world, first: str, attempt: int = 2) -> None:
+    """What a recovering run writes before its resubmit (tao_brev/verbs/recover.py)."""
+    from tao_brev.records import now_iso
+    sidecars(world).update(first, recovery={"policy": {"attempts": 1, "fallback_instance": None, "budget_s": None},
+                                            "intent": {"attempt": attempt, "after": first, "resume_from": first,
+                                                       "instance": "box", "at": now_iso(), "argv": []}})
+
+
+def test_a_run_killed_after_its_resubmit_opened_a_record_is_continued_never_launched_twice(world):
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1]}, num_epochs=3))
+    first = sub.json["job_id"]
+    assert world.run("poll_status.py", first, "--wait", *FAST).code == 1        # ended by the Xid
+    _intent(world, first)
+    words = sidecars(world).load(first)["submit_argv"]
+    launched = world.run("submit.py", *words, "--resume-from", first)             # the killed run's resubmit
+    assert launched.code == 0, launched
+    done = world.run("poll_status.py", first, "--wait", "--recover", "1", *FAST)
+    assert done.code == 0 and done.json["job_id"] == launched.json["job_id"], done   # adopted
+    assert [a["job_id"] for a in done.json["attempts"]] == [first, launched.json["job_id"]]
+    assert len(_docker_runs(world.sim)) == 2 and sidecars(world).load(first)["recovery"]["intent"] is None
+
+
+def test_a_run_killed_after_its_intent_but_before_the_record_launches_once(world):
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1]}, num_epochs=3))
+    first = sub.json["job_id"]
+    assert world.run("poll_status.py", first, "--wait", *FAST).code == 1
+    _intent(world, first)
+    done = world.run("poll_status.py", first, "--wait", "--recover", "1", *FAST)
+    assert done.code == 0 and done.json["state"] == "COMPLETE", done
+    assert len(done.json["attempts"]) == 2 and len(_docker_runs(world.sim)) == 2
+    assert done.json["next"].endswith("teardown.py " + done.json["job_id"])   # the last attempt

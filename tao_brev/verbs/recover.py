@@ -407,12 +407,17 @@ def recover(ctx: Context, job_id: str, request_of: Callable, pol: Optional[dict]
     while True:
         left = None if timeout is None else timeout - (ctx.clock() - started)
         budget_left = _budget_left(ctx, root, pol)
+        if budget_left is not None:   # one poll interval kept for the teardown that stops the attempt
+            budget_left -= interval
         bound = min(x for x in (left, budget_left, float("inf")) if x is not None)
         out, code = _wait(ctx, current, bound, sync_every_s, log_lines=log_lines, interval=interval,
                           price_per_hour=price_per_hour, metrics=metrics, stall_after=stall_after)
         if (out.get("error") or {}).get("code") == "WAIT_TIMEOUT" and budget_left is not None and \
                 budget_left <= (left if left is not None else float("inf")):
             _make_safe(ctx, current)
+            ended = ctx.records.load(current).get("terminal_state")
+            out = {**out, "state": ended, "terminal_state": ended, "message": f"stopped by the recovery: "
+                   f"--budget-s {pol['budget_s']:g} reached"}
             return _final(ctx, root, out, Stop("RECOVERY_BUDGET_EXHAUSTED", f"--budget-s {pol['budget_s']:g} "
                           f"reached while {current} ran: it was stopped (results kept)"))
         cause = cause_of(out)
