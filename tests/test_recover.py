@@ -250,3 +250,33 @@ def test_a_run_killed_after_its_intent_but_before_the_record_launches_once(world
     assert done.code == 0 and done.json["state"] == "COMPLETE", done
     assert len(done.json["attempts"]) == 2 and len(_docker_runs(world.sim)) == 2
     assert done.json["next"].endswith("teardown.py " + done.json["job_id"])   # the last attempt
+
+
+def test_a_stall_is_recovered_only_with_an_explicit_stall_after(world, monkeypatch):
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "hang_after_epoch": 1}, num_epochs=3))
+    job = sub.json["job_id"]
+    from conftest import wait_until
+    wait_until(lambda: _checkpoints(world.sim, job), "the first checkpoint")
+    done = world.run("poll_status.py", job, "--wait", "--recover", "1", "--stall-after", "1", "--interval", "1.2",
+                     "--timeout", "60", "--health-wait", "2")
+    assert done.code == 1 and done.json["error"]["code"] == "RECOVERY_LIMIT", done   # it hangs again
+    first, second = done.json["attempts"]
+    assert first["cause"]["kind"] == "stalled" and first["state"] == "CANCELED"     # torn down, then resumed
+    assert second["resumed_from"]["checkpoint"] == "train/model_epoch_000_step_00025.pth"
+    assert len(_docker_runs(world.sim)) == 2
+    assert world.run("teardown.py", second["job_id"]).code == 0
+
+
+def test_a_stall_without_an_explicit_threshold_is_only_reported(tmp_path, monkeypatch):
+    """The loop itself (no simulator): a stalled wait without --stall-after ends the call, nothing resubmitted."""
+    from tao_brev.cli import Context
+    ctx = Context(env={"TAO_STATE_DIR": str(tmp_path)})
+    job = ctx.records.open(image="img", network_arch="visual_changenet", action="train", storage_tier="A",
+                           results_root="~/tao-results")["id"]
+    stalled = {"ok": False, "job_id": job, "state": "RUNNING", "stalled": True, "stall": {"idle_s": 4000},
+               "error": {"code": "JOB_STALLED", "message": "m"}}
+    monkeypatch.setattr(recover.status, "poll", lambda *a, **k: (dict(stalled), 1))
+    launched = []
+    out, code = recover.recover(ctx, job, launched.append, recover.policy(2, None, None), interval=0.01)
+    assert code == 1 and out["error"]["code"] == "JOB_STALLED" and "explicit --stall-after" in out["recovery_note"]
+    assert out["recovery"]["attempts_used"] == 0 and not launched

@@ -308,15 +308,29 @@ def _check_limits(ctx: Context, root: str, chain: list[dict], pol: dict, cause: 
 
 def _make_safe(ctx: Context, job_id: str) -> None:
     """As a teardown does, keeping the instance: the container removed (a stalled one stops billing
-    GPU time), the record closed, S3-routed results uploaded and verified (``teardown.teardown``)."""
+    GPU time), the record closed, S3-routed results uploaded and verified (``teardown.teardown``).
+    When the teardown cannot close the record, the attempt counts as ended only where nothing can
+    run: its instance deleted or STOPPED (``brev ls``); else :class:`Stop` with the teardown's error
+    (rerun later): two live attempts are never risked."""
+    failure = None
     try:
         down, _code = teardown_mod.teardown(ctx, job_id, delete_instance=False)
-        say(f"recover: {job_id} torn down ({'results ' + str((down.get('results') or {}).get('verified')) if down.get('results') else 'no S3 results'})")
-    except TaoBrevError as exc:   # an instance that is gone cannot answer: its record is closed below
-        say(f"recover: teardown of {job_id} did not finish ({exc.code}: {exc.message})")
-    if not is_terminal(ctx.records.load(job_id).get("terminal_state")):
-        ctx.records.mark(job_id, "CANCELED", message="recovery: ended by an infrastructure failure, resubmitted",
-                         source="agent")
+        failure = down.get("error")
+        say(f"recover: {job_id} torn down (results: {(down.get('results') or {}).get('verified', 'not in S3')})")
+    except TaoBrevError as exc:
+        failure = exc.to_json()
+    if is_terminal(ctx.records.load(job_id).get("terminal_state")):
+        return
+    instance = status.job_instance(ctx.records.load(job_id), ctx.sidecars.load(job_id))
+    entry = ctx.brev.instance(instance) if instance else None
+    found = str((entry or {}).get("status") or "").upper()
+    if entry is not None and found != "STOPPED":
+        failure = failure or {"code": "TRANSPORT_FAILED", "message": "the teardown did not close the record"}
+        raise Stop(failure["code"], f"{job_id} could not be stopped on {instance} ({found}): {failure['message']}; "
+                   "nothing was resubmitted", failure.get("fix"))
+    say(f"recover: {job_id}: its instance {instance} is {found or 'gone'}: nothing runs there")
+    ctx.records.mark(job_id, "CANCELED", message=f"recovery: its instance {instance} is {found or 'gone'}",
+                     source="agent")
 
 
 def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_of: Callable,
@@ -468,7 +482,7 @@ def _final(ctx: Context, root: str, out: dict, stop: Optional[Stop], code: int =
     if stop is not None:
         out["recovery"]["stopped"] = stop.error.code
         out["ok"], out["error"] = False, stop.error.to_json()
-        return out, 1
+        return out, stop.error.exit_code
     hint = out.get("hint") or {}
     if out.get("state") == "ERROR" and hint.get("err_class") == "ERR_PROGRAM":
         out["recovery"]["stopped"] = "ERR_PROGRAM"
