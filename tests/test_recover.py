@@ -141,6 +141,8 @@ def test_resubmit_argv_moves_instance_drops_the_policy_and_keeps_the_overrides()
     assert recover.resubmit_argv(words, "box", "j-1", ["--start"], moved=False) == [
         "--instance", "box", "--image", "img", "--ephemeral", "--start", "--resume-from", "j-1", "--",
         "train.num_epochs=6"]
+    assert recover.resubmit_argv(["--instance", "box", "--action", "evaluate"], "box", "j-1", [], False,
+                                 link="--retry-of") == ["--instance", "box", "--action", "evaluate", "--retry-of", "j-1"]
 
 
 @pytest.mark.parametrize("answer,kind", [

@@ -11,7 +11,8 @@ The loop (one attempt at a time; each attempt is its own job record):
    instance once it is RUNNING and a ``docker run --gpus all ... nvidia-smi -L`` passes within
    ``health_wait_s``, else ``--fallback-instance``);
 3. resubmit with the first job's own submit arguments plus ``--resume-from <attempt>``
-   (``tao_brev.resume``: only the epochs after its last checkpoint run), up to N times.
+   (``tao_brev.resume``: only the epochs after its last checkpoint run; another action than
+   train runs again, ``--retry-of``), up to N times.
 
 A program error (hint class ``ERR_PROGRAM``: a bad spec, an exception in the job's code), a
 cancel, a completed job or a refused resubmit ends the loop: nothing is recovered blindly.
@@ -214,9 +215,11 @@ def choose_instance(ctx: Context, instance: str, image: str, fallback: Optional[
 
 
 # ---------------------------------------------------------------- the resubmit
-def resubmit_argv(words: list[str], instance: str, resume_from: str, extra: list[str], moved: bool) -> list[str]:
+def resubmit_argv(words: list[str], instance: str, resume_from: str, extra: list[str], moved: bool,
+                  link: str = "--resume-from") -> list[str]:
     """The first submit's arguments (``resume.resubmit_words``) for the next attempt: on ``instance``,
-    ``--resume-from`` the attempt that holds the checkpoint, without the policy flags; a move to
+    ``--resume-from`` the attempt that holds the checkpoint (``link="--retry-of"`` for an action
+    other than train: nothing to resume, it runs again), without the policy flags; a move to
     another instance drops ``--ephemeral`` (the bundle did not create the fallback)."""
     head, tail = (words[:words.index("--")], words[words.index("--"):]) if "--" in words else (list(words), [])
     out, skip = [], False
@@ -230,7 +233,7 @@ def resubmit_argv(words: list[str], instance: str, resume_from: str, extra: list
             skip = "=" not in word and flag != "--ephemeral"
             continue
         out.append(word)
-    return ["--instance", instance, *out, *extra, "--resume-from", resume_from, *tail]
+    return ["--instance", instance, *out, *extra, link, resume_from, *tail]
 
 
 def _adopt(ctx: Context, root: str, chain: list[dict], intent: Optional[dict]) -> Optional[dict]:
@@ -349,8 +352,11 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
                    f"Pass --fallback-instance NAME (a RUNNING instance with the image pulled) and rerun, or fix "
                    f"{here} (an Xid needs a reset: brev stop {here}, then brev start {here}) and rerun.")
     source = _resume_source(ctx, chain)
-    _refuse_out_of_reach(ctx, source, here, target, found, words)
-    argv = resubmit_argv(list(words), target, source, extra, moved=target != here)
+    train = record.get("action") == "train"
+    if train:   # another action has no checkpoint to carry
+        _refuse_out_of_reach(ctx, source, here, target, found, words)
+    argv = resubmit_argv(list(words), target, source, extra, moved=target != here,
+                         link="--resume-from" if train else "--retry-of")
     intent = {"attempt": len(chain) + 1, "after": current, "resume_from": source, "instance": target,
               "at": now_iso(), "argv": argv}
     ctx.sidecars.update(root, recovery={"intent": intent})   # before the launch: a rerun adopts, never repeats
