@@ -324,8 +324,8 @@ def observed_epoch_seconds(items: list[dict]) -> float | None:
     return None
 
 
-# -- metrics --------------------------------------------------------------------
-def after_end(progress: dict, terminal: str | None, action: str = "") -> dict:
+# -- ends -----------------------------------------------------------------------
+def after_end(progress: dict, terminal: str | None, action: str = "", job_id: str = "JOB_ID") -> dict:
     """``progress`` of a job that ended (``terminal``: its docker end, COMPLETE for exit 0).
 
     COMPLETE with TAO's "finished successfully" line: done (100 %, no ETA left). COMPLETE without
@@ -339,7 +339,7 @@ def after_end(progress: dict, terminal: str | None, action: str = "") -> dict:
         out["eta_s"] = 0
         if action == "evaluate" and not progress.get("kpi"):
             out["note"] = ("the evaluate finished but wrote no KPIs to status.json (the model logged none): "
-                           "read its logs (poll_status.py JOB_ID --logs 50) for the metrics it printed")
+                           f"read its logs (poll_status.py {job_id} --logs 50) for the metrics it printed")
         return out
     out["eta_s"] = None
     if progress.get("status") == "FAILURE" and terminal != "COMPLETE":
@@ -354,6 +354,7 @@ def after_end(progress: dict, terminal: str | None, action: str = "") -> dict:
     return out
 
 
+# -- metrics --------------------------------------------------------------------
 def goal(name: str) -> str | None:
     """``min`` / ``max`` for a KPI name (a heuristic from its name), None when unknown."""
     if _NOT_A_GOAL.search(name):

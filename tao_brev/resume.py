@@ -144,6 +144,10 @@ def plan(ctx, req) -> Optional[ResumePlan]:
     sidecar = ctx.sidecars.load(old_id)
     results = sidecar.get("results") or {}
     why = _unfit(req, record)
+    from .verbs.reconcile import launch_failed   # the verbs import this module
+
+    if why is None and launch_failed(sidecar):
+        why = f"{old_id} never ran (its launch was refused or never happened): it wrote no checkpoint"
     if why:
         raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: {why}", _unfit_fix(req, record))
     same = sidecar.get("instance") == req.instance and not sidecar.get("instance_deleted_at")
@@ -151,14 +155,14 @@ def plan(ctx, req) -> Optional[ResumePlan]:
         return ResumePlan(old_id, "instance", results["instance_dir"], verified=results.get("latest_checkpoint"))
     synced = results.get("checkpoint_sync") or {}   # a live job's checkpoint verified in S3 (checkpoint_sync)
     if results.get("kind") == "s3" and (results.get("verified") or synced.get("latest_checkpoint")):
-        from .verbs.results import load_manifest   # the verbs import this module
+        from .verbs.results import load_links, load_manifest   # the verbs import this module
 
         settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(results["destination"])[0])
         if settings.missing():
             raise TaoBrevError("MISSING_CREDENTIAL", f"--resume-from {old_id}: its checkpoint is copied from "
                                f"{results['destination']}; not set: {', '.join(settings.missing())}")
-        chosen = latest_checkpoint(load_manifest(ctx, old_id) or [], (results.get("links") if results.get("verified")
-                                                                      else synced.get("links")) or [])
+        chosen = latest_checkpoint(load_manifest(ctx, old_id) or [],
+                                   load_links(ctx, old_id) or results.get("links") or synced.get("links") or [])
         if chosen is None:
             raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: its verified results in "
                                f"{results.get('destination')} hold no checkpoint (model_epoch_*.pth; were they "
@@ -191,6 +195,8 @@ def _unfit_fix(req, record: dict) -> str:
 
 def _out_of_reach(req, sidecar: dict, results: dict) -> str:
     where = sidecar.get("instance")
+    if not where or not results:
+        return "this bundle holds no instance or results dir for it (it was not submitted by submit.py here)"
     if sidecar.get("instance_deleted_at") and results.get("kind") != "s3":
         saved = (results.get("saved") or {}).get("path")
         return (f"its instance {where} was deleted and its results were not in S3"
@@ -204,7 +210,7 @@ def _reach_fix(req, old_id: str, sidecar: dict, results: dict) -> str:
     if results.get("kind") == "s3" and not sidecar.get("instance_deleted_at"):
         return (f"Upload and verify them: {nextstep.command('poll_status.py', old_id)}, then submit again: "
                 f"{req.rerun()}")
-    if sidecar.get("instance") and not sidecar.get("instance_deleted_at"):
+    if sidecar.get("instance") and results and not sidecar.get("instance_deleted_at"):
         return f"Resume on the instance that holds them: {req.rerun(set_flags={'--instance': sidecar['instance']})}"
     return ("Put the checkpoint in an input yourself (extract the kept archive, --storage-tier B --inputs DIR=ckpt) "
             f"and pass -- {OVERRIDE_KEY}=/data/ckpt/<file>.pth instead of --resume-from.")
@@ -370,6 +376,9 @@ def fill(text: Optional[str], record: dict, sidecar: dict) -> Optional[str]:
     if record.get("action") != "train":   # nothing to resume: the same job again, linked
         text = text.replace(" (continues from its last checkpoint)", "").replace(
             " continues from its last checkpoint", " starts it again")
+    elif sidecar.get("ephemeral") and (sidecar.get("results") or {}).get("kind") != "s3":
+        text += (f" (the job owns its instance and its checkpoints are only there: tear it down with "
+                 f"{nextstep.command('teardown.py', record['id'], '--keep-instance')} to resume on it)")
     return text.replace(RESUME_WORDS, exact).replace("JOB_ID", record["id"])
 
 

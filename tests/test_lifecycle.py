@@ -193,7 +193,7 @@ def test_a_gpu_id_the_instance_lacks_is_named(world):
 def test_a_tier_a_input_missing_on_the_instance_is_named_with_the_quoting_hint(world):
     res = world.run("submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt",
                     "--network-arch", "visual_changenet", "--action", "train", "--spec", str(world.spec()),
-                    "--inputs", "/root/not-on-the-instance=data")
+                    "--inputs", "/root/not-on-the-instance=levir_cd_tiny")   # the name the spec reads
     assert res.code == 1 and res.json["error"]["code"] == "INPUT_NOT_FOUND"
     assert "quote ~" in res.json["error"]["fix"]
     assert world.sim.docker_run_count("box", res.json["job_id"]) == 0

@@ -345,15 +345,21 @@ def test_all_judges_stalls_only_from_a_status_file():
     assert progress.assess_stall("j", later, nothing, started)["stalled"] is True
 
 
-def test_error_level_lines_are_warnings_and_the_job_still_completes(world):
+def test_three_epochs_validated_every_two_with_error_lines_complete_with_their_warnings(world):
     res = world.submit(spec=world.spec({"epoch_seconds": 0.02, "log_errors": {1: "Unable to log the graph"}},
-                                       num_epochs=3))
-    done = world.run("poll_status.py", res.json["job_id"], "--wait", "--interval", "0.2", "--timeout", "60")
+                                       num_epochs=3, validation_interval=2))
+    done = world.run("poll_status.py", res.json["job_id"], "--wait", "--interval", "0.2", "--timeout", "60",
+                     "--metrics", "10")
     assert done.code == 0 and done.json["state"] == "COMPLETE", done
     validate("poll_status", done.json)
     got = done.json["progress"]
     assert got["warnings"] == ["Unable to log the graph"] and got["finished"] is True
     assert (got["epoch"], got["num_epochs"], got["percent"]) == (3, 3, 100.0)
+    train, val = tao_lightning.train_kpis, tao_lightning.val_kpis
+    assert done.json["metrics"]["epochs"] == [{"epoch": 1, "kpi": train(0, {})},
+                                              {"epoch": 2, "kpi": {**val(1, {}), **train(1, {})}},
+                                              {"epoch": 3, "kpi": train(2, {})}]
+    assert done.json["final_kpi"] == {**val(1, {}), **train(2, {})}
 
 
 @pytest.mark.parametrize("kpis", [True, False])

@@ -62,8 +62,9 @@ def test_evaluate_kpis_are_the_final_kpis_and_none_says_so(tmp_path):
     empty = TaoWriter(tmp_path / "empty.json")
     empty.evaluate(None)
     none = progress.after_end(progress.summarize(empty.file("evaluate/status.json"), empty.now, "evaluate"),
-                              "COMPLETE", "evaluate")
+                              "COMPLETE", "evaluate", "vc-evaluate-1")
     assert "kpi" not in none and "wrote no KPIs" in none["note"]
+    assert "poll_status.py vc-evaluate-1 --logs" in none["note"]
 
 
 def test_error_level_lines_are_warnings_while_training_goes_on(tao):

@@ -38,13 +38,15 @@ def test_latest_links_valid_and_dangling_are_recorded_and_the_files_verified(s3w
     results = wait.json["results"]
     assert results["verified"] is True and results["uploaded"] is True and "error" not in results, results
     links = {link["path"]: link for link in results["links"]}
-    assert links["train/changenet_model_classify_latest.pth"]["dangling"] is True
+    assert links["train/changenet_model_segment_latest.pth"]["dangling"] is True
     assert links["train/best_model.pth"] == {"path": "train/best_model.pth",
                                              "target": "model_epoch_000_step_00025.pth", "dangling": False}
     assert "dangling" in results["note"]
+    latest = results["latest_checkpoint"]   # the link dangles: the verified checkpoint of the highest epoch
+    assert latest["link"] is None and latest["path"] == "train/model_epoch_002_step_00075.pth", latest
     keys = s3world.keys(f"results/{job_id}/")
     assert "train/model_epoch_000_step_00025.pth" in keys and "train/best_model.pth" not in keys
-    assert "train/changenet_model_classify_latest.pth" not in keys      # manifest and upload agree
+    assert "train/changenet_model_segment_latest.pth" not in keys      # manifest and upload agree
     down = s3world.run("teardown.py", job_id, "--delete-instance", schema="teardown")
     assert down.code == 0 and down.json["instance_deleted"], down   # nothing blocks the delete
 

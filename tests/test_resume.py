@@ -29,6 +29,10 @@ def _ids(world) -> set:
     return set(p.stem for p in (records(world).jobs_dir).glob("*.json"))
 
 
+def _brev_copies(sim) -> int:
+    return sum(1 for r in sim.audit() if r["tool"] == "brev" and r["argv"][:1] == ["copy"])
+
+
 def _docker_runs(sim, job_id: str) -> list[list[str]]:
     return [r["argv"] for r in sim.audit() if r["tool"] == "docker" and r["argv"][:1] == ["run"]
             and job_id in r["argv"]]
@@ -163,6 +167,11 @@ def test_tier_b_resume_from_s3_results_on_another_instance(s3world):
     side = sidecars(world).load(old)["results"]
     assert side["verified"] and side["latest_checkpoint"]["path"] == "train/model_epoch_001_step_00050.pth"
     assert side["latest_checkpoint"]["link"] == "train/changenet_model_segment_latest.pth"
+    from pathlib import Path
+    saved = json.loads((Path(world.env["TAO_STATE_DIR"]) / "brev" / "manifests" / f"{old}.json").read_text())
+    assert {"path": "train/changenet_model_segment_latest.pth", "target": "model_epoch_001_step_00050.pth",
+            "dangling": False} in saved["links"]                              # the link with its target
+    assert "train/model_epoch_001_step_00050.pth" in {entry["path"] for entry in saved["files"]}
 
     world.sim.add_instance("box-b")
     world.sim.preload_image("box-b", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
@@ -184,16 +193,25 @@ def test_tier_b_resume_from_s3_results_on_another_instance(s3world):
     s3world.assert_no_secret_anywhere()
 
 
-def test_a_damaged_s3_checkpoint_refuses_the_launch(s3world):
+def test_tier_a_resumes_from_s3_on_another_instance_and_a_damaged_checkpoint_refuses(s3world):
     world = s3world.world
     sub = world.submit(spec=world.spec({"epoch_seconds": 0.01}, num_epochs=2))   # tier A, results to S3
     old = sub.json["job_id"]
     assert s3world.run("poll_status.py", old, *WAIT).code == 0
     assert s3world.run("teardown.py", old, "--delete-instance").code == 0
-    key = f"results/{old}/train/model_epoch_001_step_00050.pth"
-    s3world.s3.put_object(Bucket=s3world.bucket, Key=key, Body=b"not the verified bytes!")
     world.sim.add_instance("box-b")
     world.sim.preload_image("box-b", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
+    spec = world.spec({"epoch_seconds": 0.01}, num_epochs=3)
+    dry = world.submit("--resume-from", old, "--dry-run", spec=spec, instance="box-b")
+    assert [step["step"] for step in dry.json["plan"]][:2] == ["open_record", "copy_s3_credentials"], dry
+    execs, copies = world.sim.exec_count(), _brev_copies(world.sim)
+    good = world.submit("--resume-from", old, spec=spec, instance="box-b")   # tier A, from S3: the carrier's file
+    assert good.code == 0 and good.json["resume_from"]["source"] == "s3", good
+    assert (world.sim.exec_count() - execs, _brev_copies(world.sim) - copies) == (1, 1)
+    assert s3world.run("poll_status.py", good.json["job_id"], *WAIT).json["state"] == "COMPLETE"
+    assert _checkpoints(world.sim, good.json["job_id"], "box-b") == ["model_epoch_002_step_00075.pth"]
+    key = f"results/{old}/train/model_epoch_001_step_00050.pth"
+    s3world.s3.put_object(Bucket=s3world.bucket, Key=key, Body=b"not the verified bytes!")
     res = world.submit("--resume-from", old, spec=world.spec({"epoch_seconds": 0.01}), instance="box-b")
     assert res.code == 1 and res.json["error"]["code"] == "RESUME_CHECKPOINT_MISSING", res
     assert not _docker_runs(world.sim, res.json["job_id"])
@@ -287,6 +305,10 @@ def test_the_advice_placeholder_becomes_the_jobs_own_command():
     assert "--retry-of visual_changenet-train-abc123" in evaluate and "checkpoint" not in evaluate
     unknown = resume.fill(text, record, {})
     assert f"--resume-from {record['id']}" in unknown and "same flags" in unknown
+    owned = resume.fill(text, record, {**sidecar, "ephemeral": True, "results": {"kind": "ephemeral"}})
+    assert owned.endswith(f"teardown.py {record['id']} --keep-instance to resume on it)")
+    assert "--keep-instance" not in resume.fill(text, record, {**sidecar, "ephemeral": True,
+                                                               "results": {"kind": "s3"}})
     assert resume.fill("nothing to fill", record, sidecar) == "nothing to fill"
     assert resume.fill(None, record, sidecar) is None
 
@@ -407,3 +429,45 @@ def test_a_checkpoint_verified_in_s3_is_checked_again_on_the_instance(tmp_path):
                               capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
         assert done.returncode == code, (stored, done.stdout)
         assert ("differs from its verified sha256" in done.stdout) == bool(code)
+
+
+def test_a_job_that_never_ran_is_no_resume_source(world):
+    world.sim.add_instance("bare")   # the image is not on it: the launch is refused, nothing ran
+    refused = world.submit(spec=world.spec({"epoch_seconds": 0.01}), instance="bare")
+    assert refused.code == 1 and refused.json["error"]["code"] == "IMAGE_NOT_PULLED", refused
+    res = world.submit("--resume-from", refused.json["job_id"], spec=world.spec({"epoch_seconds": 0.01}),
+                       instance="bare")
+    assert res.code == 2 and res.json["error"]["code"] == "RESUME_NOT_POSSIBLE", res
+    assert "never ran" in res.json["error"]["message"]
+
+
+def test_a_manifest_saved_before_links_were_recorded_still_reads(tmp_path):
+    from types import SimpleNamespace
+
+    from tao_brev.verbs import results
+
+    ctx = SimpleNamespace(state_root=tmp_path)
+    assert results.load_manifest(ctx, "j") is None and results.load_links(ctx, "j") == []
+    results._save_manifest(ctx, "j", [{"path": "a", "size": 1, "sha256": "0" * 64}],
+                           [{"path": "x_latest.pth", "target": "a", "dangling": False}])
+    assert results.load_manifest(ctx, "j")[0]["path"] == "a" and results.load_links(ctx, "j")[0]["target"] == "a"
+    results._manifest_path(ctx, "j").write_text(json.dumps([{"path": "b", "size": 2, "sha256": "1" * 64}]))
+    assert results.load_manifest(ctx, "j")[0]["path"] == "b" and results.load_links(ctx, "j") == []
+    results._manifest_path(ctx, "j").write_text("7")
+    assert results.load_manifest(ctx, "j") is None
+
+
+def test_a_job_this_bundle_holds_no_results_for_is_refused_plainly():
+    from types import SimpleNamespace
+
+    from tao_brev.errors import TaoBrevError
+    from tao_brev.verbs.submit import SubmitRequest
+
+    record = {"id": "vc-train-1", "action": "train", "network_arch": "visual_changenet", "terminal_state": "COMPLETE"}
+    ctx = SimpleNamespace(records=SimpleNamespace(load=lambda _id: record),
+                          sidecars=SimpleNamespace(load=lambda _id: {}), env={})
+    req = SubmitRequest("box", "img", "visual_changenet", "train", "s.yaml", resume_from="vc-train-1")
+    with pytest.raises(TaoBrevError) as failed:
+        resume.plan(ctx, req)
+    assert failed.value.code == "RESUME_NOT_POSSIBLE" and "not submitted by submit.py" in failed.value.message
+    assert "kept archive" in failed.value.fix

@@ -57,7 +57,7 @@ def sync(ctx: Context, job_id: str) -> Optional[dict]:
                 say(f"checkpoint sync {job_id}: {chosen['path']} not verified in S3 ({error or report})")
                 return results.get("checkpoint_sync")
             manifest = results_mod._merge(results_mod.load_manifest(ctx, job_id) or [], [entry])
-            results_mod._save_manifest(ctx, job_id, manifest)
+            results_mod._save_manifest(ctx, job_id, manifest, links)
             synced = {"at": now_iso(), "latest_checkpoint": chosen, "links": links}
             ctx.sidecars.update(job_id, results={"checkpoint_sync": synced})
     except TaoBrevError as exc:

@@ -134,8 +134,8 @@ def _upload_and_verify(ctx: Context, job_id: str, sidecar: dict, record: dict) -
                                      settings, excludes)
     kept = [e for e in reported.entries if not storage.is_excluded(e["path"], excludes)]
     manifest = _merge(_load_manifest(ctx, job_id) or [], kept)
-    _save_manifest(ctx, job_id, manifest)
     links = [link for link in reported.links if not storage.is_excluded(link["path"], excludes)]
+    _save_manifest(ctx, job_id, manifest, links)
 
     report = storage.verify_against_manifest(settings, destination, manifest)
     mismatched = [m["path"] for m in report["mismatched"]]
@@ -249,10 +249,12 @@ def _manifest_path(ctx: Context, job_id: str):
     return ctx.state_root / "brev" / "manifests" / f"{job_id}.json"
 
 
-def _save_manifest(ctx: Context, job_id: str, manifest: list[dict]) -> None:
+def _save_manifest(ctx: Context, job_id: str, manifest: list[dict], links: Optional[list[dict]] = None) -> None:
+    """``{"files": [...], "links": [...]}``: the files (path, size, sha256) and the symbolic links
+    (path, target, dangling) the instance reported, so ``*_latest.pth`` keeps its target."""
     path = _manifest_path(ctx, job_id)
     private_dir(path.parent)   # 0700, the file 0600
-    atomic_write_json(path, manifest)
+    atomic_write_json(path, {"files": manifest, "links": list(links or [])})
 
 
 def load_manifest(ctx: Context, job_id: str) -> Optional[list[dict]]:
@@ -260,8 +262,22 @@ def load_manifest(ctx: Context, job_id: str) -> Optional[list[dict]]:
     return _load_manifest(ctx, job_id)
 
 
-def _load_manifest(ctx: Context, job_id: str) -> Optional[list[dict]]:
+def load_links(ctx: Context, job_id: str) -> list[dict]:
+    """The symbolic links recorded with the job's manifest (path, target, dangling)."""
+    return list((_read_manifest(ctx, job_id) or {}).get("links") or [])
+
+
+def _read_manifest(ctx: Context, job_id: str) -> Optional[dict]:
+    """The saved manifest as ``{"files", "links"}`` (a bare list of files: one saved before links were)."""
     try:
-        return json.loads(_manifest_path(ctx, job_id).read_text())
+        data = json.loads(_manifest_path(ctx, job_id).read_text())
     except (OSError, ValueError):
         return None
+    if isinstance(data, list):
+        return {"files": data, "links": []}
+    return data if isinstance(data, dict) else None
+
+
+def _load_manifest(ctx: Context, job_id: str) -> Optional[list[dict]]:
+    data = _read_manifest(ctx, job_id)
+    return None if data is None else list(data.get("files") or [])

@@ -106,7 +106,7 @@ def watch_fields(ctx: Context, record: dict, observed: JobState, probe: Probe | 
             ctx.sidecars.update(job_id, final_progress=out["progress"])
     elif saved and not out["progress"].get("available"):
         out["progress"] = {**saved, "note": "kept from the last poll that read the status file"}
-    out["progress"] = progress_mod.after_end(out["progress"], terminal, action)
+    out["progress"] = progress_mod.after_end(out["progress"], terminal, action, job_id)
     if terminal == "COMPLETE" and out.get("progress", {}).get("kpi"):
         out["final_kpi"] = out["progress"]["kpi"]
     if metrics:

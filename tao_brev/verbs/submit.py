@@ -415,6 +415,10 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                 "backend_ref": None, "image": resolved["image"], "results_dir": routing.results_dir(placeholder),
                 "plan": [{"step": "open_record", "what": "scripts/tao_job_record.py open (mints the job id)"},
                          *(stage.plan_steps(req.instance) if stage else []),
+                         *([{"step": "copy_s3_credentials", "what": f"brev copy <0600 file with the AWS_* settings, "
+                             f"read by the carrier that copies the checkpoint of {req.resume_from}> "
+                             f"{req.instance}:.tao-cred-<job_id>-s3-<random>"}]
+                           if resumed and resumed.source == "s3" and not stage else []),
                          *([{"step": "copy_credentials", "what": f"brev copy <0600 file with {', '.join(req.env_names)}> "
                              f"{req.instance}:.tao-cred-<job_id>-<random>"}] if req.env_names else []),
                          {"step": "launch", "command": f"brev exec {req.instance} <script>", "script": script,
