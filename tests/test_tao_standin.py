@@ -39,10 +39,11 @@ def spec(sim, name="spec.yaml", instance="box", simulate=None, text=None, **trai
     return f"/data/{name}"
 
 
-def run(sim, name, spec_path, *overrides, action="train", instance="box", gpus="--gpus all") -> dict:
+def run(sim, name, spec_path, *overrides, action="train", instance="box", gpus="--gpus all",
+        arch="visual_changenet") -> dict:
     """Run the TAO image to its end; its exit code, logs and results dir (host path)."""
     cmd = (f"docker run -d --name job-{name} {gpus} -v ~/data:/data -v ~/results:/results {TAO_IMAGE} "
-           f"visual_changenet {action} -e {spec_path} " + " ".join(overrides))
+           f"{arch} {action} -e {spec_path} " + " ".join(overrides))
     started = subprocess.run(["brev", "exec", instance, cmd], env=sim.env(), stdin=subprocess.DEVNULL,
                              capture_output=True, text=True, timeout=60)
     assert started.returncode == 0, started.stderr
@@ -191,3 +192,30 @@ def test_progress_of_a_resumed_run_read_from_the_stand_in_s_status_file(sim):
     table = progress.metrics(progress.StatusFile("train/status.json", 1, 1, lines))
     assert [row["epoch"] for row in table["epochs"]] == [1, 2, 3, 4, 5]
     assert all({"val_loss", "train_loss"} <= set(row["kpi"]) for row in table["epochs"])
+
+
+def test_pointpillars_runs_its_own_loop_and_progress_reads_it(sim):
+    """pointpillars/scripts/train.py + tools/train_utils/train_utils.py: status.json in results_dir,
+    max_epoch = total_epochs, checkpoint_epoch_<N>.pth, no _latest link, resume from the spec's path."""
+    from tao_brev import progress
+
+    text = "results_dir: /results/pp\ntrain:\n  num_epochs: 3\nsimulate:\n  epoch_seconds: 0.01\n"
+    done = run(sim, "pp", spec(sim, "pp.yaml", text=text), arch="pointpillars")
+    assert done["code"] == 0, done["logs"]
+    out = done["results"] / "pp"
+    names = sorted(p.name for p in out.glob("checkpoint_epoch_*.pth"))
+    assert names == [f"checkpoint_epoch_{n}.pth" for n in (1, 2, 3)]
+    assert not list(out.glob("*_latest.pth"))
+    lines = [json.loads(x) for x in (out / "status.json").read_text().splitlines()]
+    assert [(x["epoch"], x["max_epoch"]) for x in lines if "epoch" in x] == [(0, 3), (1, 3), (2, 3)]
+    assert lines[-1]["message"] == "Training finished successfully."
+    file = progress.StatusFile("status.json", 1, 1, (out / "status.json").read_text().splitlines())
+    got = progress.summarize(file, None, "train")
+    assert (got["epoch"], got["num_epochs"], got["percent"], got["finished"]) == (3, 3, 100.0, True)
+    assert [row["epoch"] for row in progress.metrics(file)["epochs"]] == [1, 2, 3]
+    more = text.replace("num_epochs: 3", "num_epochs: 5\n"
+                        "  resume_training_checkpoint_path: /results/pp/checkpoint_epoch_3.pth")
+    again = run(sim, "pp2", spec(sim, "pp2.yaml", text=more), "results_dir=/results/pp2", arch="pointpillars")
+    assert again["code"] == 0, again["logs"]
+    resumed = [json.loads(x) for x in (done["results"] / "pp2" / "status.json").read_text().splitlines()]
+    assert [x["epoch"] for x in resumed if "epoch" in x] == [3, 4]

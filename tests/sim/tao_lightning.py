@@ -313,3 +313,42 @@ def run(job: Job) -> None:
     {"train": train, "evaluate": evaluate}.get(job.action, other)(job)
     if sys.stdout:
         sys.stdout.flush()
+
+
+# -- pointpillars: its own training loop, not Lightning ------------------------------------------------
+def pointpillars_train(job: Job) -> None:
+    """tao-pytorch pointcloud/pointpillars/scripts/train.py and tools/train_utils/train_utils.py:
+    status.json directly in results_dir (no ``<action>/``), STARTED "Starting PointPillars training",
+    one "Train metrics generated." line per epoch with the 0-based ``epoch``, ``max_epoch`` =
+    total_epochs, ``eta`` and the KPIs (learning_rate, loss) on it, ``checkpoint_epoch_<N>.pth`` (N
+    the trained epochs, from 1) every checkpoint_interval, no ``_latest`` link; resume only from
+    ``train.resume_training_checkpoint_path``; RUNNING "Training finished successfully." at the end;
+    an exception: a FAILURE line with its text (train.py __main__), then the traceback."""
+    job.status.write("Starting PointPillars training", status="STARTED")
+    try:
+        train_cfg, sim = job.section("train"), job.sim
+        epochs = int(train_cfg.get("num_epochs") or 1)
+        interval = int(train_cfg.get("checkpoint_interval") or 1)
+        job.trainer_devices()
+        start = 0
+        resume = train_cfg.get("resume_training_checkpoint_path")
+        if resume:
+            start = read_checkpoint(job.ctx.host_path(resume, job.cwd), resume)["epoch"] + 1
+        epoch_seconds = float(sim.get("epoch_seconds", 0.05))
+        for epoch in range(start, epochs):
+            began = time.time()
+            time.sleep(epoch_seconds)
+            print(f"epochs: {epoch + 1}/{epochs}", flush=True)
+            elapsed = time.time() - began
+            job.status.kpi = {"learning_rate": 0.003, "loss": train_kpis(epoch, sim)["train_loss"]}
+            job.status.write("Train metrics generated.", data={
+                "epoch": epoch, "time_per_epoch": str(_dt.timedelta(seconds=elapsed)), "max_epoch": epochs,
+                "eta": str(_dt.timedelta(seconds=(epochs - epoch) * elapsed))})
+            if (epoch + 1) % interval == 0:
+                name = f"checkpoint_epoch_{epoch + 1}.pth"
+                write_checkpoint(job.out_dir / name, epoch, (epoch + 1) * STEPS_PER_EPOCH)
+            after_epoch(job, epoch)
+    except Exception as exc:
+        job.status.write(str(exc), status="FAILURE")
+        raise
+    job.status.write("Training finished successfully.")

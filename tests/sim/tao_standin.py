@@ -391,7 +391,10 @@ def run_script(ctx, cwd, arch, action, spec_name, spec, sim, overrides, gpu_ids,
         return 1
     section = cfg.get(action) if isinstance(cfg.get(action), dict) else {}
     top = cfg.get("results_dir")
-    if section.get("results_dir"):   # core/utilities.py:73-94 update_results_dir
+    own_loop = (arch, action) == ("pointpillars", "train")   # its train.py writes into results_dir itself
+    if own_loop and top:
+        results_dir = str(top)
+    elif section.get("results_dir"):   # core/utilities.py:73-94 update_results_dir
         results_dir = str(section["results_dir"])
     elif top and top != "???":
         results_dir = os.path.join(str(top), action)
@@ -399,20 +402,25 @@ def run_script(ctx, cwd, arch, action, spec_name, spec, sim, overrides, gpu_ids,
         task_traceback(arch, action, overrides, ValueError(
             "You need to set at least one of following fields: results_dir, {mode}.results_dir"))
         return 1
-    print(f"{action.capitalize()} results will be saved at: {results_dir}", flush=True)
+    if not own_loop:
+        print(f"{action.capitalize()} results will be saved at: {results_dir}", flush=True)
     if not ctx.writable(results_dir):
         task_traceback(arch, action, overrides, OSError(f"[Errno 30] Read-only file system: '{results_dir}'"))
         return 1
     out_dir = ctx.host_path(results_dir, cwd)
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_experiment(cfg, out_dir)
+    if not own_loop:
+        save_experiment(cfg, out_dir)
     status = Status(out_dir / "status.json")
     handler = StatusLoggerHandler(status)
     log.addHandler(handler)   # set_status_logger -> enable_dual_logging (the script's process only)
     side_effects(ctx, cwd, cfg, sim)
     job = tao_lightning.Job(arch, action, cfg, results_dir, out_dir, ctx, cwd, sim, status, log, gpu_ids)
     try:
-        monitor_status(job, DISPLAY_NAMES.get(arch, arch))
+        if own_loop:
+            tao_lightning.pointpillars_train(job)
+        else:
+            monitor_status(job, DISPLAY_NAMES.get(arch, arch))
     except Exception as exc:   # noqa: BLE001 - Hydra reports whatever the task raised
         task_traceback(arch, action, overrides, exc)
         return 1
