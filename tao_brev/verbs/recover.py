@@ -31,116 +31,22 @@ from __future__ import annotations
 import shlex
 from typing import Callable, Optional
 
-from .. import cost, remote, resume
+from .. import remote
 from ..cli import Context, say
 from ..docker_state import docker_error_code
 from ..errors import TaoBrevError
 from ..fsio import locked
-from ..records import check_job_id, current_state, is_terminal, now_iso
-from ..transport import check_instance
-from . import checkpoint_sync, reconcile, status
+from ..records import check_job_id, is_terminal, now_iso
+from . import checkpoint_sync, status
+from .recovery_chain import (adopt, append, attempts_view, chain_cost, lock_path, policy,  # noqa: F401
+                             remembered_policy, resume_source, root_of)
+from .recovery_chain import chain as _chain
 from . import teardown as teardown_mod
 
 HEALTH_WAIT_S = 600.0      # how long the same instance may take to be RUNNING with working GPUs again
 HEALTH_INTERVAL_S = 30.0   # between two health checks
 # flags of the first submit that a resubmit does not repeat (the policy lives in the chain)
 _POLICY_FLAGS = ("--recover", "--fallback-instance", "--budget-s")
-
-
-# ---------------------------------------------------------------- the policy
-def policy(attempts: Optional[int], fallback: Optional[str], budget_s: Optional[float]) -> Optional[dict]:
-    """``{"attempts", "fallback_instance", "budget_s"}`` of ``--recover N [--fallback-instance NAME]
-    [--budget-s S]`` (None without ``--recover``). Raises BAD_ARGUMENT (N < 0, S <= 0, a fallback or a
-    budget without --recover) and BAD_NAME (the fallback's name)."""
-    if attempts is None:
-        if fallback or budget_s is not None:
-            raise TaoBrevError("BAD_ARGUMENT", "--fallback-instance and --budget-s belong to --recover N",
-                               "Add --recover N (the number of automatic resubmits, e.g. 2).")
-        return None
-    if attempts < 0:
-        raise TaoBrevError("BAD_ARGUMENT", f"--recover takes 0 or more attempts (got {attempts})")
-    if budget_s is not None and not budget_s > 0:
-        raise TaoBrevError("BAD_ARGUMENT", f"--budget-s must be > 0 seconds (got {budget_s})")
-    if fallback:
-        check_instance(fallback)
-    return {"attempts": attempts, "fallback_instance": fallback or None, "budget_s": budget_s}
-
-
-def root_of(ctx: Context, job_id: str) -> str:
-    """The first job of the chain ``job_id`` belongs to (itself when it is no recovery attempt)."""
-    return ctx.sidecars.load(job_id).get("recovery_root") or job_id
-
-
-def remembered_policy(ctx: Context, job_id: str) -> Optional[dict]:
-    """The policy the chain of ``job_id`` runs under: the chain's, else its submit's ``--recover``."""
-    side = ctx.sidecars.load(root_of(ctx, job_id))
-    return (side.get("recovery") or {}).get("policy") or side.get("recovery_policy")
-
-
-def _chain(ctx: Context, root: str) -> list[dict]:
-    return list((ctx.sidecars.load(root).get("recovery") or {}).get("chain") or [{"job_id": root, "attempt": 1}])
-
-
-def _lock_path(ctx: Context, root: str):
-    return ctx.sidecars.path(root).with_suffix(".recovery")
-
-
-# ---------------------------------------------------------------- what the answers show
-def attempts_view(ctx: Context, root: str) -> list[dict]:
-    """The chain as every answer shows it: per attempt its job id, instance, state, the cause that
-    ended it (when it was recovered), the epochs reached (its last progress: completed epochs) and, for a resumed
-    attempt, the checkpoint it started from."""
-    out = []
-    for entry in _chain(ctx, root):
-        job = entry["job_id"]
-        try:
-            record, side = ctx.records.load(job), ctx.sidecars.load(job)
-        except TaoBrevError as exc:
-            out.append({**entry, "error": exc.code})
-            continue
-        progress = side.get("final_progress") or {}
-        item = {"job_id": job, "attempt": entry["attempt"], "instance": side.get("instance"),
-                "state": record.get("terminal_state") or current_state(record), "cause": entry.get("cause"),
-                "epoch": progress.get("epoch"), "num_epochs": progress.get("num_epochs")}
-        start = (side.get("resume_from") or {}).get("checkpoint") or {}
-        if start.get("path"):
-            item["resumed_from"] = {"job_id": side["resume_from"].get("job_id"), "checkpoint": start["path"]}
-        out.append(item)
-    return out
-
-
-def annotate(ctx: Context, job_id: str, out: dict) -> dict:
-    """``out`` with ``attempts`` when ``job_id`` is part of a recovery chain (status.observe's hook)."""
-    try:
-        root = root_of(ctx, job_id)
-        if len(_chain(ctx, root)) > 1 or (ctx.sidecars.load(root).get("recovery") or {}).get("policy"):
-            out["attempts"] = attempts_view(ctx, root)
-    except TaoBrevError:
-        pass
-    return out
-
-
-def chain_cost(ctx: Context, root: str) -> dict:
-    """``{"billed_s", "estimated_cost_usd", "attempts"}`` summed over the chain (``cost.facts`` of each
-    ended attempt, the time since submit of a live one); a sum is null when one part is unknown."""
-    billed, usd = 0.0, 0.0
-    for entry in _chain(ctx, root):
-        seconds, price = _billed(ctx, entry["job_id"])
-        billed = None if billed is None or seconds is None else billed + seconds
-        usd = None if usd is None or price is None else usd + price
-    return {"billed_s": None if billed is None else round(billed, 3),
-            "estimated_cost_usd": None if usd is None else round(usd, 4), "attempts": len(_chain(ctx, root))}
-
-
-def _billed(ctx: Context, job_id: str) -> tuple[Optional[float], Optional[float]]:
-    record = ctx.records.load(job_id)
-    if not is_terminal(record.get("terminal_state")):
-        start = cost.parse_ts(record.get("submitted_at"))
-        from datetime import datetime, timezone
-
-        return (cost.seconds(start, datetime.now(timezone.utc)) if start else None), None
-    facts = cost.facts(ctx, job_id, owned=False, lookup=False)
-    return facts.get("billed_s"), facts.get("estimated_cost_usd")
 
 
 # ---------------------------------------------------------------- why an attempt ended
@@ -236,36 +142,6 @@ def resubmit_argv(words: list[str], instance: str, resume_from: str, extra: list
     return ["--instance", instance, *out, *extra, link, resume_from, *tail]
 
 
-def _adopt(ctx: Context, root: str, chain: list[dict], intent: Optional[dict]) -> Optional[dict]:
-    """A record that a killed resubmit opened for ``intent`` (its ``retry_of`` is the attempt it
-    resumes, opened after the intent, not in the chain yet), appended to the chain; else None."""
-    if not intent:
-        return None
-    known = {entry["job_id"] for entry in chain}
-    for record in ctx.records.list():
-        if (record.get("retry_of") == intent["resume_from"] and record.get("id") not in known
-                and str(record.get("submitted_at") or "") >= intent["at"]):
-            return _append(ctx, root, chain, record["id"], intent)
-    return None
-
-
-def _append(ctx: Context, root: str, chain: list[dict], job_id: str, intent: dict) -> dict:
-    entry = {"job_id": job_id, "attempt": intent["attempt"], "resume_from": intent["resume_from"]}
-    chain = [*chain, entry]
-    ctx.sidecars.update(job_id, recovery_root=root, attempt=intent["attempt"], previous_attempt=intent["after"])
-    ctx.sidecars.update(root, recovery={"chain": chain, "intent": None})
-    return entry
-
-
-def _resume_source(ctx: Context, chain: list[dict]) -> str:
-    """The attempt whose checkpoint the next one uses: the last that ran (one never launched
-    left no checkpoint: its own source)."""
-    last = chain[-1]
-    if reconcile.launch_failed(ctx.sidecars.load(last["job_id"])) and last.get("resume_from"):
-        return last["resume_from"]
-    return last["job_id"]
-
-
 # ---------------------------------------------------------------- one step of the chain
 class Stop(Exception):
     """The chain ends here: ``code`` (an errors.CODES name) and why."""
@@ -279,13 +155,13 @@ def advance(ctx: Context, root: str, current: str, cause: dict, pol: dict, reque
             health_wait_s: float, interval: float) -> str:
     """After ``current`` ended by ``cause``: the next attempt's job id (launched here, adopted, or
     launched by another process meanwhile). Raises :class:`Stop`. Runs under the chain's lock."""
-    lock = _lock_path(ctx, root)
+    lock = lock_path(ctx, root)
     with locked(lock):
         chain = _chain(ctx, root)
         state = ctx.sidecars.load(root).get("recovery") or {}
         if chain[-1]["job_id"] != current:   # another process advanced the chain meanwhile
             return chain[-1]["job_id"]
-        adopted = _adopt(ctx, root, chain, state.get("intent"))
+        adopted = adopt(ctx, root, chain, state.get("intent"))
         if adopted:
             say(f"recover: adopting {adopted['job_id']}, launched by an earlier run that was interrupted")
             return adopted["job_id"]
@@ -351,7 +227,7 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
         raise Stop("RECOVERY_NOT_POSSIBLE", f"no instance for attempt {len(chain) + 1}: {found}",
                    f"Pass --fallback-instance NAME (a RUNNING instance with the image pulled) and rerun, or fix "
                    f"{here} (an Xid needs a reset: brev stop {here}, then brev start {here}) and rerun.")
-    source = _resume_source(ctx, chain)
+    source = resume_source(ctx, chain)
     train = record.get("action") == "train"
     if train:   # another action has no checkpoint to carry
         _refuse_out_of_reach(ctx, source, here, target, found, words)
@@ -367,7 +243,7 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
         answer, code = {"ok": False, **(exc.details.get("answer") or {}), "error": exc.to_json()}, exc.exit_code
         if exc.code == "INTERRUPTED":   # Ctrl-C / SIGTERM during the launch: chain what opened, then answer
             if answer.get("job_id"):
-                _append(ctx, root, chain, answer["job_id"], intent)
+                append(ctx, root, chain, answer["job_id"], intent)
             raise
     job_id = answer.get("job_id")
     if not job_id:   # refused before a record opened: nothing runs, the chain ends with the refusal's reason
@@ -375,7 +251,7 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
         error = answer.get("error") or {}
         raise Stop("RECOVERY_NOT_POSSIBLE", f"the resubmit of attempt {intent['attempt']} on {target} was refused "
                    f"({error.get('code')}): {error.get('message')}", error.get("fix"))
-    _append(ctx, root, chain, job_id, intent)
+    append(ctx, root, chain, job_id, intent)
     return job_id
 
 
