@@ -297,3 +297,19 @@ def test_a_container_removed_under_the_job_resumes_on_the_same_instance(world):
     assert done.json["attempts"][0]["cause"]["kind"] == "container"
     assert _checkpoints(world.sim, done.json["job_id"]) == ["model_epoch_002_step_00075.pth",
                                                             "model_epoch_003_step_00100.pth"]
+
+
+def test_an_instance_stopped_under_the_job_resumes_there_from_its_disk(world):
+    spec = world.spec({"epoch_seconds": 0.02, "hang_after_epoch": 2}, num_epochs=4)
+    sub = world.submit(spec=spec)
+    job = sub.json["job_id"]
+    from conftest import wait_until
+    wait_until(lambda: len(_checkpoints(world.sim, job)) >= 2, "two checkpoints")
+    brev_cli(world, "stop", "box")                                              # checkpoints survive a stop
+    spec.write_text(spec.read_text().replace("hang_after_epoch: 2", "epoch_seconds: 0.02"))
+    done = world.run("poll_status.py", job, "--wait", "--recover", "1", *FAST)
+    assert done.code == 0 and done.json["state"] == "COMPLETE", done
+    assert done.json["attempts"][0]["cause"]["kind"] in ("infra", "instance")
+    assert done.json["attempts"][1]["instance"] == "box"
+    assert _checkpoints(world.sim, done.json["job_id"]) == ["model_epoch_002_step_00075.pth",
+                                                            "model_epoch_003_step_00100.pth"]
