@@ -151,6 +151,7 @@ def test_resubmit_argv_moves_instance_drops_the_policy_and_keeps_the_overrides()
     ({"state": "ERROR", "hint": {"err_class": None}}, None),
     ({"state": "RUNNING", "error": {"code": "WAIT_TIMEOUT"}}, None),
     ({"state": "CANCELED", "error": {"code": "JOB_CANCELED"}}, None),
+    ({"state": "CANCELED", "observed": {"gone": "container"}, "error": {"code": "JOB_CANCELED"}}, None),
     ({"state": "ERROR", "hint": {"err_class": "ERR_INFRA", "reason": "x"}}, "infra"),
     ({"state": "UNKNOWN", "observed": {"gone": "instance"}}, "instance"),
     ({"state": "UNKNOWN", "observed": {"gone": "container"}}, "container"),
@@ -313,3 +314,30 @@ def test_an_instance_stopped_under_the_job_resumes_there_from_its_disk(world):
     assert done.json["attempts"][1]["instance"] == "box"
     assert _checkpoints(world.sim, done.json["job_id"]) == ["model_epoch_002_step_00075.pth",
                                                             "model_epoch_003_step_00100.pth"]
+
+
+def test_a_job_the_user_canceled_is_never_recovered(world):
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "hang": True}, num_epochs=1))
+    job = sub.json["job_id"]
+    assert world.run("teardown.py", job).code == 0
+    done = world.run("poll_status.py", job, "--wait", "--recover", "2", *FAST)
+    assert done.code == 1 and done.json["error"]["code"] == "JOB_CANCELED", done
+    assert len(done.json["attempts"]) == 1 and len(_docker_runs(world.sim)) == 1
+
+
+def test_a_run_killed_after_it_made_the_attempt_safe_still_resubmits(world):
+    """The cause is recorded before the teardown, after which a stalled attempt reads CANCELED: a
+    rerun keeps the decision (and does not take it for the user's cancel)."""
+    spec = world.spec({"epoch_seconds": 0.02, "hang_after_epoch": 1}, num_epochs=3)
+    sub = world.submit(spec=spec)
+    first = sub.json["job_id"]
+    from conftest import wait_until
+    wait_until(lambda: _checkpoints(world.sim, first), "the first checkpoint")
+    sidecars(world).update(first, recovery={"chain": [{"job_id": first, "attempt": 1,
+                                                       "cause": {"kind": "stalled", "reason": "no sign of life"}}]})
+    assert world.run("teardown.py", first).json["state"] == "CANCELED"          # what the killed run did
+    spec.write_text(spec.read_text().replace("hang_after_epoch: 1", "epoch_seconds: 0.02"))
+    done = world.run("poll_status.py", first, "--wait", "--recover", "1", "--stall-after", "30", *FAST)
+    assert done.code == 0 and done.json["state"] == "COMPLETE", done
+    assert [a["attempt"] for a in done.json["attempts"]] == [1, 2]
+    assert done.json["attempts"][1]["resumed_from"]["checkpoint"] == "train/model_epoch_000_step_00025.pth"

@@ -58,8 +58,8 @@ def cause_of(out: dict) -> Optional[dict]:
     error = (out.get("error") or {}).get("code")
     hint = out.get("hint") or {}
     gone = (out.get("observed") or {}).get("gone")
-    if out.get("state") == "COMPLETE" or error == "WAIT_TIMEOUT" or hint.get("err_class") == "ERR_PROGRAM":
-        return None
+    if out.get("state") in ("COMPLETE", "CANCELED") or error == "WAIT_TIMEOUT" or hint.get("err_class") == "ERR_PROGRAM":
+        return None   # a cancel (a teardown removed the container: gone, yet nobody's fault) is the user's
     if out.get("reconciled") == "never_launched":   # a launch that never happened (not one that was refused)
         return {"kind": "never_launched", "reason": out.get("message")} if error == "NEVER_LAUNCHED" else None
     if out.get("stalled") or error == "JOB_STALLED":
@@ -316,7 +316,7 @@ def recover(ctx: Context, job_id: str, request_of: Callable, pol: Optional[dict]
                    f"--budget-s {pol['budget_s']:g} reached"}
             return _final(ctx, root, out, Stop("RECOVERY_BUDGET_EXHAUSTED", f"--budget-s {pol['budget_s']:g} "
                           f"reached while {current} ran: it was stopped (results kept)"))
-        cause = cause_of(out)
+        cause = cause_of(out) or _decided(ctx, root, current, out)
         if cause is not None and cause["kind"] == "stalled" and stall_after is None:
             out["recovery_note"] = ("a stall is a heuristic: it is recovered only with an explicit --stall-after S "
                                     "(the request to act); nothing was removed")
@@ -328,6 +328,13 @@ def recover(ctx: Context, job_id: str, request_of: Callable, pol: Optional[dict]
             current = advance(ctx, root, current, cause, pol, request_of, health_wait_s, interval)
         except Stop as stop:
             return _final(ctx, root, out, stop)
+
+
+def _decided(ctx: Context, root: str, current: str, out: dict) -> Optional[dict]:
+    """The cause an earlier run recorded for ``current`` before it made it safe (it then reads
+    CANCELED) and was killed before the next attempt was chained: the decision stands."""
+    last = _chain(ctx, root)[-1]
+    return last.get("cause") if last["job_id"] == current and out.get("state") == "CANCELED" else None
 
 
 def _wait(ctx: Context, job_id: str, bound: float, sync_every_s: float, **poll) -> tuple[dict, int]:
