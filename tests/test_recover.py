@@ -341,3 +341,15 @@ def test_a_run_killed_after_it_made_the_attempt_safe_still_resubmits(world):
     assert done.code == 0 and done.json["state"] == "COMPLETE", done
     assert [a["attempt"] for a in done.json["attempts"]] == [1, 2]
     assert done.json["attempts"][1]["resumed_from"]["checkpoint"] == "train/model_epoch_000_step_00025.pth"
+
+
+def test_teardown_follows_a_finished_chain_but_not_a_stopped_one(world):
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1, 2]}, num_epochs=3))
+    job = sub.json["job_id"]
+    stopped = world.run("poll_status.py", job, "--wait", "--recover", "1", "--teardown", *FAST)
+    assert stopped.json["error"]["code"] == "RECOVERY_LIMIT" and "teardown" not in stopped.json, stopped
+    assert "teardown.py" in stopped.json["teardown_skipped"]
+    done = world.run("poll_status.py", job, "--wait", "--recover", "2", "--teardown", *FAST)   # one more
+    assert done.code == 0 and done.json["state"] == "COMPLETE" and done.json["teardown"]["ok"], done
+    assert [a["attempt"] for a in done.json["attempts"]] == [1, 2, 3]
+    assert not world.sim.containers("box") or all(c["State"]["Status"] != "running" for c in world.sim.containers("box"))

@@ -385,6 +385,11 @@ def then_teardown(ctx: Context, out: dict, code: int) -> tuple[dict, int]:
     if not is_terminal(out.get("state")):
         out["teardown_skipped"] = f"job {out.get('job_id')} is {out.get('state')}: nothing was removed"
         return out, code
+    stopped = (out.get("recovery") or {}).get("stopped") or ""
+    if stopped.startswith("RECOVERY_"):   # the user decides first: more attempts, a budget, a fallback
+        out["teardown_skipped"] = (f"the recovery stopped ({stopped}): nothing was removed or deleted, so that a "
+                                   f"rerun can continue the chain; teardown.py {out.get('job_id')} cleans up")
+        return out, code
     try:
         down, down_code = teardown_mod.teardown(ctx, out["job_id"], price_per_hour=None)
     except TaoBrevError as exc:
