@@ -43,7 +43,7 @@ from . import lazy_re
 STATES = ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
 
 # The resume command of an advice: the poll answer replaces it with the job's exact submit command
-# (tao_brev.resume.fill: the job's own flags, then --resume-from for a train job, --retry-of otherwise).
+# (tao_brev.resume_advice.fill: the job's own flags, then --resume-from for a train job, --retry-of otherwise).
 RESUME = "submit.py ... --resume-from JOB_ID (continues from its last checkpoint)"
 INFRA_ADVICE = f"retriable: resubmit, preferably on another instance: {RESUME}"
 PROGRAM_ADVICE = "fix the spec/data/code before resubmitting"

@@ -2,7 +2,7 @@
 
 TAO containers append one JSON object per line to
 ``<results_dir>/<action>/status.json`` (nvidia-tao-core ``nvidia_tao_core/loggers/logging.py``
-``StatusLogger``, which the tao-pytorch logger mirrors; older archs write
+``StatusLogger``, whose format the tao-pytorch logger shares; older archs write
 ``<results_dir>/status.json``): ``date`` (``M/D/YYYY``), ``time`` (``H:M:S``, the container's
 clock), ``status`` (STARTED, RUNNING, FAILURE; SUCCESS only from older containers),
 ``verbosity``, ``message``, and once set ``kpi`` (repeated on every later line). What the lines

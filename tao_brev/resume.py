@@ -21,6 +21,8 @@ mounts the old job's results read-only at ``/resume`` and sets
   its results dir there is mounted; the launch script (same round trip) picks the
   ``*_latest.pth`` link's target (a regular, non-empty file inside the results dir), else
   the checkpoint of the highest epoch and step, and prints ``TAO_RESUME_CHECKPOINT``;
+* ``home``: its instance was deleted and a teardown kept its results here (a verified archive):
+  the checkpoint is extracted from it and copied to the new instance (``resume_home``);
 * ``s3``: the old job's results were uploaded and verified in S3 (another instance, or its
   instance is gone): the checkpoint is chosen here from the verified manifest and the
   link recorded beside it (``results.latest_checkpoint``, :func:`latest_checkpoint`), copied
@@ -39,19 +41,17 @@ import shlex
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from . import credentials, nextstep, remote, staging, storage
+from . import credentials, nextstep, remote, resume_home, staging, storage
 from .errors import TaoBrevError
 from .records import is_terminal
 
 CONTAINER_DIR = "/resume"          # the old job's results (or the staged checkpoint) inside the container
 OVERRIDE_KEY = "train.resume_training_checkpoint_path"
-RESUME_FAILED_EXIT = 11            # the submit script's exit status when no checkpoint can be used (6-10: remote, staging)
+RESUME_FAILED_EXIT = 11            # the launch script's exit when no checkpoint can be used (6-10: remote, staging)
 MARKER = "TAO_RESUME_CHECKPOINT"   # + <path under the results dir> <bytes> [<link it came through>]
 MISSING = "TAO_RESUME_MISSING"
 _CHECKPOINT = re.compile(r"(?:^|/)model_epoch_(\d+)(?:_step_(\d+))?\.pth$")
 _SAFE = re.compile(r"^[A-Za-z0-9._/-]+$")
-# submit.py flags a resubmit never repeats (each names one earlier job or is a one-off)
-_NOT_REPEATED = {"--retry-of": True, "--resume-from": True, "--dry-run": False, "--start": False}
 
 
 # ---------------------------------------------------------------- which checkpoint
@@ -110,6 +110,7 @@ class ResumePlan:
     destination: Optional[str] = None  # s3: the old job's s3://.../results/<id>/
     settings: object = None            # s3: storage.S3Settings of that bucket (never serialized)
     verified: Optional[dict] = None    # instance: the checkpoint verified in S3 (path, size, sha256), if any
+    uploaded: Optional[str] = None     # home: the instance path the checkpoint was copied to (resume_home.push)
 
     def host_dir(self, new_job: str) -> str:
         """The instance directory mounted at CONTAINER_DIR."""
@@ -128,7 +129,7 @@ class ResumePlan:
         out = {"job_id": self.job_id, "source": self.source, "override_key": OVERRIDE_KEY,
                "container_dir": CONTAINER_DIR}
         if self.checkpoint:
-            out["checkpoint"] = dict(self.checkpoint)
+            out["checkpoint"] = {k: v for k, v in self.checkpoint.items() if k != "member"}
             out["container_path"] = f"{CONTAINER_DIR}/{self.checkpoint['path']}"
         return out
 
@@ -169,6 +170,9 @@ def plan(ctx, req) -> Optional[ResumePlan]:
                                "excluded with --upload-exclude?)", "Submit without --resume-from to train from the "
                                f"start: {req.rerun(drop=('--resume-from',))}")
         return ResumePlan(old_id, "s3", results["instance_dir"], chosen, results["destination"], settings)
+    saved = results.get("saved") or {}
+    if saved.get("path") and saved.get("sha256"):   # kept here by the teardown that deleted its instance
+        return ResumePlan(old_id, "home", results["instance_dir"], resume_home.choose(old_id, saved, latest_checkpoint))
     raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: {_out_of_reach(req, sidecar, results)}",
                        _reach_fix(req, old_id, sidecar, results))
 
@@ -212,8 +216,8 @@ def _reach_fix(req, old_id: str, sidecar: dict, results: dict) -> str:
                 f"{req.rerun()}")
     if sidecar.get("instance") and results and not sidecar.get("instance_deleted_at"):
         return f"Resume on the instance that holds them: {req.rerun(set_flags={'--instance': sidecar['instance']})}"
-    return ("Put the checkpoint in an input yourself (extract the kept archive, --storage-tier B --inputs DIR=ckpt) "
-            f"and pass -- {OVERRIDE_KEY}=/data/ckpt/<file>.pth instead of --resume-from.")
+    return (f"Its checkpoints are not reachable from here: train from the start: {req.rerun(drop=('--resume-from',))}; "
+            f"or, with a checkpoint file of your own in an input, pass -- {OVERRIDE_KEY}=/data/NAME/FILE.pth.")
 
 
 def refuse_conflicts(spec: dict, overrides: Sequence[str], old_id: str) -> None:
@@ -231,7 +235,8 @@ def refuse_conflicts(spec: dict, overrides: Sequence[str], old_id: str) -> None:
 # ---------------------------------------------------------------- on the instance
 def instance_lines(results_dir: str, verified: Optional[dict] = None) -> str:
     """Shell lines (before ``docker run``) that pick the checkpoint in the old job's results dir
-    into ``$__tb_resume`` (a path under it): a ``*_latest.pth`` link's target (``train/`` first;
+    into ``$__tb_resume`` (a path under it): a ``*_latest.pth`` link's target (``train/`` first, then
+    the dir itself, then any other first-level dir: a spec's own ``train.results_dir``;
     relative to the link, or ``/results/...``), a regular non-empty file inside the dir; else the
     ``model_epoch_*`` file of the highest epoch and step. Prints ``MARKER <path> <bytes> [<link>]``,
     or ``MISSING`` and exits RESUME_FAILED_EXIT. ``verified`` (the checkpoint whose sha256 the S3
@@ -242,7 +247,7 @@ def instance_lines(results_dir: str, verified: Optional[dict] = None) -> str:
     return "\n".join([
         f"__tb_rd={rd}; __tb_resume=; __tb_via=",
         f'[ -d "$__tb_rd" ] || {{ echo "{MISSING} no results dir"; exit {RESUME_FAILED_EXIT}; }}',
-        'for __tb_l in "$__tb_rd"/train/*_latest.pth "$__tb_rd"/*_latest.pth; do',
+        'for __tb_l in "$__tb_rd"/train/*_latest.pth "$__tb_rd"/*_latest.pth "$__tb_rd"/*/*_latest.pth; do',
         '  [ -L "$__tb_l" ] || [ -f "$__tb_l" ] || continue',
         '  __tb_d=${__tb_l%/*}; __tb_d=${__tb_d#"$__tb_rd"}; __tb_d=${__tb_d#/}',
         '  if [ -L "$__tb_l" ]; then __tb_t=$(readlink -- "$__tb_l") || continue; else __tb_t=${__tb_l##*/}; fi',
@@ -253,7 +258,8 @@ def instance_lines(results_dir: str, verified: Optional[dict] = None) -> str:
         '__tb_via=${__tb_l#"$__tb_rd"/}; break; fi',
         "done",
         'if [ -z "$__tb_resume" ]; then __tb_resume=$(cd "$__tb_rd" && for __tb_f in train/model_epoch_*.pth '
-        'model_epoch_*.pth; do [ -f "$__tb_f" ] && [ -s "$__tb_f" ] && printf \'%s\\n\' "$__tb_f"; done | '
+        'model_epoch_*.pth */model_epoch_*.pth; do '
+        '[ -f "$__tb_f" ] && [ -s "$__tb_f" ] && printf \'%s\\n\' "$__tb_f"; done | '
         f"{newest}); fi",
         f'case "$__tb_resume" in ""|*[!A-Za-z0-9._/-]*|*..*) echo "{MISSING} no checkpoint"; '
         f"exit {RESUME_FAILED_EXIT};; esac",
@@ -265,7 +271,8 @@ def instance_lines(results_dir: str, verified: Optional[dict] = None) -> str:
 
 def _verified_check(verified: dict) -> list[str]:
     path = shlex.quote(verified["path"])
-    return [f'if [ "$__tb_resume" = {path} ]; then [ "$(wc -c < "$__tb_rd/$__tb_resume")" -eq {int(verified["size"])} ] '
+    size = int(verified["size"])
+    return [f'if [ "$__tb_resume" = {path} ]; then [ "$(wc -c < "$__tb_rd/$__tb_resume")" -eq {size} ] '
             f'&& [ "$(sha256sum < "$__tb_rd/$__tb_resume" | cut -c1-64)" = {verified["sha256"]} ] || '
             f'{{ echo "{MISSING} $__tb_resume differs from its verified sha256"; exit {RESUME_FAILED_EXIT}; }}; fi']
 
@@ -295,11 +302,14 @@ def s3_lines(resume: ResumePlan, new_job: str, carrier) -> str:
     return "\n".join(lines)
 
 
-def push_carrier(ctx, resume: ResumePlan, instance: str, new_job: str) -> Optional[str]:
-    """s3 source: the carrier's 0600 credential file (``credentials.push``, one ``brev copy``);
-    its instance path. None for the instance source."""
-    if resume is None or resume.source != "s3":
-        return None
+def push(ctx, resume: Optional[ResumePlan], instance: str, new_job: str, carrier_file: Optional[str]) -> Optional[str]:
+    """What the launch needs on the instance first (after the record opened): the s3 source's
+    carrier credential file when the job has none (``credentials.push``, one ``brev copy``), the
+    home source's checkpoint (``resume_home.push``, one ``brev copy``). Returns the carrier file."""
+    if resume is not None and resume.source == "home":
+        resume.uploaded = resume_home.push(ctx.brev, instance, new_job, resume.checkpoint)
+    if resume is None or resume.source != "s3" or carrier_file:
+        return carrier_file
     text = credentials.env_file_text(resume.settings.container_env())
     return credentials.push(ctx.brev, instance, f"{new_job}-s3", text).path
 
@@ -312,10 +322,22 @@ def checks(resume: Optional[ResumePlan], new_job: str, carrier_image: str, remov
         return ""
     if resume.source == "instance":
         return instance_lines(resume.results_dir, resume.verified)
+    if resume.source == "home":
+        return resume_home.lines(resume.host_dir(new_job), resume.checkpoint, resume.uploaded, MISSING,
+                                 RESUME_FAILED_EXIT)
     carrier = staging.Carrier(carrier_image, carrier_file or "~/.tao-cred-<job_id>-s3", new_job,
                               path_style=bool(resume.settings and resume.settings.endpoint_url))
     trap = [staging.remove_on_exit([p for p in dict.fromkeys(remove) if p])] if any(remove) else []
     return "\n".join(trap + [s3_lines(resume, new_job, carrier)])
+
+
+def launched(resume: Optional[ResumePlan], out: str) -> Optional[dict]:
+    """After a launch: the plan's JSON with the checkpoint the launch script chose (instance
+    source, :func:`parse_marker`); None when there is nothing new to record."""
+    chosen = parse_marker(out) if resume is not None and resume.source == "instance" else None
+    if chosen is None:
+        return None
+    return {**resume.to_json(), "checkpoint": chosen, "container_path": f"{CONTAINER_DIR}/{chosen['path']}"}
 
 
 def parse_marker(out: str) -> Optional[dict]:
@@ -326,82 +348,3 @@ def parse_marker(out: str) -> Optional[dict]:
             if len(words) >= 3 and words[2].isdigit():
                 return {"path": words[1], "size": int(words[2]), "link": words[3] if len(words) > 3 else None}
     return None
-
-
-# ---------------------------------------------------------------- the advice
-RESUME_WORDS = "submit.py ... --resume-from JOB_ID"   # the placeholder of the static advice texts
-
-
-def resubmit_words(argv: Sequence[str]) -> list[str]:
-    """A submit's own arguments as a later resubmit repeats them: local paths absolute
-    (``nextstep`` conventions), without --retry-of / --resume-from / --dry-run / --start."""
-    words, skip = [], False
-    for word in nextstep._absolute_paths(list(argv)):
-        if skip:
-            skip = False
-            continue
-        flag = word.split("=", 1)[0]
-        if flag in _NOT_REPEATED:
-            skip = _NOT_REPEATED[flag] and "=" not in word
-            continue
-        words.append(word)
-    return words
-
-
-def command(record: dict, sidecar: dict) -> Optional[str]:
-    """The exact command that continues ``record``'s job: its own submit with ``--resume-from``
-    (a train job) or ``--retry-of`` (any other action: nothing to resume). None when the submit's
-    arguments were not kept (a job submitted by an older bundle)."""
-    words = sidecar.get("submit_argv")
-    if not words:
-        return None
-    if "--" in words:
-        cut = words.index("--")
-        head, tail = list(words[:cut]), list(words[cut:])
-    else:
-        head, tail = list(words), []
-    flag = "--resume-from" if record.get("action") == "train" else "--retry-of"
-    return nextstep.command("submit.py", *head, flag, record["id"], *tail)
-
-
-def fill(text: Optional[str], record: dict, sidecar: dict) -> Optional[str]:
-    """``text`` with the placeholder :data:`RESUME_WORDS` (and ``JOB_ID``) replaced by this job's
-    exact command (:func:`command`); the job id alone where the command is not known."""
-    if not text or RESUME_WORDS not in text:
-        return text
-    exact = command(record, sidecar)
-    if exact is None:
-        flag = "--resume-from" if record.get("action") == "train" else "--retry-of"
-        exact = f"submit.py (the same flags as {record['id']}'s submit) {flag} {record['id']}"
-    if record.get("action") != "train":   # nothing to resume: the same job again, linked
-        text = text.replace(" (continues from its last checkpoint)", "").replace(
-            " continues from its last checkpoint", " starts it again")
-    elif sidecar.get("ephemeral") and (sidecar.get("results") or {}).get("kind") != "s3":
-        text += (f" (the job owns its instance and its checkpoints are only there: tear it down with "
-                 f"{nextstep.command('teardown.py', record['id'], '--keep-instance')} to resume on it)")
-    return text.replace(RESUME_WORDS, exact).replace("JOB_ID", record["id"])
-
-
-def fill_job(ctx, job_id: str, out: dict) -> dict:
-    """:func:`fill_answer` for ``job_id`` (its record and sidecar read here); ``out`` as it was when
-    they cannot be read (the answer says why elsewhere)."""
-    try:
-        record, sidecar = ctx.records.load(job_id), ctx.sidecars.load(job_id)
-    except TaoBrevError:
-        return out
-    return fill_answer(out, record, sidecar)
-
-
-def fill_answer(out: dict, record: dict, sidecar: dict) -> dict:
-    """Every resume advice of a poll answer (``hint.advice``, ``stall.advice``, the error's fix,
-    ``observed.hint.advice``) with the exact command; the parts changed are copies."""
-    for key in ("hint", "stall", "error", "observed"):
-        part = out.get(key)
-        if not isinstance(part, dict):
-            continue
-        if key == "observed" and isinstance(part.get("hint"), dict):
-            part = out[key] = {**part, "hint": fill_answer({"hint": part["hint"]}, record, sidecar)["hint"]}
-        for field in ("advice", "fix"):
-            if isinstance(part.get(field), str) and RESUME_WORDS in part[field]:
-                part = out[key] = {**part, field: fill(part[field], record, sidecar)}
-    return out

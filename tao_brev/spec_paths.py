@@ -13,8 +13,8 @@ which win) under ``/data/<NAME>/`` is:
   (``SPEC_PATH_MISSING``, naming the spec key and the path; :func:`describe`).
 
 Paths a network derives from one key are checked too where TAO's source says how
-(:data:`DERIVED`). A string with an OmegaConf interpolation (``${...}``) or a ``..``
-segment is left to TAO. ``--no-spec-check`` skips all of this.
+(:data:`DERIVED`). A string with an OmegaConf interpolation (``${...}``), a ``..``
+segment or a glob pattern is left to TAO. ``--no-spec-check`` skips all of this.
 """
 
 from __future__ import annotations
@@ -62,9 +62,10 @@ def _override_values(overrides: Sequence[str]) -> dict:
 
 
 def _under_data(value: str) -> Optional[tuple[str, str]]:
-    """(NAME, rest) of ``/data/NAME[/rest]``; None for other strings, interpolations, ``..``."""
+    """(NAME, rest) of ``/data/NAME[/rest]``; None for other strings, interpolations, ``..``, and
+    glob patterns (``*``, ``?``, ``[``: a loader expands them, no single path has to exist)."""
     prefix = remote.CONTAINER_DATA_DIR + "/"
-    if not value.startswith(prefix) or "${" in value or "\n" in value:
+    if not value.startswith(prefix) or "${" in value or "\n" in value or any(c in value for c in "*?["):
         return None
     parts = value[len(prefix):].rstrip("/").split("/")
     if not parts[0] or ".." in parts or "." in parts:

@@ -121,7 +121,7 @@ def test_an_end_without_tao_s_end_is_noted():
     assert older["finished"] is True
 
 
-def test_tao_status_helpers_on_odd_lines():
+def test_tao_status_functions_on_odd_lines():
     assert tao_status.epochs_done({"epoch": 4}) == 4 and tao_status.epochs_done({"epoch": True}) is None
     assert tao_status.epochs_done({"epoch": 0, "max_epoch": 9}) == 1
     assert tao_status.num_epochs({"max_epoch": -1}) is None and tao_status.num_epochs({"max_epoch": 0}) is None
@@ -134,3 +134,16 @@ def test_tao_status_helpers_on_odd_lines():
     assert not tao_status.is_eval({"message": "Train and Val metrics generated."}, {"loss": 1})
     assert tao_status.is_eval({}, {"val_loss": 1}) and not tao_status.is_eval({}, {})
     assert tao_status.resumed_from([{"message": "Starting"}]) is None
+
+
+def test_a_metrics_line_counts_even_when_its_dict_equals_the_last_one():
+    """Two epochs with the same train loss: the second "Train metrics generated." is a new value,
+    the epoch line between them only repeats it; a dict before any epoch line waits for one."""
+    lines = [{"message": "Train metrics generated.", "kpi": {"loss": 3.0}},   # the window starts mid-run
+             {"epoch": 0, "max_epoch": 1, "step": 5, "kpi": {"loss": 3.0}},
+             {"message": "Train metrics generated.", "kpi": {"loss": 1.0}},
+             {"epoch": 1, "max_epoch": 1, "step": 10, "kpi": {"loss": 1.0}},
+             {"message": "Train metrics generated.", "kpi": {"loss": 1.0}},
+             {"message": "Training loop complete.", "kpi": {"loss": 1.0}}]
+    assert tao_status.epoch_rows(lines, progress.line_kpi) == [(1, {"loss": 1.0}), (2, {"loss": 1.0})]
+    assert tao_status.epoch_rows(lines[:2], progress.line_kpi) == [(1, {"loss": 3.0})]

@@ -19,7 +19,7 @@ from conftest import validate
 from test_robustness import records, sidecars
 from test_staging import CARRIER, S3World, s3world  # noqa: F401  (fixture)
 
-from tao_brev import docker_state, resume
+from tao_brev import docker_state, resume, resume_advice
 
 WAIT = ("--wait", "--interval", "0.2", "--timeout", "60")
 KEY = "train.resume_training_checkpoint_path"
@@ -224,7 +224,7 @@ def test_an_infrastructure_failure_advises_the_exact_resume_command_and_it_works
     failed = world.run("poll_status.py", old, *WAIT)
     assert failed.code == 1 and failed.json["hint"]["err_class"] == "ERR_INFRA", failed
     advice = failed.json["hint"]["advice"]
-    assert "--retry-of" not in advice and resume.RESUME_WORDS not in advice, advice
+    assert "--retry-of" not in advice and resume_advice.RESUME_WORDS not in advice, advice
     command = advice.split("resubmit: ", 1)[1].split(" (continues", 1)[0]
     words = shlex.split(command)
     assert words[0].endswith("/scripts/submit.py") and words[-2:] == ["--resume-from", old], words
@@ -296,27 +296,27 @@ def test_the_advice_placeholder_becomes_the_jobs_own_command():
     record = {"id": "visual_changenet-train-abc123", "action": "train"}
     sidecar = {"submit_argv": ["--instance", "box", "--spec", "/abs/s.yaml", "--", "train.num_epochs=3"]}
     text = f"then resubmit: {docker_state.RESUME}; teardown.py JOB_ID"
-    filled = resume.fill(text, record, sidecar)
+    filled = resume_advice.fill(text, record, sidecar)
     words = shlex.split(filled.split("resubmit: ")[1].split(" (continues")[0])
     assert words[1:] == ["--instance", "box", "--spec", "/abs/s.yaml", "--resume-from", record["id"], "--",
                          "train.num_epochs=3"]
     assert filled.endswith(f"teardown.py {record['id']}")
-    evaluate = resume.fill(text, {**record, "action": "evaluate"}, sidecar)
+    evaluate = resume_advice.fill(text, {**record, "action": "evaluate"}, sidecar)
     assert "--retry-of visual_changenet-train-abc123" in evaluate and "checkpoint" not in evaluate
-    unknown = resume.fill(text, record, {})
+    unknown = resume_advice.fill(text, record, {})
     assert f"--resume-from {record['id']}" in unknown and "same flags" in unknown
-    owned = resume.fill(text, record, {**sidecar, "ephemeral": True, "results": {"kind": "ephemeral"}})
+    owned = resume_advice.fill(text, record, {**sidecar, "ephemeral": True, "results": {"kind": "ephemeral"}})
     assert owned.endswith(f"teardown.py {record['id']} --keep-instance to resume on it)")
-    assert "--keep-instance" not in resume.fill(text, record, {**sidecar, "ephemeral": True,
+    assert "--keep-instance" not in resume_advice.fill(text, record, {**sidecar, "ephemeral": True,
                                                                "results": {"kind": "s3"}})
-    assert resume.fill("nothing to fill", record, sidecar) == "nothing to fill"
-    assert resume.fill(None, record, sidecar) is None
+    assert resume_advice.fill("nothing to fill", record, sidecar) == "nothing to fill"
+    assert resume_advice.fill(None, record, sidecar) is None
 
 
 def test_resubmit_words_drop_the_one_off_flags(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "s.yaml").write_text("a: 1\n")
-    words = resume.resubmit_words(["--instance", "box", "--spec", "s.yaml", "--retry-of", "x-train-1",
+    words = resume_advice.resubmit_words(["--instance", "box", "--spec", "s.yaml", "--retry-of", "x-train-1",
                                    "--resume-from=y", "--dry-run", "--start", "--", "a=1"])
     assert words == ["--instance", "box", "--spec", str(tmp_path / "s.yaml"), "--", "a=1"]
 
@@ -366,6 +366,11 @@ def _ckpt(results, *names):
     (lambda r: (_ckpt(r, "train/model_epoch_003_step_00100.pth", "train/m_latest.pth")),
      "train/m_latest.pth"),                                         # a copy, not a link (Lightning's fallback)
     (lambda r: (_ckpt(r, "model_epoch_004.pth", "model_epoch_012.pth")), "model_epoch_012.pth"),   # older archs
+    (lambda r: ((r / "mine").mkdir(), _ckpt(r, "mine/model_epoch_002_step_00075.pth"),
+                (r / "mine/m_latest.pth").symlink_to("model_epoch_002_step_00075.pth")),
+     "mine/model_epoch_002_step_00075.pth"),                        # train.results_dir of the spec's own
+    (lambda r: ((r / "mine").mkdir(), _ckpt(r, "mine/model_epoch_003_step_00100.pth")),
+     "mine/model_epoch_003_step_00100.pth"),
     (lambda r: ((r / "train/model_epoch_005_step_00150.pth").write_bytes(b""),
                 _ckpt(r, "train/model_epoch_004_step_00125.pth")),
      "train/model_epoch_004_step_00125.pth"),                       # an empty file is no checkpoint
@@ -470,4 +475,57 @@ def test_a_job_this_bundle_holds_no_results_for_is_refused_plainly():
     with pytest.raises(TaoBrevError) as failed:
         resume.plan(ctx, req)
     assert failed.value.code == "RESUME_NOT_POSSIBLE" and "not submitted by submit.py" in failed.value.message
-    assert "kept archive" in failed.value.fix
+    assert "train from the start" in failed.value.fix and "--resume-from" not in failed.value.fix
+
+
+def test_a_deleted_instance_resumes_from_the_archive_a_teardown_kept_home(world):
+    old = _cut_short(world)
+    down = world.run("teardown.py", old, "--delete-instance")   # results only there: archived home first
+    assert down.code == 0 and down.json["instance_deleted"], down
+    world.sim.add_instance("box-b")
+    world.sim.preload_image("box-b", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
+    spec = world.spec({"epoch_seconds": 0.02}, num_epochs=3)
+    dry = world.submit("--resume-from", old, "--dry-run", spec=spec, instance="box-b")
+    assert "copy_checkpoint" in [step["step"] for step in dry.json["plan"]], dry
+    copies = _brev_copies(world.sim)
+    sub = world.submit("--resume-from", old, spec=spec, instance="box-b")
+    assert sub.code == 0 and sub.json["resume_from"]["source"] == "home", sub
+    validate("submit", sub.json)
+    assert sub.json["resume_from"]["checkpoint"]["path"] == "train/model_epoch_001_step_00050.pth"
+    assert sub.json["resume_from"]["checkpoint"]["link"] == "train/changenet_model_segment_latest.pth"
+    assert _brev_copies(world.sim) - copies == 1                                 # the checkpoint only
+    home = world.sim.instance_home("box-b")
+    assert not list(home.glob(".tao-resume-*"))                                  # moved into the job dir
+    done = world.run("poll_status.py", sub.json["job_id"], *WAIT)
+    assert done.code == 0 and done.json["state"] == "COMPLETE", done
+    assert _checkpoints(world.sim, sub.json["job_id"], "box-b") == ["model_epoch_002_step_00075.pth"]
+
+
+def test_a_kept_archive_that_changed_is_no_resume_source(world):
+    old = _cut_short(world)
+    down = world.run("teardown.py", old, "--delete-instance")
+    assert down.code == 0, down
+    with open(down.json["results_saved_to"], "ab") as archive:
+        archive.write(b"x")
+    world.sim.add_instance("box-b")
+    res = world.submit("--resume-from", old, spec=world.spec({"epoch_seconds": 0.02}), instance="box-b")
+    assert res.code == 2 and res.json["error"]["code"] == "RESUME_NOT_POSSIBLE", res
+    assert "sha256 differs" in res.json["error"]["message"]
+
+
+def test_on_the_same_instance_a_checkpoint_verified_in_s3_must_still_match(s3world):
+    world = s3world.world
+    old = _cut_short(world)                        # tier A, results routed to the bucket: verified at teardown
+    assert sidecars(world).load(old)["results"]["verified"]
+    spec = world.spec({"epoch_seconds": 0.02}, num_epochs=3)
+    ckpt = world.sim.instance_home("box") / "tao-results" / old / "train" / "model_epoch_001_step_00050.pth"
+    original = ckpt.read_bytes()
+    ckpt.write_bytes(b"changed since its upload")
+    bad = world.submit("--resume-from", old, spec=spec)
+    assert bad.code == 1 and bad.json["error"]["code"] == "RESUME_CHECKPOINT_MISSING", bad
+    assert "differs from its verified sha256" in bad.json["error"]["message"]
+    ckpt.write_bytes(original)
+    good = world.submit("--resume-from", old, spec=spec)
+    assert good.code == 0 and good.json["resume_from"]["source"] == "instance", good
+    assert s3world.run("poll_status.py", good.json["job_id"], *WAIT).json["state"] == "COMPLETE"
+    assert _checkpoints(world.sim, good.json["job_id"]) == ["model_epoch_002_step_00075.pth"]

@@ -73,7 +73,8 @@ def test_tier_b_checks_the_staged_copy(s3world, tmp_path):
 # ---------------------------------------------------------------- pure parts
 def test_named_walks_lists_and_overrides_and_skips_what_tao_resolves():
     spec = {"dataset": {"train": [{"image_dir": "/data/levir/img"}, {"image_dir": "${oc.env:X}/a"}],
-                        "root": "/data/levir/../etc", "plain": "relative/path", "n": 3},
+                        "root": "/data/levir/../etc", "plain": "relative/path", "n": 3,
+                        "shards": "/data/levir/part-*.json", "one": "/data/levir/x[0].png"},
             "evaluate": {"checkpoint": "/data/ckpt/model.pth"}, "results_dir": "/results"}
     found = spec_paths.named(spec, ["evaluate.checkpoint=/data/ckpt/other.pth", "x.y='/data/levir/q'"], MOUNTS)
     assert found == [("dataset.train[0].image_dir", "/data/levir/img"), ("evaluate.checkpoint", "/data/ckpt/other.pth"),

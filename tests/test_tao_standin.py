@@ -219,3 +219,41 @@ def test_pointpillars_runs_its_own_loop_and_progress_reads_it(sim):
     assert again["code"] == 0, again["logs"]
     resumed = [json.loads(x) for x in (done["results"] / "pp2" / "status.json").read_text().splitlines()]
     assert [x["epoch"] for x in resumed if "epoch" in x] == [3, 4]
+
+
+def test_the_fallback_writer_writes_what_nvidia_tao_core_s_status_logger_writes(tmp_path):
+    """The real-Docker tier's image has no nvidia-tao-core: its writer must write the same lines."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "sim"))
+    import tao_standin
+    from nvidia_tao_core.loggers import logging as core_logging
+
+    core = core_logging.StatusLogger(filename=str(tmp_path / "core.json"), is_master=True, verbosity=1)
+    own = tao_standin.FileStatusLogger(tmp_path / "own.json")
+    for logger, status in ((core, core_logging.Status.RUNNING), (own, "RUNNING")):
+        logger.kpi = {"val_loss": 0.5}
+        logger.write(data={"epoch": 0, "max_epoch": 2}, status_level=status, message="Training loop in progress")
+    core_line, own_line = (json.loads((tmp_path / n).read_text()) for n in ("core.json", "own.json"))
+    assert list(core_line) == list(own_line)
+    assert {k: v for k, v in core_line.items() if k != "time"} == {k: v for k, v in own_line.items() if k != "time"}
+
+
+def test_a_gpu_lost_mid_run_fails_with_cuda_s_unknown_error(sim):
+    done = run(sim, "a", spec(sim, simulate={"nvml_lost": True}))
+    assert done["code"] == 1
+    assert "Failed to initialize NVML: Unknown Error" in done["logs"] and "RuntimeError: CUDA error: unknown error" \
+        in done["logs"]
+
+
+def test_the_job_s_status_logger_takes_loose_fields_as_the_leaky_job_writes_them(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "sim"))
+    import tao_standin
+
+    status = tao_standin.Status(tmp_path / "status.json")
+    status.kpi = {"acc": 0.5}
+    status.write(message="loaded", loss_x=0.25)
+    line = json.loads((tmp_path / "status.json").read_text())
+    assert (line["loss_x"], line["kpi"], line["message"], line["status"]) == (0.25, {"acc": 0.5}, "loaded", "RUNNING")

@@ -28,7 +28,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .. import cost, docker_state, logcap, redact, remote, resume
+from .. import cost, docker_state, logcap, redact, remote, resume_advice
 from .. import progress as progress_mod
 from ..cli import Context, note_job, note_state, say
 from ..docker_state import JobState, after_instance_start, docker_error_code, from_inspect
@@ -273,7 +273,7 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
                                  price_per_hour=price_per_hour, lookup=False)   # polls add no brev call
     from .recovery_chain import annotate   # it reads records and sidecars only
 
-    return annotate(ctx, job_id, resume.fill_answer(out, record, ctx.sidecars.load(job_id)))   # + the chain
+    return annotate(ctx, job_id, resume_advice.fill_answer(out, record, ctx.sidecars.load(job_id)))   # + the chain
 
 
 def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: dict,
@@ -400,8 +400,8 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
 
 
 def _with_resume(ctx: Context, job_id: str, err: TaoBrevError) -> dict:
-    """The error as JSON, its fix naming the exact resume command (``resume.fill``)."""
-    return resume.fill_job(ctx, job_id, {"error": err.to_json()})["error"]
+    """The error as JSON, its fix naming the exact resume command (``resume_advice.fill``)."""
+    return resume_advice.fill_job(ctx, job_id, {"error": err.to_json()})["error"]
 
 
 def failed_fix(job_id: str, out: dict) -> str:
@@ -494,7 +494,7 @@ def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[di
                 watched = watch_fields(ctx, record, observed,
                                        Probe(now=now, files=probe.files if probe else [], status_only=True),
                                        terminal=terminal)
-                out.append(resume.fill_answer({
+                out.append(resume_advice.fill_answer({
                     "job_id": record["id"], "instance": instance, "ok": True, "state": terminal or observed.state,
                     "message": observed.message, **({"hint": observed.hint} if observed.hint else {}),
                     **watched, **({"results": results} if results else {})}, record, ctx.sidecars.load(record["id"])))

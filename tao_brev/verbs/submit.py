@@ -36,7 +36,7 @@ from pathlib import Path
 
 from .. import lazy_re
 from .. import archs, bank, cost, credentials, hash_cache, known_secrets, nextstep, redact, remote, staging, storage
-from .. import interpolation, resume, spec_paths, yaml_bounded
+from .. import interpolation, resume, resume_advice, spec_paths, yaml_bounded
 from .. import routing as routing_mod
 from ..cli import Context, deferred_interrupts, note_job, note_state, say
 from ..errors import TaoBrevError, TransportError
@@ -393,7 +393,8 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     stage = Staging.plan(ctx, req)
     placeholder = f"{req.network_arch}-{req.action}-dryrun"
     mounts = stage.mounts(placeholder) if stage else _input_mounts(req.inputs)
-    named = [] if req.no_spec_check else spec_paths.named(spec_data, req.overrides, mounts, req.network_arch, req.action)   # SPEC_INPUT_UNKNOWN
+    named = [] if req.no_spec_check else spec_paths.named(spec_data, req.overrides, mounts, req.network_arch,
+                                                          req.action)   # SPEC_INPUT_UNKNOWN before anything
     warnings = list(routing.warnings) + _credential_warnings(ctx, routing, stage) + arch_warnings + [
         f"--env {name} reaches the container: `docker inspect` on the instance shows it while the container "
         "exists (until teardown.py)" for name in req.env_names if name in known_secrets.BUNDLE_CREDENTIALS]
@@ -419,6 +420,9 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                              f"read by the carrier that copies the checkpoint of {req.resume_from}> "
                              f"{req.instance}:.tao-cred-<job_id>-s3-<random>"}]
                            if resumed and resumed.source == "s3" and not stage else []),
+                         *([{"step": "copy_checkpoint", "what": f"brev copy <{resumed.checkpoint['path']} of "
+                             f"{resumed.checkpoint['archive']}> {req.instance}:.tao-resume-<job_id>-<random>.pth"}]
+                           if resumed and resumed.source == "home" else []),
                          *([{"step": "copy_credentials", "what": f"brev copy <0600 file with {', '.join(req.env_names)}> "
                              f"{req.instance}:.tao-cred-<job_id>-<random>"}] if req.env_names else []),
                          {"step": "launch", "command": f"brev exec {req.instance} <script>", "script": script,
@@ -448,7 +452,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                                  "destination": routing.destination(job_id)},
                         inputs=stage.answer()["inputs"] if stage else [],
                         launch={"state": "launching", "pid": os.getpid(), "started_at": now_iso()},
-                        **({"submit_argv": resume.resubmit_words(req.argv)} if req.argv is not None else {}),
+                        **({"submit_argv": resume_advice.resubmit_words(req.argv)} if req.argv is not None else {}),
                         **({"resume_from": resumed.to_json()} if resumed else {}),
                         **({"recovery_policy": req.recover} if req.recover else {}))
     cost.note_submit(ctx, job_id, req.price_per_hour)
@@ -468,8 +472,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         elif secret_values:
             env_file = credentials.push(ctx.brev, req.instance, job_id,
                                         credentials.env_file_text(secret_values)).path
-        if carrier_file is None:   # tier A resuming from S3: the carrier needs its own credential file
-            carrier_file = resume.push_carrier(ctx, resumed, req.instance, job_id)
+        carrier_file = resume.push(ctx, resumed, req.instance, job_id, carrier_file)   # --resume-from's copies
     except TaoBrevError as exc:   # nothing was launched: the record is closed, the answer names it
         _mark_never_launched(ctx, job_id, f"credential copy failed: {exc.message}")
         raise TaoBrevError(exc.code, f"submit of {job_id}: copying the credentials to {req.instance} failed, "
@@ -508,10 +511,10 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                          "container already existed; adopted", source="agent", backend_ref=backend_ref)
         ctx.sidecars.update(job_id, launch={"state": "launched", "finished_at": now_iso(),
                                             "container_id": container_id})
-        if resumed and resume.parse_marker(out):   # the instance chose the checkpoint: record it
-            answer["resume_from"] = {**resumed.to_json(), "checkpoint": resume.parse_marker(out)}
-            answer["resume_from"]["container_path"] = f"{resume.CONTAINER_DIR}/{answer['resume_from']['checkpoint']['path']}"
-            ctx.sidecars.update(job_id, resume_from=answer["resume_from"])
+        chosen = resume.launched(resumed, out)   # the instance chose the checkpoint: record it
+        if chosen:
+            answer["resume_from"] = chosen
+            ctx.sidecars.update(job_id, resume_from=chosen)
         return {"ok": True, **answer, "state": "RUNNING", "backend_ref": backend_ref,
                 "container_id": container_id, "adopted": adopted}, 0
 
@@ -617,9 +620,10 @@ def _extra_checks(resumed, job_id: str, env_file, carrier_file, named, mounts, c
 def _resume_failed(req: SubmitRequest, out: str) -> tuple[str, str, str]:
     """RESUME_CHECKPOINT_MISSING: the instance found no usable checkpoint of --resume-from's job."""
     detail = out.split(resume.MISSING, 1)[1].strip().splitlines()[0] if resume.MISSING in out else ""
-    why = (f"no usable checkpoint of {req.resume_from} on {req.instance} ({detail}): nothing was launched")
+    why = f"no usable checkpoint of {req.resume_from} on {req.instance} ({detail}): nothing was launched"
+    look = nextstep.command("poll_status.py", req.resume_from)
     return "RESUME_CHECKPOINT_MISSING", why, (f"Train from the start instead: {req.rerun(drop=('--resume-from',))}; "
-                                              f"or look at its results: {nextstep.command('poll_status.py', req.resume_from)}")
+                                              f"or look at its results: {look}")
 
 
 def _script(run: RunSpec, spec_text: str, checks: str) -> str:

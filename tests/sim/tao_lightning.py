@@ -265,6 +265,9 @@ def after_epoch(job: Job, epoch: int) -> None:
         exception_checkpoint(job, epoch + 1, (epoch + 1) * STEPS_PER_EPOCH)
         raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
                                "79.15 GiB of which 1.06 GiB is free.")
+    if sim.get("nvml_lost"):   # a host `systemctl daemon-reload` (nvidia-container-toolkit #48)
+        print("Failed to initialize NVML: Unknown Error", flush=True)
+        raise RuntimeError("CUDA error: unknown error")
     # xid_after_epochs: [N, ...]: the Xid after the N-th epoch counted from 1 in the whole run (a resumed
     # run counts on from its checkpoint, so each fault strikes once per chain; recovery tests)
     if sim.get("xid") or epoch + 1 in (sim.get("xid_after_epochs") or []):

@@ -31,9 +31,11 @@ there the spec is not merged with a schema either).
 A ``simulate:`` block in the spec (tests only; removed before the schema merge) steers the run:
 ``exit_code``, ``oom`` (the host's OOM killer: marker + SIGKILL -> 137/OOMKilled, no message),
 ``cuda_oom`` (``torch.OutOfMemoryError`` after the first epoch, exit 1; TAOExceptionCheckpoint saves
-and links a checkpoint first), ``xid`` (NVRM Xid 79 line, exit 1), ``xid_after_epochs: [N]`` (the same after the N-th epoch of the
-whole run only, counted from 1: a resumed run meets each once), ``epoch_seconds`` (default 0.05),
-``hang`` (run until killed, after the last epoch), ``hang_after_epoch: N`` (no output at all after N
+and links a checkpoint first), ``xid`` (NVRM Xid 79 line, exit 1), ``xid_after_epochs: [N]`` (the
+same after the N-th epoch of the whole run only, counted from 1: a resumed run meets each once), ``epoch_seconds`` (default 0.05),
+``nvml_lost`` (the container loses its GPUs mid-run after a host ``systemctl daemon-reload``,
+nvidia-container-toolkit #48: NVML/CUDA "unknown error", exit 1), ``leak_env: [NAMES]`` (each value
+leaked in every form, tests/sim/leaky_job.py), ``hang`` (run until killed, after the last epoch), ``hang_after_epoch: N`` (no output at all after N
 epochs), ``diverge`` (rising losses), ``log_errors: {EPOCH: MESSAGE}`` (an ERROR-level log call in
 that epoch: a FAILURE line, training goes on), ``evaluate_kpis: false`` (an evaluate that writes no
 KPIs), ``write_env_hashes: [NAMES]`` (sha256 of each variable's value into ``env_seen.json``, never
@@ -159,7 +161,10 @@ class Status:
     def kpi(self, value: dict) -> None:
         self.logger.kpi = value
 
-    def write(self, message: str, status: str = "RUNNING", verbosity: str = "INFO", data: dict | None = None):
+    def write(self, message: str, status: str = "RUNNING", verbosity: str = "INFO", data: dict | None = None,
+              **fields):
+        """One line; ``fields`` are more data fields (e.g. a loose top-level KPI)."""
+        data = {**(data or {}), **fields} or None
         if self.levels is None:
             self.logger.write(data=data, status_level=status, verbosity_level=verbosity, message=message)
             return
@@ -414,7 +419,7 @@ def run_script(ctx, cwd, arch, action, spec_name, spec, sim, overrides, gpu_ids,
     status = Status(out_dir / "status.json")
     handler = StatusLoggerHandler(status)
     log.addHandler(handler)   # set_status_logger -> enable_dual_logging (the script's process only)
-    side_effects(ctx, cwd, cfg, sim)
+    side_effects(ctx, cwd, cfg, sim, status)
     job = tao_lightning.Job(arch, action, cfg, results_dir, out_dir, ctx, cwd, sim, status, log, gpu_ids)
     try:
         if own_loop:
@@ -429,13 +434,17 @@ def run_script(ctx, cwd, arch, action, spec_name, spec, sim, overrides, gpu_ids,
     return finish(sim, action)
 
 
-def side_effects(ctx, cwd: str, cfg: dict, sim: dict) -> None:
-    """The knobs that expose the container's environment (secrets tests)."""
+def side_effects(ctx, cwd: str, cfg: dict, sim: dict, status: Status) -> None:
+    """The knobs that expose the container's environment (secrets tests), before the first epoch."""
     if sim.get("write_env_hashes"):
         seen = {name: (hashlib.sha256(os.environ[name].encode()).hexdigest() if name in os.environ else None)
                 for name in sim["write_env_hashes"]}
         top = str(cfg.get("results_dir") or "/results")
         ctx.host_path(top, cwd).joinpath("env_seen.json").write_text(json.dumps(seen, indent=1))
+    if sim.get("leak_env"):   # a job leaking its credentials the ways red teams found (tests/sim/leaky_job.py)
+        from leaky_job import leak
+
+        leak(list(sim["leak_env"]), os.environ, status)
 
 
 def print_env(sim: dict) -> None:
@@ -444,7 +453,7 @@ def print_env(sim: dict) -> None:
         value = os.environ.get(name, "")
         print(f"{name}={value}", flush=True)
         lower = re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), quote(value, safe=""))
-        print(f"url: https://mirror.example/fetch?key={lower}", flush=True)
+        print(f"url: https://files.example/get?key={lower}", flush=True)
         print(json.dumps({"config": {name.lower(): value}}).replace("/", "\\/"), flush=True)
         print(f"auth: {base64.b64encode(value.encode()).decode()}", file=sys.stderr, flush=True)
 
