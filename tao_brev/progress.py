@@ -264,10 +264,11 @@ def summarize(file: StatusFile | None, now: float | None, action: str = "") -> d
     out["status"] = str(last.get("status") or "")[:20] or None
     if last.get("message"):
         out["message"] = str(last["message"])[:200]
-    done = tao_status.finished(items)
+    run = tao_status.current_run(items)
+    done = tao_status.finished(run)
     if done:
         out["finished"] = True
-    for key, value in (("warnings", tao_status.warnings(items)), ("resumed_from", tao_status.resumed_from(items))):
+    for key, value in (("warnings", tao_status.warnings(run)), ("resumed_from", tao_status.resumed_from(run))):
         if value:
             out[key] = value
     latest_kpi: dict = {}

