@@ -123,7 +123,7 @@ def choose_instance(ctx: Context, instance: str, image: str, fallback: Optional[
 # ---------------------------------------------------------------- the resubmit
 def resubmit_argv(words: list[str], instance: str, resume_from: str, extra: list[str], moved: bool,
                   link: str = "--resume-from") -> list[str]:
-    """The first submit's arguments (``resume.resubmit_words``) for the next attempt: on ``instance``,
+    """The first submit's arguments (``resume_advice.resubmit_words``) for the next attempt: on ``instance``,
     ``--resume-from`` the attempt that holds the checkpoint (``link="--retry-of"`` for an action
     other than train: nothing to resume, it runs again), without the policy flags; a move to
     another instance drops ``--ephemeral`` (the bundle did not create the fallback)."""
