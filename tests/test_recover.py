@@ -61,8 +61,8 @@ def test_an_xid_after_epoch_2_of_6_recovers_once_and_runs_only_epochs_3_to_6(wor
     record = records(world).load(second)
     assert record["retry_of"] == first and sidecars(world).load(second)["attempt"] == 2
     assert done.json["recovery"]["attempts_used"] == 1 and done.json["recovery"]["stopped"] is None
-    parts = [c["billed_s"] for c in (sidecars(world).load(j)["cost"] for j in (first, second))]
-    assert done.json["chain_cost"]["billed_s"] == pytest.approx(sum(parts), abs=0.01)
+    parts = [c["billed_s"] - (c["idle_billed_s"] or 0) for c in (sidecars(world).load(j)["cost"] for j in (first, second))]
+    assert done.json["chain_cost"]["billed_s"] == pytest.approx(sum(parts), abs=0.01)   # a reused instance: no idle
     assert len(_docker_runs(world.sim)) == 2                                   # one launch per attempt
     again = world.run("poll_status.py", first)                                 # every answer of the first job
     assert [a["job_id"] for a in again.json["attempts"]] == [first, second]
@@ -353,3 +353,19 @@ def test_teardown_follows_a_finished_chain_but_not_a_stopped_one(world):
     assert done.code == 0 and done.json["state"] == "COMPLETE" and done.json["teardown"]["ok"], done
     assert [a["attempt"] for a in done.json["attempts"]] == [1, 2, 3]
     assert not world.sim.containers("box") or all(c["State"]["Status"] != "running" for c in world.sim.containers("box"))
+
+
+def test_chain_cost_counts_an_owned_instance_s_idle_time_once(tmp_path, monkeypatch):
+    from tao_brev.cli import Context
+    from tao_brev.verbs import recovery_chain
+    ctx = Context(env={"TAO_STATE_DIR": str(tmp_path)})
+    ids = [ctx.records.open(image="i", network_arch="visual_changenet", action="train", storage_tier="A",
+                            results_root="~/r")["id"] for _ in range(2)]
+    for job in ids:
+        ctx.records.mark(job, "ERROR", message="x", source="agent")
+    ctx.sidecars.update(ids[0], recovery={"chain": [{"job_id": ids[0], "attempt": 1}, {"job_id": ids[1], "attempt": 2}]})
+    facts = {ids[0]: (100.0, 50.0), ids[1]: (30.0, 10.0)}   # billed_s, idle_billed_s (owned: until now)
+    monkeypatch.setattr(recovery_chain.cost, "facts", lambda c, job, **k: {
+        "billed_s": facts[job][0], "idle_billed_s": facts[job][1], "price_per_hour_usd": 3.6})
+    out = recovery_chain.chain_cost(ctx, ids[0])
+    assert out == {"billed_s": 50.0 + 30.0, "estimated_cost_usd": 0.08, "attempts": 2}

@@ -95,24 +95,36 @@ def annotate(ctx: Context, job_id: str, out: dict) -> dict:
 
 
 def chain_cost(ctx: Context, root: str) -> dict:
-    """``{"billed_s", "estimated_cost_usd", "attempts"}`` summed over the chain (``cost.facts`` of each
-    ended attempt, the time since submit of a live one); a sum is null when one part is unknown."""
+    """``{"billed_s", "estimated_cost_usd", "attempts"}`` summed over the chain: each attempt's own
+    time (``cost.facts`` ``billed_s`` minus its ``idle_billed_s``: on an owned instance the idle time
+    after one attempt is the next one's time, counted once), plus the last attempt's idle time; a
+    live attempt counts from its submit. A sum is null when one part is unknown."""
+    entries = chain(ctx, root)
     billed, usd = 0.0, 0.0
-    for entry in chain(ctx, root):
-        seconds, price = _billed(ctx, entry["job_id"])
+    for number, entry in enumerate(entries, 1):
+        seconds, idle, price = _billed(ctx, entry["job_id"])
+        if seconds is not None and number == len(entries):
+            seconds += idle
         billed = None if billed is None or seconds is None else billed + seconds
-        usd = None if usd is None or price is None else usd + price
+        usd = None if usd is None or price is None or seconds is None else usd + seconds / 3600 * price
     return {"billed_s": None if billed is None else round(billed, 3),
-            "estimated_cost_usd": None if usd is None else round(usd, 4), "attempts": len(chain(ctx, root))}
+            "estimated_cost_usd": None if usd is None else round(usd, 4), "attempts": len(entries)}
 
 
-def _billed(ctx: Context, job_id: str) -> tuple[Optional[float], Optional[float]]:
+def _billed(ctx: Context, job_id: str) -> tuple[Optional[float], float, Optional[float]]:
+    """(seconds the attempt caused, idle seconds after it, USD per hour or None)."""
     record = ctx.records.load(job_id)
     if not is_terminal(record.get("terminal_state")):
         start = cost.parse_ts(record.get("submitted_at"))
-        return (cost.seconds(start, datetime.now(timezone.utc)) if start else None), None
-    facts = cost.facts(ctx, job_id, owned=False, lookup=False)
-    return facts.get("billed_s"), facts.get("estimated_cost_usd")
+        return (cost.seconds(start, datetime.now(timezone.utc)) if start else None), 0.0, None
+    from .teardown import owns   # teardown imports the verbs that import this module
+
+    side = ctx.sidecars.load(job_id)   # owned as a poll judges it (status.observe), so the facts agree
+    owned = not side.get("instance_deleted_at") and bool(side.get("instance")) and owns(ctx, side["instance"])
+    facts = cost.facts(ctx, job_id, owned=owned, lookup=False)
+    idle = facts.get("idle_billed_s") or 0.0
+    billed = facts.get("billed_s")
+    return (None if billed is None else max(0.0, billed - idle)), idle, facts.get("price_per_hour_usd")
 
 
 def adopt(ctx: Context, root: str, entries: list[dict], intent: Optional[dict]) -> Optional[dict]:
