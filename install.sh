@@ -155,6 +155,22 @@ make_venv() { # $1 = venv dir
     rm -f "$reqfile"; die "pip could not install the dependencies into $venv (network or index problem?)"
   fi
   rm -f "$reqfile"
+  install_no_deps "$venv" "$tool"
+}
+
+install_no_deps() { # $1 = venv, $2 = pip|uv: pyproject's [tool.tao-run-on-brev] no-deps (TAO's schemas), --no-deps
+  local venv="$1" tool="$2" pkgs
+  pkgs="$("$PY" -I "$SRC/scripts/_pyproject.py" no-deps "$SRC/pyproject.toml" | paste -sd ' ')" \
+    || die "cannot read [tool.tao-run-on-brev] no-deps from $SRC/pyproject.toml"
+  [ -n "$pkgs" ] || return 0
+  say "installing without their dependencies ($pkgs): submit.py checks specs against TAO's schemas with them"
+  # shellcheck disable=SC2086  # one word per requirement
+  if [ "$tool" = uv ]; then
+    uv pip install --quiet --no-deps --python "$venv/bin/python" $pkgs >&2 && return 0
+  elif "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps $pkgs >&2; then
+    return 0
+  fi
+  say "install.sh: warning: could not install $pkgs: submit.py will warn that it cannot check specs against TAO's schema"
 }
 
 docs_stale() { # $1 = install dir; succeeds when its SKILL.md does not name its own scripts (a moved copy, a template)

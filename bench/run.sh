@@ -3,7 +3,7 @@
 # round trips per verb and `poll_status.py --all` (counts, simulator); script start-up vs
 # the bare interpreter (installed copy and checkout, with and without
 # PYTHONDONTWRITEBYTECODE); the record store at 50,000 records vs the bank's listing;
-# staging vs `aws s3 sync`. Prints figures; asserts nothing timed. Takes several minutes.
+# staging vs `aws s3 sync`; the spec check's CPU per submit (target <= 1 s). Prints figures; asserts nothing timed. Takes several minutes.
 # usage: bench/run.sh [--readme]   (after `bash install.sh --local --dev`)
 #   --readme  also write README.md's performance table from this run (bench/readme_table.py)
 set -euo pipefail
@@ -22,6 +22,9 @@ trap 'rm -f "$LOG"' EXIT
   echo
   echo "## Script start-up"
   "$PY" bench_overhead.py
+  echo
+  echo "## Spec check against TAO's schema"
+  "$PY" bench_spec_check.py
   echo
   echo "## Record store"
   "$PY" bench_records.py

@@ -2,9 +2,12 @@
 
 usage: _pyproject.py requirements [--extra NAME ...] [FILE]
        _pyproject.py pythons [FILE]
+       _pyproject.py no-deps [FILE]
 
 requirements  prints [project] dependencies, then those of each --extra
               (optional-dependencies), one per line.
+no-deps       prints [tool.tao-run-on-brev] no-deps, one per line: packages
+              install.sh installs with --no-deps after the dependencies.
 pythons       prints the oldest and the newest Python the bundle claims,
               "MAJOR.MINOR MAJOR.MINOR": the floor of requires-python (">=X.Y")
               and the highest "Programming Language :: Python :: X.Y" classifier.
@@ -281,6 +284,14 @@ def requirements(data, extras=()):
     return reqs
 
 
+def no_deps(data):
+    """[tool.tao-run-on-brev] no-deps: packages installed without their declared dependencies."""
+    reqs = data.get("tool", {}).get("tao-run-on-brev", {}).get("no-deps", [])
+    if not isinstance(reqs, list) or not all(isinstance(r, str) for r in reqs):
+        raise TomlError("[tool.tao-run-on-brev] no-deps is not a list of strings")
+    return reqs
+
+
 def pythons(data):
     """(oldest, newest) claimed: the floor of requires-python and the highest version classifier."""
     project = data.get("project", {})
@@ -313,7 +324,7 @@ prepare_metadata_for_build_wheel = prepare_metadata_for_build_editable = _refuse
 
 def main(argv):
     args = list(argv)
-    if not args or args[0] not in ("requirements", "pythons") or "-h" in args or "--help" in args:
+    if not args or args[0] not in ("requirements", "pythons", "no-deps") or "-h" in args or "--help" in args:
         print(USAGE, file=sys.stderr if args and args[0] not in ("-h", "--help") else sys.stdout)
         return 0 if args and args[0] in ("-h", "--help") else 2
     mode, rest, extras = args.pop(0), [], []
@@ -329,7 +340,8 @@ def main(argv):
     path = rest[0] if rest else DEFAULT_FILE
     try:
         data = load(path)
-        lines = requirements(data, extras) if mode == "requirements" else [" ".join(pythons(data))]
+        lines = (requirements(data, extras) if mode == "requirements" else no_deps(data) if mode == "no-deps"
+                 else [" ".join(pythons(data))])
     except (OSError, UnicodeDecodeError, ValueError) as exc:   # tomllib.TOMLDecodeError is a ValueError
         print("_pyproject.py: %s: %s" % (path, exc), file=sys.stderr)
         return 2

@@ -126,7 +126,8 @@ def build_parser():
     p.add_argument("--resume-from", metavar="JOB_ID",
                    help="continue that ended train job (same network) from its last checkpoint: its results are "
                         "mounted read-only at /resume (its results dir on the same instance, else its checkpoint "
-                        "copied from its verified S3 results and checked by sha256) and "
+                        "copied from its verified S3 results, or from the archive a teardown kept here, and checked "
+                        "by sha256) and "
                         "train.resume_training_checkpoint_path is set to the *_latest.pth link's target (else the "
                         "highest model_epoch_*.pth); only the epochs after it run. Links the record (retry_of). "
                         "RESUME_NOT_POSSIBLE (exit 2) when it cannot, RESUME_CHECKPOINT_MISSING (exit 1) when the "

@@ -184,15 +184,17 @@ class LogPattern:
     reason: str
     advice: str
     example: str     # a real message it must match (documented, and tested)
+    detail: Optional[re.Pattern] = None   # its group 1 in the logs is added to the reason (e.g. the spec key)
 
 
 # Runs only while the module is imported (it builds LOG_PATTERNS), before mutmut's workers
 # fork: none of its mutants could ever be active, so dev/mutation.py does not make them.
 # Its defaults (advice by class, case-insensitive) are tested through classify_logs.
 def _p(err_class: str, regex: str, reason: str, example: str, advice: Optional[str] = None,
-       flags: int = re.I) -> LogPattern:  # pragma: no mutate block
+       flags: int = re.I, detail: Optional[str] = None) -> LogPattern:  # pragma: no mutate block
     default = INFRA_ADVICE if err_class == "ERR_INFRA" else PROGRAM_ADVICE
-    return LogPattern(err_class, lazy_re.compile(regex, flags), reason, advice or default, example)
+    return LogPattern(err_class, lazy_re.compile(regex, flags), reason, advice or default, example,
+                      lazy_re.compile(detail) if detail else None)
 
 
 # Log patterns. They must match the real messages (NVIDIA driver Xid lines,
@@ -223,6 +225,21 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
        "instance disk full",
        "RuntimeError: [enforce fail at inline_container.cc:603] . PytorchStreamWriter failed writing file "
        "data/17: file write failed", DISK_ADVICE),
+    # hydra-core 1.3.2 config_loader_impl.py:478 ("Error merging '<spec>' with schema") and :393 ("Could not
+    # override"), with omegaconf's cause ("Key 'X' not in 'Y'" and its "full_key: a.b.X" line)
+    _p("ERR_PROGRAM", r"Error merging '[^']*' with schema|Error merging override |Could not override '|"
+       r"Key '[^']+' not in '[^']+'", "the spec does not merge with TAO's schema",
+       "omegaconf.errors.ConfigKeyError: Key 'betas' not in 'CNOptimConfig'",
+       "fix the spec: the key named is not in TAO's schema for this network and image version (or its value "
+       "has the wrong type); submit.py checks specs before launch unless --no-spec-check, so resubmit with the "
+       "spec fixed", detail=r"full_key: (\S+)|Key '([^']+)' not in|Could not override '([^']+)'"),
+    # lightning fabric utilities/device_parser.py _sanitize_gpu_ids; torch's message when a rank's
+    # device does not exist (the torchrun networks: tao-pytorch core/entrypoint.py:24-27)
+    _p("ERR_PROGRAM", r"You requested gpu: |But your machine only has: |CUDA error: invalid device ordinal",
+       "num_gpus / gpu_ids ask for more GPUs than the container sees",
+       "lightning_fabric.utilities.exceptions.MisconfigurationException: You requested gpu: [0, 1]",
+       "the spec's (or an override's) num_gpus / gpu_ids name more GPUs than --gpus handed the container: "
+       "resubmit without them (submit.py sets them from --gpus) or with --gpus naming that many GPUs"),
     _p("ERR_PROGRAM", r"CUDA out of memory|OutOfMemoryError", "CUDA out of memory",
        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
        "reduce the batch size or the input size, or use a GPU with more memory"),
@@ -393,9 +410,19 @@ def classify_logs(log_text: str, max_evidence: int = MAX_EVIDENCE) -> Optional[d
                 continue
             evidence = [ln.strip()[:EVIDENCE_CHARS] for ln in lines if item.pattern.search(ln)]
             if evidence:
-                return {"err_class": item.err_class, "reason": item.reason, "advice": item.advice,
+                return {"err_class": item.err_class, "reason": _detailed(item, lines), "advice": item.advice,
                         "evidence": evidence[:max_evidence]}
     return None
+
+
+def _detailed(item: LogPattern, lines: list) -> str:
+    """The pattern's reason with the ``detail`` the logs give (``reason: 'train.optim.betas'``): group 1
+    (the whole key path) wherever it is, else the first group of the first match."""
+    found = [m for m in (item.detail.search(line) for line in lines) if m] if item.detail is not None else []
+    if not found:
+        return item.reason
+    full = [m.group(1) for m in found if m.group(1)]   # group 1: the whole key path, when the logs give it
+    return f"{item.reason}: '{full[0] if full else next(g for g in found[0].groups() if g)}'"
 
 
 def _ts(value) -> Optional[str]:

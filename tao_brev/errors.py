@@ -50,8 +50,12 @@ CODES: dict[str, Code] = {
                      "Use only letters, digits, '.', '_' and '-' (instance, network arch, action, env names)."),
     "SPEC_NOT_FOUND": Code(2, "The spec file does not exist or cannot be read.",
                            "Pass --spec with the path of an existing TAO spec YAML on this machine."),
-    "BAD_SPEC": Code(2, "The spec file is not valid YAML.",
-                     "Fix the YAML syntax in the spec file."),
+    "BAD_SPEC": Code(2, "The spec file is not valid YAML, or the spec or an override does not merge with TAO's "
+                        "schema of the image's version (nvidia-tao-core): an unknown key, a value of the wrong "
+                        "type, an override without '='. The answer's findings name file:line:column (or the "
+                        "override), the key path and the closest valid key, never a value; nothing was sent.",
+                     "Fix the spec (or the override) where the finding says, then run the same command; for a "
+                     "custom image with its own schema add --no-spec-check."),
     "UNKNOWN_VERSIONS_KEY": Code(2, "The image is neither an image URI nor a key of versions.yaml.",
                                  "Use a full image URI, or one of the image keys the answer lists: those of the versions.yaml "
                                  "actually read (the message names it: $TAO_SKILL_BANK_PATH's when set, else the bundle's own)."),

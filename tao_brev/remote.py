@@ -202,6 +202,7 @@ class RunSpec:
     share_gpus: bool = False    # launch even when a live tao-job container holds the same GPUs
     shell_args: tuple = ()      # words appended as they are: already quoted for the remote shell by their
                                 # builder (resume.ResumePlan.override: a word naming a variable the script set)
+    gpu_count_keys: tuple = ()  # --gpus all: TAO keys set from the instance's GPU count (count_gpus)
 
     def docker_run(self) -> str:
         check_name(self.job_id, "job id")
@@ -221,7 +222,29 @@ class RunSpec:
                   "-e", f"{CONTAINER_JOB_DIR}/spec.yaml", f"results_dir={CONTAINER_RESULTS_DIR}"]
         words += [shlex.quote(arg) for arg in self.overrides]
         words += list(self.shell_args)
+        if self.gpus == "all":   # set by count_gpus in the same script; keys checked, so only the variable expands
+            words += [f'"{check_gpu_key(k)}=' + ('[$__tb_gids]"' if k.endswith("gpu_ids") else '$__tb_ngpus"')
+                      for k in self.gpu_count_keys]
         return " ".join(words)
+
+
+NO_GPUS_EXIT = 11   # a launch script's exit status when `--gpus all` finds no GPU on the instance (count_gpus)
+_GPU_KEY = lazy_re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.(num_gpus|gpu_ids)")
+
+
+def check_gpu_key(key: str) -> str:
+    if not _GPU_KEY.fullmatch(key):
+        raise TaoBrevError("BAD_ARGUMENT", f"not a TAO GPU key: {key!r}")
+    return key
+
+
+def count_gpus() -> str:
+    """Shell lines: ``__tb_ngpus`` = the instance's GPUs (``nvidia-smi -L`` lines ``GPU N: ...``, the
+    set ``docker run --gpus all`` hands a container) and ``__tb_gids`` = ``0,1,...``; none: exit
+    NO_GPUS_EXIT with ``TAO_NO_GPUS``."""
+    return ("__tb_ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)\n"
+            f'if [ "${{__tb_ngpus:-0}}" -lt 1 ]; then echo TAO_NO_GPUS; exit {NO_GPUS_EXIT}; fi\n'
+            "__tb_gids=$(seq -s, 0 $((__tb_ngpus - 1)))")
 
 
 DOCKER_MISSING = "TAO_DOCKER_MISSING"   # + the command that found no docker (exit 127)
@@ -270,6 +293,8 @@ def submit_script(run: RunSpec, spec_text: str, checks: str = "") -> str:
     ]
     if not run.share_gpus:
         lines.append(gpus_free(run.job_id, run.gpus))
+    if run.gpus == "all" and run.gpu_count_keys:
+        lines.append(count_gpus())
     lines.append(run.docker_run())
     return "\n".join(lines)
 

@@ -47,7 +47,7 @@ from .records import is_terminal
 
 CONTAINER_DIR = "/resume"          # the old job's results (or the staged checkpoint) inside the container
 OVERRIDE_KEY = "train.resume_training_checkpoint_path"
-RESUME_FAILED_EXIT = 11            # the launch script's exit when no checkpoint can be used (6-10: remote, staging)
+RESUME_FAILED_EXIT = 13            # the launch script's exit when no checkpoint can be used (6-11: remote, staging)
 MARKER = "TAO_RESUME_CHECKPOINT"   # + <path under the results dir> <bytes> [<link it came through>]
 MISSING = "TAO_RESUME_MISSING"
 _CHECKPOINT = re.compile(r"(?:^|/)model_epoch_(\d+)(?:_step_(\d+))?\.pth$")

@@ -27,7 +27,7 @@ from . import remote
 from .errors import TaoBrevError
 
 MARKER = "TAO_SPEC_PATH_MISSING"
-MISSING_EXIT = 12    # the submit script's exit status when a path the spec names is missing (11: resume)
+MISSING_EXIT = 12    # the submit script's exit status when a path the spec names is missing (11: no GPUs, 13: resume)
 LISTED = 5
 
 # visual_changenet's segmentation data module reads <root_dir>/<folder> for its image, change image and

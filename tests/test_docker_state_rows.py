@@ -428,3 +428,39 @@ def test_the_facts_read_from_no_container_and_from_a_state_without_a_status():
 def test_every_error_row_carries_a_hint_and_every_log_pattern_advice():
     assert [r.when for r in docker_state.STATE_ROWS if r.state == "ERROR" and not r.hint] == []
     assert [p.err_class for p in docker_state.LOG_PATTERNS if not p.advice or not p.reason] == []
+
+
+# -- real TAO failures: the schema merge and more GPUs than the container sees ----------------------
+TAO_MERGE_LOG = ("Error merging 'spec.yaml' with schema\nKey 'betas' not in 'CNOptimConfig'\n"
+                 "    full_key: train.optim.betas\n    reference_type=CNOptimConfig\n"
+                 "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.")
+
+
+def test_a_schema_merge_error_names_the_whole_key_and_says_fix_the_spec():
+    hint = classify_logs("Traceback (most recent call last):\n" + TAO_MERGE_LOG)
+    assert hint["err_class"] == "ERR_PROGRAM"
+    assert hint["reason"] == "the spec does not merge with TAO's schema: 'train.optim.betas'"
+    assert hint["advice"].startswith("fix the spec") and "--no-spec-check" in hint["advice"]
+    assert hint["evidence"] == ["Error merging 'spec.yaml' with schema", "Key 'betas' not in 'CNOptimConfig'"]
+
+
+@pytest.mark.parametrize("log,key", [
+    ("Key 'stray' not in 'ExperimentConfig'", "stray"),                       # no full_key line: the key
+    ("Could not override 'train.num_epochz'.\nTo append to your config use +train.num_epochz=3",
+     "train.num_epochz"),
+    ("Error merging override train.num_epochs=abc", None),                    # no key in the logs
+])
+def test_each_schema_message_gives_the_key_it_has(log, key):
+    hint = classify_logs(log)
+    reason = "the spec does not merge with TAO's schema"
+    assert hint["reason"] == (f"{reason}: '{key}'" if key else reason)
+
+
+@pytest.mark.parametrize("line", ["lightning_fabric.utilities.exceptions.MisconfigurationException: You requested "
+                                  "gpu: [0, 1, 2, 3, 4, 5, 6, 7]", " But your machine only has: [0]",
+                                  "RuntimeError: CUDA error: invalid device ordinal"])
+def test_more_gpus_than_the_container_sees_has_its_own_hint(line):
+    hint = classify_logs(f"Traceback (most recent call last):\n{line}\n")
+    assert hint["err_class"] == "ERR_PROGRAM" and hint["reason"] == ("num_gpus / gpu_ids ask for more GPUs than "
+                                                                     "the container sees")
+    assert "--gpus" in hint["advice"] and hint["evidence"] == [line.strip()]

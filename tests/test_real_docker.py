@@ -266,7 +266,7 @@ def test_a_missing_dataset_fails_as_a_program_fault(real):
     spec = real.spec({"epoch_seconds": 0.01})
     import yaml
     data = yaml.safe_load(spec.read_text())
-    data["dataset"]["train_dataset"] = {"root_dir": "/data/nowhere"}
+    data["dataset"]["segment"]["root_dir"] = "/data/nowhere"   # a real key of TAO's schema (submit checks it)
     spec.write_text(yaml.safe_dump(data))
     sub = real.submit(spec=spec)
     wait = real.run("poll_status.py", sub.json["job_id"], *WAIT)

@@ -593,3 +593,42 @@ def test_a_bad_gpus_value_is_named(gpus):
     with pytest.raises(TaoBrevError) as failed:
         remote.gpus_flag(gpus)
     assert failed.value.code == "BAD_ARGUMENT" and repr(gpus) in failed.value.message
+
+
+# -- --gpus all: the GPU count comes from the instance (tao_brev/tao_gpus.py) ------------------------
+def _fake_nvidia_smi(tmp_path, lines: int) -> str:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    tool = bin_dir / "nvidia-smi"
+    tool.write_text("#!/bin/sh\n" + "".join(f"echo 'GPU {i}: NVIDIA H100 (UUID: GPU-{i})'\n" for i in range(lines)))
+    tool.chmod(0o755)
+    return f"{bin_dir}:/usr/bin:/bin"
+
+
+@pytest.mark.parametrize("count,ids", [(1, "0"), (8, "0,1,2,3,4,5,6,7")])
+def test_count_gpus_reads_the_instances_gpus(tmp_path, count, ids):
+    script = remote.count_gpus() + '\necho "n=$__tb_ngpus ids=$__tb_gids"'
+    done = subprocess.run(["sh", "-c", script], env={"PATH": _fake_nvidia_smi(tmp_path, count)},
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == f"n={count} ids={ids}"
+
+
+@pytest.mark.parametrize("smi", ["none", "no lines"])
+def test_count_gpus_without_a_gpu_stops_the_launch(tmp_path, smi):
+    path = _fake_nvidia_smi(tmp_path, 0) if smi == "no lines" else f"{tmp_path}/empty:/usr/bin:/bin"
+    done = subprocess.run(["sh", "-c", remote.count_gpus() + "\necho launched"], env={"PATH": path},
+                          capture_output=True, text=True)
+    assert done.returncode == remote.NO_GPUS_EXIT and done.stdout.strip() == "TAO_NO_GPUS"
+
+
+def test_docker_run_passes_the_instance_count_only_for_all_gpus():
+    base = dict(job_id="vc-train-1", image="img:1", network_arch="visual_changenet", action="train",
+                results_dir="~/r", gpu_count_keys=("train.num_gpus", "train.gpu_ids"))
+    words = shlex.split(remote.RunSpec(**base).docker_run().replace("$", "DOLLAR"))
+    assert words[-2:] == ["train.num_gpus=DOLLAR__tb_ngpus", "train.gpu_ids=[DOLLAR__tb_gids]"]
+    assert "__tb_ngpus" not in remote.RunSpec(**{**base, "gpus": "0,1"}).docker_run()
+    script = remote.submit_script(remote.RunSpec(**base), "a: 1\n")
+    assert script.index(remote.count_gpus()) < script.index("docker run")
+    assert remote.count_gpus() not in remote.submit_script(remote.RunSpec(**{**base, "gpu_count_keys": ()}), "a: 1\n")
+    with pytest.raises(TaoBrevError):
+        remote.RunSpec(**{**base, "gpu_count_keys": ("train.num_gpus;rm",)}).docker_run()

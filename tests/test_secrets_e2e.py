@@ -163,7 +163,8 @@ def world(tmp_path_factory, s3_server):
         env = sim.env(env)
         env.update(s3_server["env"])                         # endpoint + region of the moto server
         env.update(SECRETS, S3_BUCKET_NAME=bucket, TAO_STATE_DIR=str(tmp / "state"),
-                   TAO_BREV_NO_REEXEC="1", TAO_BREV_RETRY_BACKOFF_S="0", TMPDIR=str(tmp / "laptop-tmp"))
+                   TAO_BREV_NO_REEXEC="1", TAO_BREV_RETRY_BACKOFF_S="0", TMPDIR=str(tmp / "laptop-tmp"),
+                   TAO_BREV_SPEC_LEAVE_OUT="simulate")   # the stand-in's block (conftest.state_env)
         yield World(sim, env, tmp, s3_server, bucket)
 
 

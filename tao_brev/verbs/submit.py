@@ -36,7 +36,7 @@ from pathlib import Path
 
 from .. import lazy_re
 from .. import archs, bank, cost, credentials, hash_cache, known_secrets, nextstep, redact, remote, staging, storage
-from .. import interpolation, resume, resume_advice, spec_paths, yaml_bounded
+from .. import interpolation, resume, resume_advice, spec_paths, tao_gpus, yaml_bounded
 from .. import routing as routing_mod
 from ..cli import Context, deferred_interrupts, note_job, note_state, say
 from ..errors import TaoBrevError, TransportError
@@ -324,21 +324,29 @@ def _refuse_overrides_as_inputs(req: SubmitRequest) -> None:
                            f"Put overrides after `--` at the end: {req.rerun(to_overrides=tuple(swallowed))}")
 
 
-def _check_arch(req: SubmitRequest, image: str) -> list[str]:
-    """Refuse (TAO 7 -pyt image) or warn (any other image) when --network-arch / --action
-    is not in references/tao-pyt-archs.yaml. Returns the warnings."""
+def _check_arch(ctx: Context, req: SubmitRequest, image: str) -> list[str]:
+    """Refuse an unmistakable typo of a known --network-arch / --action, or a network the image
+    cannot run (TAO 7 -pyt image; :mod:`tao_brev.archs`); warn for any other unknown name.
+    Returns the warnings."""
     if req.allow_unknown_arch:
         return []
-    unknown = archs.check(req.network_arch, req.action)
+    from .. import tao_schema_pkg
+
+    version = tao_schema_pkg.image_version(image)
+    networks = None
+    if version and not req.no_spec_check:
+        try:
+            networks = tao_schema_pkg.networks(version, tao_schema_pkg.locate(version, ctx.state_root, ctx.env))
+        except tao_schema_pkg.Unavailable:
+            networks = None
+    verdict = archs.check(req.network_arch, req.action, image, networks, version)
+    unknown = verdict.refusal
     if unknown is None:
-        return []
-    if not archs.is_strict_image(image):
-        return [unknown.message(image) + " - not checked strictly for this image (not a TAO 7 -pyt image)"]
-    if unknown.closest:
-        fix = f"Use {unknown.closest!r}: {req.rerun(set_flags={'--' + unknown.flag: unknown.closest})}"
-    else:
-        fix = (f"Use one of: {', '.join(unknown.known)}. If the image really has it: "
-               f"{req.rerun(add=('--allow-unknown-arch',))}")
+        return verdict.warnings
+    if unknown.why:
+        raise TaoBrevError("BAD_ARGUMENT", unknown.message(image),
+                           f"Use the image that runs it: {req.rerun(set_flags={'--image': unknown.image})}")
+    fix = f"Use {unknown.closest!r}: {req.rerun(set_flags={'--' + unknown.flag: unknown.closest})}"
     raise TaoBrevError("BAD_ARGUMENT", unknown.message(image), fix, known=list(unknown.known))
 
 
@@ -378,11 +386,13 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     if req.storage_tier not in ("A", "B", "C"):
         raise TaoBrevError("BAD_ARGUMENT", f"--storage-tier must be A, B or C (got {req.storage_tier!r})")
     resolved = bank.resolve_image(req.image, ctx.env)
-    arch_warnings = _check_arch(req, resolved["image"])
+    arch_warnings = _check_arch(ctx, req, resolved["image"])
     spec_text, spec_data = _read_spec(req.spec)
     _refuse_multi_node_overrides(req.overrides)
     _refuse_secret_overrides(req.overrides, ctx.env)
     _refuse_interpolated_secrets(spec_data, req.overrides, ctx.env)
+    checked = _check_spec(ctx, req, resolved["image"], spec_text, spec_data)   # BAD_SPEC before anything is sent
+    gpu_plan = _gpu_plan(req, checked, spec_data)
     if req.retry_of:
         ctx.records.load(req.retry_of)   # BAD_JOB_ID / UNKNOWN_JOB: a retry names a job we know
     resumed = resume.plan(ctx, req)   # --resume-from: RESUME_NOT_POSSIBLE before anything is recorded
@@ -395,11 +405,13 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     mounts = stage.mounts(placeholder) if stage else _input_mounts(req.inputs)
     named = [] if req.no_spec_check else spec_paths.named(spec_data, req.overrides, mounts, req.network_arch,
                                                           req.action)   # SPEC_INPUT_UNKNOWN before anything
-    warnings = list(routing.warnings) + _credential_warnings(ctx, routing, stage) + arch_warnings + [
+    warnings = list(routing.warnings) + _credential_warnings(ctx, routing, stage) + arch_warnings + \
+        ([f"spec not checked: {checked.reason}"] if not checked.checked else []) + gpu_plan.warnings + [
         f"--env {name} reaches the container: `docker inspect` on the instance shows it while the container "
         "exists (until teardown.py)" for name in req.env_names if name in known_secrets.BUNDLE_CREDENTIALS]
 
-    run = _run_spec(req, resolved["image"], placeholder, routing, mounts, env_file=None, resumed=resumed)
+    run = _run_spec(req, resolved["image"], placeholder, routing, mounts, env_file=None, gpu_plan=gpu_plan,
+                    resumed=resumed)
     extra = _extra_checks(resumed, placeholder, None, None, named, mounts, staging.carrier_image(ctx.env)
                           if resumed and resumed.source == "s3" else "")
     script = _script(run, spec_text, "\n".join(filter(None, [_inputs_check(mounts) if not stage else "", extra])))
@@ -426,10 +438,12 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                          *([{"step": "copy_credentials", "what": f"brev copy <0600 file with {', '.join(req.env_names)}> "
                              f"{req.instance}:.tao-cred-<job_id>-<random>"}] if req.env_names else []),
                          {"step": "launch", "command": f"brev exec {req.instance} <script>", "script": script,
+                          "gpu_overrides": gpu_plan.to_json()["overrides"],
                           "lines": remote.readable_lines(script)},
                          {"step": "mark_running", "backend_ref": f"{req.instance}/<job_id>"}],
                 "storage_tier": req.storage_tier, **(stage.answer() if stage else {}),
-                **({"resume_from": resumed.to_json()} if resumed else {}), "warnings": warnings}, 0
+                "spec_check": checked.to_json(), **({"resume_from": resumed.to_json()} if resumed else {}),
+                "warnings": warnings}, 0
 
     if stage:
         stage.warm()
@@ -461,6 +475,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
               **(stage.answer() if stage else {}),
               "results": {"kind": routing.kind, "destination": routing.destination(job_id),
                           "instance_dir": routing.instance_dir(job_id)},
+              "spec_check": checked.to_json(), "gpu_overrides": gpu_plan.to_json()["overrides"],
               **({"resume_from": resumed.to_json()} if resumed else {}), "warnings": warnings}
     say(f"submit: record {job_id} opened (PENDING); launching on {req.instance}")
 
@@ -482,7 +497,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     except KeyboardInterrupt:
         raise _interrupted(answer) from None
     mounts = stage.mounts(job_id) if stage else mounts
-    run = _run_spec(req, resolved["image"], job_id, routing, mounts, env_file, resumed=resumed)
+    run = _run_spec(req, resolved["image"], job_id, routing, mounts, env_file, gpu_plan=gpu_plan, resumed=resumed)
     checks = stage.checks(job_id, resolved["image"], env_file, carrier_file) if stage else _inputs_check(mounts)
     checks = "\n".join(filter(None, [checks, _extra_checks(resumed, job_id, env_file, carrier_file, named, mounts,
                                                            staging.carrier_image(ctx.env))]))
@@ -531,6 +546,9 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                "non-interactive ssh shell (nothing was launched)")
         fix = (f"Run preflight.py --instance {req.instance}: its docker check tells a missing Docker from one "
                "that only a login shell finds, with the fix for each.")
+    elif result.exit_code == remote.NO_GPUS_EXIT and "TAO_NO_GPUS" in out:
+        code, why = "GPU_NOT_FOUND", f"--gpus all: nvidia-smi -L on {req.instance} lists no GPU (nothing was launched)"
+        fix = f"Check the instance: preflight.py --instance {req.instance} --gpu-smoke"
     elif result.exit_code == remote.GPUS_BUSY_EXIT and "TAO_GPUS_BUSY" in out:
         code, why, fix = _gpus_busy(req, job_id, out)
     elif result.exit_code == remote.WRITE_FAILED_EXIT and ("TAO_WRITE_FAILED" in out or "TAO_SPEC_UNVERIFIED" in out):
@@ -601,12 +619,14 @@ def _mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None =
                                         **({"code": code} if code else {})})
 
 
-def _run_spec(req: SubmitRequest, image: str, job_id: str, routing, mounts, env_file, resumed=None) -> RunSpec:
+def _run_spec(req: SubmitRequest, image: str, job_id: str, routing, mounts, env_file, gpu_plan=None,
+              resumed=None) -> RunSpec:
+    gpu_plan = gpu_plan or tao_gpus.GpuPlan()
     return RunSpec(job_id=job_id, image=image, network_arch=req.network_arch, action=req.action,
                    results_dir=routing.instance_dir(job_id), gpus=req.gpus, shm_size=req.shm_size,
                    env_file=env_file, mounts=tuple(mounts) + ((resumed.mount(job_id),) if resumed else ()),
-                   overrides=tuple(req.overrides), share_gpus=req.share_gpus,
-                   shell_args=(resumed.override(),) if resumed else ())
+                   overrides=(*gpu_plan.overrides, *req.overrides), share_gpus=req.share_gpus,
+                   gpu_count_keys=gpu_plan.host_keys, shell_args=(resumed.override(),) if resumed else ())
 
 
 def _extra_checks(resumed, job_id: str, env_file, carrier_file, named, mounts, carrier_image: str) -> str:
@@ -624,6 +644,24 @@ def _resume_failed(req: SubmitRequest, out: str) -> tuple[str, str, str]:
     look = nextstep.command("poll_status.py", req.resume_from)
     return "RESUME_CHECKPOINT_MISSING", why, (f"Train from the start instead: {req.rerun(drop=('--resume-from',))}; "
                                               f"or look at its results: {look}")
+
+
+
+def _check_spec(ctx: Context, req: SubmitRequest, image: str, spec_text: str, spec_data: dict):
+    """The spec and overrides against TAO's schema of the image's version (:mod:`tao_brev.spec_check`)."""
+    from .. import spec_check
+
+    fix = (f"Fix the spec {req.spec} (or the override) where the finding says, then run the same command: "
+           f"{req.rerun()}. A custom image with its own schema: {req.rerun(add=('--no-spec-check',))}")
+    return spec_check.check(network_arch=req.network_arch, action=req.action, image=image, spec_path=req.spec,
+                            spec_text=spec_text, spec_data=spec_data, overrides=list(req.overrides),
+                            state_root=ctx.state_root, env=ctx.env, skip=req.no_spec_check, fix=fix)
+
+
+def _gpu_plan(req: SubmitRequest, checked, spec_data: dict):
+    """--gpus and the spec's num_gpus / gpu_ids agree (:mod:`tao_brev.tao_gpus`), or BAD_ARGUMENT."""
+    return tao_gpus.plan(gpus=req.gpus, action=req.action, config=checked.config, spec_data=spec_data,
+                         overrides=list(req.overrides), rerun=req.rerun)
 
 
 def _script(run: RunSpec, spec_text: str, checks: str) -> str:

@@ -1,0 +1,121 @@
+"""``--gpus`` and the spec's ``num_gpus`` / ``gpu_ids`` agree: no job bills GPUs it cannot use.
+
+TAO's launcher (tao-pytorch ``nvidia_tao_pytorch/core/entrypoint.py:163-204``) reads
+``<task>.num_gpus`` and ``<task>.gpu_ids`` for train, evaluate, inference and distill (distill
+reads train's), command-line overrides first, else the spec, else 1 GPU ``[0]``; a count that
+differs from ``len(gpu_ids)`` becomes the larger of the two. Every other action runs on one GPU.
+Inside the container the GPUs that ``docker run --gpus`` hands it are numbered from 0.
+
+The rule (``references/submit-guards.md``, "GPUs"):
+- ``--gpus 0,1`` (N ids): submit adds ``<task>.num_gpus=N <task>.gpu_ids=[0..N-1]`` (shown in
+  the plan), replacing the spec's values (a warning names them); an override of this command
+  that asks for another count, or names a ``gpu_ids`` entry >= N, is refused (BAD_ARGUMENT)
+  with the exact command for each way out;
+- ``--gpus all`` (the default) means every GPU of the instance: the launch round trip counts
+  them (``nvidia-smi -L`` on the instance) and passes that count and ids, replacing the spec's
+  values (a warning names them); an override of them with ``--gpus all`` is refused (it would
+  bill every GPU and use fewer): name the GPUs with ``--gpus``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import TaoBrevError
+
+GPU_TASKS = {"train": "train", "distill": "train", "evaluate": "evaluate", "inference": "inference"}
+KEYS = ("num_gpus", "gpu_ids")
+
+
+@dataclass
+class GpuPlan:
+    """Overrides to add: ``overrides`` (fixed) and ``host_keys`` (set on the instance from its GPU count)."""
+
+    overrides: list = field(default_factory=list)
+    host_keys: tuple = ()
+    warnings: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        shown = list(self.overrides) + [f"{k}=<the instance's GPU count / ids>" for k in self.host_keys]
+        return {"overrides": shown}
+
+
+def _ids(count: int) -> str:
+    return "[" + ",".join(str(i) for i in range(count)) + "]"
+
+
+def _count(key: str, value) -> int | None:
+    """The GPU count a num_gpus / gpu_ids value asks for (None when not a plain int / list)."""
+    if key == "num_gpus":
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return len(value) if isinstance(value, (list, tuple)) else None
+
+
+def _user_overrides(overrides: list, section: str) -> dict:
+    from .tao_schema import override_value
+
+    found = {}
+    for item in overrides:
+        key, eq, value = item.partition("=")
+        name = key.lstrip("+")
+        if eq and name in (f"{section}.{k}" for k in KEYS):
+            found[name.split(".", 1)[1]] = (item, override_value(value))
+    return found
+
+
+def _schema_keys(config, spec_data: dict, section: str) -> list:
+    """The GPU keys of the task: those of the merged schema, else (unchecked) those the spec writes."""
+    if config is not None:
+        node = config.get(section) if hasattr(config, "get") else None
+        return [k for k in KEYS if node is not None and hasattr(node, "keys") and k in node]
+    node = spec_data.get(section) if isinstance(spec_data, dict) else None
+    return [k for k in KEYS if isinstance(node, dict) and k in node]
+
+
+def plan(*, gpus: str, action: str, config, spec_data: dict, overrides: list, rerun) -> GpuPlan:
+    """The GPU overrides for this submit, or BAD_ARGUMENT. ``rerun(set_flags=..., to_overrides=...)``
+    builds the fix commands (``SubmitRequest.rerun``)."""
+    section = GPU_TASKS.get(action)
+    if section is None:
+        return GpuPlan()
+    keys = _schema_keys(config, spec_data, section)
+    if not keys:
+        many = gpus == "all" or "," in gpus
+        return GpuPlan(warnings=[f"the spec sets no {section}.num_gpus and the schema could not be read: TAO "
+                                 "uses 1 GPU (tao-pytorch core/entrypoint.py:165-166)"] if many else [])
+    given = _user_overrides(overrides, section)
+    spec_section = spec_data.get(section) if isinstance(spec_data, dict) else None
+    spec_section = spec_section if isinstance(spec_section, dict) else {}
+    if gpus == "all":
+        for key, (item, value) in given.items():
+            wanted = _count(key, value)
+            fix = (f"Name the GPUs to use: {rerun(set_flags={'--gpus': ','.join(map(str, range(wanted)))})}"
+                   if wanted else f"Drop the override {item} (--gpus all sets it from the instance).")
+            raise TaoBrevError("BAD_ARGUMENT", f"--gpus all hands the container every GPU of the instance (all "
+                               f"billed), but the override {section}.{key} asks for {wanted or 'another'} GPU(s)", fix)
+        set_in_spec = [f"{section}.{k}" for k in keys if k in spec_section]
+        warnings = ([f"{', '.join(set_in_spec)} of the spec replaced by the instance's GPUs (--gpus all: every GPU "
+                     "is billed, so every GPU is used); to use fewer, name them: --gpus 0 (or 0,1, ...)"]
+                    if set_in_spec else [])
+        return GpuPlan(host_keys=tuple(f"{section}.{k}" for k in keys), warnings=warnings)
+    count = len(gpus.split(","))
+    for key, (item, value) in given.items():
+        wanted = _count(key, value)
+        outside = key == "gpu_ids" and isinstance(value, list) and any(
+            not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < count for i in value)
+        if wanted == count and not outside:
+            continue
+        why = (f"the override {item} names GPU ids outside 0..{count - 1}: inside the container the {count} "
+               f"GPU(s) of --gpus {gpus} are numbered from 0" if wanted == count else
+               f"--gpus {gpus} hands the container {count} GPU(s) but the override {item} asks for {wanted}")
+        fixes = [f"use {count} GPU(s) ({gpus}): drop the override {item} and run the same command"]
+        if wanted and wanted != count:
+            fixes.insert(0, f"use {wanted} GPU(s): {rerun(set_flags={'--gpus': ','.join(map(str, range(wanted)))})}")
+        raise TaoBrevError("BAD_ARGUMENT", why, "Make them agree: " + "; or ".join(fixes))
+    ours = {"num_gpus": count, "gpu_ids": list(range(count))}
+    replaced = [f"{section}.{k}" for k in keys if k in spec_section and k not in given and spec_section[k] != ours[k]]
+    warnings = ([f"{', '.join(replaced)} of the spec replaced by the {count} GPU(s) of --gpus {gpus}"]
+                if replaced else [])
+    added = [f"{section}.num_gpus={count}" if k == "num_gpus" else f"{section}.gpu_ids={_ids(count)}"
+             for k in keys if k not in given]
+    return GpuPlan(overrides=added, warnings=warnings)

@@ -1,0 +1,336 @@
+"""The spec against TAO's own schema, before any GPU time (the container does it in seconds, paid).
+
+What the container does (tao-pytorch ``nvidia_tao_pytorch/core/entrypoint.py:148-152`` turns
+``-e spec.yaml`` into ``--config-path DIR --config-name spec.yaml``; each action script is
+``@hydra_runner(..., schema=ExperimentConfig)``, e.g. ``cv/visual_changenet/scripts/train.py:93``;
+``nvidia_tao_core/hydra/runner.py`` / tao-pytorch ``core/hydra/hydra_runner.py:94`` store the
+schema under the spec's name), then hydra-core 1.3.2 (the image's pin,
+tao-pytorch ``docker/requirements-pip.txt:19``):
+
+1. ``OmegaConf.merge(schema, spec)`` (``hydra/_internal/config_loader_impl.py:469``; a failure is
+   "Error merging 'spec.yaml' with schema", line 478) - an unknown key is ``Key 'X' not in 'Y'``,
+   a value of the wrong type a ``ValidationError``;
+2. ``OmegaConf.set_struct(cfg, True)`` (line 270), then each ``KEY=VALUE`` override as
+   ``OmegaConf.update(cfg, key, value, merge=True)`` (line 390): an unknown key is "Could not
+   override"; ``+KEY=V`` adds, ``++KEY=V`` adds or sets, ``~KEY`` deletes (lines 346-388);
+   a word without ``=`` is a parse error of Hydra's override grammar.
+
+:func:`check` repeats exactly that with the ``ExperimentConfig`` of the image's TAO version
+(``nvidia_tao_core.config.<network_arch>.default_config``, from the ``nvidia-tao-core`` wheel of
+that version: ``install.sh`` installs the default image's; another version is installed on demand
+into ``$TAO_STATE_DIR/brev/tao-schemas/<version>/``, :mod:`tao_brev.tao_schema_pkg`). A finding
+names file:line:column (or the override), the key path and the closest valid key, never a value.
+``omegaconf`` and ``nvidia_tao_core`` are imported only here, on first use (``--help`` stays light).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+from .errors import TaoBrevError
+
+# Actions whose script takes another schema than ExperimentConfig (tao-pytorch
+# cv/dino/scripts/convert.py: DINODatasetConvertConfig, cv/bevfusion/scripts/dataset_convert.py, ...).
+OTHER_SCHEMA_ACTIONS = ("convert", "dataset_convert", "default_specs")
+MAX_FINDINGS = 10         # one refusal lists at most this many problems
+KEYS_SHOWN = 12           # valid keys listed when none is close
+
+
+@dataclass
+class Finding:
+    """One problem: where (``file:line:col`` or ``override N``), the key path, what, the closest key."""
+
+    where: str
+    key: str
+    problem: str
+    closest: str | None = None
+    valid: list = field(default_factory=list)
+
+    def text(self) -> str:
+        hint = (f"; closest valid key: '{self.closest}'" if self.closest else
+                f"; valid keys there: {', '.join(self.valid[:KEYS_SHOWN])}" if self.valid else "")
+        return f"{self.where}: '{self.key}' {self.problem}{hint}"
+
+    def to_json(self) -> dict:
+        return {"where": self.where, "key": self.key, "problem": self.problem, "closest": self.closest}
+
+
+@dataclass
+class SpecCheck:
+    """The answer's ``spec_check``: ``checked`` True (passed) or False with ``reason``."""
+
+    checked: bool
+    schema: str | None = None        # "nvidia-tao-core 7.3.0 nvidia_tao_core.config.X.default_config.ExperimentConfig"
+    reason: str | None = None        # why not checked
+    config: object = None            # the merged DictConfig (train.num_gpus, ...) when checked
+    left_out: list = field(default_factory=list)   # top-level keys not checked ($TAO_BREV_SPEC_LEAVE_OUT)
+
+    def to_json(self) -> dict:
+        out = {"checked": self.checked, "schema": self.schema}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.left_out:
+            out["left_out"] = list(self.left_out)
+        return out
+
+
+# -- YAML positions ----------------------------------------------------------
+
+def key_positions(text: str) -> dict:
+    """``{(key, ...): (line, column)}`` (1-based) of every mapping key of the YAML ``text``."""
+    import yaml
+
+    out: dict = {}
+
+    def walk(node, path):
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value in node.value:
+                here = path + (str(key_node.value),)
+                out.setdefault(here, (key_node.start_mark.line + 1, key_node.start_mark.column + 1))
+                walk(value, here)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                out.setdefault(path + (index,), (item.start_mark.line + 1, item.start_mark.column + 1))
+                walk(item, path + (index,))
+
+    try:
+        walk(yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)), ())
+    except yaml.YAMLError:
+        pass
+    return out
+
+
+_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+
+
+def parts(full_key: str) -> tuple:
+    """omegaconf's ``full_key`` (``dataset.train_data_sources[0].image_dir``) as a path (list indices as ints)."""
+    return tuple(int(index) if index else name for index, name in _PART.findall(full_key or ""))
+
+
+def dotted(path: tuple) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(path))
+
+
+def _where(label: str, positions: dict, path: tuple) -> str:
+    for cut in range(len(path), 0, -1):   # the key itself, else its nearest parent in the file
+        if path[:cut] in positions:
+            line, col = positions[path[:cut]]
+            return f"{label}:{line}:{col}"
+    return label
+
+
+# -- the schema --------------------------------------------------------------
+
+def schema_class(module):
+    """``ExperimentConfig`` of a ``default_config`` module, else its one ``*ExperimentConfig`` dataclass
+    (nvidia-tao-core 7.3.0 config/clip/default_config.py names it CLIPExperimentConfig)."""
+    found = getattr(module, "ExperimentConfig", None)
+    if found is not None:
+        return found
+    named = [v for k, v in vars(module).items() if k.endswith("ExperimentConfig") and isinstance(v, type)
+             and getattr(v, "__module__", "") == module.__name__]
+    return named[0] if len(named) == 1 else None
+
+
+def _node_kind(node) -> str:
+    """What a schema node takes, in words (from omegaconf's node classes)."""
+    name = type(node).__name__
+    if isinstance(node, _Element):
+        shape = node.element_type
+        shown = shape.__name__ if isinstance(shape, type) else str(shape).replace("typing.", "")
+        return f"list elements of type {shown}"
+    if name == "DictConfig":
+        shape = node._metadata.object_type
+        return f"a mapping ({shape.__name__})" if isinstance(shape, type) and shape is not dict else "a mapping"
+    return {"IntegerNode": "an integer", "FloatNode": "a number", "BooleanNode": "true or false",
+            "StringNode": "a string", "ListConfig": "a list", "EnumNode": "one of its enum names",
+            "BytesNode": "bytes", "PathNode": "a path"}.get(name, "a value of its type")
+
+
+class _Element:
+    """An element of a schema list that has none at that index: only its declared type is known."""
+
+    def __init__(self, element_type):
+        self.element_type = element_type
+
+
+def _schema_node(schema, path: tuple):
+    node = schema
+    for part in path:
+        if isinstance(node, _Element):
+            return None
+        try:
+            if isinstance(part, int) and type(node).__name__ == "ListConfig" and part >= len(node):
+                node = _Element(node._metadata.element_type)
+                continue
+            node = node._get_node(part)
+        except Exception:   # no such key
+            return None
+        if node is None:
+            return None
+    return node
+
+
+def _keys_at(schema, path: tuple) -> list:
+    node = _schema_node(schema, path)
+    return [str(k) for k in node.keys()] if node is not None and type(node).__name__ == "DictConfig" else []
+
+
+def _closest(schema, path: tuple) -> tuple:
+    """(closest valid dotted key or None, valid keys at the parent)."""
+    keys = _keys_at(schema, path[:-1])
+    match = difflib.get_close_matches(str(path[-1]), keys, n=1, cutoff=0.75)   # "stray" is not "train" (0.6)
+    return (dotted(path[:-1] + (match[0],)) if match else None), keys
+
+
+def _problem_of(exc, schema, path: tuple) -> Finding:
+    """A Finding from omegaconf's exception (never its message: it holds the value)."""
+    kind = type(exc).__name__
+    key = dotted(path)
+    parent = _schema_node(schema, path[:-1])
+    where_type = getattr(getattr(parent, "_metadata", None), "object_type", None)
+    in_what = f"in {where_type.__name__}" if isinstance(where_type, type) and where_type is not dict else "here"
+    if kind in ("ConfigKeyError", "ConfigAttributeError") or _schema_node(schema, path) is None:
+        closest, valid = _closest(schema, path)
+        return Finding("", key, f"is not a key of TAO's schema ({in_what})", closest, valid)
+    return Finding("", key, f"has a value of the wrong type: the schema takes {_node_kind(_schema_node(schema, path))}"
+                   " (value not shown)")
+
+
+def _nested(path: tuple, value) -> dict:
+    for part in reversed(path):
+        value = {part: value}
+    return value   # _failing_path walks mappings only: no list index here
+
+
+def _failing_path(omegaconf, schema, data, prefix: tuple = ()) -> tuple:
+    """The deepest key path of ``data`` whose value alone fails the merge (errors without a key)."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            here = prefix + (str(key),)
+            try:
+                omegaconf.OmegaConf.merge(schema, omegaconf.OmegaConf.create(_nested(here, value)))
+            except omegaconf.errors.OmegaConfBaseException:
+                return _failing_path(omegaconf, schema, value, here) or here
+    return ()
+
+
+def _drop(data: dict, path: tuple) -> bool:
+    node = data
+    for part in path[:-1]:
+        node = (node.get(part) if isinstance(node, dict) else
+                node[part] if isinstance(node, list) and isinstance(part, int) and part < len(node) else None)
+    last = path[-1] if path else None
+    if isinstance(node, dict) and last in node or isinstance(node, list) and isinstance(last, int) and last < len(node):
+        del node[last]
+        return True
+    return False
+
+
+def merge_spec(omegaconf, schema, data: dict, label: str, text: str) -> tuple:
+    """(merged DictConfig or None, findings) of ``OmegaConf.merge(schema, spec)``; each failing key
+    is dropped and the merge repeated, so one refusal lists every problem (at most MAX_FINDINGS)."""
+    import copy
+
+    data = copy.deepcopy(data)
+    data.pop("hydra", None)   # hydra-core config_loader_impl.py:455-466: a primary config's hydra node is set aside
+    positions = key_positions(text)
+    findings: list = []
+    while len(findings) < MAX_FINDINGS:
+        try:
+            return omegaconf.OmegaConf.merge(schema, omegaconf.OmegaConf.create(data)), findings
+        except omegaconf.errors.OmegaConfBaseException as exc:
+            path = parts(str(getattr(exc, "full_key", "") or "")) or _failing_path(omegaconf, schema, data)
+            if not path or not _drop(data, path):
+                findings.append(Finding(label, "(the spec)", "does not merge with TAO's schema"))
+                return None, findings
+            found = _problem_of(exc, schema, path)
+            found.where = _where(label, positions, path)
+            findings.append(found)
+    return None, findings
+
+
+# -- overrides (Hydra's grammar, the part TAO specs use) ---------------------
+
+_INT = re.compile(r"[+-]?(0|[1-9](_?[0-9])*)")
+_FLOAT = re.compile(r"[+-]?(([0-9](_?[0-9])*)?\.[0-9](_?[0-9])*([eE][+-]?[0-9]+)?|[0-9](_?[0-9])*\.?([eE][+-]?[0-9]+)"
+                    r"|[0-9](_?[0-9])*\.|inf|nan)", re.IGNORECASE)
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
+
+
+def override_value(text: str):
+    """A Hydra override value as hydra-core's grammar types it (hydra/core/override_parser/overrides_visitor.py
+    _createPrimitive: int, float, true/false, null, else a string; quoted: a string; [..] / {..}: a list / dict)."""
+    import yaml
+
+    value = text.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    if value[:1] in "[{":
+        try:
+            return yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+    lower = value.lower()
+    if lower == "null":
+        return None
+    if lower in ("true", "false"):
+        return lower == "true"
+    if _INT.fullmatch(value):
+        return int(value.replace("_", ""))
+    if _FLOAT.fullmatch(value):
+        return float(value.replace("_", ""))
+    return value
+
+
+def apply_overrides(omegaconf, cfg, overrides: list, label_of) -> list:
+    """Findings of each override applied as Hydra applies it (``label_of(i)`` names override i)."""
+    OmegaConf, errors = omegaconf.OmegaConf, omegaconf.errors
+    OmegaConf.set_struct(cfg, True)
+    findings = []
+    for number, item in enumerate(overrides, 1):
+        where = label_of(number)
+        raw_key, eq, raw_value = item.partition("=")
+        prefix = raw_key[:len(raw_key) - len(raw_key.lstrip("+~"))]
+        key = raw_key[len(prefix):].strip()
+        if not _KEY.fullmatch(key):
+            findings.append(Finding(where, key[:60] or "(empty)", "is not a key path (Hydra: KEY=VALUE)"))
+            continue
+        if not eq and prefix != "~":
+            findings.append(Finding(where, key, "has no '=VALUE' (Hydra reads KEY=VALUE; the container refuses a "
+                                    "bare key)"))
+            continue
+        path = tuple(key.split("."))
+        try:
+            if prefix == "~":
+                if OmegaConf.select(cfg, key, throw_on_missing=False) is None:
+                    raise errors.ConfigKeyError(f"no {key}")
+                try:
+                    with omegaconf.open_dict(cfg):
+                        parent = OmegaConf.select(cfg, ".".join(path[:-1])) if len(path) > 1 else cfg
+                        del parent[path[-1]]
+                except errors.OmegaConfBaseException:
+                    findings.append(Finding(where, key, "cannot be deleted: TAO's schema defines it"))
+            elif prefix in ("+", "++"):
+                if prefix == "+" and OmegaConf.select(cfg, key, throw_on_missing=False) is not None:
+                    findings.append(Finding(where, key, "already exists: '+' only adds (drop the '+' to set it)"))
+                    continue
+                OmegaConf.update(cfg, key, override_value(raw_value), merge=True, force_add=True)
+            else:
+                OmegaConf.update(cfg, key, override_value(raw_value), merge=True)
+        except errors.OmegaConfBaseException as exc:
+            found = _problem_of(exc, cfg, path)
+            found.where = where
+            findings.append(found)
+    return findings
+
+
+def refuse(findings: list, spec_label: str, schema_name: str, fix: str) -> TaoBrevError:
+    """BAD_SPEC listing the findings (where, key, closest; never a value)."""
+    count = f"{len(findings)} problems (all in findings); the first: " if len(findings) > 1 else ""
+    return TaoBrevError("BAD_SPEC", f"the spec does not pass TAO's schema ({schema_name}), as the container would "
+                        f"refuse it within seconds of starting: {count}{findings[0].text()}", fix,
+                        answer={"findings": [f.to_json() for f in findings]})

@@ -1,0 +1,104 @@
+"""--gpus and the spec's num_gpus / gpu_ids agree: no job bills GPUs it cannot use.
+
+TAO's launcher reads <task>.num_gpus / gpu_ids (tao-pytorch core/entrypoint.py:163-204);
+submit sets them to the GPUs it hands the container, or refuses a disagreement with the fix.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import TAO_IMAGE
+
+
+def _plan(gpus="all", action="train", spec=None, overrides=(), config=None):
+    from tao_brev import tao_gpus
+
+    spec = {"train": {"num_gpus": 1, "gpu_ids": [0]}} if spec is None else spec
+
+    def rerun(set_flags=None, to_overrides=(), add=()):
+        return f"RERUN set={set_flags} over={list(to_overrides)}"
+    return tao_gpus.plan(gpus=gpus, action=action, config=config, spec_data=spec, overrides=list(overrides),
+                         rerun=rerun)
+
+
+def test_all_gpus_set_from_the_instance_replacing_the_spec_with_a_warning():
+    plan = _plan("all")
+    assert plan.host_keys == ("train.num_gpus", "train.gpu_ids") and plan.overrides == []
+    assert "train.num_gpus, train.gpu_ids of the spec replaced" in plan.warnings[0]
+
+
+def test_named_gpus_that_agree_are_passed_as_overrides():
+    plan = _plan("0", spec={"train": {"num_gpus": 1}})
+    assert plan.overrides == ["train.num_gpus=1"] and plan.host_keys == ()
+    assert _plan("2,3", spec={"evaluate": {"num_gpus": 2}}, action="evaluate").overrides == ["evaluate.num_gpus=2"]
+
+
+@pytest.mark.parametrize("gpus,spec", [("0,1", {"train": {"num_gpus": 1, "gpu_ids": [0]}}),
+                                       ("0,1", {"train": {"num_gpus": 3, "gpu_ids": [0, 1, 2]}}),
+                                       ("2,3", {"train": {"num_gpus": 2, "gpu_ids": [2, 3]}})])
+def test_named_gpus_replace_the_specs_values_with_a_warning(gpus, spec):
+    plan = _plan(gpus, spec=spec)
+    assert "train.num_gpus=2" in plan.overrides and "train.gpu_ids=[0,1]" in plan.overrides
+    assert "of the spec replaced by the 2 GPU(s)" in plan.warnings[0]
+
+
+@pytest.mark.parametrize("override,fragment", [("train.num_gpus=1", "asks for 1"), ("train.gpu_ids=[0,1,2]", "asks for 3"),
+                                               ("train.gpu_ids=[2,3]", "outside 0..1")])
+def test_an_override_that_disagrees_with_named_gpus_is_refused_with_both_fixes(override, fragment):
+    from tao_brev.errors import TaoBrevError
+
+    with pytest.raises(TaoBrevError) as info:
+        _plan("0,1", overrides=[override])
+    assert info.value.code == "BAD_ARGUMENT" and fragment in info.value.message
+    assert f"drop the override {override}" in info.value.fix
+    assert ("'--gpus'" in info.value.fix) == (fragment != "outside 0..1")
+
+
+def test_an_override_that_agrees_is_kept_and_not_doubled():
+    plan = _plan("0,1", overrides=["train.num_gpus=2"])
+    assert plan.overrides == ["train.gpu_ids=[0,1]"]
+
+
+def test_an_override_that_disagrees_with_all_gpus_is_refused_naming_the_gpus():
+    from tao_brev.errors import TaoBrevError
+
+    with pytest.raises(TaoBrevError) as info:
+        _plan("all", overrides=["train.num_gpus=2"])
+    assert "every GPU" in info.value.message and "'--gpus': '0,1'" in info.value.fix
+
+
+def test_actions_on_one_gpu_and_unknown_keys_add_nothing():
+    assert _plan("all", action="export").overrides == [] and _plan("all", action="export").host_keys == ()
+    unchecked = _plan("all", spec={"train": {"num_epochs": 1}})   # not checked: only keys the spec writes
+    assert unchecked.host_keys == () and "uses 1 GPU" in unchecked.warnings[0]
+
+
+def _docker_run_words(world, instance: str) -> list:
+    runs = [r["argv"] for r in world.sim.audit() if r["tool"] == "docker" and r["instance"] == instance
+            and r["argv"][:1] == ["run"] and TAO_IMAGE in r["argv"]]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def test_all_gpus_on_an_8_gpu_instance_trains_on_8_never_1(world):
+    world.sim.add_instance("big", gpus=("NVIDIA H100 80GB HBM3",) * 8)
+    world.sim.preload_image("big", TAO_IMAGE)
+    spec = world.spec({"epoch_seconds": 0.05})          # the example: train.num_gpus: 1
+    data = world.put_dataset("big")
+    res = world.run("submit.py", "--instance", "big", "--image", "images.tao_toolkit.pyt", "--network-arch",
+                    "visual_changenet", "--action", "train", "--spec", str(spec), "--inputs", f"{data}=levir_cd_tiny")
+    assert res.code == 0, res
+    words = _docker_run_words(world, "big")
+    assert "train.num_gpus=8" in words and "train.gpu_ids=[0,1,2,3,4,5,6,7]" in words
+    assert any("replaced by the instance's GPUs" in w for w in res.json["warnings"])
+
+
+def test_the_dry_run_plan_shows_the_gpu_overrides(world):
+    from test_submit_guards import base_args
+
+    res = world.run("submit.py", *base_args(world), "--gpus", "0", "--dry-run")
+    assert res.code == 0, res
+    launch = next(step for step in res.json["plan"] if step["step"] == "launch")
+    assert launch["gpu_overrides"] == ["train.num_gpus=1", "train.gpu_ids=[0]"]
+    assert "train.num_gpus=1 train.gpu_ids=[0]" in launch["script"].replace("'", "")
