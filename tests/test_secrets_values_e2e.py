@@ -102,11 +102,10 @@ def spec_file(world, name: str, extra: str = "", simulate: dict | None = None) -
 
 
 def submit_args(spec: Path, *extra: str) -> list[str]:
-    # --no-spec-check: these specs carry keys TAO's schema does not have (train.wandb.api_key, mirror, ...),
-    # the places a careless user puts a value; the secret guards run before the schema check anyway
+    # the refused specs carry keys TAO's schema lacks (logging, mirror, ...): the secret guards refuse them
+    # before the schema check would
     return ["--instance", BOX, "--image", "images.tao_toolkit.pyt", "--network-arch", "visual_changenet",
-            "--action", "train", "--spec", str(spec), "--env", "WANDB_API_KEY", "--env", "DATASET_MIRROR_CFG",
-            "--no-spec-check", *extra]
+            "--action", "train", "--spec", str(spec), "--env", "WANDB_API_KEY", "--env", "DATASET_MIRROR_CFG", *extra]
 
 
 def encoded_lower(value: str) -> str:
