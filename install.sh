@@ -290,6 +290,26 @@ if [ "$check" = 1 ]; then
   exit "$broken"
 fi
 
+# The skill folders an install created (e.g. ~/.claude/skills when it was missing), one per line in
+# $SHARED/created-dirs, so --uninstall removes them again once they are empty - and nothing else.
+CREATED="$SHARED/created-dirs"
+note_created_dirs() {
+  local dir="$1" missing=()
+  while [ -n "$dir" ] && [ "$dir" != "/" ] && [ ! -e "$dir" ]; do missing+=("$dir"); dir="$(dirname "$dir")"; done
+  [ "${#missing[@]}" -gt 0 ] || return 0
+  mkdir -p "$SHARED"
+  for dir in "${missing[@]}"; do grep -qxF "$dir" "$CREATED" 2>/dev/null || printf '%s\n' "$dir" >> "$CREATED"; done
+}
+remove_created_dirs() {   # deepest first; rmdir leaves a folder that holds anything else
+  [ -f "$CREATED" ] || return 0
+  local dir kept=()
+  while IFS= read -r dir; do
+    if [ -d "$dir" ] && rmdir "$dir" 2>/dev/null; then say "removed $dir (install.sh created it)"
+    elif [ -d "$dir" ]; then kept+=("$dir"); fi
+  done < <(awk '{ print length, $0 }' "$CREATED" | sort -rn | cut -d' ' -f2-)
+  if [ "${#kept[@]}" -gt 0 ]; then printf '%s\n' "${kept[@]}" > "$CREATED"; else rm -f "$CREATED"; fi
+}
+
 if [ "$uninstall" = 1 ]; then
   if [ "$local_only" = 1 ]; then
     if [ -e "$SRC/.venv" ] || [ -L "$SRC/.venv" ]; then rm -rf "$SRC/.venv"; say "removed $SRC/.venv"; fi
@@ -298,6 +318,7 @@ if [ "$uninstall" = 1 ]; then
   for dest in "${targets[@]}"; do
     if [ -e "$dest" ] || [ -L "$dest" ]; then rm -rf "$dest"; say "removed $dest"; fi
   done
+  remove_created_dirs
   left=0
   for dest in "${ALL_TARGETS[@]}"; do
     if [ -e "$dest" ] || [ -L "$dest" ]; then left=1; fi
@@ -319,6 +340,7 @@ for dest in "${targets[@]}"; do
     say "skipped $dest: it is a symlink to $(readlink "$dest") (remove it to install a copy there)"
     continue
   fi
+  note_created_dirs "$(dirname "$dest")"
   mkdir -p "$(dirname "$dest")"
   copy_bundle "$dest"
   failing="$(broken_scripts "$dest")"

@@ -3,7 +3,8 @@
 # round trips per verb and `poll_status.py --all` (counts, simulator); script start-up vs
 # the bare interpreter (installed copy and checkout, with and without
 # PYTHONDONTWRITEBYTECODE); the record store at 50,000 records vs the bank's listing;
-# staging vs `aws s3 sync`; the spec check's CPU per submit (target <= 1 s). Prints figures; asserts nothing timed. Takes several minutes.
+# redaction and the spec guard vs value length and input size; staging vs `aws s3 sync`; the spec check's CPU
+# per submit (target <= 1 s). Prints figures; asserts nothing timed. Takes several minutes.
 # usage: bench/run.sh [--readme]   (after `bash install.sh --local --dev`)
 #   --readme  also write README.md's performance table from this run (bench/readme_table.py)
 set -euo pipefail
@@ -28,6 +29,9 @@ trap 'rm -f "$LOG"' EXIT
   echo
   echo "## Record store"
   "$PY" bench_records.py
+  echo
+  echo "## Redaction and the spec guard (linear in value length and input size)"
+  "$PY" bench_redaction.py
   echo
   echo "## Staging (moto S3 server on 127.0.0.1)"
   "$PY" bench_staging.py

@@ -5,8 +5,9 @@ Real Brev and a GPU are not needed: the demo starts the simulator of `brev`
 and `docker` shipped in tests/sim/ (a RUNNING instance whose sshd comes up a
 few seconds late, brev logged out, an NGC-gated TAO image) and then runs the
 bundle's scripts exactly as an agent would, printing one line per step (its exit
-status, state and the answer's `next`) and a closing summary; --json prints each
-step's whole JSON answer and the scripts' progress (stderr) instead:
+status, state and the answer's `next`) and a closing summary; --json prints ONE JSON
+document instead ({"ok", "steps": [{"title", "argv", "exit", "answer"}], "summary"}), the
+scripts' progress on stderr:
 
   1. preflight.py    brev, headless login, instance, readiness probe, docker, GPU, disk,
                      NGC login, and the image pulled as its own step (--pull), before any GPU run
@@ -18,7 +19,7 @@ step's whole JSON answer and the scripts' progress (stderr) instead:
 
 usage: demo.py [--workdir DIR] [--json | --quiet]
   --workdir DIR  keep the simulator, state dir and records there (default: a temp dir, removed)
-  --json         print each step's whole JSON answer and the scripts' progress (stderr)
+  --json         print one JSON document (every step's whole answer, and the summary); progress on stderr
   --quiet        one line per step and the summary (the default; kept for CI's command line)
 Exit codes: 0 the job ended COMPLETE with its checkpoints and its container
 removed; 1 any step failed (its JSON answer says why).
@@ -46,6 +47,10 @@ DEMO_TOKEN = "brev-demo-token-0000"           # the simulator's accepted Brev to
 DEMO_NGC_KEY = "nvapi-DEMOdemo0000000000000000"  # the simulator's accepted NGC key (not a real one)
 
 
+class StepFailed(SystemExit):
+    """A step exited non-zero: the demo ends with exit 1 (its answer says why)."""
+
+
 class Demo:
     def __init__(self, workdir: Path, verbose: bool):
         self.workdir = workdir
@@ -54,6 +59,8 @@ class Demo:
         base = {k: v for k, v in os.environ.items() if not k.startswith(("TAO_", "AWS_", "S3_"))}
         base.update(TAO_STATE_DIR=str(workdir / "state"), BREV_API_TOKEN=DEMO_TOKEN, NGC_KEY=DEMO_NGC_KEY)
         self.env = self.sim.env(base)
+        self.steps: list[dict] = []
+        self.summary: dict = {}
 
     def setup(self) -> None:
         self.sim.set_auth(token=DEMO_TOKEN, logged_in=False)
@@ -73,14 +80,17 @@ class Demo:
             answer = json.loads(done.stdout) if done.stdout.strip() else {"ok": done.returncode == 0}
         except json.JSONDecodeError:
             answer = {"ok": done.returncode == 0, "stdout": done.stdout}
-        if self.verbose or done.returncode != 0:
+        self.steps.append({"title": title, "argv": argv, "exit": done.returncode, "answer": answer})
+        if self.verbose:   # --json: stdout holds the one document main() prints at the end
+            pass
+        elif done.returncode != 0:
             print(f"# {title} (exit {done.returncode})")
             print(json.dumps(answer, indent=2))
         else:
             print(step_line(title, done.returncode, answer))
         sys.stdout.flush()
         if done.returncode != 0:
-            raise SystemExit(f"demo: step '{title}' failed with exit {done.returncode}")
+            raise StepFailed(f"demo: step '{title}' failed with exit {done.returncode}")
         return answer
 
     def script(self, name: str, *args: str) -> list[str]:
@@ -107,9 +117,13 @@ class Demo:
         checkpoints = sorted(p.name for p in results.glob("*.pth"))
         ok = final.get("state") == "COMPLETE" and checkpoints and down.get("container_removed") \
             and self.sim.container(INSTANCE, job_id) is None
-        print(f"\ndemo: job {job_id} {final.get('state')}; checkpoints {checkpoints}; "
-              f"container removed: {down.get('container_removed')}; brev exec round trips: {self.sim.exec_count()}")
-        print("demo: " + cost_line(down.get("cost") or {}))
+        self.summary = {"job_id": job_id, "state": final.get("state"), "checkpoints": checkpoints,
+                        "container_removed": down.get("container_removed"), "exec_round_trips": self.sim.exec_count(),
+                        "cost": down.get("cost")}
+        if not self.verbose:
+            print(f"\ndemo: job {job_id} {final.get('state')}; checkpoints {checkpoints}; "
+                  f"container removed: {down.get('container_removed')}; brev exec round trips: {self.sim.exec_count()}")
+            print("demo: " + cost_line(down.get("cost") or {}))
         return 0 if ok else 1
 
 
@@ -146,18 +160,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, help="keep everything here (default: a temp dir, removed)")
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--json", action="store_true", help="print each step's whole JSON answer and progress")
+    group.add_argument("--json", action="store_true", help="print one JSON document: every step's answer, the summary")
     group.add_argument("--quiet", action="store_true", help="one line per step and the summary (the default)")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tao-brev-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     demo = Demo(workdir.resolve(), verbose=args.json)
+    code, failure = 1, None
     try:
-        return demo.run()
+        code = demo.run()
+    except StepFailed as exc:
+        failure = str(exc)
+        if not args.json:
+            raise
     finally:
+        if args.json:   # one JSON document on stdout, whatever happened
+            print(json.dumps({"ok": code == 0, "steps": demo.steps, "summary": demo.summary,
+                              **({"error": failure} if failure else {})}, indent=2))
         demo.sim.close()
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
+    return code
 
 
 if __name__ == "__main__":

@@ -58,17 +58,18 @@ TAO's <results_dir>/<action>/status.json (references/progress.md):
   log output for longer than --stall-after S (default 3 x time per epoch, at
   least 1800 s; 3600 s before the first epoch). A stall is a heuristic: it only
   advises, except --wait ends on it (JOB_STALLED, exit 1) and --wait --teardown
-  with an explicit --stall-after tears the stalled job down ("stalled_s"; the
-  cost facts carry it). --all reports progress and stalls per job from the
+  with an explicit --stall-after tears the stalled job down: ok, exit 0, the job
+  CANCELED ("stalled_s", "stall_teardown": what was kept; the cost facts carry it). --all reports progress and stalls per job from the
   status file alone.
 
 Cost facts, once the job ended: "cost" = {submit_to_running_s, image_pull_s,
   run_s, idle_billed_s, billed_s, estimated_cost_usd, price_per_hour_usd,
   price_source, instance_type, still_billing, ...}: seconds and US dollars,
   null when unknown; the price from --price-per-hour (also remembered from
-  submit.py --price-per-hour), else references/prices.yaml by the instance
-  type, once teardown learnt it (a poll makes no `brev ls` for it; --teardown
-  does). teardown.py --help details every field.
+  submit.py --price-per-hour), else brev's own price (brev search --json,
+  cached with its date), else references/prices.yaml (a fallback: price_note
+  says so), by the instance type once teardown learnt it (a poll makes no brev
+  call for it; --teardown does). teardown.py --help details every field.
 
 Output: one JSON object on stdout:
   {"ok", "job_id", "instance", "state", "backend_ref", "results_dir", "message",

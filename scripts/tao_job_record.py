@@ -17,6 +17,16 @@ Subcommands:
   show   ID          -> the redacted record JSON
   list   [--json]    -> one line per record: id, platform, state, results_dir
                         (tab-separated, bank format); --json: {"ok", "jobs": [...]}
+  cost   [--since DATE] [--instance NAME]
+         -> what the jobs cost (a Brev addition, JSON): {"ok", "jobs": [{job_id, instance,
+            state, billed_s, billed_parts, price_per_hour_usd, price_source, price_note,
+            estimated_cost_usd, still_billing, ...}], "total": {jobs, billed_s,
+            estimated_cost_usd, unpriced_jobs, still_billing_jobs, price_sources},
+            "billing_now": [{instance, status, bills, usd_per_hour, ours, ...}],
+            "usd_per_hour_now"}; seconds and US dollars. DATE: YYYY-MM-DD or ISO 8601
+            (UTC), jobs submitted since then. Prices: brev search gpu|cpu --json (cached a
+            day, with its date), else references/prices.yaml (a fallback, said so).
+            At most one brev search and one brev ls; without brev, billing_now is null.
 
 Every write is atomic (temp + fsync + rename + directory fsync) under a
 per-record lock and passes the redactor. Schema:
@@ -61,6 +71,9 @@ def build_parser():
     s.add_argument("id")
     ls = sub.add_parser("list", help="one line per record: id, platform, last state, results_dir")
     ls.add_argument("--json", action="store_true")
+    c = sub.add_parser("cost", help="total billed time and dollars across jobs, and what still bills now")
+    c.add_argument("--since", metavar="DATE", help="only jobs submitted since DATE (YYYY-MM-DD or ISO 8601, UTC)")
+    c.add_argument("--instance", metavar="NAME", help="only the jobs on this instance")
     return p
 
 
@@ -77,6 +90,10 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     from tao_brev import records
 
+    if args.cmd == "cost":
+        from tao_brev.verbs.cost_report import report
+
+        return report(cli.Context(), since=args.since, instance=args.instance)
     store = records.RecordStore()
     if args.cmd == "open":
         record = store.open(image=args.image, network_arch=args.network_arch, action=args.action,

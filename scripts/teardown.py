@@ -3,7 +3,7 @@
 and delete the instance when this bundle owns it (or when asked). Or, with
 --orphans, list the instances that bill for nothing (and delete them only when asked).
 
-teardown.py JOB_ID [--delete-instance | --keep-instance] [--force] [--discard-results] [--price-per-hour USD]
+teardown.py JOB_ID [--delete-instance | --keep-instance | --stop-instance] [--force] [--discard-results] [--price-per-hour USD]
   One `brev exec` reads the container's last state and runs `docker rm -f <job_id>`.
   A job that had already exited keeps the state docker reports (COMPLETE/ERROR);
   a running one is marked CANCELED; a terminal record never changes.
@@ -24,8 +24,13 @@ teardown.py JOB_ID [--delete-instance | --keep-instance] [--force] [--discard-re
   (RESULTS_ONLY_ON_INSTANCE, exit 1, `still_billing`); rerun to retry, or
   --discard-results deletes without saving them. Rerunning is safe: an
   instance a teardown deleted is never asked or deleted again.
+  --stop-instance: instead of any delete, `brev stop` the instance (owned or the
+  user's own) once no other job on it is live and its S3 results are verified
+  (else INSTANCE_STOP_REFUSED, exit 1); a type brev cannot stop (brev search
+  --json `stoppable` false, or brev's "does not support stop") is left running:
+  `stop.why` says so and what bills. `instance_stopped`, `stop` in the answer.
 
-teardown.py --orphans [--delete [--instance NAME ...]] [--price-per-hour USD]
+teardown.py --orphans [--delete | --stop [--instance NAME ...]] [--price-per-hour USD]
   Lists the instances of `brev ls --json` that bill for nothing: RUNNING with no
   live `tao-job` container (one `brev exec` each: docker ps -a --filter
   label=tao-job) and no unfinished job of this bundle, and owned (ephemeral)
@@ -36,14 +41,18 @@ teardown.py --orphans [--delete [--instance NAME ...]] [--price-per-hour USD]
   design and with no flag to override: an instance this bundle never ran a job
   on (`ours: false` - it may be someone's dev box; its owner runs `brev delete`),
   and an instance whose S3 results are not verified.
+  --stop stops (brev stop) instead: the idle RUNNING orphans of ours (or exactly
+  the --instance ones) whose type can stop; one that cannot is kept, saying why.
 
 Cost facts (JOB_ID): `cost` = {submit_to_running_s, image_pull_s, run_s,
   idle_billed_s (job end -> deletion, or -> now while `still_billing`),
-  billed_s, instance_type, price_per_hour_usd, price_source ("flag" or
-  "prices.yaml"), estimated_cost_usd, submitted_at, running_at, ended_at,
-  instance_deleted_at, instance_owned}; seconds and US dollars, null when unknown.
-  The price: --price-per-hour (USD per hour), else references/prices.yaml by the
-  instance type of `brev ls --json` (estimates: Brev's console is authoritative).
+  billed_s, billed_parts {start_s, image_pull_s, job_s, idle_s, until}, instance_type,
+  price_per_hour_usd, price_source ("flag", "brev search" or "prices.yaml"), price_note,
+  estimated_cost_usd, submitted_at, running_at, ended_at, instance_deleted_at,
+  instance_stopped_at, instance_owned}; seconds and US dollars, null when unknown.
+  The price: --price-per-hour (USD per hour), else brev's own `brev search gpu|cpu
+  --json` price_per_hour of the instance type (cached a day with its date), else the
+  fallback references/prices.yaml (said so in price_note).
 
 Output: one JSON object on stdout:
   JOB_ID: {"ok", "job_id", "instance", "state", "backend_ref", "results_dir",
@@ -87,6 +96,10 @@ def build_parser():
                        help="JOB_ID: also `brev delete` the job's instance (reused ones too)")
     group.add_argument("--keep-instance", action="store_true",
                        help="JOB_ID: never delete the instance (even if owned)")
+    group.add_argument("--stop-instance", action="store_true",
+                       help="JOB_ID: `brev stop` the job's instance once its results are safe, instead of deleting "
+                            "it (when brev search lists its type as stoppable; otherwise the answer says why and "
+                            "what bills)")
     p.add_argument("--force", action="store_true",
                    help="JOB_ID: delete the instance even with live jobs or unverified results on it (loses them)")
     p.add_argument("--discard-results", action="store_true",
@@ -95,6 +108,9 @@ def build_parser():
                    help="instead of a job: list the instances that bill for nothing")
     p.add_argument("--delete", action="store_true",
                    help="--orphans: delete the owned orphans (or the --instance ones); never someone else's")
+    p.add_argument("--stop", action="store_true",
+                   help="--orphans: `brev stop` the idle RUNNING orphans this bundle ran jobs on (or the --instance "
+                        "ones) whose type can stop; never someone else's")
     p.add_argument("--instance", action="append", default=[], metavar="NAME",
                    help="--orphans --delete: delete exactly these listed orphans (repeatable)")
     p.add_argument("--price-per-hour", type=float, metavar="USD",
@@ -111,17 +127,27 @@ def main(argv=None):
     if bool(args.job_id) == args.orphans:
         raise cli.TaoBrevError("BAD_ARGUMENT", "pass either a JOB_ID or --orphans (exactly one)")
     if args.orphans:
-        if args.delete_instance or args.keep_instance or args.force or args.discard_results:
-            raise cli.TaoBrevError("BAD_ARGUMENT", "--delete-instance, --keep-instance, --force and --discard-results "
-                                   "take a JOB_ID; "
-                                   "with --orphans use --delete [--instance NAME]")
+        if args.delete_instance or args.keep_instance or args.stop_instance or args.force or args.discard_results:
+            raise cli.TaoBrevError("BAD_ARGUMENT", "--delete-instance, --keep-instance, --stop-instance, --force and "
+                                   "--discard-results take a JOB_ID; "
+                                   "with --orphans use --delete or --stop [--instance NAME]")
+        if args.delete and args.stop:
+            raise cli.TaoBrevError("BAD_ARGUMENT", "--orphans takes --delete or --stop, not both")
+        if args.stop:
+            from tao_brev.verbs.stop_orphans import stop_orphans
+
+            return stop_orphans(cli.Context(), names=args.instance, price_per_hour=args.price_per_hour)
         return orphans(cli.Context(), delete=args.delete, names=args.instance, price_per_hour=args.price_per_hour)
-    if args.delete or args.instance:
-        raise cli.TaoBrevError("BAD_ARGUMENT", "--delete and --instance go with --orphans; for a job use "
-                               "--delete-instance")
-    delete = True if args.delete_instance else (False if args.keep_instance else None)
+    if args.delete or args.instance or args.stop:
+        raise cli.TaoBrevError("BAD_ARGUMENT", "--delete, --stop and --instance go with --orphans; for a job use "
+                               "--delete-instance or --stop-instance")
+    if args.stop_instance and args.force:
+        raise cli.TaoBrevError("BAD_ARGUMENT", "--force goes with a delete; --stop-instance never stops past "
+                               "live jobs or unverified results")
+    delete = True if args.delete_instance else (False if args.keep_instance or args.stop_instance else None)
     return teardown(cli.Context(), args.job_id, delete_instance=delete, force=args.force,
-                    price_per_hour=args.price_per_hour, discard_results=args.discard_results)
+                    price_per_hour=args.price_per_hour, discard_results=args.discard_results,
+                    stop_instance=args.stop_instance)
 
 
 if __name__ == "__main__":

@@ -39,10 +39,12 @@ def load_versions(env=os.environ) -> dict:
 
     path = versions_file(env)
     try:
-        data = yaml.safe_load(path.read_text())
+        from .safe_read import read_text
+
+        data = yaml.safe_load(read_text(path, 4 << 20, follow=True))   # a regular file of at most 4 MiB
     except FileNotFoundError:
         raise TaoBrevError("VERSIONS_FILE", f"versions file not found: {path}") from None
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
         raise TaoBrevError("VERSIONS_FILE", f"cannot read {path}: {exc}") from None
     if not isinstance(data, dict):
         raise TaoBrevError("VERSIONS_FILE", f"{path} is not a YAML mapping")

@@ -153,23 +153,52 @@ def emit(result: dict) -> None:
                                   default=str) + "\n")
 
 
-WITHHELD = "[tao-brev: withheld: the job was given {names} by --env and this shell has not their values: " \
-           "its output cannot be redacted]"
+WITHHELD = "[tao-brev: withheld: the job was given {names} by --env and this shell cannot prove it holds the " \
+           "same values: its output cannot be redacted]"
 OWN_EVIDENCE = ("ExitCode=", "OOMKilled=", "State.Error=")   # docker's facts, not the job's output
+# Whole values a job wrote (status.json KPIs: names and values) withheld with its output.
+JOB_VALUES = ("kpi", "final_kpi", "metrics")
+PROGRESS_VALUES = ("warnings", "resumed_from")   # under ``progress``: the status file's FAILURE messages, a path
+TAO_STATUSES = frozenset({"STARTED", "RUNNING", "SUCCESS", "FAILURE", "SKIPPED", "PENDING", "CANCELED", "ERROR"})
+
+
+def withheld_fix(names: list[str]) -> str:
+    """How to see the job's output again: export the values it was given (names known), or,
+    for a job whose sidecar is lost or damaged (``*``), restore the sidecar."""
+    from . import known_secrets
+
+    real = [n for n in names if n != "*"]
+    parts = []
+    if real:
+        parts.append(f"export {' '.join(real)} (the same values the job was given) in the shell that runs this "
+                     "script, then run it again")
+    if "*" in names:
+        parts.append(f"{known_secrets.unproven().get('*', 'the job sidecar is lost')}: restore it from a backup "
+                     "(the job's output stays withheld without it)")
+    return "; ".join(parts)
+
+
+def _emptied(key: str, value, notice: str):
+    """A withheld KPI value of the same type: ``metrics`` keeps its facts (available, file)
+    without ``epochs`` and ``best``; another object or list is emptied; a string is ``notice``."""
+    if key == "metrics" and isinstance(value, dict):
+        return {**{k: v for k, v in value.items() if k in ("available", "file")}, "epochs": [], "best": {}}
+    return {} if isinstance(value, dict) else [] if isinstance(value, list) else notice[:280]
 
 
 def withhold_job_output(answer: dict) -> dict:
     """``answer`` without the text a job printed (``logs``, log lines in a hint's ``evidence``,
-    a stall's ``last_log_line``/``evidence``, the status file's ``message``) when a job's
-    ``--env`` name has no value in this process (:func:`known_secrets.unset_watched`): redaction
-    rests on the values, so text that may hold unknown ones is never printed. ``withheld``
-    names the variables; exporting them (the same values) and running again shows it all."""
+    a stall's ``last_log_line``/``evidence``, the status file's ``message``, ``status`` when it
+    is not one of TAO's, and whole KPIs: ``kpi``, ``final_kpi``, ``metrics``, emptied) when a job's
+    ``--env`` value is not proven in this process (:func:`known_secrets.unset_watched`: unset,
+    another value, no digest or no sidecar): redaction rests on the values, so text that may hold
+    unknown ones is never printed. ``withheld`` names the variables and the way out."""
     from . import known_secrets
 
     names = known_secrets.unset_watched()
     if not names or not isinstance(answer, dict):
         return answer
-    notice = WITHHELD.format(names=", ".join(names))
+    notice = WITHHELD.format(names=", ".join(n if n != "*" else "values (names unknown)" for n in names))
     found = []
 
     def walk(obj, parent: str = ""):
@@ -181,13 +210,19 @@ def withhold_job_output(answer: dict) -> dict:
         for key, value in obj.items():
             if key == "logs" and isinstance(value, str) and value:
                 out[key], _ = notice, found.append(key)
+            elif value and (key in JOB_VALUES or (parent == "progress" and key in PROGRESS_VALUES)):
+                # the same type, emptied (answers keep their schema)
+                out[key] = _emptied(key, value, notice)
+                found.append(key)
             elif key == "evidence" and isinstance(value, list):
                 kept = [v for v in value if isinstance(v, str) and v.startswith(OWN_EVIDENCE)]
                 out[key] = kept + ([notice] if len(kept) < len(value) else [])
                 if len(kept) < len(value):
                     found.append(key)
             elif (parent == "stall" and key in ("last_log_line", "evidence") and isinstance(value, str)) or \
-                    (parent == "progress" and key == "message" and isinstance(value, str)):
+                    (parent == "progress" and key == "message" and isinstance(value, str)) or \
+                    (parent == "progress" and key == "status" and isinstance(value, str)
+                     and value not in TAO_STATUSES):
                 out[key], _ = notice[:280], found.append(key)
             else:
                 out[key] = walk(value, key)
@@ -195,9 +230,7 @@ def withhold_job_output(answer: dict) -> dict:
 
     result = walk(answer)
     if found:
-        result["withheld"] = {"names": names, "fields": sorted(set(found)),
-                              "fix": f"export {' '.join(names)} (the values the job was given) in the shell that "
-                                     "runs this script, then run it again"}
+        result["withheld"] = {"names": names, "fields": sorted(set(found)), "fix": withheld_fix(names)}
     return result
 
 
@@ -249,10 +282,29 @@ _RUN: dict = {}
 
 def _reset(script: str | None = None, argv: list[str] | None = None) -> None:
     _RUN.update(job_id=None, fix=None, signal=None, deferred=0, pending=None, answering=False, state=None,
-                script=script, argv=list(argv or []))
+                script=script, argv=list(argv or []), warned=[])
 
 
 _reset()
+
+
+def warn(message: str) -> None:
+    """A failure the verb survives: on stderr now (:func:`say`), and in the answer's ``warnings``
+    too (``cli.run`` adds it), so no failure is told only to a human."""
+    say(message)
+    _RUN.setdefault("warned", []).append(message)
+
+
+def _merge_warnings(result: dict) -> None:
+    """The :func:`warn` messages of this run into ``result["warnings"]`` (not preflight's: its
+    warnings are check names, its checks carry their failures), each once, redacted at emit."""
+    warned = _RUN.get("warned") or []
+    if not warned or _RUN.get("script") == "preflight.py" or not isinstance(result.get("warnings", []), list):
+        return
+    have = result.setdefault("warnings", [])
+    for message in warned:
+        if not any(message in w or w in message for w in have if isinstance(w, str)):
+            have.append(message)
 
 
 def note_job(job_id: str, interrupted_fix: str | None = None) -> None:
@@ -360,6 +412,17 @@ def _unexpected(exc: Exception) -> tuple[dict, int]:
 
 _INSTANCE_PLACEHOLDER = lazy_re.compile(r"(--instance |brev (?:delete|stop|start|exec|copy [^\s]+) )NAME\b")
 _JOB_PLACEHOLDER = lazy_re.compile(r"\bJOB_ID\b")
+# a script of this bundle named bare (``teardown.py``) or relative (``scripts/teardown.py``) in a text
+_SCRIPT_WORD = lazy_re.compile(r"(?<![\w/.@-])(?:scripts/)?((?:preflight|submit|poll_status|teardown|tao_job_record|"
+                               r"redact_secrets)\.py)\b")
+COMMAND_TEXTS = ("fix", "advice", "next_note", "teardown_skipped", "why")
+
+
+def absolute_scripts(text: str) -> str:
+    """``text`` with every script of this bundle it names by its absolute path (runnable as is)."""
+    from .nextstep import SCRIPTS_DIR
+
+    return _SCRIPT_WORD.sub(lambda m: str(SCRIPTS_DIR / m.group(1)), text)
 
 
 def concrete(answer, job_id: str | None = None, instance: str | None = None):
@@ -379,6 +442,8 @@ def concrete(answer, job_id: str | None = None, instance: str | None = None):
                 value = _JOB_PLACEHOLDER.sub(job_id, value)
             if instance:
                 value = _INSTANCE_PLACEHOLDER.sub(lambda m: m.group(1) + instance, value)
+        if key in COMMAND_TEXTS and isinstance(value, str):
+            value = absolute_scripts(value)
         out[key] = concrete(value, job_id, instance)
     return out
 
@@ -455,8 +520,11 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
         result["job_id"] = _RUN["job_id"]
     if _STARTED:
         result["instance_started"] = instance_started_answer(_STARTED)
+    _merge_warnings(result)
     result = concrete(result)
     if next_step is not None:
         next_step(result, code, _RUN["argv"])
+        if isinstance(result.get("next_note"), str):
+            result["next_note"] = absolute_scripts(result["next_note"])
     emit(result)
     return code

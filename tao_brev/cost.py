@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import lazy_re
-from .cli import Context, say
+from .cli import Context, warn
 from .errors import TaoBrevError
 from .records import TERMINAL_STATES
 
@@ -78,12 +78,19 @@ def load_prices(path: Path = PRICES_FILE) -> dict[str, float]:
         table = data.get("usd_per_hour") or {}
         return {str(k): float(v) for k, v in table.items() if isinstance(v, (int, float)) and v >= 0}
     except (OSError, yaml.YAMLError, AttributeError, TypeError, ValueError) as exc:
-        say(f"cost: ignoring {path.name}: {exc}")
+        warn(f"cost: ignoring {path.name}: {exc}")
         return {}
 
 
-def hourly_price(explicit: Optional[float], instance_type: Optional[str]) -> tuple[Optional[float], Optional[str]]:
-    """(USD per hour, its source: ``flag`` or ``prices.yaml``), or (None, None)."""
+def hourly_price(explicit: Optional[float], instance_type: Optional[str], ctx: Optional[Context] = None,
+                 lookup: bool = False) -> tuple[Optional[float], Optional[str]]:
+    """(USD per hour, its source: ``flag``, ``brev search`` (with ``ctx``: tao_brev/prices.py) or
+    ``prices.yaml`` (the fallback)), or (None, None)."""
+    if ctx is not None:
+        from . import prices
+
+        price, source, _note = prices.price(ctx, explicit, instance_type, lookup)
+        return price, source
     if explicit is not None:
         return explicit, "flag"
     if instance_type and instance_type in (table := load_prices()):
@@ -140,7 +147,7 @@ def learn_instance_type(ctx: Context, job_id: str) -> None:
     try:
         entry = ctx.brev.instance(sidecar["instance"])
     except TaoBrevError as exc:
-        say(f"cost {job_id}: instance type unknown ({exc.message})")
+        warn(f"cost {job_id}: instance type unknown ({exc.message})")
         return
     remember_instance_type(ctx, job_id, (entry or {}).get("instance_type"))
 
@@ -240,6 +247,36 @@ def _pull_seconds(ctx: Context, instance: Optional[str], submitted: Optional[dat
     return memory.get("last_pull_s")
 
 
+def note_start(ctx: Context, instance: str, took_s: float) -> None:
+    """Remember that the bundle started ``instance`` (preflight --start) and how long the start took
+    (it bills from the start: ``billed_parts.start_s`` of the next job on it)."""
+    ctx.sidecars.note_instance(instance, last_start_s=round(took_s, 3), last_start_at=now_precise())
+
+
+def note_stop(ctx: Context, instance: str, job_ids: list[str]) -> str:
+    """Remember that the bundle stopped ``instance`` (teardown --stop-instance): its memory and
+    every job on it get the time (``instance_stopped_at``: the end of what they bill)."""
+    at = now_precise()
+    ctx.sidecars.note_instance(instance, stopped_at=at)
+    for job_id in job_ids:
+        ctx.sidecars.update(job_id, instance_stopped_at=at)
+    return at
+
+
+def _bundle_start_seconds(ctx: Context, instance: Optional[str], submitted: Optional[datetime]) -> Optional[float]:
+    """How long the bundle's own start of ``instance`` took, when that start is the one the job ran
+    after: before the submit, with no deletion or stop of the instance between."""
+    memory = ctx.sidecars.instance(instance) if instance else {}
+    at = parse_ts(memory.get("last_start_at"))
+    if at is None or submitted is None or at > submitted:
+        return None
+    for other in ("deleted_at", "stopped_at"):
+        then = parse_ts(memory.get(other))
+        if then is not None and at <= then <= submitted:
+            return None
+    return memory.get("last_start_s")
+
+
 def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float] = None,
           lookup: bool = True) -> dict:
     """The job's ``cost`` object (see the module doc), also saved in its sidecar.
@@ -266,29 +303,55 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     run_s = seconds(started, finished) if started and finished else seconds(running_mark, terminal_mark)
     end_here = _end_here(record, submitted, running_mark, terminal_mark, run_s if started and finished else None)
     never_existed = (sidecar.get("launch") or {}).get("instance_missing") is True   # brev ls: no such instance
+    if ended is not None and submitted is not None and finished is None and ended < submitted:
+        ended = submitted   # a mark has whole seconds (truncated): never before the submit
     owned = (owned or deleted_at is not None) and not never_existed
+    stopped_at = parse_ts(sidecar.get("instance_stopped_at"))
+    start_s = None if never_existed else _bundle_start_seconds(ctx, sidecar.get("instance"), submitted)
+    caused = owned or start_s is not None   # the bundle caused the instance's time around the job
+    stop_end = deleted_at or stopped_at
     # a reused instance bills its owner whatever the job did: not this bundle's to say (null)
-    still_billing = (owned and deleted_at is None and end_here is not None) if owned or never_existed else None
-    billing_end = (deleted_at or datetime.now(timezone.utc)) if owned else end_here
+    still_billing = (caused and stop_end is None and end_here is not None) if caused or never_existed else None
+    billing_end = (stop_end or datetime.now(timezone.utc)) if caused else end_here
     pull_s = _pull_seconds(ctx, sidecar.get("instance"), submitted)
     billed = 0.0 if never_existed else seconds(submitted, billing_end)
-    if billed is not None and owned and pull_s:
-        billed = round(billed + pull_s, 3)
-    price, source = hourly_price(explicit, stored.get("instance_type"))
+    if billed is not None and caused:
+        billed = round(billed + (pull_s or 0) + (start_s or 0), 3)
+    from . import prices
+
+    price, source, price_note = prices.price(ctx, explicit, stored.get("instance_type"), lookup)
+    idle_s = seconds(end_here, billing_end) if caused else None
     out = {
         "submitted_at": _iso(submitted), "running_at": _iso(running), "ended_at": _iso(ended),
         "instance_deleted_at": _iso(deleted_at),
         "submit_to_running_s": seconds(submitted, running_mark), "image_pull_s": pull_s,
-        "run_s": run_s, "idle_billed_s": seconds(end_here, billing_end) if owned else None,
+        "run_s": run_s, "idle_billed_s": idle_s,
         "billed_s": billed, "instance_owned": owned, "still_billing": still_billing,
         "instance_type": stored.get("instance_type"), "price_per_hour_usd": price, "price_source": source,
         "estimated_cost_usd": round(billed / 3600 * price, 4) if billed is not None and price is not None else None,
         "clock_skew_s": clock_skew(submitted, record, started, finished),
+        "price_note": price_note, "instance_stopped_at": _iso(stopped_at),
+        "billed_parts": _parts(caused, never_existed, start_s, pull_s, submitted, end_here, billing_end,
+                               deleted_at, stopped_at),
     }
     if stored.get("stalled_s") is not None:   # torn down as stalled (poll_status --wait --teardown --stall-after)
         out["stalled_s"] = stored["stalled_s"]
     ctx.sidecars.update(job_id, cost=out)
     return out
+
+
+def _parts(caused: bool, never_existed: bool, start_s, pull_s, submitted, end_here, billing_end,
+           deleted_at, stopped_at) -> dict:
+    """``billed_s`` part by part, each named (seconds; null: not part of this job's bill), and
+    ``until``: what ended the billing this job is charged for."""
+    if never_existed:
+        return {"start_s": None, "image_pull_s": None, "job_s": 0.0, "idle_s": None, "until": "no instance existed"}
+    job_end = end_here if end_here is not None and (not caused or end_here <= billing_end) else billing_end
+    until = ("instance deleted by the bundle" if deleted_at else "instance stopped by the bundle" if stopped_at
+             else "still billing (now)" if caused else "job end (a reused instance bills its owner before and after)")
+    return {"start_s": start_s if caused else None, "image_pull_s": pull_s if caused else None,
+            "job_s": seconds(submitted, job_end), "idle_s": seconds(end_here, billing_end) if caused else None,
+            "until": until}
 
 
 def _end_here(record: dict, submitted: Optional[datetime], running_mark: Optional[datetime],

@@ -149,7 +149,7 @@ def sweep_local(tmp_dir: str | None = None) -> list[str]:
         try:
             if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
                 continue
-            fd = os.open(os.path.join(entry.path, OWNER), os.O_RDONLY | os.O_NOFOLLOW)
+            fd = os.open(os.path.join(entry.path, OWNER), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)   # a FIFO: no wait
             try:
                 import fcntl
 

@@ -154,9 +154,12 @@ STATE_ROWS: tuple[StateRow, ...] = (
     StateRow("exited", "any other ExitCode != 0", _ANY, "ERROR", None,
              "no known pattern", LOGS_ADVICE,
              {"Status": "exited", "ExitCode": 2}, hint=True, logs_refine=True, kind="exit"),
-    StateRow("dead", "any (docker could not remove it)", _ANY, "UNKNOWN", "ERR_INFRA",
+    # terminal: moby container/state.go - a dead container never runs again (only removal is left);
+    # its results dir is a bind mount on the instance, which the failed removal did not touch
+    StateRow("dead", "any (docker could not remove it)", _ANY, "ERROR", "ERR_INFRA",
              "docker marked the container dead (its removal failed); it will never run again",
-             "teardown.py JOB_ID removes it (docker rm -f); if that fails too, stop and start the instance "
+             "its results dir on the instance is intact: teardown.py JOB_ID collects them (upload, or copy "
+             "home) and removes the container (docker rm -f); if that fails too, stop and start the instance "
              f"(the storage driver holds it); resubmit: {RESUME}",
              {"Status": "dead", "ExitCode": 137, "Dead": True}, hint=True),
     StateRow("*", "a status docker does not document", _ANY, "UNKNOWN", None, "", "",
@@ -367,12 +370,21 @@ def _hint(row: StateRow, f: Facts, logs: Optional[str]) -> dict:
         if from_logs["reason"] not in reason:   # both facts, neither hidden (every pattern has advice)
             advice = f"{advice}; the log also shows {from_logs['reason']}: {from_logs['advice']}"
     elif logs and row.kind in ("signal", "exit"):
-        evidence += [ln.strip()[:EVIDENCE_CHARS] for ln in logs.splitlines() if ln.strip()][-3:]
+        evidence += [_cut(ln.strip()) for ln in logs.splitlines() if ln.strip()][-3:]
     return {"err_class": row.err_class, "reason": reason, "advice": advice, "evidence": evidence}
 
 
+def _cut(line: str) -> str:
+    """A log line for ``evidence``: redacted, THEN cut to EVIDENCE_CHARS (a cut never leaves part of a value)."""
+    from .logcap import cut_redacted
+
+    return cut_redacted(line, EVIDENCE_CHARS)
+
+
 def _short(text: str) -> str:
-    text = " ".join((text or "").split())
+    from .logcap import redacted
+
+    text = " ".join(redacted(text or "").split())   # redacted before the cut
     return text if len(text) <= EVIDENCE_CHARS else text[:EVIDENCE_CHARS - 3] + "..."
 
 
@@ -408,7 +420,7 @@ def classify_logs(log_text: str, max_evidence: int = MAX_EVIDENCE) -> Optional[d
         for item in LOG_PATTERNS:
             if item.err_class != wanted:
                 continue
-            evidence = [ln.strip()[:EVIDENCE_CHARS] for ln in lines if item.pattern.search(ln)]
+            evidence = [_cut(ln.strip()) for ln in lines if item.pattern.search(ln)]
             if evidence:
                 return {"err_class": item.err_class, "reason": _detailed(item, lines), "advice": item.advice,
                         "evidence": evidence[:max_evidence]}

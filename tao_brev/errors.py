@@ -63,6 +63,15 @@ CODES: dict[str, Code] = {
                           "Point TAO_SKILL_BANK_PATH at a TAO skill bank (or unset it to use this bundle's own)."),
     "BAD_STATE_DIR": Code(2, "TAO_STATE_DIR is set but empty, relative, or not a directory.",
                           "Unset TAO_STATE_DIR or set it to an absolute directory path."),
+    "UNSAFE_STATE_PATH": Code(2, "A file or directory inside TAO_STATE_DIR is a symbolic link, not a regular "
+                                 "file or directory, or a key file this bundle did not write: nothing is read, "
+                                 "written or chmod-ed through it.",
+                              "Move the path the message names away (look at what it pointed to), then run the same "
+                              "command again."),
+    "VALUE_TOO_LONG": Code(2, "An --env value, the argument list or a file the bundle reads exceeds its size cap "
+                              "(an --env value: 64 KiB; all arguments: 1 MiB).",
+                           "Pass large data as a file (an input, --inputs) and a credential of ordinary length; "
+                           "split a long override list into the spec."),
     "SECRET_IN_COMMAND": Code(2, "A spec, override or command the bundle was about to send holds a credential: "
                               "the value of a secret this process knows, or a literal the lint recognises.",
                               "Pass credentials only as environment variable names (--env NAME), never as values."),
@@ -219,6 +228,10 @@ CODES: dict[str, Code] = {
                                        "not verified in S3.",
                                     "Wait for the jobs / verify the results (poll_status.py JOB_ID --wait --teardown --timeout S), "
                                     "or pass --force to delete anyway and lose them."),
+    "INSTANCE_STOP_REFUSED": Code(1, "teardown.py JOB_ID --stop-instance did not stop the instance: another job on it "
+                                     "is still live, or results on it are not verified in S3 yet.",
+                                  "Wait for those jobs (poll_status.py JOB_ID --wait) and rerun teardown.py JOB_ID "
+                                  "--stop-instance; a stop never kills a live job."),
     "RESULTS_ONLY_ON_INSTANCE": Code(1, "The instance was not deleted: results that exist only on its disk (no "
                                         "bucket, no TAO_RESULTS_ROOT) could not be copied back and verified "
                                         "(sha256) first; it still runs and bills.",
@@ -227,8 +240,9 @@ CODES: dict[str, Code] = {
                                      "lose them."),
     "NOT_AN_ORPHAN": Code(1, "An instance named for deletion with teardown.py --orphans --delete is not an orphan this "
                              "bundle may delete: in use, not found, or never used by this bundle (someone else's).",
-                          "Run teardown.py --orphans to see why (kept, ours). This bundle never deletes an instance it "
-                          "did not run a job on: check with its owner, who can run brev delete NAME."),
+                          "Run teardown.py --orphans to see why (kept, ours). Unasked it deletes only instances made "
+                          "for its jobs (--ephemeral); named, an idle RUNNING one it ran a job on; any other instance "
+                          "belongs to whoever created it, who can run brev stop NAME or brev delete NAME."),
     "INTERNAL_ERROR": Code(1, "An unexpected exception: a bug in tao-run-on-brev.",
                            "Report it with the stderr output; records already written are intact."),
     "INTERRUPTED": Code(130, "The script was interrupted (Ctrl-C / SIGINT / SIGTERM); the answer names the job "

@@ -46,42 +46,61 @@ _NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EM
 
 def private_dir(path: Path) -> Path:
     """Create ``path`` (and missing parents) with mode 0700, and tighten it to
-    0700 when it exists with a wider mode and belongs to us."""
+    0700 when it exists with a wider mode and belongs to us. Inside a state dir no
+    component may be a link (``statedir.check``: UNSAFE_STATE_PATH); a link is never chmod-ed."""
+    from . import statedir
+
+    statedir.check(path)
     missing = [d for d in (path, *path.parents) if not d.exists()]
     for d in reversed(missing):
         with contextlib.suppress(FileExistsError):
             os.mkdir(d, DIR_MODE)
+    statedir.check(path)
+    link = stat.S_ISLNK(os.lstat(path).st_mode)   # a state root kept elsewhere: used, never chmod-ed
     st = os.stat(path)
     if not stat.S_ISDIR(st.st_mode):
         raise NotADirectoryError(str(path))
-    if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) != DIR_MODE:
+    if not link and st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) != DIR_MODE:
         os.chmod(path, DIR_MODE)
     return path
 
 
 def read_text(path: str | os.PathLike) -> str:
-    """``Path(path).read_text()``: the text-mode default encoding, strict errors, universal
+    """``Path(path).read_text()`` of a regular file of at most 16 MiB (``safe_read``; a link, FIFO,
+    directory or device raises ``safe_read.UnsafeFile``, an OSError): the text-mode default encoding, strict errors, universal
     newlines (``\r\n`` and ``\r`` read as ``\n``). When that encoding is UTF-8 (the usual
     case) the bytes are read with ``os.read`` and decoded at once, without file objects or a
     text-mode stream: a quarter of the cost per small file (a listing reads 50,000). Raises what ``read_text`` raises
     (OSError, UnicodeDecodeError)."""
+    from . import safe_read, statedir
+
+    statedir.check(path, last=False)   # no link inside the state dir; the file itself: O_NOFOLLOW
+    data = safe_read.read_bytes(path)   # regular files only, 16 MiB at most (safe_read.UnsafeFile)
     if not _utf8_text_mode():
-        return Path(path).read_text()
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))   # no file object: half the cost again
-    try:
-        data = os.read(fd, _CHUNK)
-        if data:
-            more = os.read(fd, _CHUNK)
-            while more:   # until end of file: a read may return less than asked before it
-                data += more
-                more = os.read(fd, _CHUNK)
-    finally:
-        os.close(fd)
+        import io
+
+        return io.TextIOWrapper(io.BytesIO(data)).read()
     text = data.decode("utf-8")
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 _CHUNK = 1 << 16
+
+
+def read_bytes_or_error(path: str | os.PathLike) -> bytes | OSError:
+    """The bytes of the regular file ``path`` (``safe_read.read_bytes``: 16 MiB at most, never
+    through a link inside the state dir), or the OSError that says why it is none (a directory,
+    FIFO, device, link, over the cap): the caller treats that file as damaged. Raises
+    FileNotFoundError only."""
+    from . import safe_read, statedir
+
+    try:
+        statedir.check(path, last=False)
+        return safe_read.read_bytes(path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        return exc
 
 
 _TEXT_MODE: list = []
@@ -102,6 +121,9 @@ def _write_temp(path: Path, text: str, mode: int) -> Path:
     """``text`` in a fresh private temp file beside ``path`` (fsynced)."""
     import uuid   # here, not at import: every script start loads this module
 
+    from . import statedir
+
+    statedir.check(path, last=False)   # never written through a link inside the state dir
     tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
     fd = os.open(tmp, CREATE_PRIVATE, mode)
     try:

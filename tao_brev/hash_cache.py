@@ -71,7 +71,7 @@ class HashCache:
         if self.path is None:
             return {}
         try:
-            data = json.loads(self.path.read_text())
+            data = json.loads(fsio.read_text(self.path))   # a regular file, bounded
             entries = data.get("entries") if isinstance(data, dict) and data.get("format") == FORMAT else None
             return entries if isinstance(entries, dict) else {}
         except (OSError, ValueError, UnicodeDecodeError):
@@ -133,6 +133,9 @@ class HashCache:
                 on_disk.update(self.entries)
                 for name in self.removed:
                     on_disk.pop(name, None)
+                from .names_guard import without_tainted
+
+                on_disk = without_tainted(on_disk)   # a path holding a known value is never kept
                 fsio.atomic_write_text(self.path, json.dumps({"format": FORMAT, "entries": on_disk},
                                                              separators=(",", ":")) + "\n")
             self.dirty = False

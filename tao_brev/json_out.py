@@ -25,7 +25,7 @@ _FLOAT = float.__repr__
 
 
 def encoder(string: Callable[[str], str] = _string) -> Callable[..., str]:
-    """A ``dumps(obj, level=0)`` that writes every string VALUE (not a key, not what
+    """A ``dumps(obj, level=0)`` that writes every string value and string key (not what
     ``default=str`` made of another object) as ``string(value)``, which returns a JSON string
     literal: the default writes ``json.dumps(obj, indent=2, default=str)``'s text, and
     ``encoder(lambda s: _string(f(s)))`` the text of ``obj`` with each string value ``s``
@@ -55,7 +55,7 @@ def encoder(string: Callable[[str], str] = _string) -> Callable[..., str]:
                 return "{}"
             inner = _PAD[level + 1]
             deeper = level + 1
-            return ("{" + inner + ("," + inner).join([(_string(k) if k.__class__ is str else _key(k)) + ": "
+            return ("{" + inner + ("," + inner).join([(string(k) if k.__class__ is str else _key(k)) + ": "
                                                       + (s(v) if (s := scalar_of(v.__class__)) is not None
                                                          else dumps(v, deeper)) for k, v in obj.items()])
                     + _PAD[level] + "}")

@@ -80,6 +80,7 @@ _URL_PASSWORD_RE = lazy_re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:(?P<pas
 
 _observed: list[Mapping[str, str]] = []   # the running verb's environment (latest Context)
 _watched: set[str] = set()                # --env names: secret whatever their name says
+_unproven: dict[str, str] = {}            # --env names of a job whose values are not proven here (env_proof)
 _minted: set[str] = set()                 # identifiers the bundle minted itself (job ids): never a secret
 
 
@@ -139,17 +140,41 @@ def watch(names: Iterable[str] | None) -> None:
 
 
 def unset_watched(env: Mapping[str, str] | None = None) -> list[str]:
-    """The watched ``--env`` names whose value this process cannot know (unset or empty in its
-    environment and in the observed ones): text a job printed may hold those values, and
-    nothing here can find them. Sorted."""
+    """The ``--env`` names whose value this process cannot know: watched names unset or empty in
+    its environment and in the observed ones, and every name a job's sidecar could not prove
+    (:func:`unprove`; ``*`` when a sidecar is lost or damaged and the names are not known).
+    Text a job printed may hold those values, and nothing here can find them. Sorted."""
     envs = [env] if env is not None else [os.environ, *_observed]
-    return sorted(n for n in _watched if not any(source.get(n) for source in envs))
+    unset = {n for n in _watched if not any(source.get(n) for source in envs)}
+    return sorted(unset | set(_unproven))
+
+
+def unprove(name: str, why: str) -> None:
+    """A job was given ``name`` by ``--env`` and this process cannot prove it holds that value
+    (``env_proof.verdicts``: unset, another value, no digest; ``*``: the job's names are not
+    known): every answer of this run withholds what a job printed."""
+    _unproven.setdefault(name, why)
+
+
+def unproven() -> dict[str, str]:
+    """{name: why} of :func:`unprove` (``*``: the names themselves are not known)."""
+    return dict(_unproven)
+
+
+def held_value(name: str) -> str | None:
+    """The value of ``name`` in this process's environment or an observed one (None: unset or empty)."""
+    for source in (os.environ, *_observed):
+        value = source.get(name)
+        if value:
+            return value
+    return None
 
 
 def reset() -> None:
     """Forget observed environments and watched names (tests)."""
     _observed.clear()
     _watched.clear()
+    _unproven.clear()
     _LAST.clear()
 
 
@@ -260,6 +285,8 @@ def encodings(value: str, name: str = "") -> tuple[tuple[str, str], ...]:
         add(form.lower(), "base32")
     add(raw.hex(), "hex")
     add(raw.hex().upper(), "hex")
+    add(base64.b85encode(raw).decode(), "base85")
+    add(base64.a85encode(raw).decode(), "ascii85")
     every = "".join(f"%{b:02X}" for b in raw)   # every byte escaped (``%41%42``), not only the unsafe ones
     add(every, "percent-encoded")
     add(every.lower(), "percent-encoded")
@@ -269,8 +296,70 @@ def encodings(value: str, name: str = "") -> tuple[tuple[str, str], ...]:
     return tuple(sorted(forms.items(), key=lambda item: (-len(item[0]), item[0])))
 
 
+LONG_FORM = 256   # forms longer than this are found with str.find (linear), not compiled into the regex
+
+
+class _Found:
+    """A match of a long form (what :class:`_Forms` yields like ``re.Match``)."""
+
+    __slots__ = ("_text", "_start")
+
+    def __init__(self, text: str, start: int):
+        self._text, self._start = text, start
+
+    def group(self) -> str:
+        return self._text
+
+    def start(self) -> int:
+        return self._start
+
+
+class _Forms:
+    """``re.Pattern``'s ``sub``/``search``/``finditer`` over forms of which some are long: those
+    are found with ``str.find`` (two-way search: linear in text and form), the rest with the trie
+    regex; a 64 KiB value's forms compiled into one regex cost seconds, and more than linearly."""
+
+    def __init__(self, short: re.Pattern | None, long_forms: tuple[str, ...]):
+        self._short, self._long = short, long_forms
+
+    def _long_hits(self, text: str) -> list[_Found]:
+        hits, taken = [], []
+        for form in self._long:   # longest first: a shorter form inside a longer hit is no new hit
+            at = text.find(form)
+            while at >= 0:
+                if not any(s <= at < e for s, e in taken):
+                    hits.append(_Found(form, at))
+                    taken.append((at, at + len(form)))
+                at = text.find(form, at + len(form))
+        return sorted(hits, key=_Found.start)
+
+    def sub(self, repl: str, text: str) -> str:
+        for form in self._long:
+            if form in text:
+                text = text.replace(form, repl)
+        return self._short.sub(repl, text) if self._short is not None else text
+
+    def search(self, text: str):
+        hits = self._long_hits(text)
+        if hits:
+            return hits[0]
+        return self._short.search(text) if self._short is not None else None
+
+    def finditer(self, text: str):
+        yield from self._long_hits(text)
+        if self._short is not None:
+            yield from self._short.finditer(text)
+
+
 @lru_cache(maxsize=32)
-def _pattern(forms: tuple[str, ...]) -> re.Pattern | None:
+def _pattern(forms: tuple[str, ...]) -> re.Pattern | _Forms | None:
+    long_forms = tuple(f for f in forms if len(f) > LONG_FORM)
+    if long_forms:
+        return _Forms(_trie_pattern(tuple(f for f in forms if len(f) <= LONG_FORM)), long_forms)
+    return _trie_pattern(forms)
+
+
+def _trie_pattern(forms: tuple[str, ...]) -> re.Pattern | None:
     """One regex matching the longest of ``forms`` at the leftmost place, as a trie
     (``(?:ab(?:c|d)|x...)``): the engine tries each first character once instead of
     every form at every position (about 2x faster than a flat alternation of 15 forms a value)."""
@@ -329,16 +418,60 @@ def redactor(env: Mapping[str, str] | None = None) -> Callable[[str], str]:
         return _unchanged
     sub, placeholder = pattern.sub, redact.PLACEHOLDER
     shortest = min(map(len, owners))   # a shorter text holds no form (most fields of a record)
+    untaint = _untainter(owners)
 
     def redact_one(text):
         if not text or not isinstance(text, str) or len(text) < shortest:
             return text
         if len(text) < LONG_TEXT:
-            return sub(placeholder, text)
+            return untaint(sub(placeholder, text))
         narrowed = _narrowed(pattern, owners, text)
-        return narrowed.sub(placeholder, text) if narrowed else text
+        return untaint(narrowed.sub(placeholder, text) if narrowed else text)
 
     return redact_one
+
+
+def matcher(env: Mapping[str, str] | None = None):
+    """The :class:`taint.Matcher` of every form of every known value (None: no value known):
+    finds a value in the readings a decoder gives of a text (``taint.views``)."""
+    pattern, owners = _index(env)
+    return None if pattern is None else _matcher_of(_owners_key(owners))
+
+
+def _owners_key(owners: dict) -> tuple:
+    return tuple((form, name) for form, (name, _how) in owners.items())
+
+
+@lru_cache(maxsize=16)
+def _matcher_of(forms: tuple):
+    from . import taint
+
+    return taint.Matcher(dict(forms), _pattern)
+
+
+@lru_cache(maxsize=16)
+def _taint_trigger(shortest: int) -> re.Pattern:
+    """Texts with none of these can have no reading but themselves (the form regex has searched
+    them): a character the comparison ignores or a decoder reads, a base64 run or a hex run long
+    enough to spell ``shortest`` characters (``taint.views``)."""
+    return re.compile(r"[^A-Za-z0-9_.,:;/@()\[\]{}<>|!?#$*~^+-]|[A-Za-z0-9+/_-]{%d}|"
+                      r"(?:[0-9a-fA-F]{2}[:.,;_-]?){%d}" % (max(12, -(-4 * shortest // 3)), shortest))
+
+
+def _untainter(owners: dict) -> Callable[[str], str]:
+    """``text`` with each line that holds a known value in a reading only a decoder finds
+    withheld (``taint.withhold_lines``): the forms were replaced before."""
+    from . import taint
+
+    found = _matcher_of(_owners_key(owners))
+    search = _taint_trigger(max(found.shortest, taint.MIN_FORM)).search
+
+    def untaint(text: str) -> str:
+        if len(text) < taint.MIN_FORM or not search(text):
+            return text
+        return taint.withhold_lines(text, found, needs=search)
+
+    return untaint
 
 
 # From this length on, a text is first searched for each form on its own (``in``: C speed, a
@@ -391,26 +524,43 @@ def redact_text(text: str, env: Mapping[str, str] | None = None) -> str:
     """``text`` with every known secret value, in any of its encodings, replaced by ``<redacted>``."""
     if not text or not isinstance(text, str):
         return text
-    pattern, owners = _index(env)
-    pattern = _narrowed(pattern, owners, text)
-    return pattern.sub(redact.PLACEHOLDER, text) if pattern else text
+    return redactor(env)(text)
 
 
-def find(text: str, env: Mapping[str, str] | None = None) -> list[tuple[str, str, int]]:
-    """[(variable name, encoding, line), ...]: where known values occur in ``text`` (never the value)."""
+def find(text: str, env: Mapping[str, str] | None = None, decoded: bool = False) -> list[tuple[str, str, int]]:
+    """[(variable name, encoding, line), ...]: where known values occur in ``text`` (never the value);
+    ``decoded``: also in the readings a decoder gives of it (``taint.views``), when no form is there."""
     if not text or not isinstance(text, str):
         return []
     pattern, owners = _index(env)
-    pattern = _narrowed(pattern, owners, text)
     if pattern is None:
         return []
+    narrowed = _narrowed(pattern, owners, text)
     hits = []
-    for m in pattern.finditer(text):
+    for m in narrowed.finditer(text) if narrowed else ():
         name, how = owners[m.group()]
         hit = (name, how, text.count("\n", 0, m.start()) + 1)
         if hit not in hits:
             hits.append(hit)
-    return hits
+    return hits or (_decoded_hits(text, _matcher_of(_owners_key(owners))) if decoded else [])
+
+
+def _decoded_hits(text: str, found) -> list[tuple[str, str, int]]:
+    """[(variable, encoding, line)] of the first value a decoder's reading of ``text`` holds
+    (``taint.views``): the line that holds it alone, else the first of two, else line 1."""
+    whole = found.hit(text)
+    if whole is None:
+        return []
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
+        one = found.hit(line)
+        if one is not None:
+            return [(one[0], f"{one[1]}, once decoded", number)]
+    for number in range(1, len(lines)):
+        two = found.hit(lines[number - 1] + "\n" + lines[number])
+        if two is not None:
+            return [(two[0], f"{two[1]}, across lines", number)]
+    return [(whole[0], f"{whole[1]}, across lines", 1)]
 
 
 def describe(hits: list[tuple[str, str, int]], limit: int = 5) -> str:
@@ -492,7 +642,19 @@ def find_parsed(data, env: Mapping[str, str] | None = None) -> list[tuple[str, s
         hit = (name, how, shown if len(shown) <= 80 else shown[:77] + "...")
         if hit not in hits:
             hits.append(hit)
-    return hits
+    return hits or _decoded_parsed_hits(items, _matcher_of(_owners_key(owners)), hide)
+
+
+def _decoded_parsed_hits(items: list, found, hide: Callable[[str], str]) -> list[tuple[str, str, str]]:
+    """The same as a decoder reads each string (``taint.views``: wrapped base64 in a block scalar,
+    colon-separated hex, base64 of UTF-16LE, ...): the first string that holds a value."""
+    for path, view, text in items:
+        hit = found.hit(text)
+        if hit is not None:
+            how = f"{hit[1]}, {view}" if view else hit[1]
+            shown = hide(path)
+            return [(hit[0], how, shown if len(shown) <= 80 else shown[:77] + "...")]
+    return []
 
 
 def _decoded_views(text: str) -> list[tuple[str, str]]:
@@ -559,7 +721,7 @@ def refuse_in_identifiers(identifiers: Mapping[str, str | None], env: Mapping[st
     (instance, arch, action, results root, bucket, input names) holds a known
     value: redacting it would leave ``<redacted>`` in state that later verbs need."""
     for label, value in identifiers.items():
-        hits = find(value or "", env)
+        hits = find(value or "", env, decoded=True)
         if hits:
             names = list(dict.fromkeys(name for name, _how, _line in hits))
             equal = [name for v, name in values(env).items() if v == value or v.strip() == value]
@@ -579,18 +741,34 @@ def refuse_in_identifiers(identifiers: Mapping[str, str | None], env: Mapping[st
 # Job ids are not here: one the record store holds was minted by the bundle (:func:`minted`), and
 # one it does not hold stops at UNKNOWN_JOB before anything is sent.
 IDENTIFIER_FLAGS = ("--instance", "--image", "--network-arch", "--action", "--results-root", "--results-dir", "--spec",
-                    "--bucket", "--host", "--platform")
+                    "--bucket", "--host", "--platform", "--upload-exclude", "--backend-ref", "--parent-job",
+                    "--shm-size", "--gpus", "--message")
+# Names the bundle reads from the environment and stores or sends (the bucket is in the record's
+# results root, the endpoint and region in every carrier command): a known value there is refused.
+IDENTIFIER_ENV = ("S3_BUCKET_NAME", "TAO_RESULTS_ROOT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "S3_ENDPOINT_URL",
+                  "AWS_DEFAULT_REGION", "AWS_REGION", "CLOUD_REGION", "TAO_STATE_DIR", "TAO_SKILL_BANK_PATH",
+                  "AWS_PROFILE")
+
+
+def refuse_in_env_identifiers(env: Mapping[str, str]) -> None:
+    """:func:`refuse_in_identifiers` for the IDENTIFIER_ENV names set in ``env`` (``S3_BUCKET_NAME``
+    holding a credential: refused, never stored as ``s3://<redacted>/...``)."""
+    for name in IDENTIFIER_ENV:
+        if env.get(name):   # its own value is no reason (``--env S3_BUCKET_NAME`` makes it one)
+            refuse_in_identifiers({name: env[name]}, {k: v for k, v in env.items() if k != name})
 
 
 def refuse_in_argv(argv: Iterable[str], env: Mapping[str, str] | None = None) -> None:
     """:func:`refuse_in_identifiers` for the IDENTIFIER_FLAGS of a script's ``argv``
-    (``--flag value`` and ``--flag=value``): a credential's value given as a name stops the verb
-    before anything is sent, with an error naming the flag and the variable."""
+    (``--flag value`` and ``--flag=value``), and the IDENTIFIER_ENV names of ``env``: a credential's
+    value given as a name stops the verb before anything is sent, with an error naming the flag (or
+    variable) and the variable whose value it holds."""
     words = [w for w in argv if isinstance(w, str)]
     for i, word in enumerate(words):
         flag, eq, value = word.partition("=")
         if flag in IDENTIFIER_FLAGS and (eq or i + 1 < len(words)):
             refuse_in_identifiers({flag: value if eq else words[i + 1]}, env)
+    refuse_in_env_identifiers(os.environ if env is None else env)   # S3_BUCKET_NAME, endpoints, roots
 
 
 def refuse_short(names: Iterable[str], env: Mapping[str, str]) -> None:

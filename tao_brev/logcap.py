@@ -380,3 +380,9 @@ def _lists(obj, path=()):
     elif isinstance(obj, dict):
         for key, value in obj.items():
             yield from _lists(value, path + (key,))
+
+
+def cut_redacted(text: str, limit: int) -> str:
+    """``text`` redacted (:func:`redacted`: known values in every reading, then literal
+    credentials), THEN cut to ``limit`` characters: a cut never leaves part of a value."""
+    return redacted(text)[:limit] if text else text

@@ -177,9 +177,16 @@ def preflight(answer: dict, code: int, argv: list[str]) -> dict:
     if decided:
         return _set(answer, nxt, note)
     if answer.get("ok"):
+        fixes = [c.get("fix") or "" for c in answer.get("checks") or [] if c.get("warning")]
+        extra = [flag for flag in WARNING_FLAGS if flag not in argv and any(flag in fix for fix in fixes)]
+        if extra:   # a warning whose fix this preflight runs itself: that rerun is next
+            return _set(answer, rerun("preflight.py", [*argv, *extra]))
         return _set(answer, None, preflight_note(answer, argv))
     code_name = (answer.get("error") or {}).get("code")
     failed = [c for c in answer.get("checks") or [] if not c.get("ok") and not c.get("warning")]
+    near = next((c.get("data", {}).get("did_you_mean") for c in failed if c.get("name") == "instance"), None)
+    if code_name == "UNKNOWN_INSTANCE" and near and len(near) == 1:   # one close name: the corrected call
+        return _set(answer, rerun("preflight.py", [*_without(argv, "--instance"), "--instance", near[0]]))
     if code_name == "INSTANCE_NOT_RUNNING" and "--start" not in argv:
         return _set(answer, None, "the instance is not RUNNING; starting it bills: add --start to start it - "
                                   f"{rerun('preflight.py', [*argv, '--start'])}")
@@ -188,6 +195,9 @@ def preflight(answer: dict, code: int, argv: list[str]) -> dict:
     fix = next((c.get("fix") for c in failed if c.get("fix")), None)
     return _set(answer, None, f"a failed check needs a fix first: {fix}" if fix else None)
 
+
+# preflight.py flags that act on what a warning names (a missing carrier image, an unproven GPU runtime)
+WARNING_FLAGS = ("--pull", "--gpu-smoke")
 
 # preflight.py flags that submit.py takes too, with the same meaning: the submit it names keeps them
 SUBMIT_KEPT = ("--instance", "--image", "--storage-tier", "--bucket", "--results-root")
@@ -271,10 +281,12 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
     if err in ("RESULTS_UPLOAD_FAILED", "S3_VERIFY_FAILED"):
         return _set(answer, command("poll_status.py", job_id))
     if state in TERMINAL or state == "UNKNOWN":
-        if state == "ERROR" and answer.get("logs") is None and "--logs" not in argv:   # once: none may exist
+        never_ran = answer.get("reconciled") == "never_launched"   # nothing ran: no logs to read
+        if state == "ERROR" and answer.get("logs") is None and "--logs" not in argv and not never_ran:
             return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES))
-        if closed(job_id):
-            return _set(answer, None, FINISHED + " (teardown ran)")
+        if closed(job_id) or answer.get("closed_at"):
+            return _set(answer, None, FINISHED + (" (the refusal closed it; its error's fix says what to correct)"
+                                                  if never_ran else " (teardown ran)"))
         return _set(answer, command("teardown.py", job_id))
     if state in ("PENDING", "RUNNING"):
         return _set(answer, wait_command(job_id, argv))
@@ -322,8 +334,10 @@ def teardown(answer: dict, code: int, argv: list[str]) -> dict:
     if err in ("INSTANCE_DELETE_PENDING", "RESULTS_ONLY_ON_INSTANCE"):   # the error's fix names the discard
         return _set(answer, rerun("teardown.py", argv))
     if answer.get("ok"):
-        if answer.get("instance_deleted") or not answer.get("instance"):
+        if answer.get("instance_deleted") or answer.get("instance_stopped") or not answer.get("instance"):
             return _set(answer, None, FINISHED)
+        if (answer.get("stop") or {}).get("why"):   # asked to stop a type that cannot: deleting is a choice
+            return _set(answer, None, answer["stop"]["why"])
         return _set(answer, command("teardown.py", "--orphans", *_kept(argv, ("--price-per-hour",))))
     return _set(answer, None)
 
@@ -334,18 +348,25 @@ def orphans(answer: dict, code: int, argv: list[str]) -> dict:
         return _set(answer, nxt, note)
     if answer.get("error"):
         return _set(answer, None)
+    if "--stop" in argv:
+        left = [o for o in answer.get("orphans") or [] if (o.get("stop") or {}).get("why")]
+        done = f"stopped {', '.join(answer.get('stopped') or [])}; " if answer.get("stopped") else ""
+        return _set(answer, None, done + ("; ".join(o["stop"]["why"] for o in left) if left
+                                          else orphans_note(answer)))
     if "--delete" not in argv and any(o.get("owned") for o in answer.get("orphans") or []):
         return _set(answer, rerun("teardown.py", [*argv, "--delete"]))   # its --instance / --price-per-hour kept
     if answer.get("orphans") and "--delete" not in argv:
         return _set(answer, None, "no orphan this bundle owns: deleting one of its reused instances is your "
-                                  "choice - teardown.py --orphans --delete --instance with its name")
+                                  "choice - teardown.py --orphans --delete --instance with its name; or stop the "
+                                  "idle ones of ours that can stop: " + command("teardown.py", "--orphans", "--stop"))
     return _set(answer, None, orphans_note(answer))
 
 
 def orphans_note(answer: dict) -> str:
     """What is left after ``--orphans [--delete]``: true of every instance the answer lists."""
     deleted = answer.get("deleted") or []
-    left = [o["instance"] for o in answer.get("orphans") or [] if not o.get("deleted")]
+    left = [o["instance"] for o in answer.get("orphans") or [] if not o.get("deleted")
+            and not (o.get("stop") or {}).get("stopped")]
     done = f"deleted {', '.join(deleted)}; " if deleted else ""
     if not left:
         return done + "no orphan is left: nothing of this bundle's bills for nothing"

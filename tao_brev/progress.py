@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from . import lazy_re, tao_status
+from .logcap import cut_redacted
+from .safe_read import bounded_int
 
 STALL_EPOCH_MULTIPLE = 3        # default --stall-after: this many times the time per epoch ...
 STALL_FLOOR_S = 1800            # ... but never less than 30 min (tqdm-only output, long validations)
@@ -47,7 +49,8 @@ STALL_ADVICE = ("the container runs but writes nothing: usually a hung data load
 _LOWER_IS_BETTER = lazy_re.compile(r"loss|err|mse|mae|rmse|wer|cer|perplexity|distance|fpr|fnr|miss", re.I)
 _HIGHER_IS_BETTER = lazy_re.compile(r"acc|map|\bap|ap\d|_ap|precision|recall|f1|iou|dice|auc|score|psnr|ssim|tpr", re.I)
 _NOT_A_GOAL = lazy_re.compile(r"^(lr|learning_rate|.*_lr)$|epoch|step|iter|time", re.I)
-_TIMEDELTA = lazy_re.compile(r"^(?:(-?\d+) days?, )?(\d+):(\d{1,2}):(\d{1,2}(?:\.\d+)?)$")
+_TIMEDELTA = lazy_re.compile(r"^(?:(-?\d{1,9}) days?, )?(\d{1,9}):(\d{1,2}):(\d{1,2}(?:\.\d{1,9})?)$")
+BOUND = 10**12   # numbers of a status line beyond this (epochs, seconds) are no facts: ignored (bounded parse)
 
 
 @dataclass
@@ -123,7 +126,7 @@ def seconds(value) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) and value >= 0 else None
+        return float(value) if math.isfinite(value) and 0 <= value < BOUND else None
     if isinstance(value, str):
         match = _TIMEDELTA.match(value.strip().strip('"'))
         if match:
@@ -133,16 +136,16 @@ def seconds(value) -> float | None:
             number = float(value)
         except ValueError:
             return None
-        return number if math.isfinite(number) and number >= 0 else None
+        return number if math.isfinite(number) and 0 <= number < BOUND else None
     return None
 
 
 def _int(value) -> int | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)) and math.isfinite(value):
+    if isinstance(value, (int, float)) and math.isfinite(value) and abs(value) < BOUND:
         return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
+    if isinstance(value, str) and re.fullmatch(r"\s*\d{1,12}\s*", value):
         return int(value)
     return None
 
@@ -158,7 +161,7 @@ def _kpi_value(value):
         try:
             return _kpi_value(float(value))
         except ValueError:
-            return value[:80]
+            return cut_redacted(value, 80)
     return None
 
 
@@ -171,7 +174,7 @@ def clean_kpi(kpi) -> dict:
     for key, value in kpi.items():
         cleaned = _kpi_value(value)
         if cleaned is not None and len(out) < MAX_KPIS:
-            out[str(key)[:64]] = cleaned
+            out[cut_redacted(str(key), 64)] = cleaned
     return out
 
 
@@ -228,8 +231,8 @@ def entries(lines: list[str]) -> tuple[list[dict], int]:
         if not line:
             continue
         try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
+            entry = json.loads(line, parse_int=bounded_int)
+        except (ValueError, RecursionError):   # not JSON, or nested past the parser's limit
             bad += 1
             continue
         if isinstance(entry, dict):
@@ -261,9 +264,9 @@ def summarize(file: StatusFile | None, now: float | None, action: str = "") -> d
         out["note"] = "status.json holds no complete line yet"
         return out
     last = items[-1]
-    out["status"] = str(last.get("status") or "")[:20] or None
+    out["status"] = cut_redacted(str(last.get("status") or ""), 20) or None
     if last.get("message"):
-        out["message"] = str(last["message"])[:200]
+        out["message"] = cut_redacted(str(last["message"]), 200)
     run = tao_status.current_run(items)
     done = tao_status.finished(run)
     if done:
@@ -427,7 +430,7 @@ def assess_stall(job_id: str, now: float | None, progress: dict, started_at: str
     log_at, log_line = None, None
     if last_log and last_log.strip():
         stamp, _, rest = last_log.strip().splitlines()[-1].partition(" ")
-        log_at, log_line = rfc3339_epoch(stamp), rest[:300]
+        log_at, log_line = rfc3339_epoch(stamp), cut_redacted(rest, 300)
     started = rfc3339_epoch(started_at)
     signs = [t for t in (status_at, log_at) if t is not None]
     latest = max(signs) if signs else started

@@ -41,7 +41,9 @@ def index_path(state_root: Path) -> Path:
 
 def _load(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text())
+        from .fsio import read_text
+
+        data = json.loads(read_text(path))   # a regular file, bounded
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("version") != INDEX_VERSION or not isinstance(data.get("files"), dict):

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from . import lazy_re
 from .errors import TaoBrevError
-from .fsio import atomic_write_json, create_json, locked, private_dir, read_text, sweep_temp
+from .fsio import atomic_write_json, create_json, locked, private_dir, read_bytes_or_error, read_text, sweep_temp
 from .vocabulary import ERR_CLASSES, SOURCES, STATES, STORAGE_TIERS, TERMINAL_STATES  # noqa: F401 (re-exported)
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (tao_job_record.py --help)
@@ -193,7 +193,7 @@ class RecordStore:
         record is quarantined first: see the module doc)."""
         path = self.path(job_id)
         try:
-            text = path.read_bytes()
+            text = read_bytes_or_error(path)   # a special file or a link: damaged (quarantined below)
         except FileNotFoundError:
             quarantined = self.quarantined(job_id) or self.closed_quarantine(job_id)
             if quarantined is not None:
@@ -208,11 +208,14 @@ class RecordStore:
             raise _quarantine_error(job_id, where, exc.message) from None
 
     @staticmethod
-    def _parse(path: Path | str, text: str | bytes) -> dict:
+    def _parse(path: Path | str, text: str | bytes | OSError) -> dict:
         """The record in ``text`` (the bytes or text of ``path``), or CORRUPT_RECORD: not
         UTF-8, not JSON (nesting too deep included), not an object, a required field
         missing, or a field of the wrong type or value (:func:`record_problem`). The
-        message names the field, never its value (it may be anything)."""
+        message names the field, never its value (it may be anything). ``text`` an OSError:
+        ``path`` is no regular file (``fsio.read_bytes_or_error``)."""
+        if isinstance(text, OSError):
+            raise TaoBrevError("CORRUPT_RECORD", f"{path} is no record: {text.strerror}")
         try:
             record = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -255,7 +258,7 @@ class RecordStore:
         target = self.quarantine_dir / path.name
         with locked(path):
             try:
-                self._parse(path, path.read_bytes())
+                self._parse(path, read_bytes_or_error(path))
                 return None
             except FileNotFoundError:
                 return self.quarantined(job_id) or self.closed_quarantine(job_id) or target

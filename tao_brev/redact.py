@@ -206,6 +206,15 @@ USER_FLAG_RE = lazy_re.compile(r"(?<!\S)(?P<name>-u|--user)(?:=|\s+)")
 # aws configure set [profile.P.]aws_secret_access_key VALUE
 AWS_SET_RE = lazy_re.compile(r"\baws\s+configure\s+set\s+(?:--profile\s+\S+\s+)?(?P<name>[\w.-]+)\s+")
 
+# A credential keyword of a login call: ``wandb.login(key="...")``, ``hf.login(token=...)``,
+# ``Client(api_key=...)`` (names a credential only inside such a call: ``key`` alone is no name).
+LOGIN_CALL_RE = lazy_re.compile(r"\b(?:login|log_in|authenticate|auth|connect)\s*\(")
+LOGIN_KWARG_RE = lazy_re.compile(r"(?<![\w.])(?P<name>key|token|password|passwd|secret|pat)\s*=\s*")
+# ~/.netrc (curl, git, wandb): ``machine HOST login USER password S`` on one line, or a line
+# ``password S`` of a multi-line entry.
+NETRC_RE = lazy_re.compile(r"(?:^|\s)(?:machine\s+\S+|default)\b.*?\s(?P<name>password)\s+")
+NETRC_LINE_RE = lazy_re.compile(r"^\s*(?P<name>password)\s+(?=\S+\s*$)")
+
 # Authorization: Bearer <token> (also Basic/Token), in headers or JSON.
 AUTH_HEADER_RE = lazy_re.compile(
     r"(?i)(?P<name>Authorization)[\"']?\s*:\s*[\"']?(?:Bearer|Basic|Token)\s+(?P<val>[^\s\"'`,;]+)")
@@ -236,7 +245,7 @@ YAML_MAPPING_RE = lazy_re.compile(r"^\s*(?:-\s+)?(?P<name>[A-Za-z_][\w.-]*)\s*:[
 
 # Presigned-URL query credentials (SigV4, SigV2, Azure SAS). The value stops at & and quotes.
 PRESIGNED_RE = lazy_re.compile(
-    r"(?i:(?P<v4>X-Amz-(?:Signature|Credential|Security-Token)))=(?P<val4>[^&\s\"'#<>]+)"
+    r"(?i:(?P<v4>X-(?:Amz|Goog)-(?:Signature|Credential|Security-Token)))=(?P<val4>[^&\s\"'#<>]+)"
     r"|(?<=[?&])(?P<v2>Signature|sig)=(?P<val2>[^&\s\"'#<>]+)")
 
 # scheme://user:password@host -- only the password is replaced.
@@ -253,9 +262,15 @@ TOKEN_SHAPE_RE = lazy_re.compile(
     r"|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{40,}"
     r"|(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])|AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"
     r"|xox[abpr]-[A-Za-z0-9-]{10,}|[sr]k_live_[A-Za-z0-9]{20,}"
-    r"|sk-[A-Za-z0-9]{20,}|sk-(?:proj|svcacct|admin|ant)-[A-Za-z0-9_-]{20,})")
+    r"|sk-[A-Za-z0-9]{20,}|sk-(?:proj|svcacct|admin|ant)-[A-Za-z0-9_-]{20,}"
+    # a JWT (header and payload are base64url JSON: both start eyJ), e.g. after `Authorization:` without Bearer
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
+    # incoming webhooks: the URL is the credential (Slack api docs "Sending messages using incoming webhooks";
+    # Discord developer docs "Webhook Resource": /api/webhooks/{webhook.id}/{webhook.token})
+    r"|hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,}"
+    r"|discord(?:app)?\.com/api/webhooks/[0-9]{5,}/[A-Za-z0-9_-]{20,})")
 TOKEN_PREFIX_RE = lazy_re.compile(r"nvapi-|hf_|gh[pousr]_|github_pat_|glpat-|npm_|pypi-|AKIA|ASIA|AIza|xox[abpr]-"
-                             r"|[sr]k_live_|sk-")
+                             r"|[sr]k_live_|sk-|eyJ|hooks\.slack\.com/|discord(?:app)?\.com/api/webhooks/")
 # PEM private keys: the whole block is the value (matched over the whole text).
 PRIVATE_KEY_RE = lazy_re.compile(r"-----BEGIN (?P<name>(?:[A-Z0-9]+ )*PRIVATE KEY)-----"
                             r"(?P<val>[\s\S]{0,16384}?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)")
@@ -489,9 +504,9 @@ def _redact_string(text: str, values: Callable[[str], str]) -> str:
 def _redact_obj(obj, string: Callable[[str], str]):
     if isinstance(obj, str):
         return string(obj)
-    if isinstance(obj, dict):
-        return {key: string(value) if value.__class__ is str else _redact_obj(value, string)
-                for key, value in obj.items()}
+    if isinstance(obj, dict):   # keys too: a job names a KPI after a value (``acc_<value>``)
+        return {(string(key) if key.__class__ is str else key): string(value) if value.__class__ is str
+                else _redact_obj(value, string) for key, value in obj.items()}
     if isinstance(obj, list):
         return [_redact_obj(value, string) for value in obj]
     if isinstance(obj, tuple):
@@ -677,6 +692,27 @@ def _login_passwords(text: str) -> Iterator[tuple]:
             yield ("flag", m.group("name"), *_value_span(*found))
 
 
+def _login_kwargs(text: str) -> Iterator[tuple]:
+    call = LOGIN_CALL_RE.search(text)
+    if call:
+        for m in LOGIN_KWARG_RE.finditer(text, call.end()):
+            found = _word_after(text, m.end())
+            if not found or text[found[0] + len(found[1]):found[0] + len(found[1]) + 1] == "(":
+                continue   # key=read_key(...): code reading a value at run time
+            start, word = found
+            word = word if word.count("(") else word.rstrip(",)")   # the call's own ``)`` is no part of it
+            if _is_literal(word):
+                yield ("assignment", m.group("name"), *_value_span(start, word))
+
+
+def _netrc(text: str) -> Iterator[tuple]:
+    m = NETRC_RE.search(text) or NETRC_LINE_RE.match(text)
+    if m:
+        found = _word_after(text, m.end())
+        if found and _is_literal(found[1]):
+            yield ("login-password", m.group("name"), *_value_span(*found))
+
+
 def _auth_headers(text: str) -> Iterator[tuple]:
     for m in AUTH_HEADER_RE.finditer(text):
         if _is_literal(m.group("val")):
@@ -735,7 +771,7 @@ def _token_shapes(text: str) -> Iterator[tuple]:
         yield ("token-shape", TOKEN_PREFIX_RE.match(m.group()).group(), m.start(), m.end())
 
 
-_TEXT_RULES = (_assignments, _parameter_defaults, _flags, _login_passwords, _auth_headers,
+_TEXT_RULES = (_assignments, _login_kwargs, _parameter_defaults, _flags, _login_passwords, _netrc, _auth_headers,
                _flow_entries, _mappings, _presigned, _url_passwords, _token_shapes)
 _URI_RULES = (_presigned, _url_passwords, _token_shapes)
 
@@ -798,6 +834,29 @@ def _manifest_entries(lines: Iterable[_Line]) -> Iterator[_Hit]:
         yield from flush()
 
 
+YAML_KEY_ONLY_RE = lazy_re.compile(r"^(?P<lead>\s*(?:-\s+)?)(?P<name>[A-Za-z_][\w.-]*)\s*:\s*(?P<block>[|>][-+0-9]*)?\s*$")
+_YAML_NOT_SCALAR_RE = lazy_re.compile(r"^\s*(?:-(?:\s|$)|[#\[{&*!]|[\"']?[A-Za-z_][\w.-]*[\"']?\s*:(?:\s|$))")
+
+
+def _next_line_values(lines: list[_Line]) -> Iterator[_Hit]:
+    """A credential key whose value sits on the next, deeper-indented line (a YAML plain scalar
+    continued, or a block scalar ``password: |``): ``password:\n  S``."""
+    for i, line in enumerate(lines[:-1]):
+        m = YAML_KEY_ONLY_RE.match(line.text)
+        if not m or not is_secret_name(m.group("name")):
+            continue
+        column = len(m.group("lead"))
+        for nxt in lines[i + 1:]:
+            if nxt.text.strip():
+                break
+        else:
+            continue
+        indent = len(nxt.text) - len(nxt.text.lstrip())
+        value = nxt.text.strip()
+        if indent > column and not _YAML_NOT_SCALAR_RE.match(nxt.text) and _is_literal(value):
+            yield _Hit("mapping", m.group("name"), nxt.number, *nxt.original(indent, indent + len(value)))
+
+
 def _unquote(value: str) -> str:
     return value[1:-1] if _QUOTED_RE.fullmatch(value) else value
 
@@ -812,6 +871,8 @@ def _scan(text: str, rules) -> list[_Hit]:
     hits = [_Hit(kind, name, line.number, *line.original(start, end))
             for line in lines for rule in rules for kind, name, start, end in rule(line.text)]
     hits.extend(_manifest_entries(lines))
+    if rules is _TEXT_RULES:
+        hits.extend(_next_line_values(lines))
     hits.extend(_private_keys(text))
     return hits
 

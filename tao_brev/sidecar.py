@@ -19,8 +19,14 @@ from .fsio import atomic_write_json, atomic_write_text, locked, private_dir
 from .records import check_job_id, now_iso
 
 
+JOB_OUTPUT_FIELDS = ("final_progress",)   # the job's status.json read back: message, status, KPI names and values
+
+
 class SidecarStore:
     def __init__(self, state_root: Path):
+        from . import statedir
+
+        statedir.note_root(state_root)   # no link inside it (statedir.check_inside)
         self.root = state_root
         self.jobs_dir = state_root / "brev" / "jobs"
         self.instances_dir = state_root / "brev" / "instances"
@@ -36,10 +42,20 @@ class SidecarStore:
         """The job's sidecar, ``{}`` when none was written (e.g. a bank-made record).
         Its ``env_names`` (the job's ``--env``) become known secrets: this verb
         redacts their values wherever its environment has them set."""
-        return _watch(_read(self.path(job_id)))
+        try:
+            data = _read(self.path(job_id))
+        except TaoBrevError:
+            known_secrets.unprove("*", f"the job's sidecar {self.path(job_id).name} is damaged")
+            raise
+        return self._watch(data)
 
     def update(self, job_id: str, **fields) -> dict:
-        """Merge ``fields`` into the sidecar (nested dicts merged one level deep)."""
+        """Merge ``fields`` into the sidecar (nested dicts merged one level deep). What a job wrote
+        (:data:`JOB_OUTPUT_FIELDS`) is not stored while a job's ``--env`` value is unproven in this
+        process (``known_secrets.unset_watched``): it could hold that value; a later verb that
+        proves the values stores it."""
+        if known_secrets.unset_watched():
+            fields = {k: v for k, v in fields.items() if k not in JOB_OUTPUT_FIELDS}
         path = self.path(job_id)
         self._dir(path.parent)
         with locked(path):
@@ -56,7 +72,26 @@ class SidecarStore:
     def all(self) -> list[dict]:
         if not self.jobs_dir.is_dir():
             return []
-        return [_watch(d) for d in (_read(p, strict=False) for p in sorted(self.jobs_dir.glob("*.json"))) if d]
+        found = []
+        for path in sorted(self.jobs_dir.glob("*.json")):
+            data = _read(path, strict=False)
+            if data:
+                found.append(self._watch(data))
+            else:   # a job whose --env values cannot be proven: what any job printed is withheld
+                known_secrets.unprove("*", f"the sidecar {path.name} is damaged")
+        return found
+
+    def _watch(self, data: dict) -> dict:
+        """``data``'s ``--env`` names whose value this process holds and proves (``env_proof``)
+        become known secrets; the others, and a sidecar that names none, are unproven: what
+        the job printed is withheld (``known_secrets.unprove``)."""
+        from . import env_proof
+
+        proven, unproven = env_proof.verdicts(self.root, data, known_secrets.held_value)
+        known_secrets.watch(proven)
+        for name, why in unproven.items():
+            known_secrets.unprove(name, why)
+        return data
 
     # -- logs saved at teardown ------------------------------------------------
     def logs_path(self, job_id: str) -> Path:
@@ -73,15 +108,24 @@ class SidecarStore:
         missing = known_secrets.unset_watched()
         if missing:   # values this process does not know cannot be redacted: the text is not kept
             text = (f"[tao-brev: the log was not saved: the job was given {', '.join(missing)} by --env and "
-                    "the shell that ran teardown had not their values, so it could not be redacted]\n")
-        atomic_write_text(path, redact.redact_values(redact.redact(text)))
+                    "the shell that ran teardown had not their values (or not the same ones), so it could not "
+                    "be redacted]\n")
+        from .taint import strip_terminal
+
+        atomic_write_text(path, redact.redact_values(redact.redact(strip_terminal(text))))
         return path
 
     def saved_logs(self, job_id: str) -> str | None:
+        from . import safe_read, statedir
+
+        path = self.logs_path(job_id)
         try:
-            return self.logs_path(job_id).read_text()
+            statedir.check(path, last=False)
+            return safe_read.read_bytes(path).decode("utf-8", "replace")   # a regular file, bounded
         except FileNotFoundError:
             return None
+        except OSError as exc:   # a directory, FIFO, device or link where the log should be: say so
+            return f"[tao-brev: the saved log could not be read: {safe_read.describe(exc)}]\n"
 
     # -- instances --------------------------------------------------------
     def instance_path(self, name: str) -> Path:
@@ -105,21 +149,18 @@ class SidecarStore:
             atomic_write_json(path, redact.redact_obj(data))
 
 
-def _watch(data: dict) -> dict:
-    names = data.get("env_names") if isinstance(data, dict) else None
-    if isinstance(names, list):
-        known_secrets.watch(n for n in names if isinstance(n, str))
-    return data
-
-
 def _read(path: Path, strict: bool = True) -> dict:
+    from . import safe_read
+    from .fsio import read_text
+
     try:
-        data = json.loads(path.read_text())
+        data = safe_read.loads(read_text(path))   # a regular file, bounded; a link/FIFO/directory raises
     except FileNotFoundError:
         return {}
-    except (json.JSONDecodeError, OSError) as exc:
+    except (ValueError, OSError) as exc:   # JSONDecodeError and UnicodeDecodeError are ValueErrors
         if strict:
-            raise TaoBrevError("CORRUPT_RECORD", f"{path} is not valid JSON: {exc}") from None
+            why = safe_read.describe(exc) if isinstance(exc, OSError) else f"{path} is not valid JSON: {exc}"
+            raise TaoBrevError("CORRUPT_RECORD", why) from None
         return {}
     if not isinstance(data, dict):
         if strict:

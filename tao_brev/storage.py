@@ -822,9 +822,12 @@ def verify_against_manifest(settings: S3Settings, s3_prefix: str, manifest: Sequ
     meter = _Progress(progress, "verify", len(manifest), sum(int(e["size"]) for e in manifest))
 
     listed = _existing_objects(s3, settings, bucket, prefix)  # also: NoSuchBucket, auth
+    from .names_guard import resolve_keys
+
+    digested = resolve_keys((e["path"] for e in manifest), listed, prefix)   # names kept as digests
 
     def check(entry: Mapping) -> tuple[str, Optional[dict], bool]:
-        key = prefix + entry["path"]
+        key = digested.get(entry["path"]) or prefix + entry["path"]
         try:
             if key not in listed:
                 return "missing", None, False

@@ -86,8 +86,10 @@ def finished(items: list[dict]) -> bool:
 
 def warnings(items: list[dict]) -> list[str]:
     """The messages of the FAILURE lines read (the newest MAX_WARNINGS), each cut to WARNING_CHARS."""
-    found = [str(x.get("message") or "FAILURE line without a message")[:WARNING_CHARS]
-             for x in items if x.get("status") == "FAILURE"]
+    from .logcap import cut_redacted
+
+    found = [cut_redacted(str(x.get("message") or "FAILURE line without a message"), WARNING_CHARS)
+             for x in items if x.get("status") == "FAILURE"]   # redacted, then cut
     return found[-MAX_WARNINGS:]
 
 
@@ -96,7 +98,9 @@ def resumed_from(items: list[dict]) -> str | None:
     for item in reversed(items):
         match = _RESUMING.match(str(item.get("message") or ""))
         if match:
-            return match.group(1)[:300]
+            from .logcap import cut_redacted
+
+            return cut_redacted(match.group(1), 300)
     return None
 
 

@@ -1,7 +1,8 @@
 """The brev transport: the only code in the bundle that runs the ``brev`` CLI.
 
 Facts it is built on (brevdev/brev-cli ``pkg/cmd/exec/exec.go``, ``ls.go``,
-``delete.go``, ``login.go``; summarised in ``references/brev-exec.md``):
+``delete.go``, ``login.go``, ``stop/stop.go``,
+``gpusearch/gpusearch.go``; summarised in ``references/brev-exec.md``):
 
 * ``brev exec [instance...] <command>``: the LAST positional is the command, so
   the remote command is always ONE argument; ``--`` does not group words.
@@ -332,6 +333,29 @@ class Brev:
 
     def start(self, name: str, timeout: float = FIRST_EXEC_TIMEOUT_S) -> None:
         self._simple(["start", check_instance(name)], f"brev start {name}", timeout)
+
+    def stop(self, name: str) -> None:
+        """``brev stop NAME``. Raises BREV_FAILED with brev's message; a type that cannot stop is
+        refused by brev itself: ``instance "NAME" does not support stop.`` (brev-cli
+        pkg/cmd/stop/stop.go validateWorkspaceStoppable)."""
+        self._simple(["stop", check_instance(name)], f"brev stop {name}")
+        self.ready_instances.discard(name)
+
+    def search(self, kind: str) -> list[dict]:
+        """The rows of ``brev search gpu|cpu --json``: a JSON array of brev-cli's GPUInstanceInfo
+        (pkg/cmd/gpusearch/gpusearch.go: ``type``, ``price_per_hour`` USD, ``stoppable``, ...).
+        Raises BREV_FAILED when brev fails or prints no array."""
+        if kind not in ("gpu", "cpu"):
+            raise ValueError(kind)
+        text = self._simple(["search", kind, "--json"], f"brev search {kind} --json")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            data = None
+        if not isinstance(data, list):
+            raise TaoBrevError("BREV_FAILED", f"brev search {kind} --json did not print a JSON array: "
+                               + redact.tail(text))
+        return [row for row in data if isinstance(row, dict)]
 
     def copy(self, src: str, dst: str, timeout: float | None = None) -> None:
         """``brev copy SRC DST`` (scp), one side written ``NAME:path``."""

@@ -350,7 +350,11 @@ def next_violations(script: str, argv: list[str], answer) -> list[str]:
         return []   # "the same command again" (an interrupt, a retry): as valid as the caller's own call
     if "--wait" in args and "--timeout" not in [a.split("=", 1)[0] for a in args]:
         return [f"{where}: next {nxt!r} waits with no --timeout: an agent's shell would block until the job ends"]
-    dropped = dropped_values(script, argv, named, args)
+    message = (answer.get("error") or {}).get("message", "") if answer.get("ok") is False else ""
+    # a corrected call (BAD_ARGUMENT / UNKNOWN_INSTANCE naming the wrong value) changes that value on purpose
+    dropped = [d for d in dropped_values(script, argv, named, args)
+               if not (answer.get("error", {}).get("code") in ("BAD_ARGUMENT", "UNKNOWN_INSTANCE")
+                       and d.split(" ", 1)[1] in message)]
     if dropped:
         return [f"{where}: next {nxt!r} drops what this run was given: {dropped}"]
     rejected = rejection(named, args)

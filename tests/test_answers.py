@@ -321,8 +321,11 @@ def test_fix_texts_name_the_real_job_and_instance_not_placeholders():
                         "fix": "teardown.py JOB_ID closes it; brev exec NAME \"docker ps\"; --env NAME stays"},
               "jobs": [{"job_id": "other-train-000001", "hint": {"advice": "teardown.py JOB_ID"}}]}
     filled = cli.concrete(answer)
-    assert filled["error"]["fix"] == f"teardown.py {JOB} closes it; brev exec gpu-1 \"docker ps\"; --env NAME stays"
-    assert filled["jobs"][0]["hint"]["advice"] == "teardown.py other-train-000001"
+    teardown = str(ROOT / "scripts" / "teardown.py")   # every script a text names: by its absolute path
+    assert filled["error"]["fix"] == f"{teardown} {JOB} closes it; brev exec gpu-1 \"docker ps\"; --env NAME stays"
+    assert filled["jobs"][0]["hint"]["advice"] == f"{teardown} other-train-000001"
+    assert cli.concrete({"fix": f"{teardown} x; scripts/tao_job_record.py list; @SKILL_DIR@/scripts/submit.py"}) == {
+        "fix": f"{teardown} x; {ROOT / 'scripts' / 'tao_job_record.py'} list; @SKILL_DIR@/scripts/submit.py"}
     wrong = next_violations("teardown.py", [JOB], {**answer, "next": None, "next_note": "n"})
     assert wrong and "placeholders" in wrong[0]
     assert next_violations("teardown.py", [JOB], {**filled, "next": None, "next_note": "n"}) == []
@@ -371,6 +374,16 @@ def test_the_demo_prints_one_line_per_step_and_the_summary_by_default():
     assert [line.split(".")[0] for line in lines[:6]] == ["1", "2", "3", "4", "5", "6"]
     assert lines[-1].startswith("demo: cost:") and "?" not in lines[-1]
     assert "next: scripts/poll_status.py" in lines[2] and "next: scripts/teardown.py" in lines[3]
+
+
+def test_the_demo_with_json_prints_one_json_document_and_nothing_else():
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "demo.py"), "--json"], capture_output=True,
+                          text=True, timeout=900, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    document = json.loads(done.stdout)            # the whole stdout is ONE JSON document
+    assert document["ok"] is True and [s["title"].split(".")[0] for s in document["steps"]] == list("123456")
+    assert document["summary"]["state"] == "COMPLETE" and document["summary"]["cost"]["billed_s"] > 0
+    assert "=== 1. preflight" in done.stderr       # the progress is on stderr
 
 
 @pytest.mark.parametrize("script,argv,state,expected", [

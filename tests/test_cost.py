@@ -104,3 +104,26 @@ def test_whole_second_marks_never_bill_less_than_dockers_run_time(tmp_path):
     facts = cost.facts(ctx, job_id, owned=False, price_per_hour=None, lookup=False)
     assert facts["run_s"] == pytest.approx(0.3)
     assert facts["billed_s"] >= facts["run_s"], facts    # was 0.0 + 0.3 - 0.9 < run_s before the bound
+
+
+def test_billed_parts_name_each_part_the_bundle_caused(tmp_path):
+    ctx, job_id = job_with_clocks(tmp_path, timedelta(0), run=timedelta(minutes=10))
+    reused = cost.facts(ctx, job_id, owned=False, price_per_hour=2.0, lookup=False)
+    validate("cost", reused)
+    assert reused["billed_parts"]["start_s"] is None and reused["billed_parts"]["idle_s"] is None
+    assert reused["billed_parts"]["until"].startswith("job end") and reused["billed_parts"]["job_s"] == reused["billed_s"]
+    # the bundle started it 90 s before the submit, pulled for 30 s, and stopped it 60 s after the job ended
+    ctx.sidecars.note_instance("box", last_start_at=(T0 - timedelta(seconds=120)).isoformat(), last_start_s=90.0,
+                               last_pull_at=(T0 - timedelta(seconds=30)).isoformat(), last_pull_s=30.0)
+    end = cost.facts(ctx, job_id, owned=False, price_per_hour=2.0, lookup=False)["ended_at"]
+    stop = cost.parse_ts(end) + timedelta(seconds=60)
+    ctx.sidecars.update(job_id, instance_stopped_at=stop.isoformat())
+    caused = cost.facts(ctx, job_id, owned=False, price_per_hour=2.0, lookup=False)
+    validate("cost", caused)
+    parts = caused["billed_parts"]
+    assert (parts["start_s"], parts["image_pull_s"], parts["until"]) == (90.0, 30.0, "instance stopped by the bundle")
+    assert parts["idle_s"] == pytest.approx(60, abs=26) and caused["still_billing"] is False
+    assert caused["billed_s"] == pytest.approx(90 + 30 + parts["job_s"] + parts["idle_s"], abs=0.01)
+    # a stop between that start and the submit: the start was not this job's
+    ctx.sidecars.note_instance("box", stopped_at=(T0 - timedelta(seconds=10)).isoformat())
+    assert cost.facts(ctx, job_id, owned=False, price_per_hour=2.0, lookup=False)["billed_parts"]["start_s"] is None

@@ -119,9 +119,11 @@ def test_ephemeral_job_is_uploaded_verified_and_its_instance_deleted(s3guard, tm
     assert_cost(cost, owned=True)
     assert cost["image_pull_s"] == 42.5 and cost["billed_s"] >= 42.5 + cost["run_s"]
     assert not cost["still_billing"] and cost["instance_deleted_at"]
+    # brev's own price (brev search gpu --json, the simulated account's catalog), not prices.yaml's 3.67
     assert (cost["instance_type"], cost["price_source"], cost["price_per_hour_usd"]) == ("a2-highgpu-1g",
-                                                                                         "prices.yaml", 3.67)
-    assert cost["estimated_cost_usd"] == pytest.approx(cost["billed_s"] * 3.67 / 3600, abs=1e-3)
+                                                                                         "brev search", 4.09)
+    assert cost["price_note"].startswith("brev search gpu --json, fetched ")
+    assert cost["estimated_cost_usd"] == pytest.approx(cost["billed_s"] * 4.09 / 3600, abs=1e-3)
 
     again = s3guard.wait_teardown(job)                   # a rerun reaches nothing, deletes nothing
     assert again.code == 0 and again.execs == 0 and again.json["teardown"]["deleted"] == [], again

@@ -167,3 +167,15 @@ def test_the_markdown_command_prints_the_generated_tables_and_nothing_else():
         bad = subprocess.run([sys.executable, "-m", "tao_brev.docker_state", *args], cwd=str(root),
                              capture_output=True, text=True)
         assert bad.returncode == 1 and bad.stdout == "" and "usage:" in bad.stderr, args
+
+
+def test_evidence_and_docker_errors_are_redacted_before_they_are_cut(monkeypatch):
+    """A value past the cut (EVIDENCE_CHARS) leaves no prefix of itself: redaction comes first."""
+    value = "Kp3/Vx9+Qw2Lm8Zr4Ty6Nb0"
+    monkeypatch.setenv("WANDB_API_KEY", value)
+    line = "x" * (docker_state.EVIDENCE_CHARS - 10) + value + " CUDA out of memory"
+    hint = classify_logs(line)
+    assert hint and all(value[:8] not in e for e in hint["evidence"])
+    assert value[:8] not in docker_state._short("y" * (docker_state.EVIDENCE_CHARS - 12) + value)
+    assert docker_state._cut("short line") == "short line"
+    assert len(docker_state._cut("z" * 1000)) == docker_state.EVIDENCE_CHARS

@@ -57,7 +57,7 @@ ROWS = [
     (state("exited", 160), "ERROR", None, "exit 160, no known pattern"),
     (state("exited", 1), "ERROR", None, "exit 1, no known pattern"),
     (state("exited", 255), "ERROR", None, "exit 255, no known pattern"),
-    (state("dead", 137), "UNKNOWN", "ERR_INFRA", "dead"),
+    (state("dead", 137), "ERROR", "ERR_INFRA", "dead"),   # terminal: it never runs again
     (state("frozen", 0), "UNKNOWN", "-", None),
     (state("", 0), "UNKNOWN", "-", None),
 ]
@@ -373,7 +373,7 @@ def test_markdown_has_one_line_per_row_pattern_and_error():
     assert any(ln.startswith("| exited | ExitCode 126 or 127 | ERROR | ERR_PROGRAM (a log pattern wins) |")
                for ln in lines)
     assert any(ln.startswith("| exited | ExitCode 137, OOMKilled false | ERROR | null |") for ln in lines)
-    assert "| dead | any (docker could not remove it) | UNKNOWN | ERR_INFRA |" in text
+    assert "| dead | any (docker could not remove it) | ERROR | ERR_INFRA |" in text
     assert '`{"Status":"exited","ExitCode":137,"OOMKilled":true}`' in text
     assert "\\|" in text and text.endswith("\n")   # table cells escape | (regex alternatives)
     assert "| `\\bdocker: (command )?not found` | `DOCKER_NOT_FOUND` |" in lines
@@ -464,3 +464,10 @@ def test_more_gpus_than_the_container_sees_has_its_own_hint(line):
     assert hint["err_class"] == "ERR_PROGRAM" and hint["reason"] == ("num_gpus / gpu_ids ask for more GPUs than "
                                                                      "the container sees")
     assert "--gpus" in hint["advice"] and hint["evidence"] == [line.strip()]
+
+
+def test_a_dead_container_is_a_terminal_infra_error_whose_results_are_still_collectable():
+    observed = from_inspect(state("dead", 137))
+    assert observed.state == "ERROR" and observed.hint["err_class"] == "ERR_INFRA"
+    assert "never run again" in observed.message and "results dir on the instance is intact" in observed.hint["advice"]
+    assert "teardown.py JOB_ID collects them" in observed.hint["advice"]

@@ -4,7 +4,8 @@ The bank keeps, next to each skill's SKILL.md, ``evals/evals.json``: a JSON arra
 of tasks, each ``{"id", "question", "expected_skill", "expected_script",
 "ground_truth", "expected_behavior": [str, ...]}`` (see for example the bank's
 skills/platform/tao-run-on-docker/evals/evals.json). A negative task names the
-skill that should take the request instead, or ``NONE``.
+skill that should take the request instead, or ``null`` when no skill should (the bank's
+BENCHMARK.md: "entries with ``expected_skill: null`` are treated as negative activation cases").
 
 Invariant: the file has that shape, at least 8 tasks with unique ids, both
 activation kinds (this skill, and a request it must not take), the four verbs, a
@@ -26,7 +27,7 @@ EVALS = ROOT / "evals" / "evals.json"
 FIELDS = {"id", "question", "expected_skill", "expected_script", "ground_truth", "expected_behavior"}
 # What a negative task may expect instead: the official Brev skill (provisioning), the TAO bank's
 # other platform skills, or no skill at all.
-OTHER_SKILLS = {"brev-cli", "tao-run-on-docker", "tao-run-on-slurm", "tao-run-on-kubernetes", "NONE"}
+OTHER_SKILLS = {"brev-cli", "tao-run-on-docker", "tao-run-on-slurm", "tao-run-on-kubernetes", None}
 
 
 def skill_name() -> str:
@@ -44,11 +45,27 @@ def tasks() -> list[dict]:
 def test_every_task_has_the_banks_fields(tasks):
     for task in tasks:
         assert set(task) == FIELDS, (task.get("id"), sorted(set(task) ^ FIELDS))
-        for key in ("id", "question", "expected_skill", "ground_truth"):
+        for key in ("id", "question", "ground_truth"):
             assert isinstance(task[key], str) and task[key].strip(), (task["id"], key)
+        assert task["expected_skill"] is None or (isinstance(task["expected_skill"], str)
+                                                  and task["expected_skill"].strip() and task["expected_skill"] != "NONE")
         assert task["expected_script"] is None or isinstance(task["expected_script"], str), task["id"]
         behaviour = task["expected_behavior"]
         assert isinstance(behaviour, list) and behaviour and all(isinstance(b, str) and b.strip() for b in behaviour)
+
+
+def test_the_file_passes_the_banks_own_evals_check():
+    """The TAO skill bank's scripts/validate-skills.sh step 5b, rule by rule: a non-empty top-level
+    array of objects, each with id, question, expected_skill, ground_truth and a non-empty
+    expected_behavior list."""
+    data = json.loads(EVALS.read_text(encoding="utf-8"))
+    assert isinstance(data, list) and len(data) > 0
+    for entry in data:
+        assert isinstance(entry, dict)
+        assert all(field in entry for field in ("id", "question", "expected_skill", "ground_truth",
+                                                "expected_behavior"))
+        assert isinstance(entry["expected_behavior"], list) and len(entry["expected_behavior"]) > 0
+    assert [t["id"] for t in data if t["expected_skill"] is None] == ["tao-run-on-brev-negative-unrelated"]
 
 
 def test_ids_are_unique_and_name_the_skill(tasks):

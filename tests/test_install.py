@@ -475,6 +475,9 @@ def test_uninstall_one_keeps_the_environment_then_all_remove_it(box, unpacked):
     assert done.returncode == 0, done.stderr
     assert not any(box.dest(flag).exists() for flag in TARGETS)
     assert not (box.xdg / NAME).exists()
+    # the skill folders the installs created are gone too, and only those (install.sh created-dirs)
+    assert not any(box.dest(flag).parent.exists() for flag in TARGETS), sorted(p.name for p in box.home.iterdir())
+    assert "install.sh created it" in done.stderr
     check = box.install("--check", src=unpacked)        # a source without a .venv of its own: nothing left
     assert check.returncode == 1 and "absent" in check.stdout and "nothing installed" in check.stderr, check
     assert f"absent     {unpacked}/.venv" in check.stdout

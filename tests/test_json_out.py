@@ -38,13 +38,13 @@ def test_an_item_at_depth_two_is_its_text_inside_a_list_inside_an_object(obj):
 
 
 def _shout(obj):
-    """``obj`` with each string value (not a key) upper-cased and marked."""
+    """``obj`` with each string value and string key upper-cased and marked (keys are redacted too)."""
     if isinstance(obj, str):
         return "!" + obj.upper()
     if isinstance(obj, (list, tuple)):
         return [_shout(v) for v in obj]
     if isinstance(obj, dict):
-        return {k: _shout(v) for k, v in obj.items()}
+        return {(_shout(k) if isinstance(k, str) else k): _shout(v) for k, v in obj.items()}
     return obj
 
 

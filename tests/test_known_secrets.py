@@ -196,16 +196,22 @@ def test_records_and_sidecars_land_private(state_env, tmp_path):
 
     root = Path(state_env["TAO_STATE_DIR"])
     record = RecordStore(root).open(image="i", network_arch="a", action="t", storage_tier="A", results_root="/r")
+    from tao_brev import env_proof
+
     sidecars = SidecarStore(root)
-    sidecars.update(record["id"], instance="box", env_names=["ODD_NAME"])
+    odd = {"ODD_NAME": "odd-value-123"}
+    sidecars.update(record["id"], instance="box", env_names=["ODD_NAME"],
+                    env_proof=env_proof.proof(root, odd, ["ODD_NAME"]))
     sidecars.save_logs(record["id"], "line\n")
     assert stat.S_IMODE(root.stat().st_mode) == 0o700
     for path in root.rglob("*"):
         want = 0o700 if path.is_dir() else 0o600
         assert stat.S_IMODE(path.stat().st_mode) == want, path
     known_secrets.reset()
-    sidecars.load(record["id"])      # a later verb reading the job learns its --env names
-    assert redact.redact_values("v=odd-value-123", {"ODD_NAME": "odd-value-123"}) == "v=<redacted>"
+    known_secrets.observe_env(odd)
+    sidecars.load(record["id"])      # a later verb reading the job learns its --env names, proven by the digest
+    assert redact.redact_values("v=odd-value-123", odd) == "v=<redacted>"
+    assert known_secrets.unset_watched() == []
 
 
 # -- the known values are looked up once, and again whenever what they come from changes ------------
@@ -763,3 +769,80 @@ def test_a_spec_path_holding_a_credential_is_refused_before_anything_is_sent():
     with pytest.raises(TaoBrevError) as err:
         known_secrets.refuse_in_argv(["--spec", f"/tmp/sp/{value}.yaml"], {"MY_SERVICE_TOKEN": value})
     assert err.value.code == "SECRET_IN_IDENTIFIER" and value not in err.value.message + err.value.fix
+
+
+# -- the proof kept: unproven names, held values, identifiers from the environment -----------------
+def test_unproven_names_are_withheld_and_reset_forgets_them(monkeypatch):
+    monkeypatch.delenv("JOB_CFG", raising=False)
+    assert known_secrets.unset_watched() == []
+    known_secrets.unprove("JOB_CFG", "unset in this shell")
+    known_secrets.unprove("JOB_CFG", "a second reason is not kept")
+    known_secrets.unprove("*", "the job's sidecar is damaged")
+    assert known_secrets.unproven() == {"JOB_CFG": "unset in this shell", "*": "the job's sidecar is damaged"}
+    assert known_secrets.unset_watched() == ["*", "JOB_CFG"]
+    known_secrets.reset()
+    assert known_secrets.unproven() == {} and known_secrets.unset_watched() == []
+
+
+def test_held_value_reads_the_process_then_the_observed_environment(monkeypatch):
+    monkeypatch.setenv("HELD_A", "from-process")
+    monkeypatch.setenv("HELD_B", "")
+    known_secrets.observe_env({"HELD_B": "from-verb", "HELD_C": "only-verb"})
+    assert known_secrets.held_value("HELD_A") == "from-process"
+    assert known_secrets.held_value("HELD_B") == "from-verb"     # empty counts as unset
+    assert known_secrets.held_value("HELD_C") == "only-verb"
+    assert known_secrets.held_value("HELD_NONE") is None
+
+
+def test_identifiers_from_the_environment_are_refused_when_they_hold_a_value():
+    env = {"WANDB_API_KEY": "Zp4/Wq+Lm7Rt2Xy9", "S3_BUCKET_NAME": "bkt-Zp4/Wq+Lm7Rt2Xy9"}
+    with pytest.raises(TaoBrevError) as err:
+        known_secrets.refuse_in_env_identifiers(env)
+    assert err.value.code == "SECRET_IN_IDENTIFIER" and "S3_BUCKET_NAME" in err.value.message
+    assert "WANDB_API_KEY" in err.value.message and "Zp4/Wq" not in err.value.message
+    known_secrets.refuse_in_env_identifiers({**env, "S3_BUCKET_NAME": "my-bucket"})
+    for name in ("AWS_ENDPOINT_URL", "TAO_RESULTS_ROOT", "AWS_REGION"):
+        with pytest.raises(TaoBrevError):
+            known_secrets.refuse_in_env_identifiers({**env, "S3_BUCKET_NAME": "b", name: "x%2FZp4/Wq+Lm7Rt2Xy9"})
+
+
+def test_every_script_refuses_an_env_identifier_and_an_upload_exclude_holding_a_value():
+    env = {"WANDB_API_KEY": "Zp4/Wq+Lm7Rt2Xy9"}
+    with pytest.raises(TaoBrevError) as err:
+        known_secrets.refuse_in_argv(["--upload-exclude", "*Zp4/Wq+Lm7Rt2Xy9*"], env)
+    assert err.value.details["argument"] == "--upload-exclude"
+    with pytest.raises(TaoBrevError) as err:
+        known_secrets.refuse_in_argv(["--instance", "box"], {**env, "S3_BUCKET_NAME": "Zp4/Wq+Lm7Rt2Xy9"})
+    assert err.value.details["argument"] == "S3_BUCKET_NAME"
+    known_secrets.refuse_in_argv(["--upload-exclude", "*.tmp"], env)
+
+
+def test_a_long_form_and_a_long_text_are_redacted_in_place():
+    value = "Lq9/" + "xY7+" * 100
+    out = known_secrets.redact_text("a " * 600 + value + " b", {"MY_API_KEY": value})
+    assert value not in out and out.endswith("<redacted> b")
+
+
+def test_an_env_identifier_is_not_refused_for_its_own_value():
+    known_secrets.watch(["S3_BUCKET_NAME"])
+    known_secrets.refuse_in_env_identifiers({"S3_BUCKET_NAME": "my-bucket-name-01"})
+
+
+def test_long_forms_are_found_with_find_not_compiled(monkeypatch):
+    """Forms longer than LONG_FORM stay out of the trie regex (a 64 KiB value compiled costs seconds):
+    sub, search and finditer find them with str.find, leftmost, a shorter form inside a longer hit once."""
+    long_a, long_b = "A" * 300 + "tail-a", "B" * 300
+    pattern = known_secrets._pattern(tuple(sorted([long_a, long_b, "shortform1"], key=lambda f: (-len(f), f))))
+    assert isinstance(pattern, known_secrets._Forms)
+    text = f"x {long_b} y shortform1 {long_a} {long_a}"
+    assert pattern.sub("<r>", text) == "x <r> y <r> <r> <r>"
+    assert [(m.group()[:1], m.start()) for m in pattern.finditer(text)] == [
+        ("B", 2), ("A", text.index(long_a)), ("A", text.rindex(long_a)), ("s", text.index("shortform1"))]
+    assert pattern.search(text).start() == 2 and pattern.search("only shortform1").group() == "shortform1"
+    assert pattern.search("nothing") is None
+    only_long = known_secrets._pattern((long_a,))
+    assert only_long.sub("<r>", "no") == "no" and only_long.search("no") is None
+    assert list(only_long.finditer(long_a + long_a)) and len(list(only_long.finditer(long_a + long_a))) == 2
+    overlap = known_secrets._pattern(("A" * 301, "A" * 300 + "Z"))
+    assert [m.start() for m in overlap.finditer("A" * 301 + "Z")] == [0]
+    assert known_secrets.find(f"l1\nv {long_a}", {"MY_API_KEY": long_a})[0][2] == 2

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TAO_IMAGE, validate
+from conftest import ROOT, TAO_IMAGE, validate
+from tao_brev.cli import absolute_scripts
 from tao_brev import nextstep, remote
 from tao_brev.cli import Context
 from tao_brev.errors import CODES
 from tao_brev.verbs import preflight as pf
 
+PRE = str(ROOT / "scripts" / "preflight.py")   # answers name every script by its absolute path
 GOOD_NGC_KEY = "nvapi-GOODgood0000000000000000000"
 WRONG_NGC_KEY = "nvapi-WRONGwrong000000000000000000"
 BREV_TOKEN = "brev-tok-0123456789abcdefSECRET"
@@ -147,6 +149,25 @@ def test_unknown_instance_stops_with_the_instance_check(box):
     assert res.json["error"]["code"] == "UNKNOWN_INSTANCE"
     assert check(res, "instance")["fix"] == ("Check the name with `brev ls`; provision it with the official Brev "
                                              "agent skill.")
+    assert check(res, "instance")["detail"] == "nope is not in `brev ls --json` (the account's instances: box)"
+
+
+def test_a_misspelled_instance_gets_did_you_mean_and_next_is_the_corrected_call(box):
+    box.sim.add_instance("my-a100")
+    res = preflight(box, "--image", TAO_KEY, instance="my-a10O")
+    inst = check(res, "instance")
+    assert inst["code"] == "UNKNOWN_INSTANCE" and "did you mean 'my-a100'?" in inst["detail"], res
+    assert inst["data"]["did_you_mean"] == ["my-a100"]
+    assert res.json["next"] == f"{PRE} --image {TAO_KEY} --instance my-a100"
+
+
+def test_closest_instance_names():
+    from tao_brev.instance_names import closest, unknown_message
+
+    assert closest("gpu-box", ["gpu-box2", "alice-dev", "", None]) == ["gpu-box2"]
+    assert closest("zzz", ["gpu-box2"]) == []
+    assert unknown_message("zzz", []) == "zzz is not in `brev ls --json` (the account's instances: none)"
+    assert "did you mean 'gpu-c' or 'gpu-b'?" in unknown_message("gpu-a", ["gpu-b", "gpu-c"])   # difflib's order
 
 
 def test_stopped_instance_is_reported_and_started_only_with_start(box):
@@ -155,7 +176,7 @@ def test_stopped_instance_is_reported_and_started_only_with_start(box):
     assert res.code == 1 and res.json["error"]["code"] == "INSTANCE_NOT_RUNNING"
     inst = check(res, "instance")
     assert inst["detail"] == "box is STOPPED" and inst["data"]["status"] == "STOPPED"
-    assert inst["fix"] == ("Start it: rerun preflight.py --instance box --start (runs `brev start box` and waits), "
+    assert inst["fix"] == (f"Start it: rerun {PRE} --instance box --start (runs `brev start box` and waits), "
                            "or run `brev start box` yourself.")
     assert box.sim.instance("box")["status"] == "STOPPED" and box.sim.exec_count() == 0
 
@@ -208,7 +229,7 @@ def test_instance_still_starting_at_the_end_of_the_budget_is_not_exec_ready(box)
     answer, code = run_inprocess(box, fake=FakeTime(), exec_timeout=60)
     assert code == 3 and answer["error"]["code"] == "NOT_EXEC_READY"
     assert answer["checks"][-1]["detail"] == "box is still STARTING at the end of the --exec-timeout budget"
-    assert answer["checks"][-1]["fix"] == CODES["NOT_EXEC_READY"].fix
+    assert answer["checks"][-1]["fix"] == CODES["NOT_EXEC_READY"].fix   # in-process: before cli.concrete
 
 
 @pytest.mark.parametrize("status", ["FAILURE", "DELETING"])
@@ -248,7 +269,7 @@ def test_probe_gives_up_after_the_budget_with_exit_3(box):
     res = preflight(box, "--exec-timeout", "1", instance="dead-sshd")
     assert res.code == 3
     assert names(res)[-1] == "exec_ready" and res.json["error"]["code"] == "NOT_EXEC_READY"
-    assert check(res, "exec_ready")["fix"] == ("Wait for the instance to finish booting, then rerun preflight.py with "
+    assert check(res, "exec_ready")["fix"] == (f"Wait for the instance to finish booting, then rerun {PRE} with "
                                                "a larger --exec-timeout.")
     assert "Connection refused" in check(res, "exec_ready")["detail"]
 
@@ -268,6 +289,9 @@ def test_docker_daemon_down_fails_docker_and_still_reports_the_rest(box):
 
 def test_missing_gpu_runtime_is_caught_by_the_gpu_smoke_test(box):
     box.sim.set_instance("box", gpu_runtime=False)
+    warned = preflight(box)                               # a warning whose fix preflight runs: next runs it
+    assert warned.code == 0 and warned.json["warnings"] == ["gpu"], warned
+    assert warned.json["next"] == f"{PRE} --instance box --gpu-smoke"
     res = preflight(box, "--gpu-smoke")
     assert res.code == 1
     gpu, smoke = check(res, "gpu"), check(res, "gpu_smoke")
@@ -385,7 +409,7 @@ def test_missing_image_is_reported_then_pulled_with_pull(box):
     assert res.code == 1
     image = check(res, "image")
     assert image["code"] == "IMAGE_NOT_PULLED" and image["detail"] == f"{TAO_IMAGE} is not on the instance"
-    assert image["fix"] == f"Pull it before the GPU run: preflight.py --instance {name} --image {TAO_KEY} --pull"
+    assert image["fix"] == f"Pull it before the GPU run: {PRE} --instance {name} --image {TAO_KEY} --pull"
 
     res = preflight(box, "--image", TAO_KEY, "--pull", instance=name, NGC_KEY=GOOD_NGC_KEY)
     assert res.code == 0, res
@@ -411,7 +435,7 @@ def test_pull_failures_are_mapped_to_codes(box, image, pull_fails, code):
     res = preflight(box, "--image", image, "--pull", instance=name)
     assert res.code == 1
     failed = check(res, "image")
-    assert failed["code"] == code and failed["fix"] == CODES[code].fix
+    assert failed["code"] == code and failed["fix"] == absolute_scripts(CODES[code].fix)
     assert "ngc_auth" not in names(res)       # not an nvcr.io image
 
 
@@ -451,7 +475,10 @@ def test_s3_is_checked_from_the_instance_in_the_same_round_trip(box, s3_server):
     reach = check(res, "s3_from_instance")
     port = s3_server["endpoint_url"].rsplit(":", 1)[1]
     assert reach["data"] == {"endpoint": f"127.0.0.1:{port}", "carrier_image": carrier, "carrier_present": False}
-    assert reach["warning"] and f'docker pull {carrier}' in reach["fix"] and "s3_from_instance" in res.json["warnings"]
+    assert reach["warning"] and "s3_from_instance" in res.json["warnings"]
+    assert "(from public.ecr.aws)" in reach["detail"] and "Docker Hub" not in reach["detail"]
+    assert reach["fix"].startswith("Pull it now: /") and reach["fix"].endswith(f"--bucket {bucket} --pull")
+    assert res.json["next"].endswith("--pull")      # a warning with a fix the bundle runs: next is that fix
     box.sim.preload_image(name, carrier)
     res = preflight(box, "--bucket", bucket, instance=name, **s3_server["env"])
     reach = check(res, "s3_from_instance")
@@ -597,3 +624,23 @@ def test_combined_script_quotes_oauthtoken_and_removes_the_key_file_first():
     assert "docker login nvcr.io -u '$oauthtoken' --password-stdin < \"$HOME\"/.tao-cred-ngc-abc" in script
     assert script.index("docker login") < script.index("docker manifest inspect")
     assert os.environ.get("NGC_KEY", "\0") not in script
+
+
+def test_pull_pulls_the_carrier_too_when_the_tier_moves_data_through_s3(box, s3_server):
+    """--pull leaves nothing for a hand-typed docker pull: the TAO image and the S3 carrier."""
+    from tao_brev.staging import carrier_image
+
+    bucket = s3_server["create_bucket"]()
+    name = fresh(box, "pullboth")
+    box.sim.set_ngc_key(GOOD_NGC_KEY)
+    res = preflight(box, "--image", TAO_KEY, "--storage-tier", "B", "--bucket", bucket, "--pull",
+                    instance=name, **s3_server["env"], NGC_KEY=GOOD_NGC_KEY)
+    carrier = carrier_image(os.environ)
+    reach = check(res, "s3_from_instance")
+    assert reach["ok"] and not reach.get("warning") and reach["data"]["carrier_pulled"] is True, res
+    assert "pulled from public.ecr.aws" in reach["detail"]
+    assert check(res, "image")["data"]["pulled"] is True and res.json["warnings"] == [], res
+    assert res.json["round_trips"]["pull"] == 2
+    assert sum(f"docker pull {carrier}" in c for c in box.sim.remote_commands(name)) == 1
+    again = preflight(box, "--bucket", bucket, "--pull", instance=name, **s3_server["env"])
+    assert check(again, "s3_from_instance")["data"]["carrier_present"] is True and again.json["round_trips"].get("pull", 0) == 0

@@ -311,9 +311,15 @@ def test_wait_teardown_with_explicit_stall_after_removes_the_hung_job(world):
     _age(world, job_id, 900)
     res = world.run("poll_status.py", job_id, "--wait", "--interval", "0.2", "--timeout", "60", "--teardown",
                     "--stall-after", "600")
-    assert res.code == 1 and res.json["error"]["code"] == "JOB_STALLED", res
+    # the stop that --stall-after asked for happened: ok, exit 0, one state everywhere (CANCELED)
+    assert res.code == 0 and res.json["ok"] is True and "error" not in res.json, res
     validate("poll_status", res.json)
+    assert res.json["state"] == res.json["teardown"]["state"] == "CANCELED"
     assert res.json["stalled_s"] >= 899 and res.json["cost"]["stalled_s"] == res.json["stalled_s"]
+    story = res.json["stall_teardown"]
+    assert story["stalled_s"] == res.json["stalled_s"] and story["state"] == "CANCELED" and story["logs_saved_to"]
+    assert story["results_dir_on_instance"] == res.json["teardown"]["results_dir"]
+    assert "--stall-after" not in (res.json.get("next") or "")       # never the command that just ran
     assert res.json["teardown"]["container_removed"] is True
     assert world.sim.container("box", job_id) is None
     assert world.run("poll_status.py", job_id).json["terminal_state"] == "CANCELED"

@@ -351,3 +351,24 @@ def test_the_listing_reads_a_file_as_path_read_text_does(tmp_path, data):
         assert fsio.read_text(str(path)) == want and fsio.read_text(path) == want
     with pytest.raises(FileNotFoundError):
         fsio.read_text(str(tmp_path / "missing.json"))
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "link-to-dev-zero"])
+def test_a_record_that_is_no_regular_file_is_quarantined_never_read(tmp_path, kind):
+    """A directory, a FIFO (an open would wait for a writer) or a link to /dev/zero (never ends)
+    where a record should be: CORRUPT_RECORD naming why, the thing moved to quarantine, the
+    listing goes on; nothing hangs or crashes."""
+    store = RecordStore(tmp_path / "state")
+    good = store.open(image="i", network_arch="a", action="t", storage_tier="A", results_root="/r")
+    path = store.path("a-t-0badf0")
+    {"directory": path.mkdir, "fifo": lambda: os.mkfifo(path),
+     "link-to-dev-zero": lambda: path.symlink_to("/dev/zero")}[kind]()
+    with pytest.raises(TaoBrevError) as err:
+        store.load("a-t-0badf0")
+    assert err.value.code == "CORRUPT_RECORD" and "quarantine" in err.value.message
+    assert not os.path.lexists(path) and os.path.lexists(store.quarantine_dir / "a-t-0badf0.json")
+    listed = {r["id"]: r for r in store.list()}
+    assert "corrupt" not in listed[good["id"]] and listed["a-t-0badf0"]["corrupt"] is True
+    with pytest.raises(TaoBrevError) as parsed:
+        RecordStore._parse("x.json", OSError(21, "Is a directory"))
+    assert parsed.value.message == "x.json is no record: Is a directory"

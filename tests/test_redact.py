@@ -286,20 +286,22 @@ def test_redact_obj_keeps_paths_and_structure():
     assert redact_obj(obj, {}) == obj
 
 
-def test_redact_obj_redacts_credentials_and_keeps_keys():
+def test_redact_obj_redacts_credentials_in_values_and_keys():
     obj = {
         "message": f"docker run -e NGC_KEY={PW} img",
         "url": f"https://u:{PW}@host/p?X-Amz-Signature=FAKEsig0123",
         "logs": [f"using {HF}", "epoch 1"],
         "path": f"/data/{NGC}/x",
         "env_echo": "value FAKEpw1234 leaked",
-        NGC: "keys are kept",
+        NGC: "keys are redacted like values (a KPI named after one)",
+        3: "a key that is no string stays",
     }
     out = redact_obj(obj, FAKE_ENV)
     text = json.dumps(out)
-    for secret in (PW, HF, "FAKEsig0123", "FAKEpw1234"):
+    for secret in (PW, HF, "FAKEsig0123", "FAKEpw1234", NGC):
         assert secret not in text
-    assert set(out) == set(obj)
+    assert set(out) == (set(obj) - {NGC}) | {"<redacted>"}
+    assert out[3] == "a key that is no string stays"
     assert out["message"] == "docker run -e NGC_KEY=<redacted> img"
     assert out["logs"][1] == "epoch 1"
     assert out["path"] == "/data/<redacted>/x"
@@ -453,14 +455,15 @@ def test_an_obj_redactor_writes_the_json_text_of_what_it_answers(monkeypatch):
     monkeypatch.setattr(redact.ObjRedactor, "_MEMO_MAX", 3)
     objects = [{"message": "export NGC_KEY=nvapi-" + "Q" * 40, "results_dir": "/data/token=v1/run",
                 "log": f"value {secret} end", "escaped": json.dumps(secret), "n": [1, None, True, 2.5, ("x", "a b")],
-                "empty": [{}, []], 3: "int key", "k" + secret: "a key is kept"},
+                "empty": [{}, []], 3: "int key", "k" + secret: "a key is redacted"},
                {"id": "visual_changenet-train-1a2b3c", "transitions": [{"state": "COMPLETE", "message": secret}]},
                "s3://user:pa55word99x@host/x", ["docker login -u x -p hunter2hunter2"], secret, 7] * 3
     redacted = redact.obj_redactor()
     for level in (0, 2):
         texts = [redacted.json_text(o, level) for o in objects]
         assert texts == [json_out.dumps(redact_obj(o), level) for o in objects]
-    whole = "".join(texts).replace(json.dumps("k" + secret), "")
+    whole = "".join(texts)
+    assert json.dumps("k" + secret)[1:-1] not in whole
     assert [form for form in (secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
                               json.dumps(json.dumps(secret))[1:-1]) if form in whole] == []
     assert whole.count("<redacted>") >= 15

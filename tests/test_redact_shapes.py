@@ -314,3 +314,96 @@ def test_credentials_on_command_lines(line, redacted, name):
 ])
 def test_commands_without_a_literal_credential(line):
     assert lint(line) == []
+
+
+# -- shapes of issue 28 (advice): each found and redacted, its near miss passed -------------------
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+NEW_SHAPES = [
+    # (id, text, kind, name, redacted text)
+    ("jwt-after-authorization", f"Authorization: {JWT}", "token-shape", "eyJ", "Authorization: <redacted>"),
+    ("jwt-in-json", f'{{"headers": {{"Authorization": "{JWT}"}}}}', "token-shape", "eyJ",
+     '{"headers": {"Authorization": "<redacted>"}}'),
+    ("slack-webhook", "POST https://hooks.slack.com/services/T0000AAAA/B1111BBBB/XXXXXXXXXXXXXXXXXXXXXXXX",
+     "token-shape", "hooks.slack.com/", "POST https://<redacted>"),
+    ("discord-webhook", "url=https://discord.com/api/webhooks/123456789012345678/abcdefghijklmnopqrstuvwxyz_-12",
+     "token-shape", "discord.com/api/webhooks/", "url=https://<redacted>"),
+    ("discordapp-webhook", "https://discordapp.com/api/webhooks/12345/abcdefghijklmnopqrstuvwxyz",
+     "token-shape", "discordapp.com/api/webhooks/", "https://<redacted>"),
+    ("wandb-login", 'wandb.login(key="0123456789abcdef0123456789abcdef01234567")', "assignment", "key",
+     'wandb.login(key="<redacted>")'),
+    ("login-bare-key", "client.login(key=Zq8sK2mN4pR6tV8x, relogin=True)", "assignment",
+     "key", "client.login(key=<redacted>, relogin=True)"),
+    ("login-last-kwarg", "api.authenticate(user, password=Zq8sK2mN4pR6tV8x)", "assignment", "password",
+     "api.authenticate(user, password=<redacted>)"),
+    ("yaml-next-line", "db:\n  password:\n    Zq8sK2mN4pR6tV8x\n  port: 5432", "mapping", "password",
+     "db:\n  password:\n    <redacted>\n  port: 5432"),
+    ("yaml-block-scalar", "wandb:\n  api_key: |\n    Zq8sK2mN4pR6tV8x\n", "mapping", "api_key",
+     "wandb:\n  api_key: |\n    <redacted>\n"),
+    ("yaml-next-line-after-blank", "token:\n\n   Zq8sK2mN4pR6tV8x", "mapping", "token", "token:\n\n   <redacted>"),
+    ("gcs-signed-url", "https://storage.googleapis.com/b/o?X-Goog-Algorithm=GOOG4-RSA-SHA256&"
+     "X-Goog-Signature=abcdef0123456789abcdef&x=1", "presigned-url", "X-Goog-Signature",
+     "https://storage.googleapis.com/b/o?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Signature=<redacted>&x=1"),
+    ("gcs-credential", "?X-Goog-Credential=svc%40proj.iam.gserviceaccount.com%2F20240101", "presigned-url",
+     "X-Goog-Credential", "?X-Goog-Credential=<redacted>"),
+    ("netrc-one-line", "machine api.wandb.ai login user password Zq8sK2mN4pR6tV8x", "login-password", "password",
+     "machine api.wandb.ai login user password <redacted>"),
+    ("netrc-default", "default login anonymous password Zq8sK2mN4pR6tV8x", "login-password", "password",
+     "default login anonymous password <redacted>"),
+    ("netrc-multi-line", "machine h\n  login u\n  password Zq8sK2mN4pR6tV8x", "login-password", "password",
+     "machine h\n  login u\n  password <redacted>"),
+]
+
+
+@pytest.mark.parametrize("case_id, text, kind, name, redacted", NEW_SHAPES, ids=[c[0] for c in NEW_SHAPES])
+def test_issue_28_shapes_are_found_and_redacted(case_id, text, kind, name, redacted):
+    found = lint(text)
+    assert [(f.kind, f.name) for f in found][:1] == [(kind, name)], found
+    assert redact.redact(text) == redacted
+    assert lint(redact.redact(text)) == []
+
+
+NEAR_MISSES = [
+    "Authorization: required for this endpoint",
+    "eyJhbGciOiJIUzI1NiJ9 alone is a header, not a token",
+    "https://hooks.slack.com/services/ (the docs page)",
+    "https://discord.com/api/webhooks/ is the endpoint",
+    "wandb.login(key=os.environ['WANDB_API_KEY'])",
+    "wandb.login(key=read_key('wandb'))",
+    "login(user, key)",
+    "key=Zq8sK2mN4pR6tV8x outside any login call is no credential name",
+    "password:\n  other_key: 1",
+    "password:\n  - item_in_a_list_here",
+    "password:\nZq8sK2mN4pR6tV8x_not_deeper",
+    "password:\n  ${oc.env:DB_PASSWORD}",
+    "db:\n  password: |\n    ${DB_PASSWORD}\n",
+    "?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Date=20240101T000000Z",
+    "Wrong password provided",
+    "the password is required here",
+    "machine h login u password $NETRC_PASSWORD",
+]
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_issue_28_near_misses_pass(text):
+    assert lint(text) == [] and redact.redact(text) == text
+
+
+def test_redact_uri_removes_webhooks_and_gcs_signatures_from_paths():
+    assert redact.redact_uri("https://hooks.slack.com/services/T0000AAAA/B1111BBBB/XXXXXXXXXXXXXXXX") == \
+        "https://<redacted>"
+    assert redact.redact_uri("gs://b/o?X-Goog-Signature=abcdef0123456789") == "gs://b/o?X-Goog-Signature=<redacted>"
+
+
+def test_a_next_line_value_is_a_text_rule_only_and_needs_a_next_line():
+    text = "password:\n  Zq8sK2mN4pR6tV8x"
+    assert redact.redact_uri(text) == text                     # the gentle mode for paths and URIs: not there
+    assert lint("password:\n\n   \n") == [] and lint("password:") == []
+    assert lint("model_name:\n  Zq8sK2mN4pR6tV8x") == []
+    assert [f.line for f in lint("a: 1\npassword:\n  Zq8sK2mN4pR6tV8x")] == [3]
+
+
+def test_a_login_keyword_keeps_the_calls_own_parenthesis_and_skips_calls():
+    assert redact.redact('login(key="Zq8sK2mN4pR6tV8x")') == 'login(key="<redacted>")'
+    assert redact.redact("login(key=Zq8sK2mN4pR6tV8x)") == "login(key=<redacted>)"
+    assert lint("login(key=get_key(name))") == []
+    assert lint("connect(host, key=)") == []

@@ -201,7 +201,8 @@ def test_s3_inputs_dry_run_and_refusals(s3world, dataset):
     assert "toomanyrequests" in failed.json["error"]["message"]
     assert s3world.sim.container("box", failed.json["job_id"]) is None
     status = s3world.run("poll_status.py", failed.json["job_id"], schema="poll_status")
-    assert status.execs == 1 and status.json["results"]["verified"], status   # reads what docker may have left
+    # the refusal came before `docker run` of the job, so it closed the job itself: nothing left to read
+    assert status.execs == 0 and status.json["results"]["verified"] and status.json.get("closed_at"), status
     assert "never launched" in status.json["results"]["note"]
     assert status.code == 1 and status.json["error"]["code"] == "INPUT_STAGING_FAILED"   # the submit's answer again
     s3world.assert_no_secret_anywhere()

@@ -106,16 +106,27 @@ def test_an_unknown_failure_gets_a_hint_with_the_exit_code_and_last_lines(world)
     assert any("Execution status: FAIL" in line for line in res.json["hint"]["evidence"])
 
 
+def test_a_dead_container_is_terminal_error_infra(world):
+    """moby: a dead container never runs again (its removal failed): the job ends ERROR, ERR_INFRA,
+    and the hint says its results dir is still on the instance to collect."""
+    job_id = hanging_job(world)
+    world.sim.set_container_state("box", job_id, Status="dead")
+    res = poll(world, job_id)
+    assert res.json["state"] == "ERROR" and res.json["observed"]["docker_status"] == "dead", res
+    assert res.json["hint"]["err_class"] == "ERR_INFRA" and "teardown.py" in res.json["hint"]["advice"]
+    assert states(world, job_id) == ["PENDING", "RUNNING", "ERROR"]
+    assert records(world).load(job_id)["terminal_state"] == "ERROR"
+    world.sim.set_container_state("box", job_id, Status="running")   # let teardown kill it
+
+
 @pytest.mark.parametrize("status, state", [("paused", "RUNNING"), ("restarting", "PENDING"),
-                                           ("removing", "UNKNOWN"), ("dead", "UNKNOWN")])
+                                           ("removing", "UNKNOWN")])
 def test_paused_restarting_removing_and_dead_containers(world, status, state):
     job_id = hanging_job(world)
     world.sim.set_container_state("box", job_id, Status=status)
     res = poll(world, job_id)
     assert res.code == 0 and res.json["state"] == state and res.json["observed"]["docker_status"] == status, res
     assert status in res.json["message"]
-    if status == "dead":
-        assert res.json["hint"]["err_class"] == "ERR_INFRA" and "teardown.py" in res.json["hint"]["advice"]
     expected = ["PENDING", "RUNNING"] + ([state] if state != "RUNNING" else [])
     assert states(world, job_id) == expected
     if state == "UNKNOWN":

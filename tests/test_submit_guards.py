@@ -276,6 +276,19 @@ def test_a_typo_in_arch_or_action_is_refused_with_the_closest_name(world, flag, 
     assert run_fix(world, error).code == 0
 
 
+def test_an_arch_and_an_action_typo_are_reported_at_once_and_next_is_the_corrected_call(world):
+    args = base_args(world)
+    args[args.index("--network-arch") + 1] = "visual_changent"
+    args[args.index("--action") + 1] = "trian"
+    res = world.run("submit.py", *args)
+    error = refused(res, "BAD_ARGUMENT", 2)
+    assert "'visual_changenet'" in error["message"] and "'train'" in error["message"], error
+    fixed = fix_command(error)
+    assert fixed[fixed.index("--network-arch") + 1] == "visual_changenet" and fixed[fixed.index("--action") + 1] == "train"
+    assert res.json["next"] == error["fix"].split(": ", 1)[1]       # next is the corrected command
+    assert run_fix(world, error).code == 0                            # one round, not two
+
+
 def test_an_unknown_arch_without_a_close_match_is_a_warning_that_says_what_is_known(world):
     args = base_args(world)
     args[args.index("--network-arch") + 1] = "zzz_brand_new"
@@ -323,6 +336,7 @@ def test_an_override_swallowed_by_inputs_says_to_put_it_after_the_double_dash(wo
     assert world.sim.exec_count() == before and records(world) == []
     fixed = fix_command(error)
     assert fixed[-len(stray) - 1:] == ["--", *stray]
+    assert res.json["next"] == error["fix"].split(": ", 1)[1]     # next is the corrected call, not --help
     ran = run_fix(world, error)
     assert ran.code == 0, ran
     assert all(word in world.sim.container("box", ran.json["job_id"])["Args"] for word in stray)

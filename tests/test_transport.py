@@ -280,3 +280,60 @@ def test_the_simulated_prompt_is_brevs(world):
     assert done.returncode == 1
     assert done.stdout == "You are currently logged out, would you like to log in? [Y/n]: "
     assert 'ssh connection failed and could not look up instance "box"' in done.stderr
+
+
+def test_search_returns_brevs_rows_for_gpu_and_cpu(world):
+    brev, _, _ = make_brev(world)
+    gpu = {row["type"]: row for row in brev.search("gpu")}
+    assert gpu["a2-highgpu-1g"]["price_per_hour"] == 4.09 and gpu["a2-highgpu-1g"]["stoppable"] is True
+    assert gpu["hyperstack_H100"]["stoppable"] is False and "n2-standard-8" not in gpu
+    assert [row["type"] for row in brev.search("cpu")] == ["n2-standard-8"]
+    assert [r["argv"][:3] for r in world.sim.audit() if r["tool"] == "brev"][-1] == ["search", "cpu", "--json"]
+    with pytest.raises(ValueError):
+        brev.search("tpu")
+
+
+@pytest.mark.parametrize("printed", ["not json", '{"items": []}'])
+def test_search_that_prints_no_array_is_brev_failed(world, tmp_path, printed):
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    (fake / "brev").write_text(f"#!/bin/sh\necho '{printed}'\n")
+    (fake / "brev").chmod(0o755)
+    brev = Brev(env={**world.env, "PATH": f"{fake}:/usr/bin:/bin"}, sleep=lambda s: None, log=lambda m: None)
+    with pytest.raises(TaoBrevError) as err:
+        brev.search("gpu")
+    assert err.value.code == "BREV_FAILED" and "did not print a JSON array" in err.value.message
+
+
+def test_search_keeps_only_objects_and_a_failed_search_is_brev_failed(world, tmp_path):
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    (fake / "brev").write_text("#!/bin/sh\necho '[{\"type\": \"x\"}, 3, null]'\n")
+    (fake / "brev").chmod(0o755)
+    brev = Brev(env={**world.env, "PATH": f"{fake}:/usr/bin:/bin"}, sleep=lambda s: None, log=lambda m: None)
+    assert brev.search("cpu") == [{"type": "x"}]
+    world.sim.add_brev_fault("search", "internal server error")
+    brev, _, _ = make_brev(world)
+    with pytest.raises(TaoBrevError) as err:
+        brev.search("gpu")
+    assert err.value.code == "BREV_FAILED" and "internal server error" in err.value.message
+
+
+def test_stop_stops_a_stoppable_instance_and_forgets_its_readiness(world):
+    brev, _, _ = make_brev(world)
+    brev.exec("box", "echo ok")
+    assert "box" in brev.ready_instances
+    brev.stop("box")
+    assert world.sim.instance("box")["status"] == "STOPPED" and "box" not in brev.ready_instances
+
+
+def test_stop_of_a_type_that_cannot_stop_is_brevs_refusal(world):
+    world.sim.add_instance("h100", instance_type="hyperstack_H100")
+    brev, _, _ = make_brev(world)
+    with pytest.raises(TaoBrevError) as err:
+        brev.stop("h100")
+    assert err.value.code == "BREV_FAILED" and 'instance "h100" does not support stop.' in err.value.message
+    assert world.sim.instance("h100")["status"] == "RUNNING"
+    with pytest.raises(TaoBrevError) as bad:
+        brev.stop("h100;x")
+    assert bad.value.code == "BAD_NAME"

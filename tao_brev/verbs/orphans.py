@@ -73,7 +73,7 @@ def orphans(ctx: Context, delete: bool = False, names: list[str] | None = None,
         return {"ok": True, **answer}, 0
 
     listed = {o["instance"]: o for o in found}
-    refused = [("NOT_AN_ORPHAN", f"{name}: not an orphan (see kept)") for name in names if name not in listed]
+    refused = [not_listed(name, kept) for name in names if name not in listed]
     targets = [listed[n] for n in names if n in listed] if names else [o for o in found if o["owned"]]
     failure = None
     for orphan in targets:
@@ -93,12 +93,38 @@ def orphans(ctx: Context, delete: bool = False, names: list[str] | None = None,
         answer["deleted"].append(orphan["instance"])
     if refused:
         code = refused[0][0]
-        fix = ORPHAN_REFUSED_FIX if code == "INSTANCE_DELETE_REFUSED" else None
+        fix = refusal_fix(code, names)
         err = TaoBrevError(code, "not deleted: " + "; ".join(message for _c, message in refused), fix)
         return {"ok": False, **answer, "error": err.to_json()}, err.exit_code
     if failure:
         return {"ok": False, **answer, "error": failure.to_json()}, failure.exit_code
     return {"ok": True, **answer}, 0
+
+
+# the rule, as the code applies it (survey, _refusal): who created the instance, and what runs on it
+RULE = ("--orphans deletes unasked only instances made for this bundle's jobs (an --ephemeral job ran on them), "
+        "and when named, an idle RUNNING instance it ran a job on; one it never ran a job on, or a STOPPED one "
+        "that was not made for it, belongs to whoever created it")
+
+
+def not_listed(name: str, kept: list[dict]) -> tuple[str, str]:
+    """NOT_AN_ORPHAN for a named instance that this run did not list as an orphan, with the reason
+    it was kept (or that brev ls does not list it)."""
+    reason = next((k["reason"] for k in kept if k["instance"] == name), None)
+    return "NOT_AN_ORPHAN", (f"{name}: not an orphan: {reason}" if reason
+                             else f"{name}: brev ls does not list an instance of that name")
+
+
+def refusal_fix(code: str, names: list[str]) -> str | None:
+    """The fix of a refused --orphans --delete / --stop: the exact listing command, and the rule."""
+    from ..nextstep import command
+
+    if code == "INSTANCE_DELETE_REFUSED":
+        return ORPHAN_REFUSED_FIX
+    if code != "NOT_AN_ORPHAN":
+        return None
+    return (f"Run {command('teardown.py', '--orphans')} to see why each was kept. The rule: {RULE} - its creator "
+            "stops or deletes it (brev stop NAME / brev delete NAME).")
 
 
 def survey(ctx: Context, price_per_hour: float | None = None) -> tuple[list[dict], list[dict]]:
@@ -186,19 +212,24 @@ def _orphan(ctx: Context, entry: dict, jobs: list[dict], reason: str, price_per_
     ours, owned = bool(jobs), teardown_mod.owns(ctx, name)
     idle_since = max((t for t in (_ended(ctx, j["job_id"]) for j in jobs) if t), default=None)
     idle_s = cost.seconds(idle_since, datetime.now(timezone.utc))
-    price, _source = cost.hourly_price(price_per_hour, entry.get("instance_type"))
+    from .. import prices
+
+    price, source, note = prices.price(ctx, price_per_hour, entry.get("instance_type"))
     out = {"instance": name, "id": entry.get("id"), "status": entry.get("status"),
            "instance_type": entry.get("instance_type"), "ours": ours, "owned": owned,
            "jobs": sorted(j["job_id"] for j in jobs), "reason": reason,
            "idle_since": idle_since.isoformat(timespec="seconds") if idle_since else None, "idle_s": idle_s,
-           "price_per_hour_usd": price,
+           "price_per_hour_usd": price, "price_source": source, "price_note": note,
            "estimated_idle_cost_usd": (round(idle_s / 3600 * price, 4)
                                        if idle_s is not None and price is not None else None),
            "blockers": teardown_mod.unverified_results(ctx, name), "deleted": False}
     out["advice"] = _advice(out)
     unsaved = [side["job_id"] for side in keep.pending(ctx, jobs)]
     if unsaved and not out["blockers"]:
-        out["advice"] += (f"; results of {', '.join(unsaved)} exist only on it: --delete first copies them back to "
+        from ..nextstep import command
+
+        out["advice"] += (f"; results of {', '.join(unsaved)} exist only on it: "
+                          f"{command('teardown.py', '--orphans', '--delete', '--instance', name)} first copies them back to "
                           "$TAO_STATE_DIR/brev/results/ and verifies them (sha256), and deletes nothing if that fails")
     if ours:
         say(f"orphans: {name} idles since {out['idle_since']} ({reason})")
@@ -225,14 +256,15 @@ def _advice(orphan: dict) -> str:
     if orphan["owned"]:
         return "owned by this bundle: teardown.py --orphans --delete deletes it"
     return (f"a reused instance: deleted only when named - teardown.py --orphans --delete --instance {name} "
-            "(copy what you need from it first)")
+            f"(copy what you need from it first); or keep it and stop its billing: teardown.py --orphans --stop "
+            f"--instance {name}")
 
 
 def _refusal(ctx: Context, orphan: dict) -> tuple[str, str] | None:
     """(code, why) when ``orphan`` must not be deleted now; checked right before the delete."""
     name = orphan["instance"]
     if not orphan["ours"]:
-        return "NOT_AN_ORPHAN", f"{name}: never used by this bundle (ours: false); it deletes only its own instances"
+        return "NOT_AN_ORPHAN", f"{name}: never used by this bundle (ours: false): {RULE}"
     problems = results_mod.recheck_instance(ctx, name)   # a LIST per verified job: nothing lost since?
     blockers = problems + teardown_mod.instance_blockers(ctx, name, None)
     if blockers:

@@ -297,7 +297,8 @@ def check_instance_state(report: Report, ctx: Context, req: PreflightRequest, en
     try:
         entry, started = _settle_instance(ctx, req, entry, deadline)
     except TaoBrevError as exc:
-        report.stop("instance", exc, **_instance_facts(exc.details.get("entry")))
+        near = {"did_you_mean": exc.details["did_you_mean"]} if exc.details.get("did_you_mean") else {}
+        report.stop("instance", exc, **_instance_facts(exc.details.get("entry")), **near)
     waited = ctx.clock() - started_at
     facts = _instance_facts(entry)
     how = (" after `brev start`" if started else "") + (f", waited {waited:.0f} s" if waited >= 1 else "")
@@ -317,9 +318,15 @@ def _settle_instance(ctx: Context, req: PreflightRequest, entry: dict | None,
     interval = _interval(deadline - ctx.clock(), INSTANCE_POLL_S)
     while True:
         if entry is None:
-            raise TaoBrevError("UNKNOWN_INSTANCE", f"{name} is not in `brev ls --json`")
+            from ..instance_names import closest, unknown_message
+
+            listed = [str(w.get("name") or "") for w in ctx.brev.ls()]
+            raise TaoBrevError("UNKNOWN_INSTANCE", unknown_message(name, listed),
+                               did_you_mean=closest(name, listed))
         status = str(entry.get("status") or "").upper()
         if status == "RUNNING":
+            if started:   # the bundle's own start bills from here: the next job's billed_parts.start_s
+                cost.note_start(ctx, name, ctx.clock() - start_at)
             return entry, started
         if status in BROKEN_STATES:
             raise TaoBrevError("INSTANCE_NOT_RUNNING", f"{name} is {status}{_reason(entry)}",
@@ -329,6 +336,7 @@ def _settle_instance(ctx: Context, req: PreflightRequest, entry: dict | None,
                 raise TaoBrevError("INSTANCE_NOT_RUNNING", f"{name} is STOPPED", STOPPED_FIX.format(name=name),
                                    entry=entry)
             say(f"preflight: starting {name} (brev start {name})")
+            start_at = ctx.clock()
             ctx.brev.start(name, timeout=max(deadline - ctx.clock(), BREV_TIMEOUT_S))
             started = True
         elif ctx.clock() + interval > deadline:
@@ -454,7 +462,7 @@ def check_on_instance(report: Report, ctx: Context, req: PreflightRequest, image
     disk = check_disk(report, answers, facts, results_root)
     ngc_check = check_ngc(report, answers, key, facts.present) if ngc else None
     if report.s3_target is not None:
-        check_s3_from_instance(report, answers, report.s3_target)
+        check_s3_from_instance(report, answers, report.s3_target, ctx, req)
     if facts:
         blocker = next((c for c in (docker, disk, ngc_check) if c is not None and not c.ok), None)
         authed = ngc_check is not None and ngc_check.data.get("status") == "AUTH_OK"
@@ -532,7 +540,8 @@ def combined_script(token: str, image: str | None, results_root: str,
     return "\n".join(parts)
 
 
-def check_s3_from_instance(report: Report, answers: Answers, target: S3Target) -> None:
+def check_s3_from_instance(report: Report, answers: Answers, target: S3Target, ctx: Context | None = None,
+                           req: PreflightRequest | None = None) -> None:
     """``s3_from_instance``: the transfers run ON the instance (staging.py's carrier), so the
     instance must reach the endpoint (a failure: S3_UNREACHABLE, nothing would be staged or
     uploaded) and should hold the carrier image (a warning: the first transfer pulls it)."""
@@ -549,10 +558,18 @@ def check_s3_from_instance(report: Report, answers: Answers, target: S3Target) -
                     elapsed_s=t, **data)
         return
     if not data["carrier_present"]:
+        from . import carrier_pull
+
+        if req is not None and req.pull:
+            carrier_pull.pull(report, ctx, req, target.carrier, t, data)
+            return
+        hint = [*(["--image", req.image] if req and req.image else []),
+                *(["--storage-tier", req.storage_tier] if req else []),
+                *(["--bucket", req.bucket] if req and req.bucket else [])]
         report.warn("s3_from_instance", f"{where} is reachable from the instance; the AWS CLI image "
-                    f"{target.carrier} is not on it: the first transfer pulls it (from Docker Hub)",
-                    f"Pull it now: brev exec {answers.instance} \"docker pull {target.carrier}\"",
-                    elapsed_s=t, **data)
+                    f"{target.carrier} is not on it: the first transfer pulls it "
+                    f"(from {carrier_pull.where(target.carrier)})",
+                    carrier_pull.pull_fix(answers.instance, hint), elapsed_s=t, **data)
         return
     report.passed("s3_from_instance", f"{where} is reachable from the instance and {target.carrier} is on it",
                   elapsed_s=t, **data)

@@ -34,7 +34,7 @@ import json
 import os
 
 from .. import redact, remote
-from ..cli import Context, say
+from ..cli import Context, say, warn
 from ..docker_state import docker_error_code, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..records import now_iso
@@ -92,7 +92,7 @@ def pending_launch(ctx: Context, record: dict, instance: str | None, source: str
     except TransportError as exc:
         if _instance_gone(ctx, instance):
             return _no_instance(ctx, job_id, instance, source)
-        say(f"reconcile {job_id}: instance {instance} did not answer; the record stays PENDING")
+        warn(f"reconcile {job_id}: instance {instance} did not answer; the record stays PENDING")
         return _unsettled(job_id, exc)
     if result.exit_code == EXIT_EXISTS:
         failed = failed_start(result.stdout)

@@ -139,12 +139,14 @@ def _upload_and_verify(ctx: Context, job_id: str, sidecar: dict, record: dict) -
 
     report = storage.verify_against_manifest(settings, destination, manifest)
     mismatched = [m["path"] for m in report["mismatched"]]
+    from ..names_guard import stored_names   # a result name holding a known value: its digest only
     # By content: every manifest file is there with its sha256, whoever uploaded it.
     verified = report["verified"] and not reported.unreadable
     update = {"uploaded": upload_error is None and reported.present, "verified": verified,
               "files": report["files"], "bytes": report["bytes"], "excluded": len(reported.entries) - len(kept),
-              "missing": report["missing"], "mismatched": mismatched, "unreadable": reported.unreadable,
-              "links": links, "upload_error": upload_error, "error": None if verified else upload_error,
+              "missing": stored_names(report["missing"]), "mismatched": stored_names(mismatched),
+              "unreadable": stored_names(reported.unreadable),
+              "links": [{**link, "path": name} for link, name in zip(links, stored_names([x["path"] for x in links]))], "upload_error": upload_error, "error": None if verified else upload_error,
               "checked_at": now_iso()}
     update["latest_checkpoint"] = resume.latest_checkpoint(manifest, links) if verified else None
     notes = [_links_note(links)] if links else []
@@ -251,10 +253,18 @@ def _manifest_path(ctx: Context, job_id: str):
 
 def _save_manifest(ctx: Context, job_id: str, manifest: list[dict], links: Optional[list[dict]] = None) -> None:
     """``{"files": [...], "links": [...]}``: the files (path, size, sha256) and the symbolic links
-    (path, target, dangling) the instance reported, so ``*_latest.pth`` keeps its target."""
+    (path, target, dangling) the instance reported, so ``*_latest.pth`` keeps its target. A name
+    holding a known value is stored as its digest only (names_guard.stored_names)."""
+    from ..names_guard import stored_names
+
     path = _manifest_path(ctx, job_id)
     private_dir(path.parent)   # 0700, the file 0600
-    atomic_write_json(path, {"files": manifest, "links": list(links or [])})
+    links = list(links or [])
+    files = [{**e, "path": n} for e, n in zip(manifest, stored_names([e["path"] for e in manifest]))]
+    targets = stored_names([str(x.get("target") or "") for x in links])
+    kept_links = [{**link, "path": n, "target": t if link.get("target") is not None else None}
+                  for link, n, t in zip(links, stored_names([x["path"] for x in links]), targets)]
+    atomic_write_json(path, {"files": files, "links": kept_links})
 
 
 def load_manifest(ctx: Context, job_id: str) -> Optional[list[dict]]:
@@ -268,9 +278,13 @@ def load_links(ctx: Context, job_id: str) -> list[dict]:
 
 
 def _read_manifest(ctx: Context, job_id: str) -> Optional[dict]:
-    """The saved manifest as ``{"files", "links"}`` (a bare list of files: one saved before links were)."""
+    """The saved manifest as ``{"files", "links"}`` (a bare list of files: one saved before links
+    were), read only as a regular file, bounded; None when absent or damaged."""
+    from ..fsio import read_text
+    from ..safe_read import loads
+
     try:
-        data = json.loads(_manifest_path(ctx, job_id).read_text())
+        data = loads(read_text(_manifest_path(ctx, job_id)))
     except (OSError, ValueError):
         return None
     if isinstance(data, list):

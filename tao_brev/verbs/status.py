@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from .. import cost, docker_state, logcap, redact, remote, resume_advice
 from .. import progress as progress_mod
-from ..cli import Context, note_job, note_state, say
+from ..cli import Context, note_job, note_state, say, warn
 from ..docker_state import JobState, after_instance_start, docker_error_code, from_inspect
 from ..errors import CODES, TaoBrevError, TransportError
 from ..records import check_job_id, current_state, is_terminal
@@ -240,9 +240,16 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
     if instance is None:
         raise TaoBrevError("CORRUPT_RECORD", f"job {job_id} names no instance (no sidecar, no backend ref)")
     deleted_at = sidecar.get("instance_deleted_at")
+    # torn down, then stopped by the bundle (teardown --stop-instance): an exec would start it (and bill)
+    stopped_at = sidecar.get("instance_stopped_at") if sidecar.get("teardown") and is_terminal(
+        record.get("terminal_state")) else None
     probe = None
     if deleted_at:   # nothing to ask - and never a new instance that took the name
         observed, logs = _deleted(instance, f"teardown deleted {instance} at {deleted_at}"), None
+    elif stopped_at:
+        observed = JobState(record["terminal_state"], f"closed; instance {instance} was stopped by teardown at "
+                                                      f"{stopped_at} and is not reached (that would start it)")
+        logs = None
     else:
         observed, logs, probe = _read_backend(ctx, instance, job_id, log_lines,
                                               results_instance_dir(record, sidecar), metrics)
@@ -254,7 +261,7 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
         out["hint"] = observed.hint
     out.update(watch_fields(ctx, record, observed, probe, metrics=metrics, stall_after=stall_after,
                             terminal=terminal))
-    full_log = logcap.full_log_command(instance, job_id) if not deleted_at else None
+    full_log = logcap.full_log_command(instance, job_id) if not (deleted_at or stopped_at) else None
     if log_lines > 0 and (logs is None or observed.docker_status is None):   # the container is gone
         saved = ctx.sidecars.saved_logs(job_id)
         if saved is not None:
@@ -289,7 +296,7 @@ def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: d
             result = ctx.brev.exec(answer["instance"], job_sections(token, job_id, log_lines), idempotent=True)
             observed, logs = read_job(remote.parse_sections(result.stdout, token), job_id, log_lines, token)
         except TaoBrevError as exc:
-            say(f"poll {job_id}: its container could not be read ({exc.message}); the answer stands")
+            warn(f"poll {job_id}: its container could not be read ({exc.message}); the answer stands")
         else:
             if observed.docker_status:
                 out["observed"] = observed.to_json()

@@ -29,6 +29,7 @@ job id: one -> adopt it; none -> mark ERROR (ERR_INFRA), a new submit with
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from .. import archs, bank, cost, credentials, hash_cache, known_secrets, nextst
 from .. import interpolation, resume, resume_advice, spec_paths, tao_gpus, yaml_bounded
 from .. import routing as routing_mod
 from ..cli import Context, deferred_interrupts, note_job, note_state, say
-from ..errors import TaoBrevError, TransportError
+from ..errors import CODES, TaoBrevError, TransportError
 from ..records import now_iso
 from ..remote import RunSpec
 from ..transport import FIRST_EXEC_TIMEOUT_S, check_instance, refuse_secrets
@@ -124,9 +125,18 @@ class SubmitRequest:
 
 
 def _read_spec(path: str) -> tuple[str, dict]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+    from ..safe_read import UnsafeFile, read_bytes
+
+    try:   # a regular file (a link to one is followed), opened without blocking, read up to the cap
+        text = read_bytes(path, MAX_SPEC_BYTES, follow=True).decode("utf-8")
+    except UnsafeFile as exc:
+        if exc.errno == errno.EFBIG:
+            raise TaoBrevError("BAD_SPEC", f"spec {path!r} is larger than {MAX_SPEC_BYTES} bytes",
+                               "Keep large data out of the spec: put it in an input (--inputs) and reference "
+                               "its path.") from None
+        raise TaoBrevError("SPEC_NOT_FOUND", f"cannot read spec {path!r}: it {exc.strerror}",
+                           "Pass --spec with the path of a TAO spec YAML file (a regular file).") from None
+    except OSError as exc:
         raise TaoBrevError("SPEC_NOT_FOUND", f"cannot read spec {path!r}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not UTF-8 text",
@@ -290,7 +300,9 @@ def _refuse_unsafe_credentials(ctx: Context, req: SubmitRequest) -> None:
              "--image": req.image, "--results-root": req.results_root, "--bucket": req.bucket,
              "--retry-of": req.retry_of, "--resume-from": req.resume_from}
     names.update({f"--inputs {i}": item for i, item in enumerate(req.inputs, 1)})
+    names.update({f"--upload-exclude {i}": item for i, item in enumerate(req.upload_excludes, 1)})
     known_secrets.refuse_in_identifiers(names, ctx.env)
+    known_secrets.refuse_in_env_identifiers(ctx.env)
 
 
 # An override typed where an input was expected: ``train.num_epochs=3`` (a key path, then =).
@@ -321,7 +333,8 @@ def _refuse_overrides_as_inputs(req: SubmitRequest) -> None:
         raise TaoBrevError("BAD_ARGUMENT", f"--inputs got {', '.join(swallowed)}, which look like TAO overrides "
                            "(key.path=value), not inputs (an input is SRC[=NAME] with SRC '~/...', '/...', a "
                            "local path or s3://...): --inputs takes every word up to the next flag",
-                           f"Put overrides after `--` at the end: {req.rerun(to_overrides=tuple(swallowed))}")
+                           f"Put overrides after `--` at the end: {req.rerun(to_overrides=tuple(swallowed))}",
+                           answer={"next": req.rerun(to_overrides=tuple(swallowed))})   # the corrected call
 
 
 def _check_arch(ctx: Context, req: SubmitRequest, image: str) -> list[str]:
@@ -346,8 +359,15 @@ def _check_arch(ctx: Context, req: SubmitRequest, image: str) -> list[str]:
     if unknown.why:
         raise TaoBrevError("BAD_ARGUMENT", unknown.message(image),
                            f"Use the image that runs it: {req.rerun(set_flags={'--image': unknown.image})}")
-    fix = f"Use {unknown.closest!r}: {req.rerun(set_flags={'--' + unknown.flag: unknown.closest})}"
-    raise TaoBrevError("BAD_ARGUMENT", unknown.message(image), fix, known=list(unknown.known))
+    found = [unknown]
+    if unknown.flag == "network-arch":   # every typo of the call at once: the action of the arch it meant
+        second = archs.check(unknown.closest, req.action, image, networks, version).refusal
+        if second is not None and second.flag == "action" and second.closest:
+            found.append(second)
+    corrected = req.rerun(set_flags={"--" + u.flag: u.closest for u in found})
+    fix = f"Use {' and '.join(repr(u.closest) for u in found)}: {corrected}"
+    raise TaoBrevError("BAD_ARGUMENT", "; ".join(u.message(image) for u in found), fix,
+                       known=list(found[-1].known), answer={"next": corrected})   # the corrected call is next
 
 
 def _instance_running(ctx: Context, req: SubmitRequest) -> None:
@@ -374,6 +394,9 @@ def _instance_running(ctx: Context, req: SubmitRequest) -> None:
 
 def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     _refuse_env_values(req)   # before anything reads the --env words as names
+    from ..limits import refuse_long_env, refuse_long_script
+
+    refuse_long_env(req.env_names, ctx.env)   # before any value is indexed for redaction
     _refuse_unsafe_credentials(ctx, req)
     check_instance(req.instance)
     _refuse_overrides_as_inputs(req)
@@ -416,6 +439,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                           if resumed and resumed.source == "s3" else "")
     script = _script(run, spec_text, "\n".join(filter(None, [_inputs_check(mounts) if not stage else "", extra])))
     refuse_secrets(script, "submit command", ctx.env)
+    refuse_long_script(script, len(req.overrides))   # execve's E2BIG, before a record opens
     if req.dry_run:
         if stage:
             stage.prepare(upload=False)
@@ -451,6 +475,9 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     _instance_running(ctx, req)   # before the first exec: brev exec would start a STOPPED instance
     if stage:
         stage.prepare()   # uploads before the record opens: a failed upload leaves nothing behind
+    from .. import env_proof
+
+    proof = env_proof.proof(ctx.state_root, ctx.env, req.env_names)   # digests, kept: later verbs prove values
 
     with deferred_interrupts():   # the record and the note that names it in every answer appear together
         record = ctx.records.open(image=resolved["image"], network_arch=req.network_arch, action=req.action,
@@ -462,6 +489,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         note_state("PENDING")
     backend_ref = f"{req.instance}/{job_id}"
     ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral, env_names=list(req.env_names),
+                        env_proof=proof,
                         results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
                                  "destination": routing.destination(job_id)},
                         inputs=stage.answer()["inputs"] if stage else [],
@@ -566,7 +594,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     else:
         code = docker_code
         why = f"docker run failed (exit {result.exit_code}): {redact.tail(result.stderr or out, 500)}"
-    _mark_never_launched(ctx, job_id, why, code)
+    _mark_never_launched(ctx, job_id, why, code, fix)
     raise TaoBrevError(code, f"submit refused: {why}", fix,
                        answer={**answer, "state": "ERROR", "backend_ref": None})
 
@@ -612,11 +640,29 @@ def _interrupted(answer: dict) -> TaoBrevError:
                         answer={**answer, "state": "PENDING"})
 
 
-def _mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None = None) -> None:
-    """Close a launch that was refused (``code``: the answer's error code; later polls repeat it)."""
-    ctx.records.mark(job_id, "ERROR", message=f"never launched: {why}", source="agent")
-    ctx.sidecars.update(job_id, launch={"state": "refused", "finished_at": now_iso(),
+# refusals decided by the submit script's checks BEFORE `docker run` (remote.submit_script): nothing was
+# created on the instance, so the refusal closes the job itself (no teardown is left to do)
+REFUSED_BEFORE_RUN = ("INPUT_NOT_FOUND", "IMAGE_NOT_PULLED", "GPUS_BUSY", "DOCKER_NOT_FOUND", "SPEC_NOT_WRITTEN",
+                      "DISK_FULL", "INPUT_STAGING_FAILED")
+# the caller's own input was wrong: retrying the same call cannot help (the TAO bank's ERR_PROGRAM), never ERR_INFRA
+USER_ERRORS = ("INPUT_NOT_FOUND",)
+
+
+def _mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None = None,
+                         fix: str | None = None) -> None:
+    """Close a launch that was refused (``code``: the answer's error code; later polls repeat it,
+    with its class: ERR_PROGRAM for the caller's own mistake, else ERR_INFRA). A refusal before
+    ``docker run`` (REFUSED_BEFORE_RUN) left nothing on the instance: it is closed here too."""
+    err_class = "ERR_PROGRAM" if code in USER_ERRORS or (code in CODES and CODES[code].exit_code == 2) \
+        else "ERR_INFRA"
+    ctx.records.mark(job_id, "ERROR", message=f"never launched: {why}", source="agent", err_class=err_class)
+    hint = {"err_class": err_class, "reason": f"refused before launch ({code or 'NEVER_LAUNCHED'}): nothing ran",
+            "advice": fix or CODES[code if code in CODES else "NEVER_LAUNCHED"].fix, "evidence": [why]}
+    ctx.sidecars.update(job_id, launch={"state": "refused", "finished_at": now_iso(), "hint": hint,
                                         **({"code": code} if code else {})})
+    if code in REFUSED_BEFORE_RUN:
+        ctx.sidecars.update(job_id, teardown={"at": now_iso(), "container_removed": False,
+                                              "closed_by": "the submit's refusal (nothing was launched)"})
 
 
 def _run_spec(req: SubmitRequest, image: str, job_id: str, routing, mounts, env_file, gpu_plan=None,

@@ -38,7 +38,7 @@ import re
 
 from .. import lazy_re
 from .. import cost, logcap, redact, remote
-from ..cli import Context, note_job, note_state, say
+from ..cli import Context, note_job, note_state, say, warn
 from ..docker_state import after_instance_start, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..records import current_state, is_terminal, now_iso
@@ -85,7 +85,7 @@ def _observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[s
     archived = {name: sec for name, sec in sections.items() if name.startswith("save:")}
     own = sections.get("own")
     if own is not None and own.exit_code != 0:
-        say(f"teardown {job_id}: could not hand the results to the instance user: {redact.tail(own.output, 300)}")
+        warn(f"teardown {job_id}: could not hand the results to the instance user: {redact.tail(own.output, 300)}")
     if "state" not in sections or "rm" not in sections:
         raise TransportError("TRANSPORT_FAILED", f"incomplete answer from {instance} for teardown of {job_id}")
     if sections["rm"].exit_code != 0 and not NO_SUCH_CONTAINER.search(sections["rm"].output):
@@ -238,9 +238,11 @@ def _finalize_results(ctx: Context, job_id: str, sidecar: dict, instance_gone: b
 
 
 def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, force: bool = False,
-             price_per_hour: float | None = None, discard_results: bool = False) -> tuple[dict, int]:
+             price_per_hour: float | None = None, discard_results: bool = False,
+             stop_instance: bool = False) -> tuple[dict, int]:
     """Tear one job down (see the module doc). ``delete_instance``: True = asked by name
     (``--delete-instance``), False = never (``--keep-instance``), None = when this bundle owns it.
+    ``stop_instance``: ``brev stop`` it instead once the results are safe (``verbs/stop.py``).
     ``discard_results``: delete even though results exist only on the instance (``keep``)."""
     cost.check_price(price_per_hour)
     try:
@@ -271,6 +273,15 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
         out["cost"] = cost.facts(ctx, job_id, owned=False, price_per_hour=price_per_hour, lookup=False)
         return out, 0
 
+    if sidecar.get("instance_stopped_at") and sidecar.get("teardown") and is_terminal(record.get("terminal_state")):
+        # torn down and stopped by the bundle: any exec would start it again (and bill)
+        answer.update(instance_stopped=True, state=record.get("terminal_state"))
+        answer["warnings"].append(f"instance {instance} was stopped by teardown at {sidecar['instance_stopped_at']}; "
+                                  "nothing left to remove (reaching it would start it)")
+        out = {"ok": True, **answer}
+        out["cost"] = cost.facts(ctx, job_id, owned=owns(ctx, instance), price_per_hour=price_per_hour, lookup=False)
+        return out, 0
+
     earlier_cancel = sidecar.get("cancel")
     if not is_terminal(record.get("terminal_state")) and not earlier_cancel:   # intent first, then act
         ctx.sidecars.update(job_id, cancel={"requested_at": now_iso(), "by": "teardown"})
@@ -289,7 +300,13 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
     _finalize_results(ctx, job_id, sidecar, gone, answer)
 
     owned = not gone and owns(ctx, instance)
-    if not gone and (delete_instance is True or (delete_instance is None and owned)):
+    if stop_instance and not gone:
+        from . import stop
+
+        out, code = stop.after_teardown(ctx, job_id, instance, answer,
+                                        live_jobs(ctx, instance, job_id) + unverified_results(ctx, instance),
+                                        [side["job_id"] for side in jobs_on(ctx, instance)])
+    elif not gone and (delete_instance is True or (delete_instance is None and owned)):
         out, code = _delete(ctx, job_id, instance, answer, asked=delete_instance is True, force=force,
                             discard=discard_results, archived=archived)
     else:
@@ -427,7 +444,7 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
     only when the caller gave ``stall_after`` explicitly (a stall is a heuristic;
     the explicit threshold is the request to act); the answer then carries
     ``stalled_s`` (seconds without a sign of life, also in ``cost.stalled_s``)
-    and keeps the JOB_STALLED error. Safe to kill and rerun at any point:
+    and answers ``ok: true``, exit 0, the job CANCELED (``stall_teardown``: what was saved). Safe to kill and rerun at any point:
     verified results are not sent again, a deleted instance is not asked again.
 
     The answer is the poll's, with ``teardown`` (its answer) and the final ``cost``.
@@ -459,7 +476,28 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
     if "cost" in down:
         out["cost"] = down.pop("cost")
     out["teardown"] = down
+    if down.get("state"):   # one story: the answer's state is the record's after the teardown
+        out["state"] = down["state"]
+        if "terminal_state" in out and is_terminal(down["state"]):
+            out["terminal_state"] = down["state"]
     if down_code != 0:
         out.update(ok=False, error=down["error"])
         code = down_code
+    elif stalled:   # the stop that --stall-after asked for happened: done, not a failure
+        out.pop("error", None)
+        out.update(ok=True, stall_teardown=_stall_story(ctx, job_id, out, down, stall_after))
+        code = 0
     return out, code
+
+
+def _stall_story(ctx: Context, job_id: str, out: dict, down: dict, stall_after: float) -> dict:
+    """What the stall teardown did and what it kept: the job CANCELED after ``stalled_s`` without a
+    sign of life, its last log lines saved here, its results where the teardown left them."""
+    logs = ctx.sidecars.logs_path(job_id)
+    results = down.get("results") or {}
+    return {"state": down.get("state"), "stalled_s": out.get("stalled_s"), "stall_after_s": stall_after,
+            "logs_saved_to": str(logs) if logs.is_file() else None,
+            "results": ({k: results.get(k) for k in ("kind", "destination", "verified") if k in results}
+                        if results else None),
+            "results_saved_to": down.get("results_saved_to"),
+            "results_dir_on_instance": None if down.get("instance_deleted") else down.get("results_dir")}

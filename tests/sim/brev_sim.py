@@ -5,7 +5,8 @@ read from brevdev/brev-cli: ``pkg/cmd/exec/exec.go`` (argument parsing, stdin
 names, the echoed instance name, the retry after ANY non-zero ssh exit),
 ``pkg/cmd/util/ssh.go`` (WaitForSSHToBeAvailable: up to 40 probes;
 StartWorkspaceIfStopped), ``pkg/cmd/ls/ls.go`` (``--json`` shape),
-``pkg/cmd/delete/delete.go``, ``pkg/cmd/login/login.go``, ``main.go`` +
+``pkg/cmd/delete/delete.go``, ``pkg/cmd/stop/stop.go``, ``pkg/cmd/gpusearch/gpusearch.go``
+(tests/sim/catalog.py), ``pkg/cmd/login/login.go``, ``main.go`` +
 ``pkg/cmd/cmderrors`` (an error is one message and exit status 1).
 
 "ssh" is simulated: the command string runs as ``bash -c COMMAND`` in the
@@ -32,6 +33,7 @@ import sys
 import time
 from pathlib import Path
 
+import catalog
 import real_host
 from containers import ContainerStore
 from pflag import FlagError, FlagSpec, parse
@@ -376,14 +378,15 @@ class Brev:
             if status == "RUNNING" and inst.get("health_status") == "UNHEALTHY":
                 status = "UNHEALTHY"
             ready = inst["status"] == "RUNNING" and inst.get("build_status") == "COMPLETED"
-            gpus = inst.get("gpus") or []
             rows.append({"name": name, "id": inst["id"], "status": status,
                          "build_status": inst.get("build_status", "COMPLETED"),
                          "shell_status": "READY" if ready else "NOT READY",
                          "health_status": inst.get("health_status", "HEALTHY"),
                          "instance_type": inst.get("instance_type", ""),
                          "instance_kind": inst.get("instance_kind", "gpu"),
-                         "gpu": f"{len(gpus)}x {gpus[0]}" if gpus else ""})
+                         # ls.go getGPUForInstance: the search list's GPU name of the type ("A100"), else "-"
+                         "gpu": (catalog.types(self.world.state()).get(inst.get("instance_type") or "") or {})
+                         .get("gpu_name") or "-"})
         if flags.get("json"):
             out(json.dumps({"workspaces": rows or None}, indent=2))
             return 0
@@ -432,14 +435,47 @@ class Brev:
         _, positionals = self.flags(args, FlagSpec.make(bools="all"))
         names = self.names_from(positionals)
         self.require_auth()
+        self.take_brev_fault("stop")
+        errors = []   # stop.go: each name's error collected (multierror), the others still stopped
         for name in names:
-            inst = self.lookup(name)
+            try:
+                inst = self.lookup(name)
+                if not catalog.stoppable(self.world.state(), inst):   # stop.go validateWorkspaceStoppable
+                    raise BrevError(f'instance "{inst["name"]}" does not support stop.')
+            except BrevError as exc:
+                errors.append(str(exc))
+                continue
             if inst.get("remote_user"):
                 real_host.end_vm(inst, remove=False)
             ContainerStore(self.world.docker_dir(inst["name"])).kill_all(remove=False)
             with self.world.edit_instance(inst["name"]) as data:
                 data["status"] = "STOPPED"
             out(inst["name"] if stdout_piped() else f"Instance {inst['name']} is stopping.")
+        if errors:
+            raise BrevError(multierror(errors))
+        return 0
+
+    # search ---------------------------------------------------------------------------
+    def cmd_search(self, args: list[str]) -> int:
+        """brev-cli pkg/cmd/gpusearch/gpusearch.go: ``search [gpu|cpu]`` (gpu the default),
+        ``--json`` an array of GPUInstanceInfo, ``[]`` when none match (tests/sim/catalog.py)."""
+        flags, positionals = self.flags(args, FlagSpec.make(
+            bools="json stoppable rebootable flex-ports descending wide",
+            values="gpu-name min-vram min-total-vram min-capability sort provider arch min-ram min-disk "
+                   "min-vcpu max-boot-time", short="g=gpu-name s=sort"))
+        self.audit()
+        self.require_auth()
+        self.take_brev_fault("search")
+        kind = positionals[0] if positionals else "gpu"
+        if kind not in ("gpu", "cpu"):
+            raise BrevError(f'unknown command "{kind}" for "brev search"')
+        rows = catalog.rows(self.world.state(), kind, stoppable_only=bool(flags.get("stoppable")))
+        if flags.get("json"):
+            out(json.dumps(rows, indent=2))
+            return 0
+        for r in rows:
+            out(f"{r['type']}  {r['gpu_name']}  {r['gpu_count']}  ${r['price_per_hour']:.2f}/hr  "
+                f"{'S' if r['stoppable'] else '-'}")
         return 0
 
     def cmd_start(self, args: list[str]) -> int:

@@ -277,6 +277,12 @@ class Simulator:
         """The pid of the detached ssh master (ControlPersist) of ``instance``, if one was left."""
         return self.world.state()["ssh_masters"].get(instance)
 
+    def set_instance_types(self, types: dict[str, dict] | None) -> None:
+        """The account's instance types for ``brev search`` / ``brev stop`` (tests/sim/catalog.py
+        DEFAULT_TYPES' shape: ``price_per_hour``, ``stoppable``, ``gpu_name``...); None: the default."""
+        with self.world.edit_state() as state:
+            state["instance_types"] = types
+
     def set_timing(self, **settings: Any) -> None:
         """Override simulator settings (see ``simstate.DEFAULT_SETTINGS``)."""
         with self.world.edit_state() as state:
@@ -433,6 +439,9 @@ def _cli(argv: list[str]) -> int:
     init.add_argument("--ngc-key", default=None, help="the key docker login nvcr.io accepts")
     init.add_argument("--banner", default="")
     init.add_argument("--shell", action="store_true", help="print `export NAME=value` lines for eval, not JSON")
+    init.add_argument("--state-dir", default=None, help="also export TAO_STATE_DIR=this (a private rehearsal)")
+    init.add_argument("--example-data", action="store_true",
+                      help="copy examples/data/levir_cd_tiny to ~/tao-data/ on each instance (tier A inputs)")
     for name in ("audit", "close"):
         sub.add_parser(name).add_argument("root")
     args = parser.parse_args(argv)
@@ -448,10 +457,18 @@ def _cli(argv: list[str]) -> int:
     if args.ngc_key is not None:
         sim.set_ngc_key(args.ngc_key)
     for name in args.instance:
-        sim.add_instance(name, gpus=args.gpu or ("NVIDIA A100-SXM4-80GB",), ssh_delay_s=args.ssh_delay,
-                         banner=args.banner)
+        home = sim.add_instance(name, gpus=args.gpu or ("NVIDIA A100-SXM4-80GB",), ssh_delay_s=args.ssh_delay,
+                                banner=args.banner)
+        if args.example_data:
+            import shutil
+
+            shutil.copytree(_SIM_DIR.parents[1] / "examples" / "data" / "levir_cd_tiny",
+                            home / "tao-data" / "levir_cd_tiny", dirs_exist_ok=True)
     env = sim.env()
     exported = {"PATH": env["PATH"], STATE_ENV: env[STATE_ENV]}
+    if args.state_dir:   # a rehearsal: its specs carry the stand-in's simulate: block, which TAO's schema lacks
+        exported["TAO_BREV_SPEC_LEAVE_OUT"] = "simulate"
+        exported["TAO_STATE_DIR"] = str(Path(args.state_dir).absolute())
     if args.shell:
         print("".join(f"export {name}={shlex.quote(value)}\n" for name, value in exported.items()), end="")
     else:

@@ -1,0 +1,88 @@
+"""File names that hold a known value: refused at staging, kept only as digests elsewhere.
+
+A name is tainted like any text from outside (``known_secrets.find(..., decoded=True)``:
+every form, every reading ``taint.views`` gives). Input file names are refused before
+anything is uploaded or cached (:func:`refuse_names`, SECRET_IN_IDENTIFIER naming the
+input and the file's place in its listing, never the name). A result file name, or any
+name a state file would keep (``hash-cache.json``, ``s3-index/*.json``, manifests), is
+replaced by :func:`stored_name` (``sha256:<hex of the name>``) or left out
+(:func:`without_tainted`): a state file never holds the value, not even redacted.
+One search over all names joined (a manifest may list 100,000 files); names are searched
+one by one only when that search hits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable, Mapping, Sequence
+
+from . import known_secrets
+from .errors import TaoBrevError
+
+DIGEST_PREFIX = "sha256:"
+
+
+def _hits(names: Sequence[str], env: Mapping[str, str] | None) -> list[int]:
+    """Indexes of ``names`` that hold a known value (in any form or reading)."""
+    texts = [n for n in names if isinstance(n, str)]
+    if not texts or not known_secrets.find("\n".join(texts), env, decoded=True):
+        return []
+    return [i for i, name in enumerate(names) if isinstance(name, str) and known_secrets.find(name, env, decoded=True)]
+
+
+def refuse_names(names: Sequence[str], where: str, env: Mapping[str, str] | None = None) -> None:
+    """SECRET_IN_IDENTIFIER when one of ``names`` (file names of ``where``, e.g. ``input data``)
+    holds a known value; the message gives the variable and the file's number, never the name."""
+    hits = _hits(list(names), env)
+    if not hits:
+        return
+    found = known_secrets.find(names[hits[0]], env, decoded=True)
+    var = found[0][0]
+    raise TaoBrevError("SECRET_IN_IDENTIFIER",
+                       f"{where}: file {hits[0] + 1} of {len(names)} (sorted by path) has a name holding the value "
+                       f"of {var} ({found[0][1]}); {len(hits)} file name(s) do: nothing was uploaded or recorded",
+                       f"Rename the file(s) whose name holds the value of {var} (a name is stored and shown "
+                       f"wherever the file is listed), or unset {var} if it holds no credential; then run the same "
+                       "command again.", variable=var, argument=where)
+
+
+def stored_name(name: str, env: Mapping[str, str] | None = None) -> str:
+    """``name``, or ``sha256:<hex>`` of it when it holds a known value (a state file keeps the digest)."""
+    if isinstance(name, str) and known_secrets.find(name, env, decoded=True):
+        return DIGEST_PREFIX + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()
+    return name
+
+
+def stored_names(names: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
+    """:func:`stored_name` of each, with one search when none holds a value."""
+    hits = set(_hits(list(names), env))
+    return [stored_name(n, env) if i in hits else n for i, n in enumerate(names)]
+
+
+def without_tainted(mapping: Mapping[str, object], env: Mapping[str, str] | None = None) -> dict:
+    """``mapping`` without the entries whose key holds a known value (a cache keyed by path)."""
+    keys = list(mapping)
+    drop = {keys[i] for i in _hits(keys, env)}
+    return {k: v for k, v in mapping.items() if k not in drop}
+
+
+def tainted(names: Iterable[str], env: Mapping[str, str] | None = None) -> list[str]:
+    """The names that hold a known value."""
+    names = list(names)
+    return [names[i] for i in _hits(names, env)]
+
+
+def resolve_keys(paths: Iterable[str], listed: Iterable[str], prefix: str) -> dict[str, str]:
+    """{``sha256:<hex>`` path: the listed key it stands for}: a manifest kept a tainted result
+    name as its digest (:func:`stored_name`); the object under ``prefix`` is found by the digest
+    of its name. Empty when no path is a digest."""
+    wanted = {p for p in paths if isinstance(p, str) and p.startswith(DIGEST_PREFIX)}
+    if not wanted:
+        return {}
+    found = {}
+    for key in listed:
+        if key.startswith(prefix):
+            digest = DIGEST_PREFIX + hashlib.sha256(key[len(prefix):].encode("utf-8", "surrogateescape")).hexdigest()
+            if digest in wanted:
+                found[digest] = key
+    return found

@@ -1,0 +1,147 @@
+"""Instance-type facts from brev itself: the hourly price and whether the type can stop.
+
+Source: ``brev search gpu --json`` and ``brev search cpu --json`` (brev-cli
+pkg/cmd/gpusearch/gpusearch.go: an array of GPUInstanceInfo, ``type``,
+``price_per_hour`` in USD - ProcessInstances parses the API's ``base_price.amount`` -
+and ``stoppable``). Both lists are cached with the time they were fetched in
+``$TAO_STATE_DIR/brev/instance-types.json``; a cache older than CACHE_MAX_AGE_S is
+fetched again when a caller may call brev (``lookup``). When brev cannot be asked
+the cache is used whatever its age (its date is named), then
+``references/prices.yaml`` - a fallback of approximate public list prices, and every
+answer priced from it says so.
+
+Nothing here fails a verb: brev's errors become a line on stderr and an unknown (None).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+from .cli import Context, warn
+from .errors import TaoBrevError
+
+CACHE_MAX_AGE_S = 24 * 3600.0     # brev's prices change rarely; a day-old list is asked again
+MISS_REFETCH_AGE_S = 600.0        # a type missing from a list at least this old: ask brev once more
+KINDS = ("gpu", "cpu")
+
+
+def cache_path(ctx: Context) -> Path:
+    return ctx.state_root / "brev" / "instance-types.json"
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _age_s(cache: dict) -> Optional[float]:
+    from .cost import parse_ts
+
+    at = parse_ts(cache.get("fetched_at"))
+    return None if at is None else (_now() - at).total_seconds()
+
+
+def read_cache(ctx: Context) -> dict:
+    """The cached lists (``{"fetched_at", "types": {type: {usd_per_hour, stoppable, kind}}}``), or {}."""
+    from .fsio import read_text
+    import json
+
+    try:
+        data = json.loads(read_text(cache_path(ctx)))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) and isinstance(data.get("types"), dict) else {}
+
+
+def types_from_rows(rows: list[dict], kind: str) -> dict[str, dict]:
+    """``{type: {"usd_per_hour", "stoppable", "kind"}}`` from brev search rows (one row per GPU
+    of a type: the first row of a type wins); rows without a type or a numeric USD price
+    (``price_per_hour``, else ``base_price.amount``) are skipped."""
+    out: dict[str, dict] = {}
+    for row in rows:
+        name, price = row.get("type"), row.get("price_per_hour", _api_price(row.get("base_price")))
+        if not isinstance(name, str) or not name or name in out:
+            continue
+        if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
+            continue
+        out[name] = {"usd_per_hour": float(price), "stoppable": row.get("stoppable") is True, "kind": kind}
+    return out
+
+
+def _api_price(base_price) -> Optional[float]:
+    """The API's ``base_price`` ``{"currency": "USD", "amount": "1.006"}`` (gpusearch.go BasePrice), which
+    ProcessInstances turns into ``price_per_hour``: read too, for a listing that carries only it."""
+    if not isinstance(base_price, dict) or str(base_price.get("currency", "USD")).upper() != "USD":
+        return None
+    try:
+        return float(base_price.get("amount"))
+    except (TypeError, ValueError):
+        return None
+
+
+def fetch(ctx: Context) -> dict:
+    """Ask brev (both kinds) and cache the answer; raises TaoBrevError when brev fails."""
+    from .fsio import atomic_write_json, private_dir
+
+    table: dict[str, dict] = {}
+    for kind in KINDS:
+        table.update({k: v for k, v in types_from_rows(ctx.brev.search(kind), kind).items() if k not in table})
+    cache = {"fetched_at": _now().isoformat(timespec="seconds"), "source": "brev search gpu|cpu --json",
+             "types": table}
+    private_dir(cache_path(ctx).parent)
+    atomic_write_json(cache_path(ctx), cache)
+    return cache
+
+
+def catalog(ctx: Context, lookup: bool, want: Optional[str] = None) -> dict:
+    """The cached lists, fetched first when ``lookup`` and they are missing, older than
+    CACHE_MAX_AGE_S, or lack ``want`` while older than MISS_REFETCH_AGE_S. {} when none."""
+    cache = read_cache(ctx)
+    age = _age_s(cache) if cache else None
+    stale = age is None or age > CACHE_MAX_AGE_S or age < 0
+    missing = want is not None and want not in cache.get("types", {}) and (age is None or age > MISS_REFETCH_AGE_S)
+    if lookup and (stale or missing):
+        try:
+            return fetch(ctx)
+        except TaoBrevError as exc:
+            warn(f"instance types: brev search failed ({exc.code}); "
+                + (f"using the list fetched {cache['fetched_at']}" if cache else "no cached list"))
+    return cache
+
+
+def type_facts(ctx: Context, instance_type: Optional[str], lookup: bool = True) -> tuple[Optional[dict], dict]:
+    """(the type's entry or None, the catalog it came from)."""
+    if not instance_type:
+        return None, {}
+    cache = catalog(ctx, lookup, want=instance_type)
+    return (cache.get("types") or {}).get(instance_type), cache
+
+
+def price(ctx: Context, explicit: Optional[float], instance_type: Optional[str],
+          lookup: bool = True) -> tuple[Optional[float], Optional[str], Optional[str]]:
+    """(USD per hour, source, a note naming it) - source ``flag`` (``--price-per-hour``),
+    ``brev search`` (its fetch date in the note), ``prices.yaml`` (a fallback, said so), or
+    (None, None, why none)."""
+    if explicit is not None:
+        return explicit, "flag", "--price-per-hour"
+    entry, cache = type_facts(ctx, instance_type, lookup)
+    if entry is not None:
+        return entry["usd_per_hour"], "brev search", (f"brev search {entry['kind']} --json, fetched "
+                                                      f"{cache.get('fetched_at')}")
+    from .cost import load_prices
+
+    table = load_prices()
+    why = "brev search did not list it" if cache else "brev search could not be asked"
+    if instance_type and instance_type in table:
+        return table[instance_type], "prices.yaml", (f"references/prices.yaml, a FALLBACK ({why}): an approximate "
+                                                     f"public list price of {instance_type}, not brev's")
+    if not instance_type:
+        return None, None, "instance type unknown (pass --price-per-hour USD)"
+    return None, None, f"no price for {instance_type}: {why} and prices.yaml has none (pass --price-per-hour USD)"
+
+
+def stoppable(ctx: Context, instance_type: Optional[str], lookup: bool = True) -> Optional[bool]:
+    """Whether brev can stop an instance of this type (brev search's ``stoppable``); None: unknown."""
+    entry, _cache = type_facts(ctx, instance_type, lookup)
+    return None if entry is None else entry["stoppable"]

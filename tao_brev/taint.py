@@ -1,0 +1,319 @@
+"""Text from a job or an instance is tainted until checked: the normaliser behind the guarantee.
+
+``known_secrets`` finds each known value in the forms it computes from the value
+(verbatim, URL-, JSON-, base64-, hex-encoded...). A job may write a value in a form
+that list does not hold (``printf %q``, ``encodeURIComponent``, JSON nested three
+deep, base64 wrapped at 76 columns or of UTF-16LE, HTML entities, quoted-printable,
+colour codes inside it, split over two lines). This module goes the other way: it
+DECODES the text, one layer of each common encoding and the layers below it, and
+searches each reading (a *view*) for every form of every known value, with
+whitespace, quotes, backslashes and control characters dropped on both sides.
+
+Decoders (each linear in the text's length; at most :data:`MAX_VIEWS` views, each at
+most :data:`MAX_VIEW_CHARS` characters, so the whole check is linear):
+
+* terminal escapes (CSI, OSC, DCS, single-character ESC sequences, C1 controls) removed;
+* lines joined where a token is broken (newline and indentation dropped);
+* URL percent-escapes (``%41``, ``+`` for blank, ``%u0041``), once and twice;
+* backslash escapes of any case and depth (JSON/Go ``\\u00F6`` ``\\u0026``, Python
+  ``\\x41`` ``\\101`` ``\\U0001F600``, JS ``\\u{41}``, shell ``\\ ``, ``$'...'``), repeated
+  until none is left (JSON inside JSON inside JSON); a Python bytes repr read as UTF-8;
+* HTML entities (named, decimal, hex), twice;
+* quoted-printable (``=41``, soft line breaks ``=\\n``);
+* base64 and base64url runs (padded or not, wrapped or not, at each of the 4 offsets),
+  read as UTF-8, UTF-16LE and Latin-1;
+* hex runs, separated or not (``de:ad:be:ef``, ``0x41,0x42``, ``41 42``), and decimal
+  byte lists (``[118, 97, ...]``), read the same ways;
+* Unicode compatibility forms (NFKC: full-width letters).
+
+A hit says only that the text holds a known value in some reading; the caller
+withholds the line it came from (:func:`withhold_lines`). Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+import unicodedata
+from typing import Callable, Iterable
+from urllib.parse import unquote, unquote_plus
+
+MAX_VIEWS = 96                 # readings of one text, at most
+MAX_VIEW_CHARS = 1 << 20       # characters of one reading (1 MiB), at most
+MAX_BACKSLASH_DEPTH = 8        # JSON inside JSON ..., layers decoded
+MIN_FORM = 8                   # known_secrets.MIN_VALUE_LENGTH
+
+# ECMA-48: CSI ... final byte, OSC ... BEL/ST, DCS/SOS/PM/APC ... ST, two-byte ESC sequences, C1 CSI.
+_TERMINAL_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x9b[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+                          r"|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?|\x1b[ -/]*[0-~]?")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# What the comparison ignores on both sides: blanks, line breaks, quotes, backslashes, controls,
+# zero-width characters.
+_IGNORED_RE = re.compile(r"[\s'\"`\\\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u2060\ufeff]+")
+_BREAK_RE = re.compile(r"\\?\r?\n[ \t]*")
+_BACKSLASH_RE = re.compile(r"\\(?:[uUxX]\{([0-9a-fA-F]{1,6})\}|[uU]\+?([0-9a-fA-F]{4})(?![0-9a-fA-F]{4})|U([0-9a-fA-F]{8})"
+                           r"|u([0-9a-fA-F]{4})|[xX]([0-9a-fA-F]{1,2})|([0-7]{1,3})|(.))", re.S)
+_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "a": "\a", "0": "\0", "e": "\x1b"}
+_PERCENT_U_RE = re.compile(r"%[uU]([0-9a-fA-F]{4})")
+_CODE_POINT_RE = re.compile(r"(?<![A-Za-z0-9])[uU]\+([0-9a-fA-F]{4,6})\s*")   # U+0041 (Unicode's own notation)
+_QP_RE = re.compile(rb"=([0-9A-Fa-f]{2})")
+_QP_SOFT_RE = re.compile(r"=\r?\n")
+_B64_RUN_RE = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
+# A stretch of hex digits, separators and 0x / \\x prefixes (no backtracking: one pass); its digits
+# are read at both nibble offsets.
+_HEX_RUN_RE = re.compile(r"[0-9a-fA-FxX\\\s:.,;_-]{16,}")
+_HEX_SEP_RE = re.compile(r"0[xX]|\\[xX]|[^0-9a-fA-F]")
+_DEC_LIST_RE = re.compile(r"\b\d{1,3}(?:\s*[,;]\s*\d{1,3}){7,}\b")
+
+
+def strip_terminal(text: str) -> str:
+    """``text`` without terminal escape sequences and control characters (tab and line
+    breaks kept): what a terminal would not show as text. Linear."""
+    if "\x1b" in text or "\x9b" in text:
+        text = _TERMINAL_RE.sub("", text)
+    return _CONTROL_RE.sub("", text)
+
+
+def canon(text: str) -> str:
+    """``text`` as compared: blanks, line breaks, quotes, backslashes, controls (ESC and BEL
+    too: what is left of an escape sequence stays) and zero-width characters dropped."""
+    return _IGNORED_RE.sub("", text)
+
+
+def _chr(hexes: str) -> str:
+    try:
+        return chr(int(hexes, 16))
+    except (ValueError, OverflowError):
+        return ""
+
+
+def _backslash_once(text: str) -> str:
+    def one(m: re.Match) -> str:
+        hexes = m.group(1) or m.group(2) or m.group(3) or m.group(4)
+        try:
+            if hexes:
+                return chr(int(hexes, 16))
+            if m.group(5):
+                return chr(int(m.group(5), 16))
+            if m.group(6):
+                return chr(int(m.group(6), 8))
+        except (ValueError, OverflowError):
+            return ""
+        char = m.group(7)
+        return _SIMPLE.get(char, char)
+
+    out = _BACKSLASH_RE.sub(one, text)
+    if any("\ud800" <= c <= "\udfff" for c in out):   # JSON's surrogate pairs (\ud83d\ude00)
+        out = out.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return out
+
+
+def _backslashes(text: str) -> list[str]:
+    """Each layer of backslash escapes decoded, outermost first (JSON nested N deep: N layers)."""
+    layers = []
+    for _ in range(MAX_BACKSLASH_DEPTH):
+        if "\\" not in text:
+            break
+        text = _backslash_once(text)
+        layers.append(text)
+        latin = _as_bytes_repr(text)
+        if latin is not None:
+            layers.append(latin)
+    return layers
+
+
+def _as_bytes_repr(text: str) -> str | None:
+    """A Python bytes repr's ``\\xc3\\xb6`` decoded as characters, read again as the UTF-8 bytes they were."""
+    if not any("\x80" <= c <= "\xff" for c in text) or any(c > "\xff" for c in text):
+        return None
+    return text.encode("latin-1").decode("utf-8", "ignore")
+
+
+_SEP = "\ufffd"   # between the readings of separate runs: never dropped by canon, never in a value
+
+
+def _readings(chunks: list[bytes]) -> list[str]:
+    """What byte strings may spell, each way joined into one reading: UTF-8, UTF-16LE (both
+    byte offsets), Latin-1."""
+    if not chunks:
+        return []
+    out = [_SEP.join(c.decode("utf-8", "ignore") for c in chunks),
+           _SEP.join(c.decode("utf-16-le", "ignore") for c in chunks),
+           _SEP.join(c[1:].decode("utf-16-le", "ignore") for c in chunks)]
+    if any(b >= 0x80 for c in chunks for b in c[:256]):
+        out.append(_SEP.join(c.decode("latin-1") for c in chunks))
+    return out
+
+
+def _base64_runs(text: str, shortest: int = MIN_FORM) -> list[str]:
+    """Readings of the base64 runs of ``text`` long enough to spell ``shortest`` characters."""
+    chunks, least = [], max(12, -(-4 * shortest // 3))
+    for m in _B64_RUN_RE.finditer(text):
+        if m.end() - m.start() < least:
+            continue
+        run = m.group().rstrip("=").replace("-", "+").replace("_", "/")
+        for skip in range(4):
+            part = run[skip:]
+            if len(part) % 4 == 1:
+                part = part[:-1]
+            if len(part) >= 12:   # only alphabet characters: padded, it always decodes
+                chunks.append(base64.b64decode(part + "=" * (-len(part) % 4)))
+    return _readings(chunks)
+
+
+def _hex_runs(text: str, shortest: int = MIN_FORM) -> list[str]:
+    """Readings of the hex runs and decimal byte lists of ``text`` (at least ``shortest`` bytes)."""
+    chunks = []
+    for m in _HEX_RUN_RE.finditer(text):
+        digits = _HEX_SEP_RE.sub("", m.group())
+        if len(digits) < 2 * shortest:
+            continue
+        for skip in (0, 1):
+            part = digits[skip:]
+            chunks.append(bytes.fromhex(part[:len(part) // 2 * 2]))
+    for m in _DEC_LIST_RE.finditer(text) if text.count(",") + text.count(";") >= 7 else ():
+        numbers = [int(n) for n in re.findall(r"\d+", m.group())]
+        if all(n < 256 for n in numbers):
+            chunks.append(bytes(numbers))
+    return _readings(chunks)
+
+
+def _quoted_printable(text: str) -> str | None:
+    if "=" not in text:
+        return None
+    raw = _QP_SOFT_RE.sub("", text).encode("utf-8", "surrogateescape")
+    return _QP_RE.sub(lambda m: bytes([int(m.group(1), 16)]), raw).decode("utf-8", "ignore")
+
+
+def _decoders(text: str, shortest: int = MIN_FORM) -> Iterable[tuple[str, str]]:
+    """(how, reading) one layer down from ``text``; ``shortest``: the length of the shortest text
+    searched for (shorter base64 and hex runs cannot spell it)."""
+    if "%" in text:
+        yield "URL-decoded", unquote(_PERCENT_U_RE.sub(lambda m: chr(int(m.group(1), 16)), text))
+        if "+" in text:
+            yield "URL-decoded", unquote_plus(text)
+    if "\\" in text:
+        for layer in _backslashes(text):
+            yield "escapes decoded", layer
+    if "&" in text:
+        yield "HTML-decoded", html.unescape(text)
+    if "+" in text and _CODE_POINT_RE.search(text):
+        yield "code points decoded", _CODE_POINT_RE.sub(lambda m: _chr(m.group(1)), text)
+    qp = _quoted_printable(text)
+    if qp is not None and qp != text:
+        yield "quoted-printable decoded", qp
+    for reading in _base64_runs(text, shortest):
+        yield "base64-decoded", reading
+    for reading in _hex_runs(text, shortest):
+        yield "hex-decoded", reading
+    if not text.isascii():
+        yield "NFKC", unicodedata.normalize("NFKC", text)
+
+
+def views(text: str, shortest: int = MIN_FORM) -> list[tuple[str, str]]:
+    """[(how, reading), ...] of ``text``: itself with terminal escapes removed, its lines joined,
+    and each decoder's reading, two layers deep (``%2541`` -> ``%41`` -> ``A``; base64 of a
+    URL-encoded value), at most :data:`MAX_VIEWS`, each cut at :data:`MAX_VIEW_CHARS`."""
+    first = strip_terminal(text)[:MAX_VIEW_CHARS]
+    seen = {first}
+    out = [("as written", first)]
+    if first != text[:MAX_VIEW_CHARS]:   # a value inside an escape sequence (an OSC window title)
+        seen.add(text[:MAX_VIEW_CHARS])
+        out.append(("inside terminal escapes", text[:MAX_VIEW_CHARS]))
+    joined = _BREAK_RE.sub("", first)
+    if joined != first:
+        seen.add(joined)
+        out.append(("lines joined", joined))
+    level = list(out)
+    for depth in range(2):
+        below = []
+        for how, reading in level:
+            for step, decoded in _decoders(reading, shortest):
+                decoded = strip_terminal(decoded)[:MAX_VIEW_CHARS]
+                if len(decoded) < shortest or decoded in seen:
+                    continue
+                seen.add(decoded)
+                item = (step if how in ("as written", "lines joined", "inside terminal escapes") else f"{how}, {step}",
+                        decoded)
+                out.append(item)
+                below.append(item)
+                if len(out) >= MAX_VIEWS:
+                    return out
+        level = below
+    return out
+
+
+class Matcher:
+    """Finds any of ``forms`` ({form: owner}) in a text's canonical views; built once per set of
+    known values. ``hit(text)`` -> (owner, how) or None. Linear in the text: a short text goes
+    through one regex of all canonical forms, a long one through ``str.find`` per form (C speed,
+    linear for long needles)."""
+
+    LONG = 1024
+
+    def __init__(self, forms: dict[str, object], pattern_of: Callable[[tuple[str, ...]], re.Pattern | None]):
+        self.owners: dict[str, object] = {}
+        for form, owner in forms.items():
+            key = canon(form)
+            if len(key) >= MIN_FORM:
+                self.owners.setdefault(key, owner)
+        ordered = tuple(sorted(self.owners, key=lambda f: (-len(f), f)))
+        short = tuple(f for f in ordered if len(f) <= 256)
+        self._pattern = pattern_of(short) if short else None
+        self._long = tuple(f for f in ordered if len(f) > 256)
+        self.shortest = min(map(len, self.owners)) if self.owners else 0
+
+    def _in(self, text: str) -> object | None:
+        if len(text) < self.shortest:
+            return None
+        for form in self._long:
+            if form in text:
+                return self.owners[form]
+        if self._pattern is None:
+            return None
+        if len(text) >= self.LONG:
+            for form in self.owners:
+                if len(form) <= 256 and form in text:
+                    return self.owners[form]
+            return None
+        m = self._pattern.search(text)
+        return self.owners[m.group()] if m else None
+
+    def hit(self, text: str) -> tuple[object, str] | None:
+        if not self.owners or not text or len(text) < self.shortest:
+            return None
+        for how, reading in views(text, self.shortest):
+            owner = self._in(canon(reading))
+            if owner is not None:
+                return owner, how
+        return None
+
+
+NOTE = "[tao-brev: withheld: this line held the value of {name} ({how}); the rest of the output is shown]"
+
+
+def withhold_lines(text: str, matcher: Matcher, note: str = NOTE, needs: Callable[[str], object] | None = None) -> str:
+    """``text`` with every line that holds a known value in some reading replaced by a note
+    naming the variable (never the value). A value split over two lines withholds both; one
+    spread wider (a wrapped base64 block) withholds its run of lines; if no line or run can
+    be blamed the whole text is withheld. Linear: the whole text is checked once, and only
+    a text that hits is checked line by line. ``needs(line)`` false: the line alone has no reading
+    but itself (the caller's form search covered it), it is not decoded."""
+    if matcher.hit(text) is None:
+        return text
+    lines = text.split("\n")
+    out = list(lines)
+    for i, line in enumerate(lines):
+        found = matcher.hit(line) if needs is None or needs(line) else None
+        if found is not None:
+            out[i] = note.format(name=found[0], how=found[1])
+    if len(lines) > 1 and matcher.hit("\n".join(out)) is not None:
+        for i in range(len(out) - 1):
+            found = matcher.hit(out[i] + "\n" + out[i + 1])
+            if found is not None:
+                out[i] = out[i + 1] = note.format(name=found[0], how=found[1] + ", across lines")
+        found = matcher.hit("\n".join(out))
+        if found is not None:   # spread over a longer run of lines: all of it
+            return note.format(name=found[0], how=found[1] + ", across lines")
+    return "\n".join(out)

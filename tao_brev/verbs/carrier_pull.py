@@ -1,0 +1,51 @@
+"""``preflight.py --pull``: the S3 carrier image too, when the storage tier moves data through S3.
+
+The transfers of tiers B/C and the results upload run the pinned AWS CLI image on the instance
+(``images.s3_transfer`` of versions.yaml; its registry is the image's own, e.g.
+``public.ecr.aws``). preflight looks for it in its one combined round trip; with ``--pull``
+a missing carrier is pulled in one more ``brev exec`` (like the TAO image), so the first
+transfer does not pull it in the middle of a job. Without ``--pull`` the warning's fix is
+this preflight again with ``--pull`` (and ``next`` names it).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from .. import bank, cost, docker_state, redact
+from ..errors import TransportError
+from ..nextstep import command
+
+PULL_TIMEOUT_S = 900.0   # the AWS CLI image is ~150 MB compressed
+
+
+def pull_fix(instance: str, argv_hint: list[str]) -> str:
+    """The complete preflight command that pulls what is missing."""
+    return "Pull it now: " + command("preflight.py", "--instance", instance, *argv_hint, "--pull")
+
+
+def where(image: str) -> str:
+    """The registry a pull of ``image`` reaches, named for an answer."""
+    return bank.image_registry(image)
+
+
+def pull(report, ctx, req, carrier: str, elapsed_s: float, data: dict) -> None:
+    """Pull ``carrier`` on ``req.instance`` and record the ``s3_from_instance`` check's outcome."""
+    started = ctx.clock()
+    try:
+        result = report.count("pull", ctx.brev.exec, req.instance, f"docker pull {shlex.quote(carrier)}",
+                              timeout=PULL_TIMEOUT_S, host=req.host)
+    except TransportError as exc:
+        report.error("s3_from_instance", exc, elapsed_s=elapsed_s, **data)
+        return
+    took = ctx.clock() - started
+    if result.ok:
+        cost.note_pull(ctx, req.instance, carrier, took)
+        report.passed("s3_from_instance", f"{data['endpoint']} is reachable from the instance; {carrier} pulled "
+                      f"from {where(carrier)} in {took:.1f} s", elapsed_s=elapsed_s,
+                      **{**data, "carrier_present": True, "carrier_pulled": True})
+        return
+    text = redact.tail(result.stdout + "\n" + result.stderr, 400)
+    code = docker_state.registry_error_code(text, where(carrier))
+    report.fail("s3_from_instance", code, f"docker pull {carrier} (from {where(carrier)}) failed after "
+                f"{took:.1f} s: {text}", elapsed_s=elapsed_s, **{**data, "carrier_pulled": False})

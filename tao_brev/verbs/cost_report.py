@@ -1,0 +1,115 @@
+"""``tao_job_record.py cost [--since DATE] [--instance NAME]``: what the jobs cost, in total, and
+what still bills now.
+
+Each job's figures are its ``cost`` facts (tao_brev/cost.py: ``billed_s``, ``billed_parts``, the
+price and where it came from); the total adds them up. Jobs that shared an owned instance each
+count the instance time around them, so their sum can count an overlap twice (``total.note``).
+Two brev calls at most: ``brev search gpu|cpu --json`` when the cached prices are older than a
+day (tao_brev/prices.py) and one ``brev ls --json``, for the instance types not known yet and
+for ``billing_now``: every instance of the account that bills at this moment (RUNNING: compute
+and disk; STOPPED: disk only), with its hourly price. When brev cannot be reached the jobs are
+still totalled from what is known here, and ``billing_now`` is null with the reason.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Optional
+
+from .. import cost, prices
+from ..cli import Context, note_job
+from ..errors import TaoBrevError
+from ..records import current_state
+from . import teardown as teardown_mod
+
+RUNNING = ("RUNNING", "UNHEALTHY")
+
+
+def parse_since(text: Optional[str]) -> Optional[datetime]:
+    """``--since`` (``YYYY-MM-DD``, or an ISO 8601 time; UTC when no zone): a datetime, or BAD_ARGUMENT."""
+    if text is None:
+        return None
+    when = cost.parse_ts(text + "T00:00:00" if len(text.strip()) == 10 else text)
+    if when is None:
+        raise TaoBrevError("BAD_ARGUMENT", f"--since takes a date (YYYY-MM-DD) or an ISO 8601 time (got {text!r})")
+    return when
+
+
+def _listing(ctx: Context) -> tuple[Optional[list[dict]], Optional[str]]:
+    try:
+        return ctx.brev.ls(), None
+    except TaoBrevError as exc:
+        return None, f"brev ls failed ({exc.code}): {exc.message}"
+
+
+def _job_line(ctx: Context, side: dict, types: dict) -> Optional[dict]:
+    job_id, instance = side["job_id"], side.get("instance")
+    try:
+        record = ctx.records.load(job_id)
+    except TaoBrevError:
+        return None
+    if instance in types:
+        cost.remember_instance_type(ctx, job_id, types[instance])
+    owned = bool(instance) and (teardown_mod.owns(ctx, instance) or bool(side.get("ephemeral")))
+    facts = cost.facts(ctx, job_id, owned=owned, lookup=False)
+    return {"job_id": job_id, "instance": instance, "state": current_state(record),
+            "submitted_at": facts["submitted_at"], "ended_at": facts["ended_at"], "billed_s": facts["billed_s"],
+            "billed_parts": facts["billed_parts"], "instance_type": facts["instance_type"],
+            "price_per_hour_usd": facts["price_per_hour_usd"], "price_source": facts["price_source"],
+            "price_note": facts["price_note"], "estimated_cost_usd": facts["estimated_cost_usd"],
+            "still_billing": facts["still_billing"]}
+
+
+def _billing_now(ctx: Context, listing: list[dict], ours: set) -> list[dict]:
+    out = []
+    for entry in listing:
+        status = str(entry.get("status") or "").upper()
+        if status not in RUNNING and status != "STOPPED":
+            continue
+        price, source, note = prices.price(ctx, None, entry.get("instance_type"), lookup=False)
+        running = status in RUNNING
+        out.append({"instance": entry.get("name"), "status": status, "instance_type": entry.get("instance_type"),
+                    "bills": "compute and disk" if running else "disk only (stopped)", "ours": entry.get("name") in ours,
+                    "usd_per_hour": price if running else None, "price_source": source if running else None,
+                    "price_note": note if running else "a stopped instance bills its disk only (brev's "
+                                                       "storage price, not listed here)"})
+    return out
+
+
+def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = None) -> tuple[dict, int]:
+    """The answer (see the module doc); exit 0 (also when brev could not be reached)."""
+    from ..transport import check_instance
+
+    start = parse_since(since)
+    if instance is not None:
+        check_instance(instance)
+    listing, why = _listing(ctx)
+    prices.catalog(ctx, lookup=listing is not None)   # one brev search per day at most
+    types = {e.get("name"): e.get("instance_type") for e in listing or [] if e.get("instance_type")}
+    jobs = []
+    for side in sorted(ctx.sidecars.all(), key=lambda s: str(s.get("job_id"))):
+        if not side.get("job_id") or (instance is not None and side.get("instance") != instance):
+            continue
+        note_job(side["job_id"])
+        line = _job_line(ctx, side, types)
+        if line is None or (start is not None and (cost.parse_ts(line["submitted_at"]) or start) < start):
+            continue
+        jobs.append(line)
+    priced = [j for j in jobs if j["estimated_cost_usd"] is not None]
+    total = {"jobs": len(jobs), "billed_s": round(sum(j["billed_s"] or 0 for j in jobs), 3),
+             "estimated_cost_usd": round(sum(j["estimated_cost_usd"] for j in priced), 4),
+             "unpriced_jobs": [j["job_id"] for j in jobs if j["estimated_cost_usd"] is None],
+             "still_billing_jobs": [j["job_id"] for j in jobs if j["still_billing"]],
+             "price_sources": sorted({j["price_source"] for j in priced}),
+             "note": "estimates from brev's listed hourly prices (the Brev console is authoritative); jobs sharing "
+                     "an instance each count the instance time around them"}
+    answer = {"ok": True, "since": start.isoformat() if start else None, "instance": instance, "jobs": jobs,
+              "total": total}
+    ours = {j["instance"] for j in ctx.sidecars.all() if j.get("instance")}
+    if listing is None:
+        answer.update(billing_now=None, billing_now_note=why)
+    else:
+        now = [b for b in _billing_now(ctx, listing, ours) if instance is None or b["instance"] == instance]
+        answer["billing_now"] = now
+        answer["usd_per_hour_now"] = round(sum(b["usd_per_hour"] or 0 for b in now), 4)
+    return answer, 0

@@ -1,0 +1,113 @@
+"""One story per answer: wherever an answer (or an answer nested in it) names the job's state, it
+is the record's, on every verb and every terminal path; a request that was carried out is not a
+failure (the stall teardown asked for with --stall-after answers ok, the job CANCELED)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from conftest import validate
+
+WAIT = ("--wait", "--interval", "0.2", "--timeout", "60")
+
+
+def states(answer) -> list:
+    """Every ``state`` / ``terminal_state`` an answer names for the job (its own and nested answers)."""
+    found = []
+    if isinstance(answer, dict):
+        for key, value in answer.items():
+            if key in ("state", "terminal_state") and isinstance(value, (str, type(None))):
+                found.append(value)
+            elif key not in ("progress", "observed", "jobs", "hint", "stall"):
+                found += states(value)
+    elif isinstance(answer, list):
+        for item in answer:
+            found += states(item)
+    return found
+
+
+def record_state(world, job: str) -> str:
+    shown = world.run("tao_job_record.py", "show", job)
+    return json.loads(shown.stdout)["terminal_state"]
+
+
+def agree(world, job: str, answer: dict, schema: str) -> str:
+    validate(schema, answer)
+    final = record_state(world, job)
+    assert set(states(answer)) == {final}, (final, states(answer), answer)
+    return final
+
+
+def _age_status(world, job: str, seconds: float) -> None:
+    results = world.sim.instance_home("box") / "tao-results" / job
+    for path in results.rglob("status.json"):
+        old = path.stat().st_mtime - seconds
+        os.utime(path, (old, old))
+    world.sim.backdate_container_logs("box", job, seconds)
+
+
+@pytest.mark.parametrize("simulate, final", [
+    ({"epoch_seconds": 0.05}, "COMPLETE"),
+    ({"epoch_seconds": 0.05, "cuda_oom": True}, "ERROR"),
+], ids=["complete", "error"])
+def test_wait_teardown_tells_one_state_on_every_ending(world, simulate, final):
+    job = world.submit(spec=world.spec(simulate)).json["job_id"]
+    done = world.run("poll_status.py", job, *WAIT, "--teardown")
+    assert agree(world, job, done.json, "poll_status") == final
+    again = world.run("poll_status.py", job)
+    assert agree(world, job, again.json, "poll_status") == final
+    down = world.run("teardown.py", job)
+    assert agree(world, job, down.json, "teardown") == final
+
+
+def test_the_requested_stall_teardown_is_done_canceled_and_ok(world):
+    job = world.submit(spec=world.spec({"epoch_seconds": 0.05, "hang_after_epoch": 1}, num_epochs=5)).json["job_id"]
+    import time
+
+    deadline = time.monotonic() + 60
+    while not list((world.sim.instance_home("box") / "tao-results" / job).rglob("status.json")):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    time.sleep(0.3)
+    _age_status(world, job, 900)
+    done = world.run("poll_status.py", job, *WAIT, "--teardown", "--stall-after", "600")
+    assert done.code == 0 and done.json["ok"] is True, done
+    assert agree(world, job, done.json, "poll_status") == "CANCELED"
+    assert done.json["stall_teardown"]["stalled_s"] >= 600
+
+
+def test_teardown_of_a_running_job_and_the_polls_after_it_agree(world):
+    job = world.submit(spec=world.spec({"epoch_seconds": 5}, num_epochs=20)).json["job_id"]
+    down = world.run("teardown.py", job)
+    assert down.code == 0 and agree(world, job, down.json, "teardown") == "CANCELED"
+    polled = world.run("poll_status.py", job)
+    assert agree(world, job, polled.json, "poll_status") == "CANCELED"
+    waited = world.run("poll_status.py", job, *WAIT, "--teardown")
+    assert agree(world, job, waited.json, "poll_status") == "CANCELED"
+
+
+def test_a_dead_container_closes_the_job_error_and_its_results_are_collected(world):
+    job = world.submit(spec=world.spec({"epoch_seconds": 5}, num_epochs=20)).json["job_id"]
+    world.sim.set_container_state("box", job, Status="dead", Running=False, Dead=True, ExitCode=137)
+    polled = world.run("poll_status.py", job)
+    assert polled.json["state"] == "ERROR" and polled.json["hint"]["err_class"] == "ERR_INFRA", polled
+    done = world.run("poll_status.py", job, *WAIT, "--teardown")
+    assert agree(world, job, done.json, "poll_status") == "ERROR"
+    assert done.json["teardown"]["container_removed"] is True, done
+
+
+def test_submit_and_poll_all_tell_each_jobs_record_state(world):
+    ok = world.submit(spec=world.spec({"epoch_seconds": 5}, num_epochs=20))
+    assert ok.json["state"] == "RUNNING" and record_state(world, ok.json["job_id"]) is None   # not terminal yet
+    refused = world.run("submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt",
+                        "--network-arch", "visual_changenet", "--action", "train", "--spec", str(world.spec()),
+                        "--inputs", "/root/not-there=data")
+    assert agree(world, refused.json["job_id"], refused.json, "submit") == "ERROR"
+    everything = world.run("poll_status.py", "--all")
+    validate("poll_status", everything.json)
+    for entry in everything.json["jobs"]:
+        assert set(states(entry)) <= {"RUNNING", None}, entry
+    world.run("teardown.py", ok.json["job_id"])
