@@ -26,6 +26,23 @@ instance is not asked or deleted again. Round trips (brev exec): one per poll,
 one for the results upload (S3 only), one for the container removal; plus
 `brev delete`, and one `brev ls` for the instance type when no price is known.
 
+--wait --recover N (or a job submitted with submit.py --recover N): when the
+job ends by an infrastructure failure (a hint of class ERR_INFRA such as an Xid,
+the instance or container gone, a stall), its results are made safe as a
+teardown does, and it is resubmitted with --resume-from (only the epochs after
+its last checkpoint run) on the same instance once it is RUNNING with working
+GPUs (within --health-wait S), else on --fallback-instance NAME (from S3: a live
+S3-routed job's newest checkpoint is uploaded every --sync-every S); up to N times,
+within --budget-s S billed seconds for the whole chain. A program error
+(ERR_PROGRAM) is never recovered. Each attempt is its own job (retry_of links
+it); every answer of a job in a chain carries "attempts" [{job_id, attempt,
+instance, state, cause, epoch, num_epochs, resumed_from}]; the final answer is
+the last attempt's with "recovery" {first_job, attempts_used, max_attempts,
+stopped} and "chain_cost" {billed_s, estimated_cost_usd} summed over the
+chain; RECOVERY_LIMIT / RECOVERY_BUDGET_EXHAUSTED / RECOVERY_NOT_POSSIBLE (exit
+1) say why it stopped. Safe to kill: a rerun of the same command continues the
+chain (references/recovery.md).
+
 Progress, in every answer that reached the instance (same round trip), from
 TAO's <results_dir>/<action>/status.json (references/progress.md):
   "progress": {available, file, status, message, epoch (completed epochs),
@@ -117,6 +134,20 @@ def build_parser():
     p.add_argument("--price-per-hour", type=float, metavar="USD",
                    help="hourly price of the instance in US dollars, for cost.estimated_cost_usd "
                         "(default: references/prices.yaml by instance type)")
+    p.add_argument("--recover", type=int, default=None, metavar="N",
+                   help="with --wait: resubmit with --resume-from up to N times after an infrastructure failure "
+                        "(default: the job's submit.py --recover, else 0)")
+    p.add_argument("--fallback-instance", metavar="NAME",
+                   help="with --recover: where a recovery runs when the job's instance is gone or its GPUs stay "
+                        "unhealthy")
+    p.add_argument("--budget-s", type=float, metavar="S",
+                   help="with --recover: billed seconds the whole chain of attempts may use")
+    p.add_argument("--health-wait", type=float, default=600.0, metavar="S",
+                   help="with --recover: seconds to wait for the same instance to be RUNNING with working GPUs "
+                        "(default 600)")
+    p.add_argument("--sync-every", type=float, default=300.0, metavar="S",
+                   help="with --recover: upload a live S3-routed train job's newest checkpoint every S seconds "
+                        "(verified by sha256), so that a lost instance resumes elsewhere (default 300)")
     return p
 
 
@@ -128,8 +159,9 @@ def main(argv=None):
     ctx = cli.Context()
     if args.all:
         if (args.job_id or args.wait or args.teardown or args.start or args.metrics is not None
-                or args.stall_after is not None):
-            raise cli.TaoBrevError("BAD_ARGUMENT", "--all takes no job id, --wait, --teardown, --start, --metrics or "
+                or args.stall_after is not None or args.recover is not None):
+            raise cli.TaoBrevError("BAD_ARGUMENT", "--all takes no job id, --wait, --teardown, --start, --recover, "
+                                                   "--metrics or "
                                                    "--stall-after (it reports progress and stalls per job)",
                                    "Run poll_status.py --all alone, or poll_status.py JOB_ID --metrics for one job.")
         return status.poll_all(ctx)
@@ -137,6 +169,12 @@ def main(argv=None):
         raise cli.TaoBrevError("BAD_ARGUMENT", "pass a JOB_ID (or --all)")
     if args.interval <= 0 or args.logs < 0:
         raise cli.TaoBrevError("BAD_ARGUMENT", "--interval must be > 0 and --logs >= 0")
+    if (args.recover is not None or args.fallback_instance or args.budget_s is not None) and not args.wait:
+        raise cli.TaoBrevError("BAD_ARGUMENT", "--recover needs --wait (it resubmits once the job ended)",
+                               f"Run poll_status.py {args.job_id} --wait --recover N --timeout S.")
+    recovering = _recovery(ctx, args) if args.wait else None
+    if recovering is not None:
+        return recovering
     if args.teardown:
         if not args.wait:
             raise cli.TaoBrevError("BAD_ARGUMENT", "--teardown needs --wait (it tears the job down once it ended)",
@@ -147,6 +185,28 @@ def main(argv=None):
     return status.poll(ctx, args.job_id, log_lines=args.logs, wait=args.wait,
                        interval=args.interval, timeout=args.timeout, price_per_hour=args.price_per_hour,
                        metrics=args.metrics, stall_after=args.stall_after, start=args.start)
+
+
+def _recovery(ctx, args):
+    """--wait with --recover N (or the job's remembered policy): tao_brev/verbs/recover.py; else None."""
+    from tao_brev.verbs import recover
+
+    pol = recover.policy(args.recover, args.fallback_instance, args.budget_s)
+    if pol is None and not (recover.remembered_policy(ctx, args.job_id) or {}).get("attempts"):
+        return None
+    if pol is not None and not pol["attempts"]:
+        return None
+    import os
+
+    import submit as submit_script   # scripts/submit.py: its arguments -> SubmitRequest
+
+    prog = os.path.join(os.path.dirname(os.path.abspath(__file__)), "submit.py")
+    out, code = recover.recover(ctx, args.job_id, lambda argv: submit_script.request(argv, prog), pol,
+                                log_lines=args.logs, interval=args.interval, timeout=args.timeout,
+                                price_per_hour=args.price_per_hour, metrics=args.metrics,
+                                stall_after=args.stall_after, health_wait_s=args.health_wait,
+                                sync_every_s=args.sync_every)
+    return recover.then_teardown(ctx, out, code) if args.teardown else (out, code)
 
 
 def _closed(job_id):

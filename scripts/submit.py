@@ -132,18 +132,29 @@ def build_parser():
                         "highest model_epoch_*.pth); only the epochs after it run. Links the record (retry_of). "
                         "RESUME_NOT_POSSIBLE (exit 2) when it cannot, RESUME_CHECKPOINT_MISSING (exit 1) when the "
                         "instance holds no usable checkpoint")
+    p.add_argument("--recover", type=int, default=None, metavar="N",
+                   help="remember a recovery policy: poll_status.py JOB_ID --wait then resubmits the job with "
+                        "--resume-from up to N times when it ends by an infrastructure failure (Xid, GPU or "
+                        "instance lost, container gone, stall); never after a program error "
+                        "(references/recovery.md)")
+    p.add_argument("--fallback-instance", metavar="NAME",
+                   help="with --recover: the instance a recovery moves to when the job's own instance is gone "
+                        "or its GPUs stay unhealthy")
+    p.add_argument("--budget-s", type=float, metavar="S",
+                   help="with --recover: the billed seconds the whole chain of attempts may use")
     p.add_argument("--dry-run", action="store_true", help="print the plan (every remote command, redacted); launch nothing")
     p.add_argument("overrides", nargs="*", metavar="-- KEY=VALUE",
                    help="after --: extra TAO arguments appended to `<arch> <action> -e <spec>` (e.g. train.num_epochs=5)")
     return p
 
 
-def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
+def request(argv, prog):
+    """The SubmitRequest of these submit.py arguments (``prog``: the script's path, for the fixes);
+    argparse errors exit 2. Also used by a recovery's resubmit (tao_brev/verbs/recover.py)."""
     args = build_parser().parse_args(argv)
-    from tao_brev.verbs.submit import SubmitRequest, submit
+    from tao_brev.verbs.submit import SubmitRequest
 
-    req = SubmitRequest(instance=args.instance, image=args.image, network_arch=args.network_arch,
+    return SubmitRequest(instance=args.instance, image=args.image, network_arch=args.network_arch,
                         action=args.action, spec=args.spec, storage_tier=args.storage_tier,
                         results_root=args.results_root, bucket=args.bucket, gpus=args.gpus,
                         env_names=args.env, shm_size=args.shm_size, inputs=args.inputs,
@@ -151,9 +162,22 @@ def main(argv=None):
                         dry_run=args.dry_run, retry_of=args.retry_of, resume_from=args.resume_from,
                         overrides=args.overrides,
                         price_per_hour=args.price_per_hour, start=args.start, share_gpus=args.share_gpus,
-                        allow_unknown_arch=args.allow_unknown_arch, argv=argv, prog=sys.argv[0] or "submit.py",
+                        allow_unknown_arch=args.allow_unknown_arch, argv=argv, prog=prog,
                         allow_bundle_credential_env=args.allow_bundle_credential_env,
-                        no_spec_check=args.no_spec_check)
+                        no_spec_check=args.no_spec_check, recover=_policy(args))
+
+
+def _policy(args):
+    from tao_brev.verbs.recover import policy
+
+    return policy(args.recover, args.fallback_instance, args.budget_s)
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    req = request(argv, sys.argv[0] or "submit.py")
+    from tao_brev.verbs.submit import submit
+
     return submit(cli.Context(), req)
 
 

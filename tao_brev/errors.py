@@ -136,6 +136,20 @@ CODES: dict[str, Code] = {
     "WAIT_TIMEOUT": Code(1, "--wait reached --timeout before the job ended.",
                          "Poll again later (poll_status.py JOB_ID --wait --timeout S, S below your tool-call "
                          "limit); the job keeps running."),
+    "RECOVERY_LIMIT": Code(1, "poll_status.py --wait --recover N: the job ended by an infrastructure failure again "
+                              "and all N recovery attempts are used; the chain stops (attempts lists each one).",
+                           "Read the causes in attempts; if the instance is at fault use another one: rerun with a "
+                           "higher --recover N and --fallback-instance NAME (it continues the same chain)."),
+    "RECOVERY_BUDGET_EXHAUSTED": Code(1, "poll_status.py --wait --recover N --budget-s S: the chain of attempts has "
+                                         "billed S seconds; the running attempt was stopped (results kept), nothing "
+                                         "more is resubmitted.",
+                                      "Rerun with a larger --budget-s to continue the same chain from its last "
+                                      "checkpoint, or keep the results as they are."),
+    "RECOVERY_NOT_POSSIBLE": Code(1, "poll_status.py --wait --recover N: the job ended by an infrastructure failure "
+                                     "but no next attempt could start (the instance gone or unhealthy and no usable "
+                                     "fallback, the checkpoints out of reach, the resubmit refused).",
+                                  "Act on the message (it names the cause and the refusal), e.g. pass "
+                                  "--fallback-instance NAME, then rerun the same command: it continues the chain."),
     "JOB_STALLED": Code(1, "--wait stopped: the job is RUNNING but wrote no status line and no log output for "
                            "longer than the stall threshold (a heuristic: it may still be alive).",
                         "Read stall.advice and poll_status.py JOB_ID --logs 50; teardown.py JOB_ID stops the billing; "

@@ -37,6 +37,7 @@ HUMAN_ACTION = {"BREV_NOT_FOUND", "BREV_NOT_LOGGED_IN", "BREV_LOGIN_FAILED", "MI
                 "S3_AUTH_FAILED", "SSH_KEY_REJECTED", "SECRET_IN_COMMAND", "SECRET_IN_IDENTIFIER",
                 "SECRET_TOO_SHORT", "BUNDLE_CREDENTIAL_ENV", "SPEC_NOT_FOUND", "BAD_SPEC", "BAD_NAME",
                 "VERSIONS_FILE", "UNKNOWN_VERSIONS_KEY", "BAD_STATE_DIR", "INTERNAL_ERROR"}
+RECOVERY_STOPS = ("RECOVERY_LIMIT", "RECOVERY_BUDGET_EXHAUSTED", "RECOVERY_NOT_POSSIBLE")   # verbs/recover.py
 # the backend did not answer: the same command again is safe for these verbs
 RETRY_SAFE = ("preflight.py", "poll_status.py", "teardown.py")
 ENV_CODES = ("PYTHON_ENV_MISSING", "DEPENDENCIES_MISSING")
@@ -270,6 +271,9 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
         return _set(answer, down.get("next"), down.get("next_note"))
     if err == "WAIT_TIMEOUT":
         return _set(answer, rerun("poll_status.py", argv))
+    if err in RECOVERY_STOPS:   # --recover: the user decides (more attempts, budget, a fallback) or cleans up
+        return _set(answer, None, f"the recovery stopped ({err}): {answer['error'].get('fix')} To stop here "
+                                  f"instead: {command('teardown.py', job_id)}")
     if (err == "JOB_STALLED" or answer.get("stalled")) and state not in TERMINAL:
         if "--logs" not in argv:   # read what it printed last before anything else
             return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES))

@@ -154,7 +154,8 @@ def plan(ctx, req) -> Optional[ResumePlan]:
     same = sidecar.get("instance") == req.instance and not sidecar.get("instance_deleted_at")
     if same and results.get("instance_dir"):   # a checkpoint verified in S3 meanwhile is checked again there
         return ResumePlan(old_id, "instance", results["instance_dir"], verified=results.get("latest_checkpoint"))
-    if results.get("kind") == "s3" and results.get("verified"):
+    synced = results.get("checkpoint_sync") or {}   # a live job's checkpoint verified in S3 (checkpoint_sync)
+    if results.get("kind") == "s3" and (results.get("verified") or synced.get("latest_checkpoint")):
         from .verbs.results import load_links, load_manifest   # the verbs import this module
 
         settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(results["destination"])[0])
@@ -162,7 +163,7 @@ def plan(ctx, req) -> Optional[ResumePlan]:
             raise TaoBrevError("MISSING_CREDENTIAL", f"--resume-from {old_id}: its checkpoint is copied from "
                                f"{results['destination']}; not set: {', '.join(settings.missing())}")
         chosen = latest_checkpoint(load_manifest(ctx, old_id) or [],
-                                   load_links(ctx, old_id) or results.get("links") or [])
+                                   load_links(ctx, old_id) or results.get("links") or synced.get("links") or [])
         if chosen is None:
             raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: its verified results in "
                                f"{results.get('destination')} hold no checkpoint (model_epoch_*.pth; were they "

@@ -201,3 +201,61 @@ def test_killed_at_random_moments_every_script_leaves_recoverable_state(world, t
                 chaos.run(chaos.argv("teardown.py", job_id))
         chaos.run(chaos.argv("tao_job_record.py", "list", "--json"))   # any later run sweeps local leftovers
         check_invariants(chaos, note)
+
+
+# -- the recovering script (poll_status.py JOB --wait --recover N), killed at random moments -------
+def _attempt_ids(world, store: RecordStore, first: str) -> list[str]:
+    """The records linked to ``first`` by retry_of, in chain order. Two attempts may name the same
+    job only when one of them never ran a container (a launch a kill left unsettled, closed as never
+    launched: the next attempt resumes the same checkpoint); two that ran would be a double launch."""
+    by_parent: dict = {}
+    for path in store.jobs_dir.glob("*.json"):
+        record = json.loads(path.read_text())
+        by_parent.setdefault(record.get("retry_of"), []).append(record)
+    chain, parent = [first], first
+    while by_parent.get(parent):
+        children = sorted(by_parent[parent], key=lambda r: r["submitted_at"])
+        ran = [r["id"] for r in children if world.sim.docker_run_count("box", r["id"])]
+        assert len(ran) <= 1, ("two attempts that ran resume the same job", parent, ran)
+        chain += [r["id"] for r in children]
+        parent = ran[0] if ran else children[-1]["id"]
+    return chain
+
+
+def _live_containers(world) -> list[str]:
+    return [c["Name"] for c in world.sim.containers("box") if (c.get("State") or {}).get("Status") == "running"]
+
+
+def test_the_recovering_script_killed_at_random_moments_continues_one_chain(world, tmp_path):
+    """Two Xids (after epochs 1 and 2 of 3): the chain needs three launched attempts. The recovering
+    wait is killed one to three times at random moments (any signal), then run again as it was until it
+    answers. Invariants: never two live attempts, at most one ``docker run`` per job, the attempts form
+    one line of retry_of links (no fork, no double launch), exactly three attempts ran a container, the
+    chain ends COMPLETE with all epochs, and every record is whole and settled."""
+    chaos = Chaos(world, tmp_path)
+    rng = random.Random(SEED + 1)
+    spec = world.spec({"epoch_seconds": 0.05, "xid_after_epochs": [1, 2]}, num_epochs=3)
+    for i in range(max(2, ITERATIONS // 2)):
+        first = chaos.submitted(spec)
+        argv = chaos.argv("poll_status.py", first, "--wait", "--recover", "4", "--interval", "0.2",
+                          "--health-wait", "5", "--timeout", "150")
+        kills = []
+        for _ in range(rng.randint(1, 3)):
+            signum, delay = rng.choice(SIGNALS), rng.uniform(0, 3.0)
+            kills.append(f"{signal.Signals(signum).name}@{delay:.2f}s")
+            code, out, handled = chaos.killed(argv, signum, delay)
+            note = f"seed {SEED} recovering iteration {i}: {kills}"
+            if code != -signal.SIGKILL and (handled or out):
+                one_json(code, out, note)
+            chaos.wait_for_brev()
+            assert len(_live_containers(world)) <= 1, (note, _live_containers(world))
+        code, out = chaos.run(argv)                      # the same command, once more: it continues
+        answer = json.loads(out)
+        assert code == 0 and answer["state"] == "COMPLETE", (note, answer)
+        chain = _attempt_ids(world, chaos.store, first)
+        assert sorted(a["job_id"] for a in answer["attempts"]) == sorted(chain), (note, answer["attempts"], chain)
+        ran = [job for job in chain if world.sim.docker_run_count("box", job) == 1]
+        assert len(ran) == 3 and all(world.sim.docker_run_count("box", j) <= 1 for j in chain), (note, chain)
+        assert answer["job_id"] == chain[-1] == ran[-1]
+        assert chaos.run(chaos.argv("teardown.py", chain[-1]))[0] == 0
+        check_invariants(chaos, note)

@@ -282,7 +282,9 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
 
         out["cost"] = cost.facts(ctx, job_id, owned=not deleted_at and owns(ctx, instance),
                                  price_per_hour=price_per_hour, lookup=False)   # polls add no brev call
-    return resume_advice.fill_answer(out, record, ctx.sidecars.load(job_id))   # advice: the exact resume command
+    from .recovery_chain import annotate   # it reads records and sidecars only
+
+    return annotate(ctx, job_id, resume_advice.fill_answer(out, record, ctx.sidecars.load(job_id)))   # + the chain
 
 
 def _stopped(ctx: Context, instance: str | None, sidecar: dict, start: bool) -> bool:

@@ -76,6 +76,7 @@ class SubmitRequest:
     share_gpus: bool = False              # launch even when a live tao-job container holds the same GPUs
     allow_unknown_arch: bool = False      # skip the network-arch / action list check
     no_spec_check: bool = False           # skip the spec check against TAO's schema (custom images)
+    recover: dict | None = None           # --recover N policy, remembered in the sidecar (verbs/recover.py)
     argv: list[str] | None = None         # the script's own arguments: each fix names the exact command
     prog: str = "submit.py"               # the script as it was invoked
 
@@ -494,7 +495,8 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
                         inputs=stage.answer()["inputs"] if stage else [],
                         launch={"state": "launching", "pid": os.getpid(), "started_at": now_iso()},
                         **({"submit_argv": resume_advice.resubmit_words(req.argv)} if req.argv is not None else {}),
-                        **({"resume_from": resumed.to_json()} if resumed else {}))
+                        **({"resume_from": resumed.to_json()} if resumed else {}),
+                        **({"recovery_policy": req.recover} if req.recover else {}))
     cost.note_submit(ctx, job_id, req.price_per_hour)
     answer = {"job_id": job_id, "instance": req.instance, "backend_ref": None, "image": resolved["image"],
               "results_dir": record["results_dir"], "storage_tier": req.storage_tier,

@@ -268,7 +268,9 @@ def after_epoch(job: Job, epoch: int) -> None:
     if sim.get("nvml_lost"):   # a host `systemctl daemon-reload` (nvidia-container-toolkit #48)
         print("Failed to initialize NVML: Unknown Error", flush=True)
         raise RuntimeError("CUDA error: unknown error")
-    if sim.get("xid"):
+    # xid_after_epochs: [N, ...]: the Xid after the N-th epoch counted from 1 in the whole run (a resumed
+    # run counts on from its checkpoint, so each fault strikes once per chain; recovery tests)
+    if sim.get("xid") or epoch + 1 in (sim.get("xid_after_epochs") or []):
         print("NVRM: Xid (PCI:0000:00:04): 79, GPU has fallen off the bus.", flush=True)
         raise RuntimeError("CUDA error: unspecified launch failure")
 

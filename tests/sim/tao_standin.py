@@ -31,7 +31,8 @@ there the spec is not merged with a schema either).
 A ``simulate:`` block in the spec (tests only; removed before the schema merge) steers the run:
 ``exit_code``, ``oom`` (the host's OOM killer: marker + SIGKILL -> 137/OOMKilled, no message),
 ``cuda_oom`` (``torch.OutOfMemoryError`` after the first epoch, exit 1; TAOExceptionCheckpoint saves
-and links a checkpoint first), ``xid`` (NVRM Xid 79 line, exit 1), ``epoch_seconds`` (default 0.05),
+and links a checkpoint first), ``xid`` (NVRM Xid 79 line, exit 1), ``xid_after_epochs: [N]`` (the
+same after the N-th epoch of the whole run only, counted from 1: a resumed run meets each once), ``epoch_seconds`` (default 0.05),
 ``nvml_lost`` (the container loses its GPUs mid-run after a host ``systemctl daemon-reload``,
 nvidia-container-toolkit #48: NVML/CUDA "unknown error", exit 1), ``leak_env: [NAMES]`` (each value
 leaked in every form, tests/sim/leaky_job.py), ``hang`` (run until killed, after the last epoch), ``hang_after_epoch: N`` (no output at all after N
