@@ -230,7 +230,8 @@ def test_submit_with_overrides_reaches_the_tao_command(real):
     job_id = sub.json["job_id"]
     assert real.run("poll_status.py", job_id, *WAIT).json["state"] == "COMPLETE"
     cmd = json.loads(docker("inspect", "--format", "{{json .Config.Cmd}}", job_id).stdout)
-    assert cmd[-1] == "train.num_epochs=4"
+    assert "train.num_epochs=4" in cmd
+    assert cmd[-2:] == ["train.num_gpus=1", "train.gpu_ids=[0]"]   # the instance's one GPU (nvidia-smi -L)
     results = real.home / "tao-results" / job_id / "train"
     assert list(results.glob("model_epoch_003*.pth")) and not list(results.glob("model_epoch_004*.pth"))
 
@@ -262,13 +263,26 @@ def test_a_failing_job_ends_error_with_its_exit_code_and_traceback_hint(real):
     assert wait.json["error"]["code"] == "JOB_FAILED"
 
 
+def test_a_missing_dataset_is_refused_on_the_instance_before_docker_run(real):
+    """The spec-path check runs on the instance in the launch round trip (a real shell's test -e)."""
+    spec = real.spec({"epoch_seconds": 0.01})
+    import yaml
+    data = yaml.safe_load(spec.read_text())
+    data["dataset"]["segment"]["root_dir"] = "/data/levir_cd_tiny/nowhere"   # under a staged input, absent
+    spec.write_text(yaml.safe_dump(data))
+    sub = real.submit(spec=spec)
+    assert sub.code == 1 and sub.json["error"]["code"] == "SPEC_PATH_MISSING", sub
+    assert "dataset.segment.root_dir" in sub.json["error"]["message"]
+    assert containers_named(sub.json["job_id"]) == []   # refused before docker run
+
+
 def test_a_missing_dataset_fails_as_a_program_fault(real):
     spec = real.spec({"epoch_seconds": 0.01})
     import yaml
     data = yaml.safe_load(spec.read_text())
     data["dataset"]["segment"]["root_dir"] = "/data/nowhere"   # a real key of TAO's schema (submit checks it)
     spec.write_text(yaml.safe_dump(data))
-    sub = real.submit(spec=spec)
+    sub = real.submit("--no-spec-check", spec=spec)   # past the bundle's own path check: TAO's error
     wait = real.run("poll_status.py", sub.json["job_id"], *WAIT)
     assert wait.json["state"] == "ERROR" and wait.json["observed"]["exit_code"] == 1
     assert wait.json["hint"]["err_class"] == "ERR_PROGRAM" and wait.json["hint"]["reason"] == "missing file"
@@ -280,7 +294,7 @@ def test_an_unknown_network_arch_exits_127_from_the_entrypoint_wrapper(real):
     sub = real.run(
         "submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt", "--network-arch",
         "visual_changenet_v9", "--action", "train", "--spec", str(real.spec({"epoch_seconds": 0.01})),
-        "--allow-unknown-arch")   # submit refuses the name otherwise (references/submit-guards.md)
+        "--allow-unknown-arch", "--no-spec-check")   # no input is staged: the entrypoint is what is tested
     assert sub.code == 0, sub
     wait = real.run("poll_status.py", sub.json["job_id"], *WAIT)
     assert wait.code == 1, wait
@@ -352,7 +366,8 @@ def test_a_command_missing_from_an_image_without_wrapper_leaves_a_created_contai
     "executable file not found in $PATH") and leaves a container in ``created``
     with that Error: the job is an ERROR, never a PENDING that waits forever."""
     sub = real.run("submit.py", "--instance", "box", "--image", "tao-rd/base:bookworm", "--network-arch",
-                   "visual_changenet", "--action", "train", "--spec", str(real.spec({"epoch_seconds": 0.01})))
+                   "visual_changenet", "--action", "train", "--spec", str(real.spec({"epoch_seconds": 0.01})),
+                   "--no-spec-check")   # no input is staged: the image's missing command is what is tested
     job_id = sub.json["job_id"]
     assert [c["State"] for c in containers_named(job_id)] == ["created"]
     poll = real.run("poll_status.py", job_id, *WAIT)
@@ -423,8 +438,11 @@ def _parsed(world, job_done: str, job_hung: str, plain_image: str) -> dict:
                                   "No such" in sec.output)
     logs = _section(world, remote.logs_if_exited(job_done, 5) + " 2>/dev/null")
     errs = _section(world, remote.logs_if_exited(job_done, 5) + " >/dev/null")
-    facts["logs_tail_stdout"] = (logs.exit_code, logs.output.strip().splitlines())
-    facts["logs_tail_stderr"] = (errs.exit_code, errs.output.strip().splitlines())
+    # TAO's logging lines start with the time they were written ("2026-12-01 23:38:29,687 - [TAO Toolkit]"):
+    # the two runs differ there only
+    untimed = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
+    facts["logs_tail_stdout"] = (logs.exit_code, [untimed.sub("<time> ", x) for x in logs.output.strip().splitlines()])
+    facts["logs_tail_stderr"] = (errs.exit_code, [untimed.sub("<time> ", x) for x in errs.output.strip().splitlines()])
     facts["logs_if_running"] = _section(world, remote.logs_if_exited("tao-no-such-job", 5)).output.strip()
     ps = _section(world, remote.list_job_containers())
     roles = {job_done: "done", job_hung: "stopped"}
@@ -455,7 +473,7 @@ def _parsed(world, job_done: str, job_hung: str, plain_image: str) -> dict:
         for job, probe in found.items() if job in roles})
     last = _section(world, remote.last_log_line(job_done))
     stamp, _, text = last.output.strip().partition(" ")
-    facts["last_log_line"] = (last.exit_code, progress.rfc3339_epoch(stamp) is not None, text)
+    facts["last_log_line"] = (last.exit_code, progress.rfc3339_epoch(stamp) is not None, untimed.sub("<time> ", text))
     rm = _section(world, remote.remove_container(job_done))
     rm_missing = _section(world, remote.remove_container(job_done))
     facts["rm"] = (rm.exit_code, rm.output.strip() == job_done, rm_missing.exit_code)

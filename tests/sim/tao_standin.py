@@ -509,7 +509,8 @@ class RealContainer:
         visible = os.environ.get("NVIDIA_VISIBLE_DEVICES", "")
         if visible in ("", "void", "none"):
             return []
-        return ["NVIDIA A100-SXM4-80GB"] * (8 if visible == "all" else len(visible.split(",")))
+        # "all": the real-Docker tier's one GPU (tests/real_docker/nvidia-smi lists GPU 0 only)
+        return ["NVIDIA A100-SXM4-80GB"] * (1 if visible == "all" else len(visible.split(",")))
 
 
 def main(argv: list[str]) -> int:
