@@ -189,6 +189,8 @@ def test_the_cost_report_totals_jobs_in_dollars_and_lists_what_bills_now(world):
     assert now["alice-dev"]["usd_per_hour"] == 2.28 and now["alice-dev"]["ours"] is False
     assert now["box"]["bills"] == "disk only (stopped)" and now["box"]["usd_per_hour"] is None
     assert done.json["usd_per_hour_now"] == 2.28
+    assert "job_id" not in done.json                     # a report of several jobs names none at its top
+    assert done.json["next"].endswith("teardown.py --orphans") and "bill now" in done.json["next_note"]
     only = world.run("tao_job_record.py", "cost", "--instance", "alice-dev")
     assert only.json["total"]["jobs"] == 0 and [b["instance"] for b in only.json["billing_now"]] == ["alice-dev"]
     later = world.run("tao_job_record.py", "cost", "--since", "2999-01-01")
@@ -203,6 +205,7 @@ def test_the_cost_report_without_brev_still_totals_and_says_why_billing_now_is_u
     done = world.run("tao_job_record.py", "cost", PATH="/usr/bin:/bin")    # no brev on PATH
     assert done.code == 0 and done.json["total"]["jobs"] == 1, done
     assert done.json["billing_now"] is None and "brev ls failed (BREV_NOT_FOUND)" in done.json["billing_now_note"]
+    assert done.json["next"] is None and done.json["next_note"] == "nothing to run: a report only"
     assert done.json["jobs"][0]["price_source"] == "brev search"     # the list cached by the teardown
 
 

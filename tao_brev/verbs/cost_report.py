@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Optional
 
 from .. import cost, prices
-from ..cli import Context, note_job
+from ..cli import Context
 from ..errors import TaoBrevError
 from ..records import current_state
 from . import teardown as teardown_mod
@@ -90,7 +90,6 @@ def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = 
     for side in sorted(ctx.sidecars.all(), key=lambda s: str(s.get("job_id"))):
         if not side.get("job_id") or (instance is not None and side.get("instance") != instance):
             continue
-        note_job(side["job_id"])
         line = _job_line(ctx, side, types)
         if line is None or (start is not None and (cost.parse_ts(line["submitted_at"]) or start) < start):
             continue
@@ -112,4 +111,18 @@ def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = 
         now = [b for b in _billing_now(ctx, listing, ours) if instance is None or b["instance"] == instance]
         answer["billing_now"] = now
         answer["usd_per_hour_now"] = round(sum(b["usd_per_hour"] or 0 for b in now), 4)
+    answer.update(_next(answer))
     return answer, 0
+
+
+def _next(answer: dict) -> dict:
+    """``next``: the orphan check when a running instance bills, else nothing to run."""
+    from .. import nextstep
+
+    running = [b for b in answer.get("billing_now") or [] if b["usd_per_hour"] is not None or b["status"] != "STOPPED"]
+    if running:
+        return {"next": nextstep.command("teardown.py", "--orphans"),
+                "next_note": "instances bill now: the orphan check lists those no live job uses (--stop or "
+                             "--delete with --instance NAME acts on one)"}
+    return {"next": None, "next_note": "nothing to run: a report only (no instance bills compute now)"
+            if answer.get("billing_now") is not None else "nothing to run: a report only"}
