@@ -100,7 +100,10 @@ def test_orphans_stop_stops_idle_instances_of_ours_and_never_someone_elses(world
     world.run("teardown.py", job)
     job2 = finished_job(world, "h100")
     world.run("teardown.py", job2)
-    done = world.run("teardown.py", "--orphans", "--stop")
+    unnamed = world.run("teardown.py", "--orphans", "--stop")   # box and h100 are the user's: named only
+    assert unnamed.code == 0 and unnamed.json["stopped"] == [], unnamed
+    assert world.sim.instance("box")["status"] == "RUNNING"
+    done = world.run("teardown.py", "--orphans", "--stop", "--instance", "box", "--instance", "h100")
     validate("teardown", done.json)
     assert done.code == 0 and done.json["stopped"] == ["box"], done
     assert world.sim.instance("box")["status"] == "STOPPED"

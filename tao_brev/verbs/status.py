@@ -225,7 +225,10 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
               "results_dir": record["results_dir"]}
     if reconcile.launch_failed(sidecar) and is_terminal(record.get("terminal_state")):
         return _never_ran(ctx, job_id, answer, record, sidecar, price_per_hour, log_lines, read_failed)
-    if _stopped(ctx, instance, sidecar, start):
+    # torn down, then stopped by the bundle (teardown --stop-instance): an exec would start it (and bill)
+    stopped_at = sidecar.get("instance_stopped_at") if sidecar.get("teardown") and is_terminal(
+        record.get("terminal_state")) else None
+    if not stopped_at and _stopped(ctx, instance, sidecar, start):
         return instance_gate.stopped_answer(answer, instance, "poll_status.py", job_id,
                                             record.get("terminal_state"))
     if current_state(record) == "PENDING" and not record.get("backend_ref") and not record.get("terminal_state"):
@@ -244,9 +247,6 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
     if instance is None:
         raise TaoBrevError("CORRUPT_RECORD", f"job {job_id} names no instance (no sidecar, no backend ref)")
     deleted_at = sidecar.get("instance_deleted_at")
-    # torn down, then stopped by the bundle (teardown --stop-instance): an exec would start it (and bill)
-    stopped_at = sidecar.get("instance_stopped_at") if sidecar.get("teardown") and is_terminal(
-        record.get("terminal_state")) else None
     probe = None
     if deleted_at:   # nothing to ask - and never a new instance that took the name
         observed, logs = _deleted(instance, f"teardown deleted {instance} at {deleted_at}"), None

@@ -1,6 +1,7 @@
 """``teardown.py --orphans --stop [--instance NAME ...]``: stop (``brev stop``), not delete, the
-idle RUNNING orphans this bundle ran jobs on - or exactly the named ones - whose type can stop
-(``verbs/stop.py``). Never an instance this bundle never ran a job on (``ours: false``), never
+idle RUNNING orphans this bundle created (``owned``, as a delete without names takes) - or exactly
+the named ones it ran jobs on - whose type can stop (``verbs/stop.py``): a user's own instance is
+stopped only by name. Never an instance this bundle never ran a job on (``ours: false``), never
 past a live job or unverified S3 results; a type that cannot stop is left as it is, its orphan
 saying why and what bills. The answer is the ``--orphans`` one plus ``stopped`` (names).
 """
@@ -23,7 +24,7 @@ def stop_orphans(ctx: Context, names: list[str] | None = None,
     listed = {o["instance"]: o for o in found}
     refused = [orphans_mod.not_listed(name, kept) for name in names if name not in listed]
     running = [o for o in found if str(o.get("status") or "").upper() in orphans_mod.RUNNING_STATUSES]
-    targets = [listed[n] for n in names if n in listed] if names else [o for o in running if o["ours"]]
+    targets = [listed[n] for n in names if n in listed] if names else [o for o in running if o["ours"] and o.get("owned")]
     stopped = []
     for orphan in targets:
         name = orphan["instance"]
