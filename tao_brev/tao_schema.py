@@ -243,7 +243,15 @@ def merge_spec(omegaconf, schema, data: dict, label: str, text: str) -> tuple:
         try:
             return omegaconf.OmegaConf.merge(schema, omegaconf.OmegaConf.create(data)), findings
         except omegaconf.errors.OmegaConfBaseException as exc:
-            path = parts(str(getattr(exc, "full_key", "") or "")) or _failing_path(omegaconf, schema, data)
+            full = str(getattr(exc, "full_key", "") or "")
+            if "." in full and full in data:   # `train.optim.lr: 1` at the top: ONE key to YAML, not a path
+                data.pop(full)
+                findings.append(Finding(_where(label, positions, (full,)), full,
+                                        "is one top-level key with dots in its name (YAML does not split it), "
+                                        "not a key of TAO's schema: nest it under its parents, or pass it as "
+                                        "the override KEY=VALUE"))
+                continue
+            path = parts(full) or _failing_path(omegaconf, schema, data)
             if not path or not _drop(data, path):
                 findings.append(Finding(label, "(the spec)", "does not merge with TAO's schema"))
                 return None, findings

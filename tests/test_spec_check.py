@@ -92,6 +92,22 @@ def test_betas_is_refused_with_its_line_and_the_valid_keys(tmp_path):
     assert "0.999" not in error.message
 
 
+def test_a_dotted_key_at_the_top_is_named_with_its_line_and_how_to_write_it(tmp_path):
+    """YAML reads ``train.optim.betas: [..]`` as ONE key; TAO's merge refuses it (omegaconf
+    ConfigKeyError, full_key 'train.optim.betas'): the finding names that key and its line, never the value."""
+    from tao_brev.errors import TaoBrevError
+
+    path = _spec_with(tmp_path, lambda d: d.update({"train.optim.betas": [0.9, 0.999], "train.optim.lr": 0.5}))
+    with pytest.raises(TaoBrevError) as info:
+        _check(path)
+    findings = {f["key"]: f for f in info.value.details["answer"]["findings"]}
+    assert set(findings) == {"train.optim.betas", "train.optim.lr"}   # each named: the merge goes on past one
+    betas = findings["train.optim.betas"]
+    assert betas["where"] == f"{path}:{_line_of(path, 'train.optim.betas')}:1"
+    assert "dots in its name" in betas["problem"] and "KEY=VALUE" in betas["problem"]
+    assert "0.999" not in info.value.message
+
+
 def test_a_stray_top_level_key_and_a_near_miss_name_the_closest_key(tmp_path):
     from tao_brev.errors import TaoBrevError
 
