@@ -96,6 +96,32 @@ def find_python(version: str) -> str:
                 f"install it, e.g. `pyenv install {version}`", pytrace=False)
 
 
+def tree_leaks(root: Path, leaks) -> list[str]:
+    """``"<path below root> <what>"`` for each leak ``leaks(text)`` names in a regular file under ``root``."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            found += [f"{path.relative_to(root)} {what}" for what in leaks(path.read_bytes().decode("utf-8", "replace"))]
+    return found
+
+
+def secrets_world(tmp: Path, box: str, values: dict, ngc_key: str):
+    """A generator for a module fixture: a simulator with instance ``box`` (the TAO image pulled) and
+    an environment holding ``values`` and no credential of the caller's; yields the world dict."""
+    from tests.sim.simctl import Simulator
+
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("TAO_", "AWS_", "S3_", "BREV_")) and k not in ("NGC_KEY", "HF_TOKEN", "WANDB_API_KEY")}
+    with Simulator(tmp / "sim") as sim:
+        sim.add_instance(box, disk_free_bytes=500 * 10**9)
+        sim.preload_image(box, TAO_IMAGE)
+        env = sim.env(env)
+        env.update(values, TAO_STATE_DIR=str(tmp / "state"), TAO_BREV_NO_REEXEC="1", TAO_BREV_RETRY_BACKOFF_S="0",
+                   TAO_RESULTS_ROOT="~/tao-results", NGC_KEY=ngc_key,
+                   TAO_BREV_SPEC_LEAVE_OUT="simulate")   # the stand-in's block (state_env)
+        yield {"sim": sim, "env": env, "tmp": tmp, "outputs": []}
+
+
 def run_script(name: str, *args: str, env: dict | None = None, timeout: float = 120) -> ScriptResult:
     """Run ``scripts/<name>`` as a user would (stdin closed), return its result (its answer is
     checked by the tap below, like every script answer of the suite)."""

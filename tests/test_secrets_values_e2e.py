@@ -35,6 +35,7 @@ from urllib.parse import quote
 import pytest
 import yaml
 
+import conftest
 from conftest import EXAMPLE_SPEC, TAO_IMAGE, run_script, validate
 
 V_WANDB = "Xr7/Qm+Lk2Vw9Np4Tz6Bc8Hd3Jf"      # under a credential name
@@ -56,29 +57,12 @@ def leaks(text: str) -> list[str]:
 
 
 def tree_leaks(root: Path) -> list[str]:
-    found = []
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            data = path.read_bytes()
-            found += [f"{path.relative_to(root)} {what}" for what in leaks(data.decode("utf-8", "replace"))]
-    return found
+    return conftest.tree_leaks(root, leaks)
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    from tests.sim.simctl import Simulator
-
-    tmp = tmp_path_factory.mktemp("values")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("TAO_", "AWS_", "S3_", "BREV_")) and k not in ("NGC_KEY", "HF_TOKEN", "WANDB_API_KEY")}
-    with Simulator(tmp / "sim") as sim:
-        sim.add_instance(BOX, disk_free_bytes=500 * 10**9)
-        sim.preload_image(BOX, TAO_IMAGE)
-        env = sim.env(env)
-        env.update(VALUES, TAO_STATE_DIR=str(tmp / "state"), TAO_BREV_NO_REEXEC="1", TAO_BREV_RETRY_BACKOFF_S="0",
-                   TAO_RESULTS_ROOT="~/tao-results", NGC_KEY="nvapi-ValuesE2Ekey0123456789abcd",
-                   TAO_BREV_SPEC_LEAVE_OUT="simulate")   # the stand-in's block (conftest.state_env)
-        yield {"sim": sim, "env": env, "tmp": tmp, "outputs": []}
+    yield from conftest.secrets_world(tmp_path_factory.mktemp("values"), BOX, VALUES, "nvapi-ValuesE2Ekey0123456789abcd")
 
 
 def run(world, script, *args, env=None, schema=None):
