@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
 from pathlib import Path
 from urllib.parse import quote
@@ -27,7 +26,7 @@ import pytest
 import yaml
 
 import conftest
-from conftest import EXAMPLE_SPEC, TAO_IMAGE, run_script, validate
+from conftest import EXAMPLE_SPEC, run_script, validate
 from tests.sim.leaky_job import forms
 
 V_WANDB = "Xr7/Qm+Lk2&Vw9!Np4\u00f6Tz6Bc8Hd3Jf~"

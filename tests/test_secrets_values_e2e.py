@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import stat
 from pathlib import Path
@@ -36,7 +35,7 @@ import pytest
 import yaml
 
 import conftest
-from conftest import EXAMPLE_SPEC, TAO_IMAGE, run_script, validate
+from conftest import EXAMPLE_SPEC, run_script, validate
 
 V_WANDB = "Xr7/Qm+Lk2Vw9Np4Tz6Bc8Hd3Jf"      # under a credential name
 V_MIRROR = "mRq4/Zt+8sYp2Wn6Kv0Lb5Gh"         # under an unusual --env name
