@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 
 from .errors import TaoBrevError
 
+from . import lazy_re
+
 # Actions whose script takes another schema than ExperimentConfig (tao-pytorch
 # cv/dino/scripts/convert.py: DINODatasetConvertConfig, cv/bevfusion/scripts/dataset_convert.py, ...).
 OTHER_SCHEMA_ACTIONS = ("convert", "dataset_convert", "default_specs")
@@ -102,7 +104,7 @@ def key_positions(text: str) -> dict:
     return out
 
 
-_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+_PART = lazy_re.compile(r"\[(\d+)\]|([^.\[\]]+)")
 
 
 def parts(full_key: str) -> tuple:
@@ -263,10 +265,10 @@ def merge_spec(omegaconf, schema, data: dict, label: str, text: str) -> tuple:
 
 # -- overrides (Hydra's grammar, the part TAO specs use) ---------------------
 
-_INT = re.compile(r"[+-]?(0|[1-9](_?[0-9])*)")
-_FLOAT = re.compile(r"[+-]?(([0-9](_?[0-9])*)?\.[0-9](_?[0-9])*([eE][+-]?[0-9]+)?|[0-9](_?[0-9])*\.?([eE][+-]?[0-9]+)"
-                    r"|[0-9](_?[0-9])*\.|inf|nan)", re.IGNORECASE)
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
+_INT = lazy_re.compile(r"[+-]?(0|[1-9](_?[0-9])*)")
+_FLOAT = lazy_re.compile(r"[+-]?(([0-9](_?[0-9])*)?\.[0-9](_?[0-9])*([eE][+-]?[0-9]+)?|[0-9](_?[0-9])*\.?([eE][+-]?[0-9]+)"
+                         r"|[0-9](_?[0-9])*\.|inf|nan)", re.IGNORECASE)
+_KEY = lazy_re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
 
 
 def override_value(text: str):

@@ -292,7 +292,7 @@ def test_installed_script_runs_with_only_path(box, tmp_path):
     shutil.copy(dest / "examples" / "visual_changenet" / "train.yaml", spec)
     dry = run_installed(dest, "submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt",
                         "--network-arch", "visual_changenet", "--action", "train", "--spec", str(spec),
-                        "--inputs", "~/data=data", "--dry-run", path_dirs=[_bare_python_dir(tmp_path)], cwd=tmp_path,
+                        "--inputs", "~/data=levir_cd_tiny", "--dry-run", path_dirs=[_bare_python_dir(tmp_path)], cwd=tmp_path,
                         HOME=str(tmp_path))
     assert dry.returncode == 0, dry
     assert '"dry_run": true' in dry.stdout

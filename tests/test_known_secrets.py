@@ -32,7 +32,8 @@ def _fresh_registry():
 def submit(state_env, *args, spec: Path | None = None, **env):
     return run_script("submit.py", "--instance", "box1", "--image", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt",
                       "--network-arch", "visual_changenet", "--action", "train",
-                      "--spec", str(spec or EXAMPLE_SPEC), *args, env={**state_env, **env})
+                      "--spec", str(spec or EXAMPLE_SPEC), "--inputs", "/data/levir_cd_tiny=levir_cd_tiny", *args,
+                      env={**state_env, **env})   # the input the spec reads (/data/levir_cd_tiny)
 
 
 def no_record(state_env) -> bool:
@@ -147,9 +148,10 @@ def test_brev_argv_never_carries_a_known_value(tmp_path):
 def test_brev_runs_without_any_credential_or_watched_variable():
     env = {"PATH": "/bin", "HOME": "/home/u", "KAGGLE_KEY": SECRET, "clientSecret": SECRET + "x",
            "DATASET_MIRROR_CFG": SECRET + "y", "AWS_REGION": "us-east-1"}
-    assert set(brev_environment(env)) == {"PATH", "HOME", "DATASET_MIRROR_CFG", "AWS_REGION"}
+    # + SSH_AUTH_SOCK: brev's exec starts no ssh-agent when it is set (transport.NO_AGENT_SOCKET)
+    assert set(brev_environment(env)) == {"PATH", "HOME", "DATASET_MIRROR_CFG", "AWS_REGION", "SSH_AUTH_SOCK"}
     known_secrets.watch(["DATASET_MIRROR_CFG"])
-    assert set(brev_environment(env)) == {"PATH", "HOME", "AWS_REGION"}
+    assert set(brev_environment(env)) == {"PATH", "HOME", "AWS_REGION", "SSH_AUTH_SOCK"}
 
 
 def test_findings_and_errors_name_the_place_never_the_value():

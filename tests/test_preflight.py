@@ -120,7 +120,8 @@ def test_not_logged_in_without_a_token_stops_with_exit_3(box):
     auth = check(res, "brev_auth")
     assert auth["code"] == res.json["error"]["code"] == "BREV_NOT_LOGGED_IN"
     assert auth["fix"] == ("Export BREV_API_KEY (a Brev API key, bak-...) or BREV_API_TOKEN (headless) in the shell "
-                           "that runs the scripts, then run preflight.py --login; never type a token into a command.")
+                           f"that runs the scripts, then run {ROOT / 'scripts' / 'preflight.py'} --login; never type a "
+                           "token into a command.")
     assert auth["data"]["token_set"] is False
 
 
