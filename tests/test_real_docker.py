@@ -410,7 +410,7 @@ def _parsed(world, job_done: str, job_hung: str, plain_image: str) -> dict:
     """What the bundle makes of each docker answer on ``world``'s instance."""
     import re
 
-    from tao_brev import docker_state, remote
+    from tao_brev import docker_state, progress, remote
     from tao_brev.verbs import preflight
 
     facts: dict = {}
@@ -436,13 +436,29 @@ def _parsed(world, job_done: str, job_hung: str, plain_image: str) -> dict:
                 observed[key] = bool(re.match(RFC3339_NANO, observed[key]))
         facts[f"state_{name}"] = (sec.exit_code, sorted(state) if state else None, observed,
                                   "No such" in sec.output)
-    logs = _section(world, remote.logs_if_exited(job_done, 5) + " 2>/dev/null")
-    errs = _section(world, remote.logs_if_exited(job_done, 5) + " >/dev/null")
+    # Each stream of the whole log: the order of lines *between* stdout and stderr is the order two pipes
+    # were read in (containerd-shim's copiers, the simulator's pump threads), which no engine fixes, so a
+    # tail that cuts through an interleaving compares that race; how --tail counts is the paced fact below.
+    # stderr's experiment configuration is the stand-in's merge (the host has TAO's schema package, the
+    # test image has not): its last line is compared.
+    logs = _section(world, remote.logs_if_exited(job_done, 1000) + " 2>/dev/null")
+    errs = _section(world, remote.logs_if_exited(job_done, 1000) + " >/dev/null")
     # TAO's logging lines start with the time they were written ("2026-12-01 23:38:29,687 - [TAO Toolkit]"):
     # the two runs differ there only
     untimed = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
-    facts["logs_tail_stdout"] = (logs.exit_code, [untimed.sub("<time> ", x) for x in logs.output.strip().splitlines()])
-    facts["logs_tail_stderr"] = (errs.exit_code, [untimed.sub("<time> ", x) for x in errs.output.strip().splitlines()])
+    facts["logs_stdout"] = (logs.exit_code, [untimed.sub("<time> ", x) for x in logs.output.strip().splitlines()])
+    facts["logs_stderr_last"] = (errs.exit_code, [untimed.sub("<time> ", x) for x in errs.output.strip().splitlines()][-1:])
+    # --tail N counts the lines of both streams together, newest last (moby daemon/logger/jsonfilelog reads one
+    # file); the writes are 0.3 s apart so their order is the order they were written in.
+    _exec(world, f"docker run -d --name interleaved {plain_image} sh -c "
+                 "'echo o1; sleep 0.3; echo e1 >&2; sleep 0.3; echo o2; sleep 0.3; echo e2 >&2'")
+    _exec(world, "docker wait interleaved")
+    tail_out = _section(world, remote.logs_if_exited("interleaved", 3) + " 2>/dev/null")
+    tail_err = _section(world, remote.logs_if_exited("interleaved", 3) + " >/dev/null")
+    facts["logs_tail_counts_both_streams"] = (tail_out.output.split(), tail_err.output.split())
+    last = _section(world, remote.last_log_line("interleaved"))
+    stamp, _, text = last.output.strip().partition(" ")
+    facts["last_log_line"] = (last.exit_code, progress.rfc3339_epoch(stamp) is not None, text)
     facts["logs_if_running"] = _section(world, remote.logs_if_exited("tao-no-such-job", 5)).output.strip()
     ps = _section(world, remote.list_job_containers())
     roles = {job_done: "done", job_hung: "stopped"}
@@ -460,7 +476,6 @@ def _parsed(world, job_done: str, job_hung: str, plain_image: str) -> dict:
     wrapped = _section(world, remote.logs_if_exited("wrapped", 20))
     facts["wrapper_127"] = (waited[1].strip(), docker_state.classify_logs(wrapped.output)["reason"],
                             "NVIDIA Release" in wrapped.output)
-    from tao_brev import progress
     token = remote.new_token()
     _, out, _ = _exec(world, remote.progress_functions(token) + "\n"
                       + remote.section(token, "jobs", remote.read_all_jobs()))
@@ -471,13 +486,10 @@ def _parsed(world, job_done: str, job_hung: str, plain_image: str) -> dict:
                      sorted(f.path for f in probe.files), [json.loads(line)["status"] for f in probe.files
                                                            for line in f.lines[-1:]], probe.tail is not None)
         for job, probe in found.items() if job in roles})
-    last = _section(world, remote.last_log_line(job_done))
-    stamp, _, text = last.output.strip().partition(" ")
-    facts["last_log_line"] = (last.exit_code, progress.rfc3339_epoch(stamp) is not None, untimed.sub("<time> ", text))
     rm = _section(world, remote.remove_container(job_done))
     rm_missing = _section(world, remote.remove_container(job_done))
     facts["rm"] = (rm.exit_code, rm.output.strip() == job_done, rm_missing.exit_code)
-    _exec(world, "docker rm -f no-cmd wrapped")
+    _exec(world, "docker rm -f no-cmd wrapped interleaved")
     return facts
 
 
@@ -505,6 +517,8 @@ def test_the_simulators_docker_answers_as_the_real_engine_does(real, tmp_path, s
                    for key in from_sim if from_sim[key] != from_real.get(key)}
     assert differences == {}, json.dumps(differences, indent=1)
     assert set(from_real["all_jobs"][2]) == {"done", "stopped"} and from_real["all_jobs"][2]["done"][1]
-    assert from_real["last_log_line"][1] and from_real["last_log_line"][2]
+    assert from_real["last_log_line"] == (0, True, "e2")
+    assert from_real["logs_tail_counts_both_streams"] == (["o2"], ["e1", "e2"])
+    assert "Execution status: PASS" in from_real["logs_stderr_last"][1][0]
     assert from_real["state_stopped"][2]["exit_code"] == 137          # docker stop of a PID 1 without handler
     assert from_real["wrapper_127"][0] == "127" and from_real["run_missing_command"][2] == 127
