@@ -1,0 +1,306 @@
+"""The package's shape, read from its source with ``ast`` (ARCHITECTURE.md, "Rules of the house"):
+
+- no import circle between the package's modules (an import inside a function counts:
+  it hides a circle, it does not remove it);
+- no import inside a function except of the declared lazy boundary (LAZY: third-party
+  libraries whose import costs a script that does not use them);
+- no module over 400 lines; no function over 60 lines in the verbs;
+- no module below the script layer imports the CLI runner (``tao_brev.cli``).
+
+What the code owes today is DEBTS, a ratchet: a module may not owe more than it is
+listed with, and a listed debt that is paid (or smaller) fails too, so the table only
+shrinks. ``python tests/test_architecture.py`` prints the table as it stands; ``--write``
+puts it here (after paying a debt).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "tao_brev"
+LAZY = frozenset({"boto3", "botocore", "yaml", "omegaconf", "nvidia_tao_core", "jsonschema"})
+MAX_MODULE_LINES = 400
+MAX_VERB_FUNCTION_LINES = 60
+CLI = "tao_brev.cli"
+
+# The ratchet (python tests/test_architecture.py prints it anew): what each rule still finds.
+# DEBTS begin (python tests/test_architecture.py --write)
+DEBTS: dict = {'circles': [['tao_brev.cost', 'tao_brev.prices'],
+             ['tao_brev.known_secrets', 'tao_brev.redact'],
+             ['tao_brev.resume', 'tao_brev.verbs.results'],
+             ['tao_brev.verbs.recovery_chain', 'tao_brev.verbs.status', 'tao_brev.verbs.teardown']],
+ 'function_imports': {'tao_brev.bank': 1,
+                      'tao_brev.cli': 25,
+                      'tao_brev.cost': 2,
+                      'tao_brev.credentials': 12,
+                      'tao_brev.docker_state': 3,
+                      'tao_brev.env_proof': 2,
+                      'tao_brev.fsio': 9,
+                      'tao_brev.hash_cache': 1,
+                      'tao_brev.known_secrets': 4,
+                      'tao_brev.logcap': 4,
+                      'tao_brev.nextstep': 1,
+                      'tao_brev.pipes': 1,
+                      'tao_brev.prices': 5,
+                      'tao_brev.record_index': 1,
+                      'tao_brev.record_listing': 3,
+                      'tao_brev.records': 4,
+                      'tao_brev.redact': 5,
+                      'tao_brev.remote': 1,
+                      'tao_brev.resume': 2,
+                      'tao_brev.safe_read': 1,
+                      'tao_brev.sidecar': 7,
+                      'tao_brev.staging': 1,
+                      'tao_brev.storage': 2,
+                      'tao_brev.tao_gpus': 1,
+                      'tao_brev.tao_schema': 1,
+                      'tao_brev.tao_schema_pkg': 4,
+                      'tao_brev.tao_status': 2,
+                      'tao_brev.verbs.cost_report': 2,
+                      'tao_brev.verbs.orphans': 3,
+                      'tao_brev.verbs.preflight': 5,
+                      'tao_brev.verbs.recover': 2,
+                      'tao_brev.verbs.recovery_chain': 1,
+                      'tao_brev.verbs.results': 4,
+                      'tao_brev.verbs.status': 3,
+                      'tao_brev.verbs.stop': 1,
+                      'tao_brev.verbs.submit': 7,
+                      'tao_brev.verbs.teardown': 2,
+                      'tao_brev.yaml_bounded': 1},
+ 'import_cli': ['tao_brev.cost',
+                'tao_brev.prices',
+                'tao_brev.verbs.checkpoint_sync',
+                'tao_brev.verbs.cost_report',
+                'tao_brev.verbs.instance_gate',
+                'tao_brev.verbs.keep',
+                'tao_brev.verbs.orphans',
+                'tao_brev.verbs.preflight',
+                'tao_brev.verbs.reconcile',
+                'tao_brev.verbs.recover',
+                'tao_brev.verbs.recovery_chain',
+                'tao_brev.verbs.results',
+                'tao_brev.verbs.status',
+                'tao_brev.verbs.stop',
+                'tao_brev.verbs.stop_orphans',
+                'tao_brev.verbs.submit',
+                'tao_brev.verbs.teardown'],
+ 'long_modules': {'tao_brev.cli': 530,
+                  'tao_brev.docker_state': 560,
+                  'tao_brev.errors': 432,
+                  'tao_brev.known_secrets': 781,
+                  'tao_brev.progress': 449,
+                  'tao_brev.records': 472,
+                  'tao_brev.redact': 905,
+                  'tao_brev.remote': 515,
+                  'tao_brev.staging': 610,
+                  'tao_brev.storage': 911,
+                  'tao_brev.transport': 719,
+                  'tao_brev.verbs.preflight': 956,
+                  'tao_brev.verbs.recover': 402,
+                  'tao_brev.verbs.status': 630,
+                  'tao_brev.verbs.submit': 796,
+                  'tao_brev.verbs.teardown': 510},
+ 'long_verb_functions': {'tao_brev.verbs.status:observe': 75,
+                         'tao_brev.verbs.status:poll_many': 69,
+                         'tao_brev.verbs.submit:submit': 208,
+                         'tao_brev.verbs.teardown:teardown': 83}}
+# DEBTS end
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, ast.Module]:
+    return {module_name(p): ast.parse(p.read_text(encoding="utf-8"), str(p))
+            for p in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in p.parts}
+
+
+def resolve(importer: str, node: ast.ImportFrom | ast.Import, is_package: bool) -> list[str]:
+    """The absolute module names an import statement loads (``from . import x`` may name a module)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level == 0:
+        base = node.module or ""
+    else:
+        parts = importer.split(".")
+        keep = len(parts) - node.level + (1 if is_package else 0)
+        base = ".".join(parts[:keep] + ([node.module] if node.module else []))
+    return [base] + [f"{base}.{alias.name}" for alias in node.names]
+
+
+def imports(tree: ast.AST) -> list[ast.stmt]:
+    """Every import statement of a module, at module level or in a function (an import put in a
+    function still ties the two modules: it only hides the circle until the call), but not
+    those under ``if TYPE_CHECKING:`` (type hints only)."""
+    found, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            todo += node.orelse
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        todo += ast.iter_child_nodes(node)
+    return found
+
+
+def import_graph(trees: dict[str, ast.Module]) -> dict[str, set[str]]:
+    graph = {}
+    for name, tree in trees.items():
+        is_package = (PACKAGE / Path(*name.split(".")[1:]) / "__init__.py").is_file() if "." in name \
+            else True
+        targets = {t for node in imports(tree) for t in resolve(name, node, is_package)}
+        graph[name] = {t for t in targets if t in trees and t != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each sorted."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def function_imports(trees: dict[str, ast.Module]) -> dict[str, int]:
+    """Per module: imports inside a function of anything but the lazy boundary."""
+    counts = {}
+    for name, tree in trees.items():
+        n = 0
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import):
+                    roots = [a.name.split(".")[0] for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    roots = ["."] if node.level else [(node.module or "").split(".")[0]]
+                else:
+                    continue
+                n += sum(1 for r in roots if r not in LAZY)
+        if n:
+            counts[name] = n
+    return counts
+
+
+def long_modules() -> dict[str, int]:
+    return {module_name(p): n for p in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in p.parts
+            for n in [len(p.read_text(encoding="utf-8").splitlines())] if n > MAX_MODULE_LINES}
+
+
+def long_verb_functions(trees: dict[str, ast.Module]) -> dict[str, int]:
+    return {f"{name}:{fn.name}": fn.end_lineno - fn.lineno + 1
+            for name, tree in trees.items() if name.startswith("tao_brev.verbs")
+            for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and fn.end_lineno - fn.lineno + 1 > MAX_VERB_FUNCTION_LINES}
+
+
+def import_cli(trees: dict[str, ast.Module]) -> list[str]:
+    graph = import_graph(trees)
+    return sorted(name for name, targets in graph.items() if CLI in targets and name != CLI)
+
+
+@functools.lru_cache(maxsize=None)
+def measured() -> dict:
+    trees = modules()
+    return {"circles": circles(import_graph(trees)), "function_imports": function_imports(trees),
+            "long_modules": long_modules(), "long_verb_functions": long_verb_functions(trees),
+            "import_cli": import_cli(trees)}
+
+
+def _ratchet(rule: str) -> None:
+    now, owed = measured()[rule], DEBTS[rule]   # the cached reading: tests do not change the tree
+    if isinstance(owed, dict):
+        worse = {k: (v, owed.get(k)) for k, v in now.items() if v > owed.get(k, 0)}
+        paid = {k: (now.get(k), v) for k, v in owed.items() if now.get(k, 0) < v}
+    else:
+        worse = [x for x in now if x not in owed]
+        paid = [x for x in owed if x not in now]
+    assert not worse, f"{rule}: new debt (now, listed): {worse}"
+    assert not paid, f"{rule}: debt paid, lower DEBTS[{rule!r}] (now, listed): {paid}"
+
+
+def test_no_import_circle_beyond_the_ratchet():
+    _ratchet("circles")
+
+
+def test_no_function_level_import_but_the_lazy_boundary():
+    _ratchet("function_imports")
+
+
+def test_no_module_over_400_lines():
+    _ratchet("long_modules")
+
+
+def test_no_verb_function_over_60_lines():
+    _ratchet("long_verb_functions")
+
+
+def test_no_module_below_the_scripts_imports_the_cli_runner():
+    _ratchet("import_cli")
+
+
+def test_the_rules_see_what_they_claim(tmp_path, monkeypatch):
+    """The readers themselves: a circle, a relative import of a package, a lazy import."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]
+    tree = ast.parse("import os\ndef f():\n    import yaml\n    from . import x\n    import json\n")
+    assert function_imports({"m": tree}) == {"m": 2}
+    node = ast.parse("from ..errors import TaoBrevError").body[0]
+    assert resolve("tao_brev.verbs.status", node, False)[0] == "tao_brev.errors"
+    node = ast.parse("from . import remote").body[0]
+    assert "tao_brev.verbs.remote" in resolve("tao_brev.verbs", node, True)
+
+
+def write_debts() -> None:
+    """Rewrite the DEBTS block of this file with what the rules find now."""
+    import pprint
+
+    me = Path(__file__)
+    text = me.read_text(encoding="utf-8")
+    head, rest = text.split("# DEBTS begin", 1)
+    _, tail = rest.split("# DEBTS end\n", 1)
+    table = pprint.pformat(measured(), width=110, sort_dicts=True)
+    me.write_text(f"{head}# DEBTS begin (python tests/test_architecture.py --write)\nDEBTS: dict = {table}\n"
+                  f"# DEBTS end\n{tail}", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        write_debts()
+    else:
+        import pprint
+
+        pprint.pprint(measured(), width=110, sort_dicts=True)
