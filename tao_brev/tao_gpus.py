@@ -14,7 +14,14 @@ The rule (``references/submit-guards.md``, "GPUs"):
 - ``--gpus all`` (the default) means every GPU of the instance: the launch round trip counts
   them (``nvidia-smi -L`` on the instance) and passes that count and ids, replacing the spec's
   values (a warning names them); an override of them with ``--gpus all`` is refused (it would
-  bill every GPU and use fewer): name the GPUs with ``--gpus``.
+  bill every GPU and use fewer): name the GPUs with ``--gpus``;
+- an id named twice (``--gpus 0,0``, also ``0,00``) is refused (BAD_ARGUMENT): docker's
+  ``--gpus '"device=0,0"'`` hands the container ONE GPU, so TAO would start a rank on a GPU that
+  is not there;
+- the schema could not be read (``--no-spec-check``, or a version without one) and the spec
+  writes neither key: ``--gpus all`` and ``--gpus 0,1`` still add both keys (the launcher reads
+  them from the command line for every network, entrypoint.py:165-178), so a job never trains on
+  1 of N billed GPUs; a warning says so. One named GPU adds nothing (TAO's default is ``[0]``).
 """
 
 from __future__ import annotations
@@ -72,17 +79,50 @@ def _schema_keys(config, spec_data: dict, section: str) -> list:
     return [k for k in KEYS if isinstance(node, dict) and k in node]
 
 
+def refuse_repeated_ids(gpus: str, rerun) -> None:
+    """BAD_ARGUMENT when ``--gpus`` names one GPU id twice (``0,0``, ``1,01``): docker counts
+    distinct device ids, so the container would get fewer GPUs than the ids TAO is told to use."""
+    ids = gpus.split(",")
+    if gpus == "all" or not all(i.isdigit() for i in ids):
+        return                                  # not ids: remote.gpus_flag refuses the form
+    values = [int(i) for i in ids]
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) == len(values):
+        return
+    twice = sorted({v for v in values if values.count(v) > 1})
+    unique = ",".join(map(str, distinct))
+    raise TaoBrevError("BAD_ARGUMENT", f"--gpus {gpus} names GPU id(s) {', '.join(map(str, twice))} more than "
+                       f"once: docker hands the container one GPU per distinct id ({len(distinct)}), not {len(ids)}",
+                       f"Name each GPU once: {rerun(set_flags={'--gpus': unique})}")
+
+
+def _unchecked_note(gpus: str, section: str) -> str:
+    return (f"the schema could not be read and the spec sets no {section}.num_gpus / gpu_ids: submit passes "
+            f"both for --gpus {gpus} (tao-pytorch core/entrypoint.py:165-178 reads them from the command line "
+            "for every network); an image whose schema lacks them refuses the override: then use --gpus 0")
+
+
 def plan(*, gpus: str, action: str, config, spec_data: dict, overrides: list, rerun) -> GpuPlan:
-    """The GPU overrides for this submit, or BAD_ARGUMENT. ``rerun(set_flags=..., to_overrides=...)``
-    builds the fix commands (``SubmitRequest.rerun``)."""
+    """The GPU overrides for this submit, or BAD_ARGUMENT (an id named twice, or an override that
+    disagrees). ``rerun(set_flags=..., to_overrides=...)`` builds the fix commands (``SubmitRequest.rerun``)."""
+    refuse_repeated_ids(gpus, rerun)
     section = GPU_TASKS.get(action)
     if section is None:
         return GpuPlan()
     keys = _schema_keys(config, spec_data, section)
+    many = gpus == "all" or "," in gpus
+    if not keys and config is None and many:     # unchecked: never 1 of N billed GPUs
+        found = _planned(gpus, section, list(KEYS), spec_data, overrides, rerun)
+        found.warnings.append(_unchecked_note(gpus, section))
+        return found
     if not keys:
-        many = gpus == "all" or "," in gpus
         return GpuPlan(warnings=[f"the spec sets no {section}.num_gpus and the schema could not be read: TAO "
                                  "uses 1 GPU (tao-pytorch core/entrypoint.py:165-166)"] if many else [])
+    return _planned(gpus, section, keys, spec_data, overrides, rerun)
+
+
+def _planned(gpus: str, section: str, keys: list, spec_data: dict, overrides: list, rerun) -> GpuPlan:
+    """The overrides for ``keys`` of ``section`` (present in the schema, or both when unchecked)."""
     given = _user_overrides(overrides, section)
     spec_section = spec_data.get(section) if isinstance(spec_data, dict) else None
     spec_section = spec_section if isinstance(spec_section, dict) else {}

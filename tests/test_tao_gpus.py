@@ -70,8 +70,49 @@ def test_an_override_that_disagrees_with_all_gpus_is_refused_naming_the_gpus():
 
 def test_actions_on_one_gpu_and_unknown_keys_add_nothing():
     assert _plan("all", action="export").overrides == [] and _plan("all", action="export").host_keys == ()
-    unchecked = _plan("all", spec={"train": {"num_epochs": 1}})   # not checked: only keys the spec writes
-    assert unchecked.host_keys == () and "uses 1 GPU" in unchecked.warnings[0]
+    assert _plan("all", action="export", config={}).warnings == []
+    checked = _plan("all", spec={"train": {"num_epochs": 1}}, config={"train": {"num_epochs": 1}})
+    assert checked.host_keys == () and checked.overrides == [] and "uses 1 GPU" in checked.warnings[0]
+
+
+@pytest.mark.parametrize("gpus", ["0,0", "1,1", "0,1,0", "2,02", "3,3,3"])
+def test_a_gpu_id_named_twice_is_refused_with_each_id_once(gpus):
+    """docker --gpus '"device=0,0"' hands ONE GPU: TAO told num_gpus=2 would start a rank on a missing GPU."""
+    from tao_brev.errors import TaoBrevError
+
+    for action in ("train", "export"):
+        with pytest.raises(TaoBrevError) as info:
+            _plan(gpus, action=action)
+        assert info.value.code == "BAD_ARGUMENT" and "more than once" in info.value.message
+        once = ",".join(dict.fromkeys(str(int(i)) for i in gpus.split(",")))
+        assert f"'--gpus': '{once}'" in info.value.fix
+
+
+@pytest.mark.parametrize("gpus", ["0,1", "1,0", "0,10", "all"])
+def test_distinct_ids_are_not_refused(gpus):
+    assert _plan(gpus).warnings is not None
+
+
+@pytest.mark.parametrize("spec", [{"train": {"num_epochs": 1}}, {}, {"train": None}])
+def test_unchecked_many_gpus_still_hand_tao_the_count(spec):
+    """No schema (--no-spec-check) and no key in the spec: the launcher reads the command line for every
+    network, so the keys are added anyway, never 1 of N billed GPUs."""
+    every = _plan("all", spec=spec)
+    assert every.host_keys == ("train.num_gpus", "train.gpu_ids") and "schema could not be read" in every.warnings[-1]
+    named = _plan("0,1", spec=spec, action="evaluate")
+    assert named.overrides == ["evaluate.num_gpus=2", "evaluate.gpu_ids=[0,1]"] and named.host_keys == ()
+    assert _plan("3", spec=spec).overrides == [] and _plan("3", spec=spec).warnings == []   # TAO's default: 1 GPU
+
+
+def test_unchecked_overrides_that_disagree_are_still_refused():
+    from tao_brev.errors import TaoBrevError
+
+    spec = {"train": {"num_epochs": 1}}
+    with pytest.raises(TaoBrevError):
+        _plan("all", spec=spec, overrides=["train.num_gpus=2"])
+    with pytest.raises(TaoBrevError):
+        _plan("0,1", spec=spec, overrides=["train.gpu_ids=[0]"])
+    assert _plan("0,1", spec=spec, overrides=["train.num_gpus=2"]).overrides == ["train.gpu_ids=[0,1]"]
 
 
 def _docker_run_words(world, instance: str) -> list:
@@ -102,3 +143,33 @@ def test_the_dry_run_plan_shows_the_gpu_overrides(world):
     launch = next(step for step in res.json["plan"] if step["step"] == "launch")
     assert launch["gpu_overrides"] == ["train.num_gpus=1", "train.gpu_ids=[0]"]
     assert "train.num_gpus=1 train.gpu_ids=[0]" in launch["script"].replace("'", "")
+
+
+def test_duplicate_gpu_ids_are_refused_before_anything_is_launched(world):
+    from test_submit_guards import base_args
+
+    res = world.run("submit.py", *base_args(world), "--gpus", "1,1", "--dry-run")
+    err = res.json["error"]
+    assert res.code == 2 and res.json["ok"] is False and err["code"] == "BAD_ARGUMENT", res
+    assert "more than once" in err["message"] and "--gpus 1 " in err["fix"].replace("'", "") + " "
+    assert not [r for r in world.sim.audit() if r["tool"] == "docker" and r["argv"][:1] == ["run"]]
+
+
+def test_no_spec_check_on_8_gpus_trains_on_8(world):
+    import yaml
+
+    world.sim.add_instance("eight", gpus=("NVIDIA A100-SXM4-80GB",) * 8)
+    world.sim.preload_image("eight", TAO_IMAGE)
+    spec = world.spec({"epoch_seconds": 0.05})
+    data = yaml.safe_load(spec.read_text())
+    data["train"].pop("num_gpus", None)
+    data["train"].pop("gpu_ids", None)
+    spec.write_text(yaml.safe_dump(data))
+    ds = world.put_dataset("eight")
+    res = world.run("submit.py", "--instance", "eight", "--image", "images.tao_toolkit.pyt", "--network-arch",
+                    "visual_changenet", "--action", "train", "--spec", str(spec), "--inputs", f"{ds}=levir_cd_tiny",
+                    "--no-spec-check")
+    assert res.code == 0, res
+    words = _docker_run_words(world, "eight")
+    assert "train.num_gpus=8" in words and "train.gpu_ids=[0,1,2,3,4,5,6,7]" in words
+    assert any("schema could not be read" in w for w in res.json["warnings"])
