@@ -271,6 +271,8 @@ def summarize(file: StatusFile | None, now: float | None, action: str = "") -> d
     done = tao_status.finished(run)
     if done:
         out["finished"] = True
+    if tao_status.interrupted(run) is not None:   # TAO caught an interrupt and exits 0: not finished
+        out["interrupted"] = True
     for key, value in (("warnings", tao_status.warnings(run)), ("resumed_from", tao_status.resumed_from(run))):
         if value:
             out[key] = value
@@ -349,6 +351,10 @@ def after_end(progress: dict, terminal: str | None, action: str = "", job_id: st
     if progress.get("status") == "FAILURE" and terminal != "COMPLETE":
         out["note"] = (f"the job ended {terminal}; TAO's last status line is FAILURE: "
                        f"{progress.get('message', '')}")[:300]
+    elif terminal == "COMPLETE" and progress.get("interrupted"):
+        out["note"] = ("the container exited 0 but the run did NOT finish: TAO caught an interrupt (KeyboardInterrupt "
+                       "/ SystemError), wrote its FAILURE line \"... was interrupted\" and exited 0 (tao-pytorch "
+                       "core/decorators/workflow.py:68-73); resubmit or resume it")
     elif terminal == "COMPLETE":
         out["note"] = ("the container exited 0 but status.json has no \"finished successfully\" line: TAO did not "
                        "report the end of the run (its last line: " + str(progress.get("message", ""))[:120] + ")")

@@ -17,7 +17,12 @@ The sources (tao-pytorch 7.0.1, nvidia-tao-core 7.3.0):
   ``"status": "FAILURE"`` line while the job goes on; a FAILURE line is not the end.
 - ``core/decorators/workflow.py:59-62`` ``monitor_status``: a success ends with
   ``"status": "RUNNING"``, "<Action> finished successfully." (TAO 7 never writes SUCCESS; older
-  containers did); its caught exceptions end with a FAILURE line, then the process exits 1.
+  containers did); its caught exceptions end with a FAILURE line, then the process exits 1,
+  except one: ``workflow.py:68-73`` catches ``KeyboardInterrupt`` / ``SystemError``, writes the
+  FAILURE line "User/System interruption: <Action> was interrupted" and does not re-raise, so the
+  container exits 0 (the scripts' own catches, e.g. ``cv/dino/scripts/convert.py:30-35``, write
+  "Dataset convert was interrupted" the same way). Such a line after the end of a success (or
+  with no end) means the run did not finish (:func:`interrupted`).
 - ``core/initialize_experiments.py:70-73``: "Resuming training from checkpoint: PATH".
 - pointpillars' own loop (``pointcloud/pointpillars/tools/train_utils/train_utils.py:84-99``):
   one "Train metrics generated." line per epoch with the 0-based ``epoch``, ``max_epoch`` =
@@ -36,6 +41,7 @@ from . import lazy_re
 MAX_WARNINGS = 5                 # FAILURE lines kept in an answer (the newest)
 WARNING_CHARS = 200
 _FINISHED = lazy_re.compile(r"finished successfully\.?\s*$", re.I)
+_INTERRUPTED = lazy_re.compile(r"^\s*(User/System interruption:.*|[\w ]+ was interrupted\.?)\s*$", re.I)
 _METRICS_LINE = lazy_re.compile(r"metrics generated", re.I)
 _EVAL_LINE = lazy_re.compile(r"^\s*(eval|validation)\b", re.I)
 _RESUMING = lazy_re.compile(r"^Resuming training from checkpoint: (\S+)")
@@ -79,9 +85,31 @@ def current_run(items: list[dict]) -> list[dict]:
     return items
 
 
+def _is_end(item: dict) -> bool:
+    return bool(_FINISHED.search(str(item.get("message") or ""))) or item.get("status") == "SUCCESS"
+
+
+def is_interruption(item: dict) -> bool:
+    """A FAILURE line of an interrupt TAO caught (workflow.py:68-73: the process then exits 0). Its
+    verbosity is INFO; an ERROR-level log call (tlt_logging.py:124-139) is a warning, not this."""
+    return (item.get("status") == "FAILURE" and item.get("verbosity") != "ERROR"
+            and bool(_INTERRUPTED.match(str(item.get("message") or ""))))
+
+
+def interrupted(items: list[dict]) -> str | None:
+    """The message of the newest caught-interrupt FAILURE line after TAO's last end of a success
+    (all lines when there is none), else None: such a run did not finish even when it exits 0."""
+    last_end = max((i for i, x in enumerate(items) if _is_end(x)), default=-1)
+    for item in reversed(items[last_end + 1:]):
+        if is_interruption(item):
+            return str(item.get("message"))
+    return None
+
+
 def finished(items: list[dict]) -> bool:
-    """Whether TAO wrote its end of a success: "... finished successfully." (or an older SUCCESS)."""
-    return any(_FINISHED.search(str(x.get("message") or "")) or x.get("status") == "SUCCESS" for x in items)
+    """Whether TAO wrote its end of a success: "... finished successfully." (or an older SUCCESS)
+    and no caught-interrupt FAILURE line after it (:func:`interrupted`)."""
+    return any(_is_end(x) for x in items) and interrupted(items) is None
 
 
 def warnings(items: list[dict]) -> list[str]:

@@ -158,3 +158,82 @@ def test_a_run_resumed_after_a_finished_one_is_not_finished_by_the_older_end(tao
     assert "finished" not in got and "warnings" not in got and got["eta_s"] == 20
     assert (got["epoch"], got["num_epochs"], got["percent"]) == (4, 5, 80.0)
     assert len(tao_status.current_run([{"status": "STARTED", "message": "Starting Training Loop."}, {}])) == 2
+
+
+@pytest.mark.parametrize("mode,message", [("train", "User/System interruption: Train was interrupted"),
+                                          ("evaluate", "User/System interruption: Evaluate was interrupted"),
+                                          ("inference", "user/system interruption: Inference was interrupted"),
+                                          ("dataset_convert", "Dataset convert was interrupted")])
+def test_a_caught_interrupt_is_never_finished(tmp_path, mode, message):
+    """tao-pytorch core/decorators/workflow.py:68-73 catches KeyboardInterrupt / SystemError, writes this
+    FAILURE line and exits 0: exit 0 then is not a success, before or after a "finished successfully" line."""
+    cut = TaoWriter(tmp_path / "cut.json")
+    cut.start(mode=mode)
+    cut.train(3, last=0, epoch_s=20)
+    cut.write(message, status="FAILURE")
+    got = progress.summarize(cut.file("cut.json"), cut.now, mode)
+    assert got["interrupted"] is True and "finished" not in got, got
+    ended = progress.after_end(got, "COMPLETE", mode)
+    assert ended["eta_s"] is None and "did NOT finish" in ended["note"] and "workflow.py:68-73" in ended["note"]
+    late = TaoWriter(tmp_path / "late.json")   # an interrupt after the end (e.g. in the cloud upload that follows)
+    late.start(mode=mode)
+    late.train(1, epoch_s=20)
+    assert progress.summarize(late.file("late.json"), late.now, mode)["finished"] is True
+    late.write(message, status="FAILURE")
+    after = progress.summarize(late.file("late.json"), late.now, mode)
+    assert after["interrupted"] is True and "finished" not in after
+
+
+def test_only_a_failure_line_that_says_interrupted_unfinishes_a_run(tao):
+    tao.train(2, epoch_s=20, errors={1: "the loader was interrupted"})   # an ERROR while training goes on
+    lines = [{"status": "RUNNING", "message": "Train finished successfully."}]
+    assert tao_status.finished(lines + [{"status": "RUNNING", "message": "Train was interrupted"}])   # not FAILURE
+    assert tao_status.finished(lines + [{"status": "FAILURE", "message": "CUDA error: out of memory"}])
+    assert tao_status.finished(lines + [{"status": "FAILURE", "verbosity": "ERROR", "message": "Train was interrupted"}])
+    assert tao_status.interrupted([{"status": "FAILURE", "verbosity": "INFO", "message": "the loader was interrupted "
+                                    "by a timeout; retrying"}]) is None
+    assert not tao_status.finished(lines + [{"status": "FAILURE", "message": "User/System interruption: x"}])
+    assert tao_status.interrupted([{"status": "FAILURE", "message": "Train was interrupted"}] + lines) is None
+    assert tao_status.interrupted([{"status": "SUCCESS"}, {"status": "FAILURE", "message": "Export was interrupted"}]) \
+        == "Export was interrupted"
+    got = progress.summarize(tao.file(), tao.now, "train")
+    assert got["finished"] is True and "interrupted" not in got
+    assert progress.after_end(got, "COMPLETE", "train") == {**got, "eta_s": 0}
+
+
+def test_a_poll_of_an_interrupted_run_that_exited_0_says_it_did_not_finish(world, tmp_path):
+    """The breaker's end as TAO makes it: epoch 1 of 3, the caught interrupt's FAILURE line, exit 0."""
+    import json
+    import os
+    import signal
+
+    import yaml
+    from conftest import EXAMPLE_SPEC, wait_until
+    from tests.sim.containers import ContainerStore, now_iso
+
+    data = yaml.safe_load(EXAMPLE_SPEC.read_text())
+    data["simulate"] = {"epoch_seconds": 0.05, "hang_after_epoch": 1}
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    ds = world.put_dataset("box")
+    sub = world.run("submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt", "--network-arch",
+                    "visual_changenet", "--action", "train", "--spec", str(spec), "--inputs", f"{ds}=levir_cd_tiny")
+    assert sub.code == 0, sub
+    job = sub.json["job_id"]
+    home = world.sim.instance_home("box")
+    wait_until(lambda: any('"epoch": 0' in p.read_text() for p in home.rglob(f"{job}/**/status.json")), "epoch 1")
+    with sorted(home.rglob(f"{job}/**/status.json"))[0].open("a") as f:
+        f.write(json.dumps({"date": "12/2/2026", "time": "1:0:0", "status": "FAILURE", "verbosity": "INFO",
+                            "message": "User/System interruption: Train was interrupted"}) + "\n")
+    store = ContainerStore(world.sim.world.docker_dir("box"))
+    proc = store.proc(store.find(job))
+    for pid in (proc.get("supervisor_pid"), proc.get("pid")):
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (TypeError, ProcessLookupError):
+            pass
+    world.sim.set_container_state("box", job, Status="exited", ExitCode=0, FinishedAt=now_iso())
+    res = world.run("poll_status.py", job)
+    got = res.json["progress"]
+    assert got["interrupted"] is True and "finished" not in got and got["eta_s"] is None, got
+    assert "did NOT finish" in got["note"]
