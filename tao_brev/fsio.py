@@ -33,7 +33,7 @@ import stat
 import threading
 from pathlib import Path
 
-from . import lazy_re
+from . import lazy_re, statedir
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -270,11 +270,34 @@ def sweep_temp(directory: Path) -> list[Path]:
 _held = threading.local()
 
 
+LOCK_FLAGS = (os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+              | getattr(os, "O_CLOEXEC", 0))
+
+
+def _open_lock(lock_path: Path) -> int:
+    """A descriptor of the regular lock file ``lock_path`` (created 0600), or UNSAFE_STATE_PATH
+    (``statedir.refuse``) when that name is a link, FIFO, directory, socket or device: opened
+    with O_NOFOLLOW | O_NONBLOCK, so a planted FIFO or a link to /dev/zero never blocks or is
+    written through; ``fstat`` of what was opened decides."""
+    try:
+        fd = os.open(lock_path, LOCK_FLAGS, FILE_MODE)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EOPNOTSUPP, errno.ENODEV, errno.EMLINK):
+            raise statedir.refuse(lock_path, "(a lock file) is not a regular file") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise statedir.refuse(lock_path, "(a lock file) is not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
 @contextlib.contextmanager
 def locked(path: Path):
     """Exclusive lock for a read-modify-write of ``path`` (blocks until held).
 
-    The lock file is 0600 and never opened through a symlink. Re-entrant within
+    The lock file is 0600 and never opened through a symlink; one that is no regular file (a
+    FIFO, a directory, a link to a device) raises UNSAFE_STATE_PATH (:func:`_open_lock`). Re-entrant within
     one thread (a second ``flock`` on a new descriptor of the same file would
     wait for the first forever); other threads and processes wait."""
     lock_path = path.parent / f".{path.name}.lock"
@@ -282,7 +305,7 @@ def locked(path: Path):
     if lock_path in held:
         yield
         return
-    fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+    fd = _open_lock(lock_path)
     with os.fdopen(fd, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         held.add(lock_path)

@@ -271,9 +271,9 @@ def summarize(file: StatusFile | None, now: float | None, action: str = "") -> d
     done = tao_status.finished(run)
     if done:
         out["finished"] = True
-    if tao_status.interrupted(run) is not None:   # TAO caught an interrupt and exits 0: not finished
-        out["interrupted"] = True
-    for key, value in (("warnings", tao_status.warnings(run)), ("resumed_from", tao_status.resumed_from(run))):
+    facts = (("warnings", tao_status.warnings(run)), ("resumed_from", tao_status.resumed_from(run)),
+             ("interrupted", tao_status.interrupted(run) is not None))   # TAO caught an interrupt: exit 0, unfinished
+    for key, value in facts:
         if value:
             out[key] = value
     latest_kpi: dict = {}
@@ -332,12 +332,9 @@ def observed_epoch_seconds(items: list[dict]) -> float | None:
 
 # -- ends -----------------------------------------------------------------------
 def after_end(progress: dict, terminal: str | None, action: str = "", job_id: str = "JOB_ID") -> dict:
-    """``progress`` of a job that ended (``terminal``: its docker end, COMPLETE for exit 0).
-
-    COMPLETE with TAO's "finished successfully" line: done (100 %, no ETA left). COMPLETE without
-    it, or any other end: the status file stopped before TAO's end (a kill, an OOM, an exception
-    TAO does not catch), or with the FAILURE line of one it caught: no ETA, a note that says which.
-    An evaluate that ended COMPLETE without any KPI says so."""
+    """``progress`` of a job that ended (``terminal``: its docker end, COMPLETE for exit 0). COMPLETE with TAO's
+    "finished successfully" line: done (100 %, no ETA left). Else (no such line, an interrupt TAO caught, any other
+    end): no ETA, a note that says which. An evaluate that ended COMPLETE without any KPI says so."""
     if not terminal or not progress.get("available"):
         return progress
     out = {k: v for k, v in progress.items() if k != "eta_source"}
@@ -351,13 +348,10 @@ def after_end(progress: dict, terminal: str | None, action: str = "", job_id: st
     if progress.get("status") == "FAILURE" and terminal != "COMPLETE":
         out["note"] = (f"the job ended {terminal}; TAO's last status line is FAILURE: "
                        f"{progress.get('message', '')}")[:300]
-    elif terminal == "COMPLETE" and progress.get("interrupted"):
-        out["note"] = ("the container exited 0 but the run did NOT finish: TAO caught an interrupt (KeyboardInterrupt "
-                       "/ SystemError), wrote its FAILURE line \"... was interrupted\" and exited 0 (tao-pytorch "
-                       "core/decorators/workflow.py:68-73); resubmit or resume it")
     elif terminal == "COMPLETE":
-        out["note"] = ("the container exited 0 but status.json has no \"finished successfully\" line: TAO did not "
-                       "report the end of the run (its last line: " + str(progress.get("message", ""))[:120] + ")")
+        out["note"] = tao_status.INTERRUPTED_NOTE if progress.get("interrupted") else (
+            "the container exited 0 but status.json has no \"finished successfully\" line: TAO did not "
+            "report the end of the run (its last line: " + str(progress.get("message", ""))[:120] + ")")
     else:
         out["note"] = (f"the job ended {terminal}; status {progress.get('status')} is the status file's last line, "
                        "written before the end")

@@ -33,14 +33,16 @@ size<TAB>text`` (the text's newlines written as ``\\x1e``, which JSON text writt
 written as a stream (memory stays flat) to a temp file put in place by one rename, and
 only when something changed. Another fingerprint: the file is ignored and rebuilt. A line
 whose checksum, form or order is wrong ends the use of the file for that listing (the
-rest is read from the records) and the file is rebuilt. The cache is advisory, never a
-source of truth.
+rest is read from the records) and the file is rebuilt. A cache name that is no regular
+file (a FIFO, a directory, a link, e.g. to /dev/zero) is never followed, waited on or read:
+ignored, and replaced when it can be. The cache is advisory, never a source of truth.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import sys
 import time
 import zlib
@@ -179,9 +181,11 @@ class _Reader:
         self._offset = 0
         self._last = ""
         try:
-            self._fh = open(path, "rb")
+            self._fh = _open_regular(path)
+            if self._fh is None:   # a FIFO, directory, device or link in its place: ignored, rebuilt
+                return
             self.size = os.fstat(self._fh.fileno()).st_size
-            header = self._fh.readline()
+            header = self._fh.readline(len(self.header))   # bounded: a line longer is no header
         except OSError:
             return
         if header == self.header:
@@ -237,6 +241,18 @@ class _Reader:
     def close(self) -> None:
         if self._fh is not None:
             self._fh.close()
+
+
+def _open_regular(path: Path):
+    """``path`` opened for reading when it is a regular file, else None (a link is never followed,
+    a FIFO never waited on: O_NOFOLLOW | O_NONBLOCK, then ``fstat``). Raises OSError (none there)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def _parse_line(raw: bytes):

@@ -9,11 +9,13 @@ seeded random soak over whole runs is ``tests/test_chaos.py``.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import shlex
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -345,3 +347,75 @@ def test_only_an_interrupted_cancels_leftovers_become_canceled():
     lost = JobState("UNKNOWN", "instance deleted", gone="instance")
     settle_interrupted_cancel(lost, cancel)
     assert lost.state == "UNKNOWN"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "fifo with a reader", "directory", "link to /dev/zero", "link to a file"])
+def test_a_lock_file_that_is_no_regular_file_is_refused_at_once(tmp_path, kind):
+    """fsio.locked on a planted FIFO (open would wait for a reader), a directory or a link: UNSAFE_STATE_PATH
+    naming the lock, never a hang, never an OSError (INTERNAL_ERROR) and never written through."""
+    from tao_brev.errors import TaoBrevError
+
+    target = tmp_path / "record.json"
+    lock = tmp_path / ".record.json.lock"
+    reader = None
+    if kind.startswith("fifo"):
+        os.mkfifo(lock)
+        if kind == "fifo with a reader":
+            reader = os.open(lock, os.O_RDONLY | os.O_NONBLOCK)
+    elif kind == "directory":
+        lock.mkdir()
+    else:
+        (tmp_path / "elsewhere").write_text("kept")
+        lock.symlink_to("/dev/zero" if "zero" in kind else tmp_path / "elsewhere")
+
+    def hung(*_):
+        raise AssertionError(f"fsio.locked waits on {kind}")
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        with pytest.raises(TaoBrevError) as info:
+            with fsio.locked(target):
+                pass
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+        if reader is not None:
+            os.close(reader)
+    assert info.value.code == "UNSAFE_STATE_PATH" and str(lock) in info.value.message
+    assert "move" in info.value.fix
+    if kind == "link to a file":
+        assert (tmp_path / "elsewhere").read_text() == "kept"
+
+
+def test_a_regular_lock_file_still_locks_and_is_private(tmp_path):
+    target = tmp_path / "record.json"
+    with fsio.locked(target):
+        lock = tmp_path / ".record.json.lock"
+        assert stat.S_IMODE(os.stat(lock).st_mode) == 0o600
+        with fsio.locked(target):   # re-entrant in one thread
+            pass
+        probe = os.open(lock, os.O_RDONLY)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(probe)
+    with fsio.locked(target):   # an existing lock file is reused
+        pass
+
+
+def test_a_poll_and_a_teardown_answer_when_the_job_lock_is_a_fifo(world):
+    """The breaker's case: the record's sidecar .lock made a FIFO hung poll_status and teardown."""
+    res = world.submit(spec=world.spec({"epoch_seconds": 0.02}))
+    assert res.code == 0, res
+    job = res.json["job_id"]
+    jobs = Path(world.env["TAO_STATE_DIR"]) / "brev" / "jobs"
+    lock = jobs / f".{job}.json.lock"
+    with contextlib.suppress(FileNotFoundError):
+        lock.unlink()
+    os.mkfifo(lock)
+    for argv in (("poll_status.py", job), ("teardown.py", job, "--keep-instance")):
+        answer = world.run(*argv, timeout=60)
+        assert answer.code == 2 and answer.json["error"]["code"] == "UNSAFE_STATE_PATH", answer
+        assert str(lock) in answer.json["error"]["message"]
+        validate("error", answer.json)

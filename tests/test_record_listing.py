@@ -338,3 +338,60 @@ def test_a_cache_another_listing_replaced_meanwhile_is_not_spliced_into_this_one
     reads = _reads(monkeypatch)
     _same_as_every_record_read(store, tmp_path, capsys)
     assert reads == []                                    # every line of it trusted
+
+
+@pytest.mark.parametrize("kind", ["fifo", "a link to /dev/zero", "a link to a good cache", "a socket"])
+def test_a_cache_name_that_is_no_regular_file_is_never_waited_on_or_followed_and_is_replaced(
+        tmp_path, capsys, later, kind):
+    """A FIFO (open would wait for a writer forever) or a link to /dev/zero (an endless line) in the
+    cache's place: the listing answers at once, the same as every record read, and puts a cache there."""
+    import signal
+    import socket
+
+    store = _store(tmp_path)
+    _same_as_every_record_read(store, tmp_path, capsys)
+    cache = record_listing.cache_path(store.root)
+    lines = _cache_lines(store)
+    cache.rename(tmp_path / "good.cache")
+    if kind == "fifo":
+        os.mkfifo(cache)
+    elif kind == "a socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(cache))
+    else:
+        cache.symlink_to("/dev/zero" if "zero" in kind else tmp_path / "good.cache")
+    copy = tmp_path / "copy"
+    shutil.copytree(store.root, copy, ignore=shutil.ignore_patterns("record-listing.cache"))
+    want = _listed(RecordStore(copy), capsys, cached=False).replace(str(copy), str(store.root))
+
+    def hung(*_):
+        raise AssertionError(f"the listing hangs on {kind} as its cache")
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        got = _listed(store, capsys, cached=True)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert got == want
+    assert not cache.is_symlink() and cache.is_file() and _cache_lines(store) == lines   # rebuilt in its place
+
+
+def test_the_cache_header_is_read_bounded(tmp_path, capsys, later, monkeypatch):
+    store = _store(tmp_path)
+    _same_as_every_record_read(store, tmp_path, capsys)
+    cache = record_listing.cache_path(store.root)
+    lines = _cache_lines(store)
+    cache.write_bytes(b"x" * (8 << 20))   # one 8 MiB line where the header belongs
+    asked = []
+    real = record_listing._open_regular
+
+    def spy(path):
+        fh = real(path)
+        readline = fh.readline
+        fh = type("F", (), {"readline": lambda self, n=-1: asked.append(n) or readline(n),
+                            "fileno": fh.fileno, "close": fh.close, "raw": fh})()
+        return fh
+    monkeypatch.setattr(record_listing, "_open_regular", spy)
+    assert _listed(store, capsys, cached=True)
+    assert asked and 0 < asked[0] < 200 and _cache_lines(store) == lines
