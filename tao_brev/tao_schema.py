@@ -13,7 +13,8 @@ tao-pytorch ``docker/requirements-pip.txt:19``):
 2. ``OmegaConf.set_struct(cfg, True)`` (line 270), then each ``KEY=VALUE`` override as
    ``OmegaConf.update(cfg, key, value, merge=True)`` (line 390): an unknown key is "Could not
    override"; ``+KEY=V`` adds, ``++KEY=V`` adds or sets, ``~KEY`` deletes (lines 346-388);
-   a word without ``=`` is a parse error of Hydra's override grammar.
+   a word without ``=`` is a parse error of Hydra's override grammar (read here with hydra-core's
+   own ``OverridesParser``: :func:`parse_override`).
 
 :func:`check` repeats exactly that with the ``ExperimentConfig`` of the image's TAO version
 (``nvidia_tao_core.config.<network_arch>.default_config``, from the ``nvidia-tao-core`` wheel of
@@ -32,6 +33,12 @@ from dataclasses import dataclass, field
 from .errors import TaoBrevError
 
 from . import lazy_re
+
+try:   # hydra-core's own override grammar (the image's pin, 1.3.2); imports omegaconf (spec checks only)
+    from hydra.core.override_parser.overrides_parser import OverridesParser as _HYDRA_PARSER
+except Exception:   # not installed (an install from before it was a dependency) or unusable here: our reading
+    _HYDRA_PARSER = None
+_PARSER: list = []
 
 # Actions whose script takes another schema than ExperimentConfig (tao-pytorch
 # cv/dino/scripts/convert.py: DINODatasetConvertConfig, cv/bevfusion/scripts/dataset_convert.py, ...).
@@ -296,41 +303,88 @@ def override_value(text: str):
     return value
 
 
+def _hydra_parser():
+    """hydra-core's own override parser (``OverridesParser.create()``), None when hydra-core is not installed."""
+    if _HYDRA_PARSER is None:
+        return None
+    if not _PARSER:
+        _PARSER.append(_HYDRA_PARSER.create())
+    return _PARSER[0]
+
+
+_PREFIX = {"ADD": "+", "FORCE_ADD": "++", "DEL": "~", "CHANGE": ""}
+
+
+def parse_override(item: str, where: str):
+    """(prefix, key, value, has_value) of one override as hydra-core 1.3.2's grammar reads it (value typed by
+    Hydra: ``int(3)`` is 3, ``{lr:0.1}`` a dict, ``k=`` the empty string), or a Finding where Hydra refuses it:
+    a parse error (``k=a=b``, ``k=x,``), a sweep (``a,b``, ``choice()``, ``range()``, ``interval()``: "requires
+    --multirun", ``config_loader_impl.py`` validate_sweep_overrides_legal), a config group or ``@package``
+    (line 338: TAO's specs have none). Without hydra-core: the bundle's reading (``override_value``)."""
+    parser = _hydra_parser()
+    raw_key, eq, raw_value = item.partition("=")
+    if parser is None:
+        prefix = raw_key[:len(raw_key) - len(raw_key.lstrip("+~"))]
+        key = raw_key[len(prefix):].strip()
+        if not _KEY.fullmatch(key):
+            return Finding(where, key[:60] or "(empty)", "is not a key path (Hydra: KEY=VALUE)")
+        return prefix, key, override_value(raw_value), bool(eq)
+    try:
+        parsed = parser.parse_override(item)
+    except Exception:   # hydra's OverrideParseException; its message holds the value: never shown
+        return Finding(where, raw_key.lstrip("+~").strip()[:60] or "(empty)",
+                       "is refused by Hydra's override grammar (hydra-core 1.3.2; value not shown): quote a value "
+                       "holding '=' or ending in ',', e.g. KEY='a=b'")
+    key = parsed.key_or_group or "(empty)"
+    if parsed.is_sweep_override():
+        return Finding(where, key, "is a sweep (a,b / choice() / range() / interval()): Hydra refuses it without "
+                       "--multirun and TAO runs one job; give one value (quote a value holding ',')")
+    if parsed.package is not None or "/" in key:
+        return Finding(where, key, "is a config group override: TAO's specs have no config groups (Hydra: "
+                       "\"looks like a config group override\"); use KEY=VALUE")
+    return _PREFIX.get(parsed.type.name, ""), key, parsed.value(), parsed.value() is not None or "=" in item
+
+
 def apply_overrides(omegaconf, cfg, overrides: list, label_of) -> list:
-    """Findings of each override applied as Hydra applies it (``label_of(i)`` names override i)."""
+    """Findings of each override parsed and applied as Hydra applies it (``label_of(i)`` names override i):
+    hydra-core 1.3.2 ``config_loader_impl.py:336-395`` ``_apply_overrides_to_config``. ``hydra.*`` keys set
+    Hydra's own config (e.g. ``hydra.job.chdir``), not TAO's schema: not checked here."""
     OmegaConf, errors = omegaconf.OmegaConf, omegaconf.errors
     OmegaConf.set_struct(cfg, True)
     findings = []
     for number, item in enumerate(overrides, 1):
         where = label_of(number)
-        raw_key, eq, raw_value = item.partition("=")
-        prefix = raw_key[:len(raw_key) - len(raw_key.lstrip("+~"))]
-        key = raw_key[len(prefix):].strip()
-        if not _KEY.fullmatch(key):
-            findings.append(Finding(where, key[:60] or "(empty)", "is not a key path (Hydra: KEY=VALUE)"))
+        parsed = parse_override(item, where)
+        if isinstance(parsed, Finding):
+            findings.append(parsed)
             continue
-        if not eq and prefix != "~":
+        prefix, key, value, has_value = parsed
+        if not has_value and prefix != "~":
             findings.append(Finding(where, key, "has no '=VALUE' (Hydra reads KEY=VALUE; the container refuses a "
                                     "bare key)"))
             continue
+        if key == "hydra" or key.startswith("hydra."):
+            continue
         path = tuple(key.split("."))
         try:
+            current = OmegaConf.select(cfg, key, throw_on_missing=False)
             if prefix == "~":
-                if OmegaConf.select(cfg, key, throw_on_missing=False) is None:
+                if current is None:
                     raise errors.ConfigKeyError(f"no {key}")
+                if value is not None and value != current:   # line 355: only a matching value is deleted
+                    findings.append(Finding(where, key, "holds another value than the one named: Hydra deletes "
+                                            "only a match (drop '=VALUE')"))
+                    continue
                 try:
                     with omegaconf.open_dict(cfg):
                         parent = OmegaConf.select(cfg, ".".join(path[:-1])) if len(path) > 1 else cfg
                         del parent[path[-1]]
                 except errors.OmegaConfBaseException:
                     findings.append(Finding(where, key, "cannot be deleted: TAO's schema defines it"))
-            elif prefix in ("+", "++"):
-                if prefix == "+" and OmegaConf.select(cfg, key, throw_on_missing=False) is not None:
-                    findings.append(Finding(where, key, "already exists: '+' only adds (drop the '+' to set it)"))
-                    continue
-                OmegaConf.update(cfg, key, override_value(raw_value), merge=True, force_add=True)
+            elif prefix == "+" and current is not None and not isinstance(value, (dict, list)):
+                findings.append(Finding(where, key, "already exists: '+' only adds (drop the '+' to set it)"))
             else:
-                OmegaConf.update(cfg, key, override_value(raw_value), merge=True)
+                OmegaConf.update(cfg, key, value, merge=True, force_add=bool(prefix))
         except errors.OmegaConfBaseException as exc:
             found = _problem_of(exc, cfg, path)
             found.where = where

@@ -102,9 +102,9 @@ def test_every_copy_of_the_floor_and_the_dependencies_agrees_with_pyproject():
     floor = PYPROJECT["project"]["requires-python"].removeprefix(">=")
     assert "%d.%d" % bootstrap.MIN_PYTHON == floor
     assert re.search(rf'^MIN_PY="{re.escape(floor)}"', (ROOT / "install.sh").read_text(), re.M)
-    # omegaconf (+ antlr4) only serve the spec check, which says "not checked" without them: no start needs them
+    # omegaconf (+ antlr4, hydra-core) only serve the spec check, which says "not checked" without them: no start needs them
     import_names = {"pyyaml": "yaml", "jsonschema": "jsonschema", "boto3": "boto3", "omegaconf": None,
-                    "antlr4-python3-runtime": None}
+                    "antlr4-python3-runtime": None, "hydra-core": None}
     dists = [re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0].lower() for req in PYPROJECT["project"]["dependencies"]]
     assert sorted(import_names[d] for d in dists if import_names[d]) == sorted(bootstrap.DEPENDENCIES)
 
