@@ -1,6 +1,6 @@
 """A real S3-compatible HTTP server for tests: moto's server in a subprocess.
 
-Why a subprocess (``python -m moto.server``) and not moto's in-process mocks
+Why a subprocess (moto's server app, as ``python -m moto.server`` runs it) and not moto's in-process mocks
 or ``ThreadedMotoServer``: the code under test talks HTTP to a separate
 process exactly as it would to MinIO or AWS, awscli can be pointed at the
 same endpoint, and nothing in the test process is patched by moto.
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -44,13 +45,34 @@ REGION = "us-east-1"
 
 
 def _free_port() -> int:
+    """A port free a moment ago (for an endpoint nothing listens on; the server binds its own)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
 
+_PORT_LINE = re.compile(r"^tao-test-moto-port (\d+)$", re.MULTILINE)
+
+
+def _serve() -> None:
+    """The server process: moto's app (as ``python -m moto.server`` builds it) on 127.0.0.1 and a
+    port the kernel picks at bind time, printed as ``tao-test-moto-port N`` before it serves."""
+    import signal
+
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server
+
+    app = DomainDispatcherApplication(create_backend_app)
+    app.debug = True
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
+    os.environ["MOTO_PORT"] = str(server.server_port)   # as moto.server sets it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(f"tao-test-moto-port {server.server_port}", flush=True)
+    server.serve_forever()
+
+
 class MotoS3Server:
-    """``python -m moto.server`` on 127.0.0.1 and a free port."""
+    """moto's S3 server in its own process on 127.0.0.1 and a port of its own (:func:`_serve`)."""
 
     def __init__(self, startup_timeout: float = 120.0):   # a hang guard only: moto starts slowly under load
         self.startup_timeout = startup_timeout
@@ -60,26 +82,26 @@ class MotoS3Server:
 
     # -- life cycle --------------------------------------------------------
     def start(self) -> "MotoS3Server":
-        last_error = ""
-        for _ in range(5):  # the free port may be taken between probe and bind
-            self.port = _free_port()
-            self._log = tempfile.TemporaryFile()
-            env = dict(os.environ)
-            env.pop("INITIAL_NO_AUTH_ACTION_COUNT", None)
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, env=env)
-            deadline = time.monotonic() + self.startup_timeout
-            while time.monotonic() < deadline:
-                if self.process.poll() is not None:
-                    break
+        """Start the server; its port is the one the server itself bound (port 0, so no other
+        server - another pytest-xdist worker's, another checkout's - can hold it), read from its log."""
+        self._log = tempfile.TemporaryFile()
+        env = dict(os.environ)
+        env.pop("INITIAL_NO_AUTH_ACTION_COUNT", None)
+        self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__)], stdin=subprocess.DEVNULL,
+                                        stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline and self.process.poll() is None:
+            found = _PORT_LINE.search(self._read_log())
+            if found:
+                self.port = int(found.group(1))
                 try:
-                    self._api("GET", "/moto-api/data.json", timeout=1)
+                    self._api("GET", "/moto-api/data.json", timeout=5)
                     return self
                 except OSError:
-                    time.sleep(0.05)
-            last_error = self._read_log()
-            self.stop()
+                    pass
+            time.sleep(0.05)
+        last_error = self._read_log()
+        self.stop()
         raise RuntimeError(f"moto server did not start: {last_error[-2000:]}")
 
     def stop(self) -> None:
@@ -104,8 +126,8 @@ class MotoS3Server:
     def _read_log(self) -> str:
         if self._log is None:
             return ""
-        self._log.seek(0)
-        return self._log.read().decode(errors="replace")
+        fd = self._log.fileno()   # pread: the offset the server writes at (shared with it) stays put
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
 
     # -- addresses and clients ---------------------------------------------
     @property
@@ -175,3 +197,7 @@ def s3_server():
     with MotoS3Server() as server:
         yield {"endpoint_url": server.endpoint_url, "env": server.env,
                "create_bucket": server.create_bucket, "server": server}
+
+
+if __name__ == "__main__":
+    _serve()

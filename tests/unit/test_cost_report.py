@@ -1,0 +1,40 @@
+"""tao_job_record.py cost in process: billed time and dollars across jobs, and what bills now."""
+
+from __future__ import annotations
+
+from tao_brev.verbs import cost_report
+from tests.unit.jobs import entry, expect_catalog, launched
+
+
+def test_the_report_prices_each_job_and_names_what_bills_now(ctx, fake_brev):
+    first = launched(ctx, fake_brev)
+    second = launched(ctx, fake_brev, instance="gpu2", price_per_hour=2.5)
+    fake_brev.expect_ls(entry("box"), entry("gpu2", status="STOPPED"))
+    expect_catalog(fake_brev)
+    answer, code = cost_report.report(ctx)
+    assert code == 0 and answer["ok"] is True, answer
+    assert [j["job_id"] for j in answer["jobs"]] == sorted([first, second])
+    assert answer["total"]["jobs"] == 2 and answer["instance"] is None
+    now = {b["instance"]: b for b in answer["billing_now"]}
+    assert now["box"]["usd_per_hour"] == 1.006
+    assert answer["next"].endswith("teardown.py --orphans")
+
+
+def test_brev_unreachable_still_answers_from_the_records(ctx, fake_brev):
+    job_id = launched(ctx, fake_brev)
+    fake_brev.expect("ls", "--json", stderr='Get "https://brevapi.us-west-2-prod.control-plane.brev.dev/api/x": EOF\n',
+                     exit=1, times=3)   # the Brev API's own failure: retried, then given up
+    answer, code = cost_report.report(ctx, instance="box")
+    assert code == 0 and answer["ok"] is True and [j["job_id"] for j in answer["jobs"]] == [job_id], answer
+    assert answer["billing_now"] is None and answer["billing_now_note"]
+    assert answer["next"] is None
+
+
+def test_a_bad_since_is_bad_input(ctx, fake_brev):
+    import pytest
+
+    from tao_brev.errors import TaoBrevError
+
+    with pytest.raises(TaoBrevError) as raised:
+        cost_report.report(ctx, since="last tuesday-ish")
+    assert raised.value.exit_code == 2 and fake_brev.calls == []

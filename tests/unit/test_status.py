@@ -1,0 +1,84 @@
+"""poll_status in process: one job, --all, --wait (fake clock), over the fake brev."""
+
+from __future__ import annotations
+
+from tao_brev import remote
+from tao_brev.verbs import status
+from tests.unit.fake_brev import sections
+from tests.unit.jobs import entry, launched, state
+
+
+def job_answer(job_id: str, docker_state: str, **more) -> dict:
+    """The sections one poll's round trip answers for ``job_id``."""
+    return {f"{job_id}:state": docker_state, f"{job_id}:tail": "", f"{job_id}:progress": "",
+            f"{job_id}:lastlog": "", **more}
+
+
+def test_one_poll_reads_the_state_in_one_round_trip(ctx, fake_brev):
+    job_id = launched(ctx, fake_brev)
+    fake_brev.expect_ls(entry())
+    poll = fake_brev.expect_exec("box", f"{job_id}:state", answer=sections(job_answer(job_id, state())))
+    answer, code = status.poll(ctx, job_id)
+    assert code == 0 and answer["ok"] is True and answer["state"] == "RUNNING", answer
+    assert answer["polls"] == 1 and answer["job_id"] == job_id and answer["instance"] == "box"
+    assert remote.inspect_state(job_id) in poll.calls[0].command
+
+
+def test_a_poll_that_finds_the_container_exited_marks_the_job_complete_once(ctx, fake_brev):
+    job_id = launched(ctx, fake_brev)
+    fake_brev.expect_ls(entry())
+    fake_brev.expect_exec("box", f"{job_id}:state", answer=sections(job_answer(job_id, state("exited", 0))))
+    answer, code = status.poll(ctx, job_id)
+    assert code == 0 and answer["state"] == "COMPLETE", answer
+    record = ctx.records.load(job_id)
+    assert record["transitions"][-1]["state"] == "COMPLETE" and record["transitions"][-1]["source"] == "poller"
+
+
+def test_a_wait_polls_until_terminal_sleeping_the_interval(ctx, fake_brev, clock):
+    job_id = launched(ctx, fake_brev)
+    fake_brev.expect_ls(entry(), times=3)
+    answers = iter([state(), state(), state("exited", 1)])
+    fake_brev.expect_exec("box", f"{job_id}:state", times=3,
+                          answer=lambda call: sections(job_answer(job_id, next(answers)))(call))
+    answer, code = status.poll(ctx, job_id, wait=True, interval=30.0)
+    assert code == 1 and answer["ok"] is False and answer["state"] == "ERROR", answer
+    assert answer["error"]["code"] == "JOB_FAILED" and answer["polls"] == 3
+    assert clock.slept == [30.0, 30.0]
+
+
+def test_a_wait_times_out_with_wait_timeout(ctx, fake_brev, clock):
+    job_id = launched(ctx, fake_brev)
+    fake_brev.expect_ls(entry(), times=2)
+    fake_brev.expect_exec("box", f"{job_id}:state", times=2, answer=sections(job_answer(job_id, state())))
+    answer, code = status.poll(ctx, job_id, wait=True, interval=30.0, timeout=45.0)
+    assert code == 1 and answer["error"]["code"] == "WAIT_TIMEOUT" and answer["state"] == "RUNNING", answer
+    assert clock.slept == [30.0]
+
+
+def test_a_stopped_instance_is_never_started_by_a_poll(ctx, fake_brev):
+    job_id = launched(ctx, fake_brev)
+    fake_brev.expect_ls(entry(status="STOPPED"))
+    answer, code = status.poll(ctx, job_id)
+    assert code == 1 and answer["error"]["code"] == "INSTANCE_STOPPED", answer
+    assert answer["instance_status"] == "STOPPED" and len(fake_brev.exec_commands()) == 1   # the launch only
+
+
+def rows(*jobs: tuple) -> callable:
+    """The ``jobs`` section of ``--all`` (``remote.read_all_jobs``): one row per container."""
+    return lambda token: "\n".join(f"{token}:J\t{job_id}\t{docker_state}" for job_id, docker_state in jobs)
+
+
+def test_all_polls_every_unfinished_job_with_one_round_trip_per_instance(ctx, fake_brev):
+    first = launched(ctx, fake_brev)
+    second = launched(ctx, fake_brev)
+    other = launched(ctx, fake_brev, instance="gpu2")
+    fake_brev.expect_ls(entry(), entry("gpu2"))
+    fake_brev.expect_exec("box", "__tb_jobs 4", answer=sections(
+        {"now": "1764590000", "jobs": rows((first, state()), (second, state("exited", 0)))}))
+    fake_brev.expect_exec("gpu2", "__tb_jobs 4", answer=sections({"now": "1764590000", "jobs": rows()}))
+    answer, code = status.poll_all(ctx)
+    assert code == 0 and answer["ok"] is True, answer
+    states = {job["job_id"]: job["state"] for job in answer["jobs"]}
+    assert states == {first: "RUNNING", second: "COMPLETE", other: "UNKNOWN"}, answer   # no container on gpu2
+    assert ctx.records.load(second)["terminal_state"] == "COMPLETE"
+    assert len(fake_brev.exec_commands("box")) == 3   # two launches, one poll for both jobs
