@@ -93,3 +93,38 @@ def test_bad_input_raises_before_any_brev_call(ctx, fake_brev):
         preflight(ctx, PreflightRequest(instance="box", storage_tier="Z"))
     assert raised.value.code == "BAD_ARGUMENT" and raised.value.exit_code == 2
     assert fake_brev.calls == []
+
+
+NGC = "nvapi-Zq7vT3mN9pL2xR8wK4bY6cH1dF5gJ0sAbCdEfGh"
+
+
+def test_an_image_check_logs_in_with_the_key_file_and_finds_the_image(ctx, fake_brev):
+    ctx.env["NGC_KEY"] = NGC
+    expect_reach(fake_brev)
+    sent = []
+
+    def copy(call):
+        sent.append(open(call.args[1], encoding="utf-8").read())
+        return "", "", 0
+    fake_brev.expect("copy", re.compile(r"/.+/cred"), re.compile(r"box:\.tao-cred-ngc-[0-9a-f]{10}"), answer=copy)
+    checks = fake_brev.expect_exec("box", "docker manifest inspect", answer=sections(
+        {**healthy(), "image": "25000000000", "ngc_login": "Login Succeeded", "manifest": "{}"}))
+    answer, code = preflight(ctx, PreflightRequest(instance="box", image="images.tao_toolkit.pyt"))
+    assert code == 0 and answer["ok"] is True, answer
+    assert answer["image"] == "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt"
+    by_name = {c["name"]: c for c in answer["checks"]}
+    assert by_name["ngc_auth"]["data"]["status"] == "AUTH_OK" and by_name["ngc_auth"]["data"]["logged_in_now"]
+    assert by_name["image"]["data"]["present"] is True and answer["round_trips"]["copy"] == 1
+    assert sent and NGC in sent[0] and NGC not in checks.calls[0].command   # the key travels in the file only
+    assert "trap 'rm -f" in checks.calls[0].command                          # ... which the checks remove
+
+
+def test_a_missing_image_without_pull_names_the_pull_command(ctx, fake_brev):
+    expect_reach(fake_brev)
+    fake_brev.expect_exec("box", "docker image inspect", answer=sections(
+        {**healthy(), "image": (1, "Error: No such image: nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt"),
+         "manifest": "{}"}))
+    answer, code = preflight(ctx, PreflightRequest(instance="box", image="images.tao_toolkit.pyt"))
+    assert code == 1 and answer["ok"] is False, answer
+    image = next(c for c in answer["checks"] if c["name"] == "image")
+    assert image["code"] == "IMAGE_NOT_PULLED" and "--pull" in image["fix"]

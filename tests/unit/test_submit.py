@@ -95,3 +95,22 @@ def test_an_ambiguous_launch_with_no_container_is_closed_as_never_launched(ctx, 
     assert code == 1 and answer["ok"] is False and answer["state"] == "ERROR", answer
     assert answer["reconciled"] == "never_launched"
     assert ctx.records.load(answer["job_id"])["transitions"][-1]["state"] == "ERROR"
+
+
+def test_an_env_value_travels_in_a_copied_file_never_on_a_command_line(ctx, fake_brev):
+    value = "hf_" + "Qm7Zt2Lx9Vb4Nc8Rk1Wp5Yd3" * 2
+    ctx.env["HF_TOKEN"] = value
+    fake_brev.expect_ls(BOX)
+    copied = []
+
+    def copy(call):
+        copied.append(Path(call.args[1]).read_text())
+        return "", "", 0
+    fake_brev.expect("copy", re.compile(r"/.+/cred"), re.compile(r"box:\.tao-cred-visual_changenet-train-\w+-[0-9a-f]{10}"),
+                     answer=copy)
+    launch = fake_brev.expect_exec("box", "docker run -d", stdout=CONTAINER + "\n")
+    answer, code = submit.submit(ctx, request(env_names=["HF_TOKEN"]))
+    assert code == 0 and answer["state"] == "RUNNING", answer
+    assert copied == [f"HF_TOKEN={value}\n"]
+    assert "--env-file" in launch.calls[0].command
+    assert not [c for c in fake_brev.calls if value in " ".join(c.args) or value in c.env.values()]
