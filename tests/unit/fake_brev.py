@@ -104,9 +104,15 @@ class UnexpectedBrevCall(AssertionError):
 
 
 class FakeBrev:
-    """A session of expected brev calls (see the module's doc)."""
+    """A session of expected brev calls (see the module's doc).
 
-    def __init__(self):
+    ``ordered``: each call must match the first expectation not used up (Fabric's MockRemote
+    sessions); without it a call takes the first pending expectation it matches, so that the
+    calls a verb makes concurrently (``poll --all``, ``--orphans``: instances in threads) need no
+    order, while every call is still checked against a pattern and counted."""
+
+    def __init__(self, ordered: bool = False):
+        self.ordered = ordered
         self.expected: list[Expectation] = []
         self.calls: list[Call] = []
         self.unexpected: list[str] = []
@@ -144,10 +150,13 @@ class FakeBrev:
             call.command = found.group(1) if found else args[-1]
         with self._lock:
             self.calls.append(call)
-            exp = next((e for e in self.expected if e.used < e.times and e.matches(call)), None)
+            pending = [e for e in self.expected if e.used < e.times]
+            exp = next((e for e in pending[:1 if self.ordered else None] if e.matches(call)), None)
             if exp is None:
                 shown = call.command if call.command is not None else " ".join(call.args)
                 message = f"unexpected brev call: {' '.join(call.args[:-1]) if call.command else ''} {shown[:3000]}"
+                if self.ordered and pending:
+                    message += f" (the session expects {pending[0].describe()} next)"
                 self.unexpected.append(message)
                 raise UnexpectedBrevCall(message)
             exp.used += 1

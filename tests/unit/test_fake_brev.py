@@ -76,3 +76,14 @@ def test_brev_gets_no_credential_in_its_environment(ctx, fake_brev):
     env = exp.calls[0].env
     assert "NGC_KEY" not in env and "AWS_SECRET_ACCESS_KEY" not in env
     assert env["SSH_AUTH_SOCK"]   # set, so that brev's exec starts no ssh-agent
+
+
+def test_an_ordered_session_refuses_a_call_out_of_turn(ctx, monkeypatch):
+    fake = FakeBrev(ordered=True).install(monkeypatch)
+    fake.expect("search", "gpu", "--json", stdout="[]")
+    fake.expect_ls()
+    with pytest.raises(UnexpectedBrevCall, match=r"expects brev search gpu --json next"):
+        ctx.brev.ls()
+    fake.unexpected.clear()
+    assert ctx.brev.search("gpu") == [] and ctx.brev.ls() == []
+    fake.verify()
