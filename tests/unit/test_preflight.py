@@ -29,6 +29,7 @@ def expect_reach(fake_brev):
 
 
 def test_a_healthy_instance_passes_every_check_in_two_round_trips(ctx, fake_brev):
+    fake_brev.ordered = True   # the version, the listing, the probe, then the checks: in this order
     expect_reach(fake_brev)
     fake_brev.expect_exec("box", "docker info --format", answer=sections(healthy()))
     answer, code = preflight(ctx, PreflightRequest(instance="box"))
