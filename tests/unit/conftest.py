@@ -1,7 +1,7 @@
 """The in-process layer: verbs called as functions, brev answered by ``fake_brev.FakeBrev``.
 
 No process is started here: each verb runs in the test's own process, against a private
-state dir, with a fake clock (``sleep`` advances it) and an expected session of brev calls."""
+state dir, with a fake clock (``sleep`` advances it) and a script of expected brev calls."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class Clock:
 
 @pytest.fixture
 def fake_brev(monkeypatch):
-    """The expected brev session of one test; its calls are checked when the test ends."""
+    """The expected brev calls of one test; its calls are checked when the test ends."""
     from tao_brev import known_secrets
 
     known_secrets.reset()   # the values a previous test's Context observed

@@ -1,6 +1,6 @@
 """An in-process fake of ``brev`` for the unit layer, in the style of Fabric's ``MockRemote``.
 
-A test declares a session of expected calls; each is a ``brev`` argv pattern (or, for
+A test declares a script of expected calls; each is a ``brev`` argv pattern (or, for
 ``brev exec``, the instance and a pattern of the remote command) and what it answers
 (stdout, stderr, exit status). Every call the code under test makes must match a pending
 expectation, and every expectation must be used: an unexpected call fails at once (it
@@ -104,10 +104,10 @@ class UnexpectedBrevCall(AssertionError):
 
 
 class FakeBrev:
-    """A session of expected brev calls (see the module's doc).
+    """A script of expected brev calls (see the module's doc).
 
-    ``ordered``: each call must match the first expectation not used up (Fabric's MockRemote
-    sessions); without it a call takes the first pending expectation it matches, so that the
+    ``ordered``: each call must match the first expectation not used up (as Fabric's
+    MockRemote checks them); without it a call takes the first pending expectation it matches, so that the
     calls a verb makes concurrently (``poll --all``, ``--orphans``: instances in threads) need no
     order, while every call is still checked against a pattern and counted."""
 
@@ -118,7 +118,7 @@ class FakeBrev:
         self.unexpected: list[str] = []
         self._lock = threading.Lock()
 
-    # -- declaring the session ----------------------------------------------
+    # -- declaring the script -----------------------------------------------
     def expect(self, *args: Pattern, stdout: str = "", stderr: str = "", exit: int = 0,
                answer=None, timeout: bool = False, times: int = 1) -> Expectation:
         """``brev ARGS...`` answering ``stdout``/``stderr``/``exit`` (or ``answer(call)``)."""
@@ -156,7 +156,7 @@ class FakeBrev:
                 shown = call.command if call.command is not None else " ".join(call.args)
                 message = f"unexpected brev call: {' '.join(call.args[:-1]) if call.command else ''} {shown[:3000]}"
                 if self.ordered and pending:
-                    message += f" (the session expects {pending[0].describe()} next)"
+                    message += f" (the script expects {pending[0].describe()} next)"
                 self.unexpected.append(message)
                 raise UnexpectedBrevCall(message)
             exp.used += 1

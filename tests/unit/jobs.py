@@ -31,7 +31,7 @@ def state(status: str = "running", exit_code: int = 0, **extra) -> str:
 
 def launched(ctx, fake_brev, instance: str = "box", **kw) -> str:
     """A job submitted on ``instance`` and RUNNING there; returns its job id. The calls it
-    took are checked here, so the test's own session starts clean."""
+    took are checked here, so the test's own calls start clean."""
     fake_brev.expect_ls(entry(instance))
     fake_brev.expect_exec(instance, "docker run -d", stdout="c0ffee" * 10 + "\n")
     base = dict(instance=instance, image="images.tao_toolkit.pyt", network_arch="visual_changenet",

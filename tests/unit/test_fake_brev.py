@@ -11,7 +11,7 @@ from tao_brev.errors import TaoBrevError, TransportError
 from tests.unit.fake_brev import FakeBrev, UnexpectedBrevCall, sections
 
 
-def test_an_unexpected_call_raises_and_fails_the_session(ctx):
+def test_an_unexpected_call_raises_and_fails_the_test(ctx):
     fake = FakeBrev()
     with pytest.MonkeyPatch.context() as patch:
         fake.install(patch)
@@ -21,7 +21,7 @@ def test_an_unexpected_call_raises_and_fails_the_session(ctx):
         fake.verify()
 
 
-def test_a_missing_call_fails_the_session():
+def test_a_missing_call_fails_the_test():
     fake = FakeBrev()
     fake.expect_ls()
     with pytest.raises(AssertionError, match=r"expected but not made \(1 left\): brev ls --json"):
@@ -78,7 +78,7 @@ def test_brev_gets_no_credential_in_its_environment(ctx, fake_brev):
     assert env["SSH_AUTH_SOCK"]   # set, so that brev's exec starts no ssh-agent
 
 
-def test_an_ordered_session_refuses_a_call_out_of_turn(ctx, monkeypatch):
+def test_an_ordered_script_refuses_a_call_out_of_turn(ctx, monkeypatch):
     fake = FakeBrev(ordered=True).install(monkeypatch)
     fake.expect("search", "gpu", "--json", stdout="[]")
     fake.expect_ls()

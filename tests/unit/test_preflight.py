@@ -1,4 +1,4 @@
-"""preflight in process: every check over one scripted brev session."""
+"""preflight in process: every check over one script of brev calls."""
 
 from __future__ import annotations
 
