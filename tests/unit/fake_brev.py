@@ -59,7 +59,8 @@ class Expectation:
     for exec, ``instance`` and ``command`` (a pattern searched in the remote command, a literal
     is a substring). ``answer``: (stdout, stderr, exit) of the remote command for exec (framed
     here) or of brev itself; a callable ``answer(call)`` returns one; ``raw``: the exec answer
-    is brev's own (no frame: a transport failure); ``timeout``: the call does not end in time."""
+    is brev's own (no frame: a transport failure); ``banner``: what brev prints before the frame
+    (a login banner, ``Instance NAME is starting.``); ``timeout``: the call does not end in time."""
 
     kind: str
     args: tuple = ()
@@ -68,6 +69,7 @@ class Expectation:
     host: bool | None = None
     answer: Union[Answer, Callable[[Call], Answer]] = ("", "", 0)
     raw: bool = False
+    banner: str = ""
     timeout: bool = False
     times: int = 1
     used: int = 0
@@ -128,12 +130,13 @@ class FakeBrev:
         return exp
 
     def expect_exec(self, instance: str, command: Pattern | None = None, stdout: str = "", stderr: str = "",
-                    exit: int = 0, *, answer=None, raw: bool = False, timeout: bool = False, host: bool | None = None,
-                    times: int = 1) -> Expectation:
+                    exit: int = 0, *, answer=None, raw: bool = False, banner: str = "", timeout: bool = False,
+                    host: bool | None = None, times: int = 1) -> Expectation:
         """``brev exec [--host] INSTANCE <command>``: the remote command (matching ``command``)
         prints ``stdout``/``stderr`` and exits ``exit``; with ``raw`` those are brev's own."""
         exp = Expectation("exec", instance=instance, command=command, host=host,
-                          answer=answer or (stdout, stderr, exit), raw=raw, timeout=timeout, times=times)
+                          answer=answer or (stdout, stderr, exit), raw=raw, banner=banner, timeout=timeout,
+                          times=times)
         self.expected.append(exp)
         return exp
 
@@ -167,7 +170,7 @@ class FakeBrev:
         if exp.kind != "exec" or exp.raw:
             return code, out, err
         nonce = _NONCE.search(args[-1]).group(1)
-        return 0, f"{nonce}:out\n{out}\n{nonce}:err\n{err}\n{nonce}:rc {code}\n{call.instance}\n", ""
+        return 0, f"{exp.banner}{nonce}:out\n{out}\n{nonce}:err\n{err}\n{nonce}:rc {code}\n{call.instance}\n", ""
 
     def verify(self) -> None:
         """Fail when a call was unexpected or an expected one never came."""

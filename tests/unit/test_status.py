@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tao_brev import remote
 from tao_brev.verbs import status
 from tests.unit.fake_brev import sections
@@ -82,3 +84,15 @@ def test_all_polls_every_unfinished_job_with_one_round_trip_per_instance(ctx, fa
     assert states == {first: "RUNNING", second: "COMPLETE", other: "UNKNOWN"}, answer   # no container on gpu2
     assert ctx.records.load(second)["terminal_state"] == "COMPLETE"
     assert len(fake_brev.exec_commands("box")) == 3   # two launches, one poll for both jobs
+
+
+def test_a_poll_with_start_wakes_a_stopped_instance_and_says_it_bills_again(ctx, fake_brev):
+    job_id = launched(ctx, fake_brev)
+    fake_brev.ordered = True
+    fake_brev.expect_ls(entry(status="STOPPED"))
+    wake = fake_brev.expect_exec("box", re.compile(r"^echo ok$"), banner="Instance box is starting.\n", stdout="ok\n")
+    fake_brev.expect_exec("box", f"{job_id}:state", answer=sections(job_answer(job_id, state("exited", 137))))
+    answer, code = status.poll(ctx, job_id, start=True)
+    assert wake.calls[0].timeout > 1200   # brev's own start wait is added to the exec budget
+    assert ctx.brev.started == {"box"}    # cli.run then puts instance_started (it bills again) in the answer
+    assert answer["state"] == "ERROR" and code == 0, answer
