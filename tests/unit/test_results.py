@@ -67,3 +67,30 @@ def test_a_failed_upload_leaves_the_results_unverified_for_the_next_poll(ctx, fa
     assert code == 0 and answer["state"] == "COMPLETE"
     assert answer["results"]["verified"] is False and answer["results"]["uploaded"] is False, answer
     assert ctx.sidecars.load(job_id)["results"]["error"]["code"] == "RESULTS_UPLOAD_FAILED"
+
+
+def test_a_teardown_deletes_an_owned_instance_only_while_its_verified_results_are_still_there(ctx, fake_brev,
+                                                                                              s3_server):
+    from tao_brev import remote
+    from tao_brev.verbs import teardown
+    from tests.unit.jobs import entry, expect_catalog
+
+    bucket = s3_server["create_bucket"]()
+    ctx.env.update(s3_server["env"])
+    job_id = launched(ctx, fake_brev, bucket=bucket, ephemeral=True)
+    poll_terminal(ctx, fake_brev, job_id)
+    fake_brev.expect_exec("box", "aws", answer=upload_answer(ctx, s3_server, job_id, bucket,
+                                                             {"train/model.pth": WEIGHTS}))
+    assert status.poll(ctx, job_id)[0]["results"]["verified"] is True
+    fake_brev.verify()
+    destination = ctx.sidecars.load(job_id)["results"]["destination"]
+    s3_server["server"].boto_client().delete_object(
+        Bucket=bucket, Key=destination[len(f"s3://{bucket}/"):].rstrip("/") + "/train/model.pth")   # lost since
+    fake_brev.expect_ls(entry())
+    fake_brev.expect_exec("box", remote.remove_container(job_id), answer=sections(
+        {"state": state("exited", 0), "logs": "", "rm": "", "own": ""}))
+    fake_brev.expect_ls(entry())
+    expect_catalog(fake_brev)
+    answer, code = teardown.teardown(ctx, job_id)
+    assert code == 1 and answer["error"]["code"] == "INSTANCE_DELETE_REFUSED", answer   # no brev delete
+    assert answer["deleted"] == [] and answer["blockers"]
