@@ -1,0 +1,65 @@
+"""docker, gpu, disk, ngc_auth, s3_from_instance and image in ONE ``brev exec``: the
+registered units (:mod:`.units`) walked in order, then ``--gpu-smoke`` as its own round trip."""
+
+from __future__ import annotations
+
+from ... import credentials, remote
+from ...cli import Context
+from ...errors import TaoBrevError, TransportError
+from . import disk, docker_gpu, image, ngc, s3_reach
+from .image import image_facts
+from .report import PreflightRequest, Report
+from .smoke import check_gpu_smoke
+from .units import Answers, NgcKey, Plan, S3Target
+
+# The sections of the combined script, in the script's order: the NGC login runs before
+# `docker manifest inspect`, which then uses it.
+SNIPPETS = (docker_gpu.DOCKER, docker_gpu.DOCKER_PATH, docker_gpu.GPU, disk.DISK_DOCKER, disk.DISK_RESULTS,
+            image.IMAGE, ngc.NGC_LOGIN, image.MANIFEST, s3_reach.S3_REACH, s3_reach.CARRIER)
+# The checks, in the answer's order (disk reads the image's size; image reads the docker,
+# disk and ngc_auth outcomes before it pulls).
+CHECKS = (docker_gpu.DOCKER_CHECK, docker_gpu.GPU_CHECK, disk.CHECK, ngc.CHECK, s3_reach.CHECK, image.CHECK)
+
+
+def script(token: str, plan: Plan) -> str:
+    """The on-instance checks as sections of one POSIX sh script: every section an applicable
+    check needs. The NGC key file (if any) is removed by the trap on every path."""
+    needed = {name for check in CHECKS if check.applies(plan) for name in check.needs}
+    parts = [credentials.remove_on_exit(plan.key.file)] if plan.key.file else []
+    for snippet in SNIPPETS:
+        command = snippet.command(plan) if snippet.name in needed else None
+        if command:
+            parts.append(remote.section(token, snippet.name, command))
+    return "\n".join(parts)
+
+
+def combined_script(token: str, image: str | None, results_root: str,
+                    key_file: credentials.RemoteSecretFile | None, s3: S3Target | None = None) -> str:
+    """The combined script for ``image`` (or none), the results root, the NGC key file and
+    the S3 target (see :func:`script`)."""
+    return script(token, Plan(image, results_root, NgcKey(file=key_file), s3))
+
+
+def check_on_instance(report: Report, ctx: Context, req: PreflightRequest, image: str | None,
+                      results_root: str, s3: S3Target | None = None) -> None:
+    """docker, gpu, disk, ngc_auth, s3_from_instance, image in ONE brev exec; then --pull and --gpu-smoke."""
+    plan = Plan(image, results_root, s3=s3, ctx=ctx, req=req)
+    if plan.ngc:
+        plan.key = ngc.push_ngc_key(report, ctx, req)
+    token = remote.new_token()
+    try:
+        result = report.count("checks", ctx.brev.exec, req.instance, script(token, plan), idempotent=True,
+                              host=req.host)
+    except TaoBrevError as exc:
+        if plan.key.file:   # its trap never fired: the key file would stay on the instance
+            credentials.discard(ctx.brev, req.instance, plan.key.file)
+        if isinstance(exc, TransportError):
+            report.stop("docker", exc)
+        raise
+    answers = Answers(remote.parse_sections(result.stdout, token), result.elapsed_s, req.instance)
+    plan.facts = image_facts(answers, image) if image else None
+    for check in CHECKS:
+        if check.applies(plan):
+            plan.done[check.name] = check.read(report, answers, plan)
+    if req.gpu_smoke:
+        check_gpu_smoke(report, ctx, req, plan.done["docker"])
