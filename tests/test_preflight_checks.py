@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TAO_IMAGE
+from conftest import ROOT, TAO_IMAGE
 from preflight_world import (GOOD_NGC_KEY, PRE, TAO_KEY, WRONG_NGC_KEY, box, check, cred_files,  # noqa: F401
                              fresh, names, preflight)
 from tao_brev import remote
@@ -348,3 +348,28 @@ def test_pull_pulls_the_carrier_too_when_the_tier_moves_data_through_s3(box, s3_
     assert sum(f"docker pull {carrier}" in c for c in box.sim.remote_commands(name)) == 1
     again = preflight(box, "--bucket", bucket, "--pull", instance=name, **s3_server["env"])
     assert check(again, "s3_from_instance")["data"]["carrier_present"] is True and again.json["round_trips"].get("pull", 0) == 0
+
+
+def test_every_registered_section_is_read_and_every_check_is_a_schema_name():
+    """The registry walked by the combined round trip: each section a check needs exists, each
+    section is needed by some check, names are unique, and each check name is one of the schema's."""
+    from tao_brev.verbs.preflight.on_instance import CHECKS, SNIPPETS
+
+    snippets = [s.name for s in SNIPPETS]
+    needed = {name for c in CHECKS for name in c.needs}
+    assert len(set(snippets)) == len(snippets) and set(snippets) == needed
+    schema = json.loads((ROOT / "references/schemas/preflight.schema.json").read_text())
+    assert {c.name for c in CHECKS} <= set(schema["$defs"]["check_name"]["enum"])
+    assert [c.name for c in CHECKS] == ["docker", "gpu", "disk", "ngc_auth", "s3_from_instance", "image"]
+
+
+def test_the_script_holds_only_what_applicable_checks_need():
+    """No image: no image/manifest/ngc_login section; no S3 target: no s3_reach/carrier."""
+    bare = pf.combined_script("TOK", None, "~/tao-results", None)
+    for absent in ("TOK>image", "TOK>manifest", "TOK>ngc_login", "TOK>s3_reach", "TOK>carrier"):
+        assert absent not in bare
+    for present in ("TOK>docker'", "TOK>docker_path", "TOK>gpu", "TOK>disk_docker", "TOK>disk_results"):
+        assert present in bare
+    plain = pf.combined_script("TOK", "ubuntu:22.04", "~/tao-results", None, pf.S3Target("h", 1, "c:1"))
+    assert [s for s in ("image", "manifest", "s3_reach", "carrier") if f"TOK>{s}'" in plain] == [
+        "image", "manifest", "s3_reach", "carrier"] and "TOK>ngc_login" not in plain

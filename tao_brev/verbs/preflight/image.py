@@ -9,12 +9,12 @@ import shlex
 
 from ... import docker_state
 from ...cli import Context
+from .ngc import NgcStatus
 from .pull import pull_image
 from .report import Check, PreflightRequest, Report, section_tail
-from .units import Answers, ImageFacts, Plan, RemoteCheck, Snippet
+from .units import NO_MANIFEST, Answers, ImageFacts, Plan, RemoteCheck, Snippet
 
 EXTRACT_FACTOR = 2                   # registry layers are compressed; extracted takes ~2x (estimate)
-NO_MANIFEST = "no such manifest"     # `docker manifest inspect` on a missing tag: "no such manifest: REF"
 
 IMAGE = Snippet("image", lambda plan: (f"docker image inspect --format '{{{{.Size}}}}' {shlex.quote(plan.image)}"
                                        if plan.image else None))
@@ -101,7 +101,7 @@ def _read(report: Report, answers: Answers, plan: Plan) -> None:
     means a refused pull is not entitled."""
     ngc = plan.done.get("ngc_auth")
     blocker = next((c for c in (plan.done["docker"], plan.done["disk"], ngc) if c is not None and not c.ok), None)
-    authed = ngc is not None and ngc.data.get("status") == "AUTH_OK"
+    authed = ngc is not None and ngc.data.get("status") == NgcStatus.AUTH_OK
     check_image(report, plan.ctx, plan.req, answers, plan.facts, blocker, logged_in=authed)
 
 

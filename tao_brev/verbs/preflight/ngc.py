@@ -8,12 +8,23 @@ from __future__ import annotations
 from ... import credentials, docker_state, remote
 from ...cli import Context, say
 from ...errors import CODES, TaoBrevError
-from .image import NO_MANIFEST
+from ...vocabulary import Word
 from .report import Check, PreflightRequest, Report, section_tail
-from .units import Answers, NgcKey, Plan, RemoteCheck, Snippet
+from .units import NO_MANIFEST, Answers, NgcKey, Plan, RemoteCheck, Snippet
 
 # docker login --password-stdin with an empty stdin (docker/cli cli/command/registry/login.go)
 NON_TTY_LOGIN = "Cannot perform an interactive login from a non TTY device"
+
+
+
+class NgcStatus(Word):
+    """The NGC login's outcome (TAO skill bank contract), ``data.status`` of ``ngc_auth``."""
+
+    AUTH_OK = "AUTH_OK"
+    NOT_AUTHENTICATED = "NOT_AUTHENTICATED"
+    NOT_ENTITLED = "NOT_ENTITLED"
+    UNKNOWN = "UNKNOWN"
+
 
 NGC_LOGIN = Snippet("ngc_login", lambda plan: (credentials.ngc_login_command(plan.key.file)
                                                if plan.image and plan.key.file else None))
@@ -54,17 +65,17 @@ def check_ngc(report: Report, answers: Answers, key: NgcKey, present: bool) -> C
     return report.fail("ngc_auth", code, f"{status}: {detail}", fix, elapsed_s=t, **data)
 
 
-def _login_refused(login: remote.Section | None) -> tuple[str, str | None, str] | None:
+def _login_refused(login: remote.Section | None) -> tuple[NgcStatus, str | None, str] | None:
     """The answer when the login itself failed (an empty key file, a refused key, no registry)."""
     if login is not None and (credentials.NGC_KEY_FILE_EMPTY in login.output or NON_TTY_LOGIN in login.output):
-        return ("UNKNOWN", "NGC_KEY_NOT_DELIVERED",
+        return (NgcStatus.UNKNOWN, "NGC_KEY_NOT_DELIVERED",
                 f"the NGC key file reached the instance empty, so no key was sent to nvcr.io: {section_tail(login)}")
     if login is not None and login.exit_code != 0 and credentials.NGC_KEY_FILE_MISSING not in login.output:
         code = docker_state.registry_error_code(login.output, credentials.NGC_REGISTRY,
                                                 default="NGC_NOT_AUTHENTICATED")
         if code != "NGC_NOT_AUTHENTICATED":
-            return "UNKNOWN", code, f"cannot log in: {section_tail(login)}"
-        return "NOT_AUTHENTICATED", code, f"nvcr.io refused NGC_KEY: {section_tail(login)}"
+            return NgcStatus.UNKNOWN, code, f"cannot log in: {section_tail(login)}"
+        return NgcStatus.NOT_AUTHENTICATED, code, f"nvcr.io refused NGC_KEY: {section_tail(login)}"
     return None
 
 
@@ -80,7 +91,7 @@ def _how(login: remote.Section | None, key_set: bool) -> str:
 
 
 def classify_ngc(login: remote.Section | None, manifest: remote.Section | None, *,
-                 key_set: bool) -> tuple[str, str | None, str]:
+                 key_set: bool) -> tuple[NgcStatus, str | None, str]:
     """(status, error code or None, detail) from the login and manifest sections.
 
     Rule (TAO skill bank contract): ``docker manifest inspect`` failing before
@@ -93,18 +104,18 @@ def classify_ngc(login: remote.Section | None, manifest: remote.Section | None, 
         return refused
     logged_in, how = login is not None and login.exit_code == 0, _how(login, key_set)
     if manifest is not None and manifest.exit_code == 0:
-        return "AUTH_OK", None, f"{how}; docker manifest inspect answers"
+        return NgcStatus.AUTH_OK, None, f"{how}; docker manifest inspect answers"
     text = section_tail(manifest)
     code = docker_state.registry_error_code(text, credentials.NGC_REGISTRY, logged_in=logged_in)
     if code == "NGC_NOT_ENTITLED":
-        return "NOT_ENTITLED", code, f"{how}, but the registry refuses the image: {text}"
+        return NgcStatus.NOT_ENTITLED, code, f"{how}, but the registry refuses the image: {text}"
     if code == "NGC_NOT_AUTHENTICATED":
-        return "NOT_AUTHENTICATED", code, f"{how}; the registry asks for a login: {text}"
+        return NgcStatus.NOT_AUTHENTICATED, code, f"{how}; the registry asks for a login: {text}"
     if code == "IMAGE_NOT_FOUND" or NO_MANIFEST in text.lower():
         if logged_in:   # the key was accepted; the image check reports the missing image
-            return "AUTH_OK", None, f"{how}; the registry has no such image: {text}"
-        return "UNKNOWN", "IMAGE_NOT_FOUND", f"{how}; the registry has no such image: {text}"
-    return "UNKNOWN", code, f"{how}; docker manifest inspect failed: {text}"
+            return NgcStatus.AUTH_OK, None, f"{how}; the registry has no such image: {text}"
+        return NgcStatus.UNKNOWN, "IMAGE_NOT_FOUND", f"{how}; the registry has no such image: {text}"
+    return NgcStatus.UNKNOWN, code, f"{how}; docker manifest inspect failed: {text}"
 
 
 def _read(report: Report, answers: Answers, plan: Plan) -> Check:

@@ -22,6 +22,7 @@ from .report import Check, PreflightRequest, Report
 
 GIB = 1024**3
 DEFAULT_IMAGE_BYTES = 20 * GIB       # a TAO pyt image extracted, when its size is unknown
+NO_MANIFEST = "no such manifest"     # `docker manifest inspect` on a missing tag: "no such manifest: REF"
 
 
 @dataclass
