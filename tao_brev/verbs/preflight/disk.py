@@ -71,4 +71,4 @@ def _read(report: Report, answers: Answers, plan: Plan) -> Check:
     return check_disk(report, answers, plan.facts, plan.results_root)
 
 
-CHECK = RemoteCheck("disk", ("disk_docker", "disk_results", "image", "manifest"), _read)
+DISK_CHECK = RemoteCheck("disk", ("disk_docker", "disk_results", "image", "manifest"), _read)

@@ -8,10 +8,9 @@ import json
 import shlex
 
 from ... import docker_state
-from ...cli import Context
 from .ngc import NgcStatus
 from .pull import pull_image
-from .report import Check, PreflightRequest, Report, section_tail
+from .report import Check, Context, PreflightRequest, Report, section_tail
 from .units import NO_MANIFEST, Answers, ImageFacts, Plan, RemoteCheck, Snippet
 
 EXTRACT_FACTOR = 2                   # registry layers are compressed; extracted takes ~2x (estimate)
@@ -105,4 +104,4 @@ def _read(report: Report, answers: Answers, plan: Plan) -> None:
     check_image(report, plan.ctx, plan.req, answers, plan.facts, blocker, logged_in=authed)
 
 
-CHECK = RemoteCheck("image", ("image", "manifest"), _read, applies=lambda plan: bool(plan.image))
+IMAGE_CHECK = RemoteCheck("image", ("image", "manifest"), _read, applies=lambda plan: bool(plan.image))

@@ -10,12 +10,11 @@ statuses (:class:`tao_brev.vocabulary.InstanceStatus`), RUNNING before the build
 from __future__ import annotations
 
 from ... import cost
-from ...cli import Context, say
 from ...errors import TaoBrevError
 from ...instance_names import closest, unknown_message
 from ...transport import BREV_TIMEOUT_S
 from ...vocabulary import InstanceStatus
-from .report import PreflightRequest
+from .report import Context, PreflightRequest, say
 
 INSTANCE_POLL_S = 10.0               # between `brev ls --json` polls while an instance starts
 

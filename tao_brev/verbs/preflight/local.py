@@ -3,11 +3,10 @@ resolves) and ``s3`` (credentials, the bucket, a probe object under ``results/``
 
 from __future__ import annotations
 
-from ... import bank, remote
+from ... import bank, remote, staging, storage
 from ... import routing as routing_mod
-from ...cli import Context
 from ...errors import TaoBrevError
-from .report import PreflightRequest, Report
+from .report import Context, PreflightRequest, Report
 from .units import S3Target
 
 
@@ -37,8 +36,6 @@ def check_s3(report: Report, ctx: Context, req: PreflightRequest) -> tuple[str, 
         return root, None
     if routing.kind != "s3":
         return routing.instance_root, None
-    from ... import staging, storage  # boto3 only on this path
-
     settings = storage.s3_settings(ctx.env, bucket=routing.bucket)
     target = S3Target.of(settings.endpoint_url, settings.region, staging.carrier_image(ctx.env))
     where = f"s3://{routing.bucket}/results/"

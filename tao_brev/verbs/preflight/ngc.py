@@ -6,10 +6,9 @@
 from __future__ import annotations
 
 from ... import credentials, docker_state, remote
-from ...cli import Context, say
 from ...errors import CODES, TaoBrevError
 from ...vocabulary import Word
-from .report import Check, PreflightRequest, Report, section_tail
+from .report import Check, Context, PreflightRequest, Report, say, section_tail
 from .units import NO_MANIFEST, Answers, NgcKey, Plan, RemoteCheck, Snippet
 
 # docker login --password-stdin with an empty stdin (docker/cli cli/command/registry/login.go)
@@ -122,4 +121,4 @@ def _read(report: Report, answers: Answers, plan: Plan) -> Check:
     return check_ngc(report, answers, plan.key, plan.facts.present)
 
 
-CHECK = RemoteCheck("ngc_auth", ("ngc_login", "manifest", "image"), _read, applies=lambda plan: plan.ngc)
+NGC_CHECK = RemoteCheck("ngc_auth", ("ngc_login", "manifest", "image"), _read, applies=lambda plan: plan.ngc)

@@ -4,21 +4,22 @@ registered units (:mod:`.units`) walked in order, then ``--gpu-smoke`` as its ow
 from __future__ import annotations
 
 from ... import credentials, remote
-from ...cli import Context
 from ...errors import TaoBrevError, TransportError
-from . import disk, docker_gpu, image, ngc, s3_reach
-from .image import image_facts
-from .report import PreflightRequest, Report
+from .disk import DISK_CHECK, DISK_DOCKER, DISK_RESULTS
+from .docker_gpu import DOCKER, DOCKER_CHECK, DOCKER_PATH, GPU, GPU_CHECK
+from .image import IMAGE, IMAGE_CHECK, MANIFEST, image_facts
+from .ngc import NGC_CHECK, NGC_LOGIN, push_ngc_key
+from .report import Context, PreflightRequest, Report
+from .s3_reach import CARRIER, S3_CHECK, S3_REACH
 from .smoke import check_gpu_smoke
 from .units import Answers, NgcKey, Plan, S3Target
 
 # The sections of the combined script, in the script's order: the NGC login runs before
 # `docker manifest inspect`, which then uses it.
-SNIPPETS = (docker_gpu.DOCKER, docker_gpu.DOCKER_PATH, docker_gpu.GPU, disk.DISK_DOCKER, disk.DISK_RESULTS,
-            image.IMAGE, ngc.NGC_LOGIN, image.MANIFEST, s3_reach.S3_REACH, s3_reach.CARRIER)
+SNIPPETS = (DOCKER, DOCKER_PATH, GPU, DISK_DOCKER, DISK_RESULTS, IMAGE, NGC_LOGIN, MANIFEST, S3_REACH, CARRIER)
 # The checks, in the answer's order (disk reads the image's size; image reads the docker,
 # disk and ngc_auth outcomes before it pulls).
-CHECKS = (docker_gpu.DOCKER_CHECK, docker_gpu.GPU_CHECK, disk.CHECK, ngc.CHECK, s3_reach.CHECK, image.CHECK)
+CHECKS = (DOCKER_CHECK, GPU_CHECK, DISK_CHECK, NGC_CHECK, S3_CHECK, IMAGE_CHECK)
 
 
 def script(token: str, plan: Plan) -> str:
@@ -45,7 +46,7 @@ def check_on_instance(report: Report, ctx: Context, req: PreflightRequest, image
     """docker, gpu, disk, ngc_auth, s3_from_instance, image in ONE brev exec; then --pull and --gpu-smoke."""
     plan = Plan(image, results_root, s3=s3, ctx=ctx, req=req)
     if plan.ngc:
-        plan.key = ngc.push_ngc_key(report, ctx, req)
+        plan.key = push_ngc_key(report, ctx, req)
     token = remote.new_token()
     try:
         result = report.count("checks", ctx.brev.exec, req.instance, script(token, plan), idempotent=True,

@@ -7,9 +7,8 @@ from __future__ import annotations
 import shlex
 
 from ... import bank, cost, docker_state, redact
-from ...cli import Context, say
 from ...errors import TransportError
-from .report import PreflightRequest, Report, code_fix
+from .report import Context, PreflightRequest, Report, code_fix, say
 
 PULL_TIMEOUT_S = 3600.0              # `docker pull` of a multi-GB image
 

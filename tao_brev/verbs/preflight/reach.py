@@ -9,11 +9,10 @@ RUNNING before sshd, the two-word probe, >= 600 s for a first exec.
 from __future__ import annotations
 
 from ... import redact
-from ...cli import Context
 from ...errors import TaoBrevError, TransportError
 from ...transport import BREV_TIMEOUT_S
 from .instance_wait import poll_interval, settle_instance
-from .report import PreflightRequest, Report
+from .report import Context, PreflightRequest, Report
 
 PROBE_INTERVAL_S = 5.0               # between readiness probes (each brev exec also waits for ssh itself)
 MIN_ATTEMPT_TIMEOUT_S = 5.0          # an attempt in flight gets at least this long

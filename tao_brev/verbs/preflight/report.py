@@ -1,12 +1,14 @@
 """What a preflight run answers with: the request, one check's outcome, and the
-report that times the checks in order and counts the round trips spent."""
+report that times the checks in order and counts the round trips spent. The other
+modules of the package take ``Context`` and ``say`` from here (one place to change when
+``Context`` leaves ``tao_brev.cli``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ... import redact, remote
-from ...cli import Context, say
+from ...cli import Context, say   # the package's one tie to the CLI layer: its modules take them from here
 from ...errors import CODES, TaoBrevError
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import shlex
 
-from ...cli import Context
 from .. import carrier_pull
-from .report import PreflightRequest, Report, section_tail
+from .report import Context, PreflightRequest, Report, section_tail
 from .units import Answers, Plan, RemoteCheck, S3Target, Snippet
 
 S3_REACH = Snippet("s3_reach", lambda plan: plan.s3.reach_command() if plan.s3 is not None else None)
@@ -53,4 +52,4 @@ def _read(report: Report, answers: Answers, plan: Plan) -> None:
     check_s3_from_instance(report, answers, plan.s3, plan.ctx, plan.req)
 
 
-CHECK = RemoteCheck("s3_from_instance", ("s3_reach", "carrier"), _read, applies=lambda plan: plan.s3 is not None)
+S3_CHECK = RemoteCheck("s3_from_instance", ("s3_reach", "carrier"), _read, applies=lambda plan: plan.s3 is not None)

@@ -8,9 +8,8 @@ import re
 import shlex
 
 from ... import bank, docker_state, lazy_re, redact
-from ...cli import Context
 from ...errors import TaoBrevError, TransportError
-from .report import Check, PreflightRequest, Report, code_fix
+from .report import Check, Context, PreflightRequest, Report, code_fix
 
 SMOKE_TIMEOUT_S = 600.0              # small image pull + `nvidia-smi` in a container
 GPU_SMOKE_KEY = "images.gpu_smoke"

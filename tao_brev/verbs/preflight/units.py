@@ -16,9 +16,8 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from ... import bank, credentials, remote
-from ...cli import Context
 from ...errors import TaoBrevError
-from .report import Check, PreflightRequest, Report
+from .report import Check, Context, PreflightRequest, Report
 
 GIB = 1024**3
 DEFAULT_IMAGE_BYTES = 20 * GIB       # a TAO pyt image extracted, when its size is unknown

@@ -5,14 +5,13 @@ trip, ``--pull`` and ``--gpu-smoke``), and the one answer they make (module doc 
 from __future__ import annotations
 
 from ... import remote
-from ...cli import Context
 from ...errors import CODES, TaoBrevError
 from ...transport import api_key, check_instance
 from ...vocabulary import STORAGE_TIERS
 from .local import check_image_ref, check_s3
 from .on_instance import check_on_instance
 from .reach import check_brev_auth, check_brev_cli, check_exec_ready, check_instance_state
-from .report import PreflightRequest, Report, Stop
+from .report import Context, PreflightRequest, Report, Stop
 
 
 def preflight(ctx: Context, req: PreflightRequest) -> tuple[dict, int]:
