@@ -36,7 +36,8 @@ def script(token: str, plan: Plan) -> str:
 
 def combined_script(token: str, image: str | None, results_root: str,
                     key_file: credentials.RemoteSecretFile | None, s3: S3Target | None = None) -> str:
-    """The combined script for ``image`` (or none), the results root, the NGC key file and
+    """The combined script for ``image`` (or none), the results root, the NGC key file (its
+    login section is read by ngc_auth: an nvcr.io image, the only kind a key is sent for) and
     the S3 target (see :func:`script`)."""
     return script(token, Plan(image, results_root, NgcKey(file=key_file), s3))
 

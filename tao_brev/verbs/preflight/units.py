@@ -118,6 +118,6 @@ class RemoteCheck:
     to a plan, and the function that reads its answer (and reports it)."""
 
     name: str
-    needs: tuple
+    needs: tuple[str, ...]
     read: Callable[[Report, Answers, Plan], Check | None]
     applies: Callable[[Plan], bool] = lambda plan: True
