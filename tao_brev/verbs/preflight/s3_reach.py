@@ -1,12 +1,12 @@
 """``s3_from_instance``: the S3 transfers run ON the instance (staging's carrier image), so
 the combined round trip asks it to open a TCP connection to the endpoint and looks for the
-carrier image there; with ``--pull`` a missing carrier is pulled (:mod:`..carrier_pull`)."""
+carrier image there; with ``--pull`` a missing carrier is pulled (:mod:`.carrier_pull`)."""
 
 from __future__ import annotations
 
 import shlex
 
-from .. import carrier_pull
+from .carrier_pull import pull_carrier, pull_fix, registry_of
 from .report import Context, PreflightRequest, Report, section_tail
 from .units import Answers, Plan, RemoteCheck, S3Target, Snippet
 
@@ -34,15 +34,15 @@ def check_s3_from_instance(report: Report, answers: Answers, target: S3Target, c
         return
     if not data["carrier_present"]:
         if req is not None and req.pull:
-            carrier_pull.pull(report, ctx, req, target.carrier, t, data)
+            pull_carrier(report, ctx, req, target.carrier, t, data)
             return
         hint = [*(["--image", req.image] if req and req.image else []),
                 *(["--storage-tier", req.storage_tier] if req else []),
                 *(["--bucket", req.bucket] if req and req.bucket else [])]
         report.warn("s3_from_instance", f"{where} is reachable from the instance; the AWS CLI image "
                     f"{target.carrier} is not on it: the first transfer pulls it "
-                    f"(from {carrier_pull.where(target.carrier)})",
-                    carrier_pull.pull_fix(answers.instance, hint), elapsed_s=t, **data)
+                    f"(from {registry_of(target.carrier)})",
+                    pull_fix(answers.instance, hint), elapsed_s=t, **data)
         return
     report.passed("s3_from_instance", f"{where} is reachable from the instance and {target.carrier} is on it",
                   elapsed_s=t, **data)
