@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ... import redact, remote
 from ...cli import Context, say   # the package's one tie to the CLI layer: its modules take them from here
 from ...errors import CODES, TaoBrevError
+from ...vocabulary import StorageTier
 
 
 @dataclass
@@ -23,7 +24,7 @@ class PreflightRequest:
     start: bool = False
     pull: bool = False
     gpu_smoke: bool = False
-    storage_tier: str = "A"
+    storage_tier: str = StorageTier.A
     bucket: str | None = None
     results_root: str | None = None
 
