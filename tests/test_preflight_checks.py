@@ -1,5 +1,5 @@
 """scripts/preflight.py against the simulator, the checks of the combined round trip and
-their own round trips (tao_brev/verbs/preflight/ docker_gpu, disk, ngc, image, pull, smoke,
+their own round trips (tao_brev/verbs/preflight/ docker_gpu, disk, ngc, image, pull, carrier_pull, smoke,
 s3_reach, on_instance, units): each failure with its exact fix and code."""
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ class Plan:
     ctx: Context | None = None
     req: PreflightRequest | None = None
     facts: ImageFacts | None = None
-    done: dict = field(default_factory=dict)
+    done: dict[str, Check | None] = field(default_factory=dict)   # check name -> its outcome
 
     @property
     def ngc(self) -> bool:
