@@ -21,6 +21,7 @@ from ..cli import Context, say
 from ..errors import TaoBrevError
 from ..nextstep import command
 from ..transport import BREV_START_WAIT_S
+from ..vocabulary import InstanceStatus, JobState
 
 # brev ls failed in a way that also stops brev from starting anything (its API): the exec may go on
 NO_API = ("BREV_API_UNREACHABLE", "BREV_NOT_LOGGED_IN", "BREV_LOGIN_FAILED", "BREV_API_KEY_REJECTED",
@@ -62,7 +63,7 @@ def status_of(ctx: Context, instance: str, fresh: bool = True) -> str | None:
 def stopped(ctx: Context, instance: str, start: bool = False, fresh: bool = True) -> bool:
     """True when ``instance`` is STOPPED and may not be started (``start`` False). With
     ``start``, a STOPPED instance is woken here (brev starts it; its start wait is covered)."""
-    if status_of(ctx, instance, fresh) != "STOPPED":
+    if status_of(ctx, instance, fresh) != InstanceStatus.STOPPED:
         return False
     if not start:
         return True
@@ -88,8 +89,9 @@ def stopped_answer(answer: dict, instance: str, script: str, job_id: str, termin
     terminal state, else UNKNOWN (the stop killed any running container). ``next`` is null:
     starting resumes billing, a person decides; ``next_note`` names the --start command."""
     exc = stopped_error(instance, script, job_id)
-    return {**answer, "state": terminal or "UNKNOWN", "instance_status": "STOPPED", "message": exc.message,
-            "error": exc.to_json(), "next": None, "next_note": stopped_note(instance, script, job_id)}
+    return {**answer, "state": terminal or JobState.UNKNOWN, "instance_status": InstanceStatus.STOPPED,
+            "message": exc.message, "error": exc.to_json(), "next": None,
+            "next_note": stopped_note(instance, script, job_id)}
 
 
 def stopped_note(instance: str, script: str, job_id: str) -> str:

@@ -375,14 +375,14 @@ def _instance_running(ctx: Context, req: SubmitRequest) -> None:
     exec would start a STOPPED instance by itself (billing resumes). STOPPED is
     refused (INSTANCE_NOT_RUNNING) unless ``--start``, exactly like
     preflight.py; a starting instance is waited for; a broken one is refused."""
-    from .preflight import PreflightRequest, _settle_instance
+    from .preflight import PreflightRequest, settle_instance
 
     entry = ctx.brev.instance(req.instance)
     if entry is not None and str(entry.get("status") or "").upper() == "RUNNING":
         return
     try:
-        _settle_instance(ctx, PreflightRequest(instance=req.instance, start=req.start), entry,
-                         ctx.clock() + FIRST_EXEC_TIMEOUT_S)
+        settle_instance(ctx, PreflightRequest(instance=req.instance, start=req.start), entry,
+                        ctx.clock() + FIRST_EXEC_TIMEOUT_S)
     except TaoBrevError as exc:
         exc.details.pop("entry", None)
         if exc.code == "INSTANCE_NOT_RUNNING" and "STOPPED" in exc.message:

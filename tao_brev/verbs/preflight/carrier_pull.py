@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import shlex
 
-from .. import bank, cost, docker_state, redact
-from ..errors import TransportError
-from ..nextstep import command
+from ... import bank, cost, docker_state, redact
+from ...errors import TransportError
+from ...nextstep import command
+from .report import Context, PreflightRequest, Report
 
 PULL_TIMEOUT_S = 900.0   # the AWS CLI image is ~150 MB compressed
 
@@ -24,13 +25,15 @@ def pull_fix(instance: str, argv_hint: list[str]) -> str:
     return "Pull it now: " + command("preflight.py", "--instance", instance, *argv_hint, "--pull")
 
 
-def where(image: str) -> str:
+def registry_of(image: str) -> str:
     """The registry a pull of ``image`` reaches, named for an answer."""
     return bank.image_registry(image)
 
 
-def pull(report, ctx, req, carrier: str, elapsed_s: float, data: dict) -> None:
-    """Pull ``carrier`` on ``req.instance`` and record the ``s3_from_instance`` check's outcome."""
+def pull_carrier(report: Report, ctx: Context, req: PreflightRequest, carrier: str, elapsed_s: float,
+                 data: dict) -> None:
+    """Pull ``carrier`` on ``req.instance`` (PULL_TIMEOUT_S) and record the ``s3_from_instance`` check's
+    outcome (``elapsed_s``: the combined round trip's; ``data``: the check's facts so far)."""
     started = ctx.clock()
     try:
         result = report.count("pull", ctx.brev.exec, req.instance, f"docker pull {shlex.quote(carrier)}",
@@ -42,10 +45,10 @@ def pull(report, ctx, req, carrier: str, elapsed_s: float, data: dict) -> None:
     if result.ok:
         cost.note_pull(ctx, req.instance, carrier, took)
         report.passed("s3_from_instance", f"{data['endpoint']} is reachable from the instance; {carrier} pulled "
-                      f"from {where(carrier)} in {took:.1f} s", elapsed_s=elapsed_s,
+                      f"from {registry_of(carrier)} in {took:.1f} s", elapsed_s=elapsed_s,
                       **{**data, "carrier_present": True, "carrier_pulled": True})
         return
     text = redact.tail(result.stdout + "\n" + result.stderr, 400)
-    code = docker_state.registry_error_code(text, where(carrier))
-    report.fail("s3_from_instance", code, f"docker pull {carrier} (from {where(carrier)}) failed after "
+    code = docker_state.registry_error_code(text, registry_of(carrier))
+    report.fail("s3_from_instance", code, f"docker pull {carrier} (from {registry_of(carrier)}) failed after "
                 f"{took:.1f} s: {text}", elapsed_s=elapsed_s, **{**data, "carrier_pulled": False})
