@@ -57,7 +57,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Iterator
 
-    from .redact import ObjRedactor
+    from .secrets.redact import ObjRedactor
 
 FORMAT = b"tao-brev-record-listing 1"
 SETTLED_NS = 2_000_000_000   # a file written less than 2 s before the listing is read, never cached
@@ -72,7 +72,8 @@ def cache_path(state_root: Path) -> Path:
 def fingerprint() -> bytes | None:
     """sha256 of what decides the cached texts: this module's, ``records``', ``redact``'s and
     ``json_out``'s sources and the Python version; None when a source cannot be read (no cache)."""
-    from . import json_out, records, redact
+    from . import json_out, records
+    from .secrets import redact
 
     digest = hashlib.sha256(sys.version.encode())
     for module in (sys.modules[__name__], records, redact, json_out):
@@ -87,8 +88,8 @@ def fingerprint() -> bytes | None:
 def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> Iterator[str]:
     """``redacted.json_text(entry, 2)`` of each entry of ``store.iter_list()``, in its order,
     byte for byte; cached texts where the cache answers (see the module doc)."""
-    from . import known_secrets
-    from .redact import ObjRedactor
+    from .secrets import search as known_secrets
+    from .secrets.redact import ObjRedactor
 
     stamp = fingerprint() if store.jobs_dir.is_dir() else None
     if stamp is None:   # nothing to list (no cache file made for it), or no fingerprint

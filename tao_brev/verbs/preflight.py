@@ -31,7 +31,8 @@ import shlex
 from dataclasses import dataclass, field
 
 from .. import lazy_re
-from .. import bank, cost, credentials, docker_state, redact, remote
+from .. import bank, cost, credentials, docker_state, remote
+from ..secrets import redact
 from .. import routing as routing_mod
 from ..cli import Context, say
 from ..errors import CODES, TaoBrevError, TransportError
