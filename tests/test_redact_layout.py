@@ -48,9 +48,11 @@ def test_imports_are_at_the_top_of_each_module_and_the_package_imports_nothing()
     for name in ORDER:
         for node in ast.walk(_tree(name)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                inside += [f"{name}.{node.name}" for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom))]
+                inside += [f"{name}.{node.name}" for sub in ast.walk(node)
+                           if isinstance(sub, (ast.Import, ast.ImportFrom))]
     assert inside == []
-    assert not [n for n in ast.parse((PACKAGE / "__init__.py").read_text()).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    package = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    assert not [n for n in package.body if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
 def test_every_module_is_under_400_lines():

@@ -52,7 +52,8 @@ def _text_of(scalar) -> str:
     return str(scalar)
 
 
-def find_parsed(data, env: Mapping[str, str] | None = None, registry: Registry | None = None) -> list[tuple[str, str, str]]:
+def find_parsed(data, env: Mapping[str, str] | None = None,
+                registry: Registry | None = None) -> list[tuple[str, str, str]]:
     """[(variable name, encoding, path), ...]: where known values occur in the keys and
     strings of a parsed document (:func:`parsed_strings`), never the value. The paths
     are redacted (a key may be a value) and at most 80 characters long."""
