@@ -34,6 +34,7 @@ import threading
 from pathlib import Path
 
 from . import lazy_re, statedir
+from .secrets import safe_read
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -73,7 +74,6 @@ def read_text(path: str | os.PathLike) -> str:
     text-mode stream: a quarter of the cost per small file (a listing reads 50,000). Raises what ``read_text`` raises
     (OSError, UnicodeDecodeError)."""
     from . import statedir
-    from .secrets import safe_read
 
     statedir.check(path, last=False)   # no link inside the state dir; the file itself: O_NOFOLLOW
     data = safe_read.read_bytes(path)   # regular files only, 16 MiB at most (safe_read.UnsafeFile)
@@ -94,7 +94,6 @@ def read_bytes_or_error(path: str | os.PathLike) -> bytes | OSError:
     FIFO, device, link, over the cap): the caller treats that file as damaged. Raises
     FileNotFoundError only."""
     from . import statedir
-    from .secrets import safe_read
 
     try:
         statedir.check(path, last=False)

@@ -49,9 +49,10 @@ import zlib
 from pathlib import Path
 
 from .errors import TaoBrevError
-from . import lazy_re
+from . import json_out, lazy_re, records
 from .fsio import AdvisoryFile, sweep_temp
 from .records import ID_RE, RecordStore, read_text
+from .secrets import literal, names, redact, rules
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,13 +71,11 @@ def cache_path(state_root: Path) -> Path:
 
 
 def fingerprint() -> bytes | None:
-    """sha256 of what decides the cached texts: this module's, ``records``', ``redact``'s and
-    ``json_out``'s sources and the Python version; None when a source cannot be read (no cache)."""
-    from . import json_out, records
-    from .secrets import redact
-
+    """sha256 of what decides the cached texts: this module's, ``records``', the pattern redaction's
+    (``secrets.names``, ``literal``, ``rules``, ``redact``) and ``json_out``'s sources and the Python
+    version; None when a source cannot be read (no cache)."""
     digest = hashlib.sha256(sys.version.encode())
-    for module in (sys.modules[__name__], records, redact, json_out):
+    for module in (sys.modules[__name__], records, names, literal, rules, redact, json_out):
         try:
             with open(module.__file__, "rb") as fh:
                 digest.update(fh.read())

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .secrets import redact, values as known_secrets
+from .secrets import redact, safe_read, values as known_secrets
 from .errors import TaoBrevError
 from .fsio import atomic_write_json, atomic_write_text, locked, private_dir
 from .records import check_job_id, now_iso
@@ -117,7 +117,6 @@ class SidecarStore:
 
     def saved_logs(self, job_id: str) -> str | None:
         from . import statedir
-        from .secrets import safe_read
 
         path = self.logs_path(job_id)
         try:
@@ -151,7 +150,6 @@ class SidecarStore:
 
 
 def _read(path: Path, strict: bool = True) -> dict:
-    from .secrets import safe_read
     from .fsio import read_text
 
     try:
