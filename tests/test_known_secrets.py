@@ -187,10 +187,10 @@ def test_a_planted_symlink_is_never_written_through(tmp_path):
     assert fsio.create_json(tmp_path / "job.json", {"a": 1}) is False   # link(2) fails on the planted name: never through it
     lock = tmp_path / ".rec.json.lock"
     lock.symlink_to(outside)
-    with pytest.raises(OSError):
+    with pytest.raises(TaoBrevError) as err:   # fsio.locked: a link as the lock is UNSAFE_STATE_PATH
         with fsio.locked(tmp_path / "rec.json"):
             pass
-    assert outside.read_text() == "keep"
+    assert err.value.code == "UNSAFE_STATE_PATH" and outside.read_text() == "keep"
 
 
 def test_records_and_sidecars_land_private(state_env, tmp_path):
