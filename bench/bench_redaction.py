@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tao_brev import known_secrets  # noqa: E402
+from tao_brev.secrets import guard as known_secrets  # noqa: E402
 
 
 def best(fn, runs: int = 3) -> float:

@@ -5,8 +5,9 @@ usage: .venv/bin/python dev/mutation.py [MODULE ...] [--report] [--survivors] [-
 
 For each MODULE (default: every module of [tool.mutation.modules] in pyproject.toml):
 stages the checkout under .mutation/<module>/ (links to the tree and a pyproject.toml whose
-[tool.mutmut] mutates only tao_brev/<module>.py and selects only that module's focused
-tests, minus the tests carrying the module's exclude_markers), runs `mutmut run` there
+[tool.mutmut] mutates only tao_brev/<path>.py for each of the module's "paths" (default: the
+module's own name; e.g. "secrets/redact") and selects only that module's focused tests,
+minus the tests carrying the module's exclude_markers), runs `mutmut run` there
 with ONE worker under `nice -n 15`, then prints per module:
   score = killed / (mutants - equivalents), and every surviving mutant with its diff.
 Killed counts mutmut's "killed" and "timeout"; "survived", "no tests" (no focused test
@@ -59,10 +60,15 @@ def toml_value(value):
     return json.dumps(value)
 
 
+def source_paths(module, spec):
+    """The files a module's score covers: tao_brev/<path>.py for each of its "paths" (default: [module])."""
+    return ["tao_brev/%s.py" % path for path in spec.get("paths", [module])]
+
+
 def staged_pyproject(text, data, module, spec):
     """pyproject.toml for the stage of MODULE: its [tool.mutmut] narrowed to the module."""
     conf = dict(data["tool"]["mutmut"])
-    conf["only_mutate"] = ["tao_brev/%s.py" % module]
+    conf["only_mutate"] = source_paths(module, spec)
     conf["pytest_add_cli_args_test_selection"] = sorted(
         {str(p.relative_to(ROOT)) for pattern in spec["tests"] for p in ROOT.glob(pattern)})
     markers = ["real_docker"] + list(spec.get("exclude_markers", []))
@@ -107,17 +113,26 @@ def run_mutmut(where, names=()):
         sys.exit("dev/mutation.py: mutmut failed for %s (exit %d; log %s)" % (where.name, proc.returncode, log))
 
 
-def results(where, module):
-    """{mutant name: status} from mutmut's meta file of the module."""
+def results(where, module, spec):
+    """{mutant name: status} from mutmut's meta files of the module's source paths (None: none ran)."""
     from mutmut.stats import status_by_exit_code
-    meta = where / "mutants" / "tao_brev" / ("%s.py.meta" % module)
-    if not meta.exists():
+    metas = [where / "mutants" / (path + ".meta") for path in source_paths(module, spec)]
+    if not any(meta.exists() for meta in metas):
         return None
-    codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
-    return {name: status_by_exit_code[code] for name, code in codes.items()}
+    out = {}
+    for meta in metas:
+        if meta.exists():
+            codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+            out.update((name, status_by_exit_code[code]) for name, code in codes.items())
+    return out
 
 
-def diffs(where, module, names):
+def source_of(name):
+    """tao_brev.secrets.redact.x_tail__mutmut_3 -> tao_brev/secrets/redact.py (the mutated file)."""
+    return name.rsplit(".", 1)[0].replace(".", "/") + ".py"
+
+
+def diffs(where, names):
     """{mutant name: the changed lines ("-old" / "+new")} read with mutmut's own diff."""
     if not names:
         return {}
@@ -129,7 +144,7 @@ def diffs(where, module, names):
         configuration.reset_config()
         out = {}
         for name in names:
-            diff = get_diff_for_mutant(name, path="tao_brev/%s.py" % module)
+            diff = get_diff_for_mutant(name, path=source_of(name))
             out[name] = "\n".join(line.rstrip() for line in diff.splitlines()
                                   if line[:1] in "+-" and not line.startswith(("+++", "---")))
         return out
@@ -157,13 +172,13 @@ def load_equivalents(data):
     return tomllib.loads(path.read_text(encoding="utf-8")).get("equivalent", [])
 
 
-def score(module, where, equivalents):
-    status = results(where, module)
+def score(module, spec, where, equivalents):
+    status = results(where, module, spec)
     if status is None:
         return None
     killed = sorted(n for n, s in status.items() if s in ("killed", "timeout", "caught by type check"))
     rest = sorted((n for n in status if n not in killed), key=lambda n: (function_of(n), int(n.rsplit("_", 1)[1])))
-    changes = diffs(where, module, rest)
+    changes = diffs(where, rest)
     mine = [e for e in equivalents if e["module"] == module]
     used, equivalent, survivors = set(), [], []
     for name in rest:
@@ -231,14 +246,15 @@ def main(argv=None):
     for module in args.modules or list(modules):
         where = STAGE_ROOT / module
         if not args.report:
-            if args.survivors and results(where, module):
+            if args.survivors and results(where, module, modules[module]):
                 run_mutmut(where)   # mutants of functions changed since the last run (mutmut keeps the rest)
-                left = [n for n, s in results(where, module).items() if s not in ("killed", "timeout")]
+                left = [n for n, s in results(where, module, modules[module]).items()
+                        if s not in ("killed", "timeout")]
                 if left:
                     run_mutmut(where, left)
             else:
                 run_mutmut(stage(module, modules[module], text, data))
-        report = score(module, where, equivalents)
+        report = score(module, modules[module], where, equivalents)
         if report is None:
             print("dev/mutation.py: no results for %s (run it without --report first)" % module, file=sys.stderr)
             continue

@@ -2,7 +2,7 @@
 
 mutmut forks each mutant's worker from a process that already ran the tests once, so
 every functools cache of the package already holds the original code's answers: a
-mutant behind a cache (redact, known_secrets) would never run. Every cache of every
+mutant behind a cache (the memos of tao_brev.secrets) would never run. Every cache of every
 tao_brev module is emptied before each test."""
 
 import sys

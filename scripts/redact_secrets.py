@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     parser.add_argument("mode", choices=("lint", "redact"))
     parser.add_argument("files", nargs="*", metavar="FILE", help="files to read; stdin if none or '-'")
     args = parser.parse_args(argv)
-    from tao_brev import redact
+    from tao_brev.secrets import redact
 
     sources = []
     for name in args.files or [STDIN]:

@@ -118,7 +118,7 @@ def main(argv=None):
 
         cli.emit_stream_texts({"ok": True}, "jobs", lambda redacted: record_listing.json_texts(store, redacted, store.root))
         return None, 0
-    from tao_brev import known_secrets
+    from tao_brev.secrets import search as known_secrets
 
     hide = known_secrets.redactor()   # values known now (a record is redacted with those known when written)
     lines = []   # written in chunks: one write per line costs a system call each when unbuffered

@@ -39,7 +39,7 @@ def load_versions(env=os.environ) -> dict:
 
     path = versions_file(env)
     try:
-        from .safe_read import read_text
+        from .secrets.safe_read import read_text
 
         data = yaml.safe_load(read_text(path, 4 << 20, follow=True))   # a regular file of at most 4 MiB
     except FileNotFoundError:

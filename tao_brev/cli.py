@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from typing import Callable, Iterable
 
     from .records import RecordStore
-    from .redact import ObjRedactor
+    from .secrets.redact import ObjRedactor
     from .sidecar import SidecarStore
     from .transport import Brev
 
@@ -64,7 +64,7 @@ def parser(prog: str, doc: str) -> JsonArgumentParser:
 
 def say(message: str) -> None:
     """Progress for humans: stderr, redacted (lost, never fatal, when stderr's reader left)."""
-    from . import redact
+    from .secrets import redact
 
     try:
         print(redact.redact_values(redact.redact(message)), file=sys.stderr, flush=True)
@@ -104,7 +104,7 @@ class Context:
         self.sleep = sleep
         self.clock = clock
         self._brev = _brev
-        from . import known_secrets
+        from .secrets import values as known_secrets
 
         known_secrets.observe_env(self.env)   # its secret values are redacted from every output
 
@@ -146,7 +146,7 @@ def emit(result: dict) -> None:
     a stdout reader that left ends the process quietly (``pipes``)."""
     import json
 
-    from . import redact
+    from .secrets import redact
     from .logcap import cap_answer
 
     pipes.write_stdout(json.dumps(cap_answer(redact.redact_obj(withhold_job_output(result))), indent=2,
@@ -165,7 +165,7 @@ TAO_STATUSES = frozenset({"STARTED", "RUNNING", "SUCCESS", "FAILURE", "SKIPPED",
 def withheld_fix(names: list[str]) -> str:
     """How to see the job's output again: export the values it was given (names known), or,
     for a job whose sidecar is lost or damaged (``*``), restore the sidecar."""
-    from . import known_secrets
+    from .secrets import values as known_secrets
 
     real = [n for n in names if n != "*"]
     parts = []
@@ -193,7 +193,7 @@ def withhold_job_output(answer: dict) -> dict:
     ``--env`` value is not proven in this process (:func:`known_secrets.unset_watched`: unset,
     another value, no digest or no sidecar): redaction rests on the values, so text that may hold
     unknown ones is never printed. ``withheld`` names the variables and the way out."""
-    from . import known_secrets
+    from .secrets import values as known_secrets
 
     names = known_secrets.unset_watched()
     if not names or not isinstance(answer, dict):
@@ -248,7 +248,7 @@ def emit_stream_texts(head: dict, key: str, texts_of: Callable[[ObjRedactor], It
     text by another way (``record_listing.json_texts``)."""
     import json
 
-    from . import redact
+    from .secrets import redact
 
     _RUN["answering"] = True
     redacted = redact.obj_redactor()
@@ -348,7 +348,7 @@ def _interrupt(signum, _frame):
         _RUN["answering"] = True
         import json
 
-        from . import redact
+        from .secrets import redact
 
         answer = interrupted_answer()
         if _RUN.get("next_step") is not None:
@@ -488,7 +488,7 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
                 from .credentials import sweep_local
 
                 sweep_local()   # credential files that killed runs left on this machine
-                from .known_secrets import refuse_in_argv
+                from .secrets.guard import refuse_in_argv
 
                 refuse_in_argv(_RUN["argv"])   # a credential's value given as a name: stop before anything is sent
             result, code = main(argv)

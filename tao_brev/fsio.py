@@ -34,6 +34,7 @@ import threading
 from pathlib import Path
 
 from . import lazy_re, statedir
+from .secrets import safe_read
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -72,7 +73,7 @@ def read_text(path: str | os.PathLike) -> str:
     case) the bytes are read with ``os.read`` and decoded at once, without file objects or a
     text-mode stream: a quarter of the cost per small file (a listing reads 50,000). Raises what ``read_text`` raises
     (OSError, UnicodeDecodeError)."""
-    from . import safe_read, statedir
+    from . import statedir
 
     statedir.check(path, last=False)   # no link inside the state dir; the file itself: O_NOFOLLOW
     data = safe_read.read_bytes(path)   # regular files only, 16 MiB at most (safe_read.UnsafeFile)
@@ -92,7 +93,7 @@ def read_bytes_or_error(path: str | os.PathLike) -> bytes | OSError:
     through a link inside the state dir), or the OSError that says why it is none (a directory,
     FIFO, device, link, over the cap): the caller treats that file as damaged. Raises
     FileNotFoundError only."""
-    from . import safe_read, statedir
+    from . import statedir
 
     try:
         statedir.check(path, last=False)

@@ -133,7 +133,7 @@ class HashCache:
                 on_disk.update(self.entries)
                 for name in self.removed:
                     on_disk.pop(name, None)
-                from .names_guard import without_tainted
+                from .secrets.file_names import without_tainted
 
                 on_disk = without_tainted(on_disk)   # a path holding a known value is never kept
                 fsio.atomic_write_text(self.path, json.dumps({"format": FORMAT, "entries": on_disk},

@@ -136,7 +136,7 @@ def remote_head(command: str, token: str, keep_bytes: int = 1024) -> str:
 
 
 def _forms() -> tuple[str, ...]:
-    from . import known_secrets
+    from .secrets import guard as known_secrets
 
     forms = []
     for value, name in known_secrets.values().items():
@@ -160,7 +160,7 @@ def strip_partial_prefix(text: str, forms: tuple[str, ...] | None = None) -> str
 def redacted(text: str) -> str:
     """``text`` redacted (known values in every encoding, then literal credentials): what a cut may
     then shorten without leaving part of a secret."""
-    from . import redact
+    from .secrets import redact
 
     return redact.redact_values(redact.redact(text))
 

@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 
 from . import lazy_re, tao_status
 from .logcap import cut_redacted
-from .safe_read import bounded_int
+from .secrets.safe_read import bounded_int
 
 STALL_EPOCH_MULTIPLE = 3        # default --stall-after: this many times the time per epoch ...
 STALL_FLOOR_S = 1800            # ... but never less than 30 min (tqdm-only output, long validations)

@@ -49,15 +49,16 @@ import zlib
 from pathlib import Path
 
 from .errors import TaoBrevError
-from . import lazy_re
+from . import json_out, lazy_re, records
 from .fsio import AdvisoryFile, sweep_temp
 from .records import ID_RE, RecordStore, read_text
+from .secrets import literal, names, redact, rules
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Iterator
 
-    from .redact import ObjRedactor
+    from .secrets.redact import ObjRedactor
 
 FORMAT = b"tao-brev-record-listing 1"
 SETTLED_NS = 2_000_000_000   # a file written less than 2 s before the listing is read, never cached
@@ -70,12 +71,11 @@ def cache_path(state_root: Path) -> Path:
 
 
 def fingerprint() -> bytes | None:
-    """sha256 of what decides the cached texts: this module's, ``records``', ``redact``'s and
-    ``json_out``'s sources and the Python version; None when a source cannot be read (no cache)."""
-    from . import json_out, records, redact
-
+    """sha256 of what decides the cached texts: this module's, ``records``', the pattern redaction's
+    (``secrets.names``, ``literal``, ``rules``, ``redact``) and ``json_out``'s sources and the Python
+    version; None when a source cannot be read (no cache)."""
     digest = hashlib.sha256(sys.version.encode())
-    for module in (sys.modules[__name__], records, redact, json_out):
+    for module in (sys.modules[__name__], records, names, literal, rules, redact, json_out):
         try:
             with open(module.__file__, "rb") as fh:
                 digest.update(fh.read())
@@ -87,8 +87,8 @@ def fingerprint() -> bytes | None:
 def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> Iterator[str]:
     """``redacted.json_text(entry, 2)`` of each entry of ``store.iter_list()``, in its order,
     byte for byte; cached texts where the cache answers (see the module doc)."""
-    from . import known_secrets
-    from .redact import ObjRedactor
+    from .secrets import search as known_secrets
+    from .secrets.redact import ObjRedactor
 
     stamp = fingerprint() if store.jobs_dir.is_dir() else None
     if stamp is None:   # nothing to list (no cache file made for it), or no fingerprint

@@ -90,13 +90,13 @@ def _slug(value: str) -> str:
 def _minted(job_id: str) -> None:
     """A job id this store minted (or holds under its own name) is the bundle's word, not a user's
     secret: a variable whose value equals it is neither refused nor redacted (``known_secrets.minted``)."""
-    from . import known_secrets   # here, not at import (see _redact_record)
+    from .secrets import values as known_secrets   # here, not at import (see _redact_record)
 
     known_secrets.minted([job_id])
 
 
 def _redact_record(obj, key=None):
-    from . import redact   # here, not at import: tao_job_record.py --help needs only the constants
+    from .secrets import redact   # here, not at import: tao_job_record.py --help needs only the constants
 
     if isinstance(obj, str):
         return redact.redact_values(redact.redact_uri(obj) if key in _URI_FIELDS else redact.redact(obj))
@@ -356,7 +356,7 @@ class RecordStore:
         """Every job id this store holds (``jobs/<id>.json``, names only this store writes) is one the
         bundle minted: tell ``known_secrets`` before a listing makes its redactor, so a variable equal
         to one does not hide it (``known_secrets.minted``)."""
-        from . import known_secrets
+        from .secrets import values as known_secrets
 
         known_secrets.minted(stem for stem, path in self.listed_names() if path is not None and ID_RE.fullmatch(stem))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import known_secrets, redact
+from .secrets import redact, safe_read, values as known_secrets
 from .errors import TaoBrevError
 from .fsio import atomic_write_json, atomic_write_text, locked, private_dir
 from .records import check_job_id, now_iso
@@ -85,7 +85,7 @@ class SidecarStore:
         """``data``'s ``--env`` names whose value this process holds and proves (``env_proof``)
         become known secrets; the others, and a sidecar that names none, are unproven: what
         the job printed is withheld (``known_secrets.unprove``)."""
-        from . import env_proof
+        from .secrets import proof as env_proof
 
         proven, unproven = env_proof.verdicts(self.root, data, known_secrets.held_value)
         known_secrets.watch(proven)
@@ -103,20 +103,20 @@ class SidecarStore:
         path = self.logs_path(job_id)
         self._dir(path.parent)
         self.load(job_id)   # the job's --env names: their values are redacted too
-        from . import known_secrets
+        from .secrets import values as known_secrets
 
         missing = known_secrets.unset_watched()
         if missing:   # values this process does not know cannot be redacted: the text is not kept
             text = (f"[tao-brev: the log was not saved: the job was given {', '.join(missing)} by --env and "
                     "the shell that ran teardown had not their values (or not the same ones), so it could not "
                     "be redacted]\n")
-        from .taint import strip_terminal
+        from .secrets.taint import strip_terminal
 
         atomic_write_text(path, redact.redact_values(redact.redact(strip_terminal(text))))
         return path
 
     def saved_logs(self, job_id: str) -> str | None:
-        from . import safe_read, statedir
+        from . import statedir
 
         path = self.logs_path(job_id)
         try:
@@ -150,7 +150,6 @@ class SidecarStore:
 
 
 def _read(path: Path, strict: bool = True) -> dict:
-    from . import safe_read
     from .fsio import read_text
 
     try:

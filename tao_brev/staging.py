@@ -188,7 +188,7 @@ def prepare_inputs(settings: storage.S3Settings, bucket: str, inputs: list[Input
         local = Path(inp.source).expanduser()
         entries = storage.manifest_with_files(local, cache=cache)
         manifest = [entry for entry, _ in entries]
-        from . import names_guard
+        from .secrets import file_names as names_guard
 
         names_guard.refuse_names([e["path"] for e in manifest], f"input {inp.name}")   # before any upload
         if not manifest:

@@ -822,7 +822,7 @@ def verify_against_manifest(settings: S3Settings, s3_prefix: str, manifest: Sequ
     meter = _Progress(progress, "verify", len(manifest), sum(int(e["size"]) for e in manifest))
 
     listed = _existing_objects(s3, settings, bucket, prefix)  # also: NoSuchBucket, auth
-    from .names_guard import resolve_keys
+    from .secrets.file_names import resolve_keys
 
     digested = resolve_keys((e["path"] for e in manifest), listed, prefix)   # names kept as digests
 

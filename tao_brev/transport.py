@@ -77,7 +77,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import lazy_re
-from . import known_secrets, redact
+from .secrets import guard as known_secrets, redact
 from .errors import CODES, RemoteCommandError, TaoBrevError, TransportError
 
 FIRST_EXEC_TIMEOUT_S = 600.0   # a fresh instance: sshd start + first contact (seed: ">= 600 s")

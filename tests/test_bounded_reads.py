@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tao_brev import env_proof, fsio, known_secrets, progress, safe_read, statedir
+from tao_brev import fsio, progress, statedir
+from tao_brev.secrets import guard as known_secrets, proof as env_proof, safe_read
 from tao_brev.errors import TaoBrevError
 from tao_brev.hash_cache import HashCache
 from tao_brev.records import RecordStore

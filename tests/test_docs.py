@@ -555,7 +555,7 @@ def test_skill_is_short():
 
 def test_owned_documents_hold_no_literal_credential():
     """What an agent copies from the documents passes the bundle's own secret lint."""
-    from tao_brev import redact
+    from tao_brev.secrets import redact
 
     findings = [f"{doc.relative_to(ROOT)}: {finding}" for doc in sorted(OWNED)
                 for finding in redact.lint(doc.read_text(encoding="utf-8"))]

@@ -1,5 +1,5 @@
-"""The proof kept (tao_brev/env_proof.py): keyed digests of --env values, verdicts, the key file;
-size caps (tao_brev/limits.py); file names (tao_brev/names_guard.py)."""
+"""The proof kept (tao_brev/secrets/proof.py): keyed digests of --env values, verdicts, the key file;
+size caps (tao_brev/limits.py); file names (tao_brev/secrets/file_names.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import stat
 
 import pytest
 
-from tao_brev import env_proof, known_secrets, limits, names_guard, statedir
+from tao_brev import limits, statedir
+from tao_brev.secrets import file_names as names_guard, guard as known_secrets, proof as env_proof
 from tao_brev.errors import TaoBrevError
 
 

@@ -1,4 +1,4 @@
-"""tao_brev.known_secrets and the guards around it: submit's refusals, brev's
+"""tao_brev.secrets (guard, values, forms) and the guards around it: submit's refusals, brev's
 argv and environment, bounded spec parsing, errors that never echo input, and
 private state on disk."""
 
@@ -15,7 +15,8 @@ from urllib.parse import quote
 import pytest
 
 from conftest import EXAMPLE_SPEC, run_script
-from tao_brev import fsio, known_secrets, redact, yaml_bounded
+from tao_brev import fsio, yaml_bounded
+from tao_brev.secrets import forms, guard as known_secrets, redact
 from tao_brev.errors import TaoBrevError
 from tao_brev.transport import Brev, brev_environment
 
@@ -186,10 +187,10 @@ def test_a_planted_symlink_is_never_written_through(tmp_path):
     assert fsio.create_json(tmp_path / "job.json", {"a": 1}) is False   # link(2) fails on the planted name: never through it
     lock = tmp_path / ".rec.json.lock"
     lock.symlink_to(outside)
-    with pytest.raises(OSError):
+    with pytest.raises(TaoBrevError) as err:   # fsio.locked: a link as the lock is UNSAFE_STATE_PATH
         with fsio.locked(tmp_path / "rec.json"):
             pass
-    assert outside.read_text() == "keep"
+    assert err.value.code == "UNSAFE_STATE_PATH" and outside.read_text() == "keep"
 
 
 def test_records_and_sidecars_land_private(state_env, tmp_path):
@@ -198,7 +199,7 @@ def test_records_and_sidecars_land_private(state_env, tmp_path):
 
     root = Path(state_env["TAO_STATE_DIR"])
     record = RecordStore(root).open(image="i", network_arch="a", action="t", storage_tier="A", results_root="/r")
-    from tao_brev import env_proof
+    from tao_brev.secrets import proof as env_proof
 
     sidecars = SidecarStore(root)
     odd = {"ODD_NAME": "odd-value-123"}
@@ -494,7 +495,7 @@ def test_the_trie_pattern_matches_exactly_as_a_flat_alternation():
     for _ in range(200):
         values = {f"A{i}_TOKEN": "k" + "".join(rng.choice("ab/+%=\\\"x'é") for _ in range(rng.randint(8, 14)))
                   for i in range(3)}
-        pattern, owners = known_secrets._index(values)
+        pattern, owners = known_secrets.DEFAULT.index(values)
         forms = sorted(owners, key=lambda f: (-len(f), f))
         flat = re.compile("|".join(map(re.escape, forms)))
         text = "".join(rng.choice([rng.choice(forms), rng.choice("ab/+%=x\\ ") * 3]) for _ in range(30))
@@ -752,10 +753,10 @@ def test_a_listing_shows_job_ids_a_variable_equals(listing, tmp_path):
     ("hf_abcdefghijklmnopqrst", False), ("-a-b-0a1b2c", False), ("a.-b-0a1b2c", False),
 ])
 def test_only_ids_of_the_minted_shape_are_exempt(monkeypatch, job_id, minted):
-    monkeypatch.setattr(known_secrets, "_minted", set())
+    monkeypatch.setattr(known_secrets.DEFAULT, "_minted", set())
     monkeypatch.setenv("MY_SERVICE_TOKEN", job_id)
     known_secrets.minted([job_id])
-    assert (job_id in known_secrets._minted) is minted
+    assert (job_id in known_secrets.DEFAULT._minted) is minted
     assert (known_secrets.redact_text(f"x {job_id} y") == f"x {job_id} y") is minted
 
 
@@ -834,17 +835,43 @@ def test_long_forms_are_found_with_find_not_compiled(monkeypatch):
     """Forms longer than LONG_FORM stay out of the trie regex (a 64 KiB value compiled costs seconds):
     sub, search and finditer find them with str.find, leftmost, a shorter form inside a longer hit once."""
     long_a, long_b = "A" * 300 + "tail-a", "B" * 300
-    pattern = known_secrets._pattern(tuple(sorted([long_a, long_b, "shortform1"], key=lambda f: (-len(f), f))))
-    assert isinstance(pattern, known_secrets._Forms)
+    pattern = forms.pattern_of(tuple(sorted([long_a, long_b, "shortform1"], key=lambda f: (-len(f), f))))
+    assert isinstance(pattern, forms.Forms)
     text = f"x {long_b} y shortform1 {long_a} {long_a}"
     assert pattern.sub("<r>", text) == "x <r> y <r> <r> <r>"
     assert [(m.group()[:1], m.start()) for m in pattern.finditer(text)] == [
         ("B", 2), ("A", text.index(long_a)), ("A", text.rindex(long_a)), ("s", text.index("shortform1"))]
     assert pattern.search(text).start() == 2 and pattern.search("only shortform1").group() == "shortform1"
     assert pattern.search("nothing") is None
-    only_long = known_secrets._pattern((long_a,))
+    only_long = forms.pattern_of((long_a,))
     assert only_long.sub("<r>", "no") == "no" and only_long.search("no") is None
     assert list(only_long.finditer(long_a + long_a)) and len(list(only_long.finditer(long_a + long_a))) == 2
-    overlap = known_secrets._pattern(("A" * 301, "A" * 300 + "Z"))
+    overlap = forms.pattern_of(("A" * 301, "A" * 300 + "Z"))
     assert [m.start() for m in overlap.finditer("A" * 301 + "Z")] == [0]
     assert known_secrets.find(f"l1\nv {long_a}", {"MY_API_KEY": long_a})[0][2] == 2
+
+
+def test_a_registry_of_its_own_is_apart_from_the_process_one(monkeypatch):
+    """values.Registry is an object: one passed explicitly knows what it was told, DEFAULT does not
+    learn it, and a registry of its own does not learn what DEFAULT watches."""
+    known_secrets.reset()
+    monkeypatch.setenv("JOB_CFG_APART", "value-of-cfg-1234")
+    own = known_secrets.Registry()
+    own.watch(["JOB_CFG_APART"])
+    assert known_secrets.find("a value-of-cfg-1234 b") == []
+    assert known_secrets.find("a value-of-cfg-1234 b", registry=own) == [("JOB_CFG_APART", "verbatim", 1)]
+    assert known_secrets.redact_text("x value-of-cfg-1234", registry=own) == "x <redacted>"
+    assert known_secrets.redactor(registry=own)("value-of-cfg-1234") == "<redacted>"
+    assert known_secrets.matcher(registry=own) is not None and known_secrets.matcher({}) is None
+    assert known_secrets.find_parsed({"k": "value-of-cfg-1234"}, registry=own) == [("JOB_CFG_APART", "verbatim", "k")]
+    with pytest.raises(TaoBrevError) as err:
+        known_secrets.refuse("value-of-cfg-1234", "the spec", registry=own)
+    assert err.value.code == "SECRET_IN_COMMAND"
+    known_secrets.refuse("value-of-cfg-1234", "the spec")   # DEFAULT does not watch the name
+    try:
+        known_secrets.watch(["JOB_CFG_APART"])
+        assert known_secrets.find("value-of-cfg-1234") and own.unset_watched() == []
+        assert known_secrets.Registry().values() == {v: n for v, n in known_secrets.values().items()
+                                                       if n != "JOB_CFG_APART"}
+    finally:
+        known_secrets.reset()

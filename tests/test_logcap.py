@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 from conftest import validate
-from tao_brev import known_secrets, logcap
+from tao_brev import logcap
+from tao_brev.secrets import guard as known_secrets
 
 SECRET = "hf_" + "Zq9" * 12 + "Wx"          # 41 characters, as HF tokens are
 TQDM = "".join(f"\rEpoch 1: {i % 100:3d}%|{'#' * (i % 40):<40}| {i}/1000000" for i in range(120_000))

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tao_brev import known_secrets, redact, yaml_bounded
+from tao_brev import yaml_bounded
+from tao_brev.secrets import guard as known_secrets, redact
 from tao_brev.transport import refuse_secrets
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "ml_configs"

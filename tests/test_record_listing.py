@@ -10,7 +10,8 @@ from urllib.parse import quote
 import pytest
 
 from conftest import run_script
-from tao_brev import cli, known_secrets, record_listing
+from tao_brev import cli, record_listing
+from tao_brev.secrets import guard as known_secrets
 from tao_brev.records import RecordStore
 
 SECRET = 'Sk\\"r\u00e9t-' + "W" * 14   # a quote, a backslash and a non-ASCII letter to escape
@@ -320,7 +321,7 @@ def test_list_json_from_the_script_is_the_same_answer_twice(state_env, tmp_path)
 def test_a_cache_another_listing_replaced_meanwhile_is_not_spliced_into_this_one(tmp_path, capsys, monkeypatch, later):
     """A listing that rewrites the cache copies the unchanged first part from the file IT read, not
     from the one another listing put in its place since (that one may hold other lines)."""
-    from tao_brev import redact
+    from tao_brev.secrets import redact
 
     store = _store(tmp_path)
     _same_as_every_record_read(store, tmp_path, capsys)

@@ -231,7 +231,7 @@ def test_list_json_streams_exactly_the_answer_it_printed_whole(state_env, tmp_pa
     store.list()                     # quarantines the damaged record: both listings below see the same store
     expected_rows = store.list()
     res = run_script("tao_job_record.py", "list", "--json", env=state_env)
-    from tao_brev import redact
+    from tao_brev.secrets import redact
 
     whole = json.dumps(redact.redact_obj({"ok": True, "jobs": expected_rows}), indent=2, default=str) + "\n"
     assert res.code == 0 and res.stdout == whole
@@ -260,7 +260,7 @@ def test_list_json_redacts_a_credentials_value_in_a_record_written_by_another_to
     store.list()
     env = {**state_env, "MY_SERVICE_TOKEN": secret}
     res = run_script("tao_job_record.py", "list", "--json", env=env)
-    from tao_brev import redact
+    from tao_brev.secrets import redact
 
     whole = json.dumps(redact.redact_obj({"ok": True, "jobs": store.list()}, env), indent=2, default=str) + "\n"
     assert res.code == 0 and res.stdout == whole

@@ -1,4 +1,4 @@
-"""tao_brev.redact and scripts/redact_secrets.py.
+"""tao_brev.secrets.redact (lint, rules, literal) and scripts/redact_secrets.py.
 
 The invariant is asserted in every case: the secret value never appears in a
 finding (text or JSON) nor in the redacted output.
@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tao_brev import redact
-from tao_brev.redact import Finding, is_secret_name, lint, redact_obj, redact_uri, redact_values
+from tao_brev.secrets import literal as literals, redact, rules
+from tao_brev.secrets.lint import _overlap
+from tao_brev.secrets.redact import Finding, is_secret_name, lint, redact_obj, redact_uri, redact_values
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "redact_secrets.py"
@@ -414,7 +415,7 @@ PLAIN_WORDS = ["login", "mysql", "sshpass", "curl", "aws", "configure", "set", "
 def test_plain_text_is_exactly_what_no_rule_finds_anything_in(words, joiner):
     text = joiner.join(words)
     if redact._plain(text):
-        assert redact._scan(text, redact._TEXT_RULES) == [] and redact._scan(text, redact._URI_RULES) == []
+        assert rules._scan(text, rules._TEXT_RULES) == [] and rules._scan(text, rules._URI_RULES) == []
         assert redact.redact(text) is text and redact.redact_uri(text) is text
 
 
@@ -429,8 +430,8 @@ def test_the_memo_answers_as_the_scan_does():
     texts = ["export NGC_KEY=nvapi-" + "Q" * 40, "docker login -u x -p hunter2hunter2",
              "plain words only", "https://user:pa55word99@host/x?X-Amz-Signature=abc123def456"]
     for text in texts * 2:
-        assert redact.redact(text) == redact._replace(text, redact._scan(text, redact._TEXT_RULES))
-        assert redact.redact_uri(text) == redact._replace(text, redact._scan(text, redact._URI_RULES))
+        assert redact.redact(text) == redact._replace(text, rules._scan(text, rules._TEXT_RULES))
+        assert redact.redact_uri(text) == redact._replace(text, rules._scan(text, rules._URI_RULES))
 
 
 def test_one_obj_redactor_for_many_objects_answers_as_redact_obj(monkeypatch):
@@ -526,8 +527,8 @@ def test_findings_that_touch_are_two_findings_and_one_placeholder():
     text = "private_key: -----BEGIN PRIVATE KEY-----\nMIIabcdefghijklmnop\n-----END PRIVATE KEY-----\n"
     assert [(f.kind, f.line) for f in lint(text)] == [("mapping", 1), ("private-key", 1)]
     assert redact.redact(text) == "private_key: <redacted>-----END PRIVATE KEY-----\n"
-    assert redact._replace("abcdef", [redact._Hit("k", "", 1, 1, 3), redact._Hit("k", "", 1, 3, 5)]) == "a<redacted>f"
-    assert redact._replace("abcdef", [redact._Hit("k", "", 1, 1, 3), redact._Hit("k", "", 1, 4, 5)]) == \
+    assert redact._replace("abcdef", [rules._Hit("k", "", 1, 1, 3), rules._Hit("k", "", 1, 3, 5)]) == "a<redacted>f"
+    assert redact._replace("abcdef", [rules._Hit("k", "", 1, 1, 3), rules._Hit("k", "", 1, 4, 5)]) == \
         "a<redacted>d<redacted>f"
 
 
@@ -538,7 +539,7 @@ def test_findings_that_touch_are_two_findings_and_one_placeholder():
     ("${NGC_KEY:=abcdefgh123}", True), ("${NGC_KEY:+abcdefgh123}", True), ("${NGC_KEY+abcdefgh123}", True),
 ])
 def test_a_parameter_default_is_a_value_and_an_error_message_is_not(value, literal):
-    assert redact._is_literal(value) is literal
+    assert literals._is_literal(value) is literal
     assert bool(lint("NGC_KEY=%s" % value)) is literal
 
 
@@ -549,7 +550,7 @@ def test_the_gentle_mode_replaces_what_it_promises_and_nothing_else():
     for path in ("s3://user:pa55word99x@host/x", "/data/" + "d" * 1100 + "/nvapi-" + "Q" * 30,
                  "https://h/x?X-Amz-Signature=abc123def456", "/k/-----BEGIN PRIVATE KEY-----MIIabcdefgh123"):
         assert "<redacted>" in redact_uri(path), path
-        assert redact_uri(path) == redact._replace(path, redact._scan(path, redact._URI_RULES))
+        assert redact_uri(path) == redact._replace(path, rules._scan(path, rules._URI_RULES))
 
 
 @pytest.mark.parametrize("line, found", [
@@ -685,11 +686,11 @@ def test_a_user_flag_without_a_value_does_not_end_the_scan():
 
 def test_spans_overlap_when_they_share_a_character():
     def hit(start, end):
-        return redact._Hit("k", "", 1, start, end)
+        return rules._Hit("k", "", 1, start, end)
     for a, b, shared in [((1, 3), (3, 5), False), ((3, 5), (1, 3), False), ((1, 4), (3, 5), True),
                          ((3, 5), (1, 4), True), ((1, 9), (3, 5), True), ((3, 5), (1, 9), True),
                          ((1, 2), (4, 5), False), ((2, 3), (2, 3), True)]:
-        assert redact._overlap(hit(*a), hit(*b)) is shared, (a, b)
+        assert _overlap(hit(*a), hit(*b)) is shared, (a, b)
 
 
 @pytest.mark.parametrize("text, lines", [

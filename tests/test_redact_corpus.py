@@ -26,7 +26,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from tao_brev import known_secrets, redact
+from tao_brev.secrets import guard as known_secrets, redact
 from tao_brev.errors import TaoBrevError
 
 S = "Zq9TkW4mLp7RvX2cN8"

@@ -15,7 +15,7 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tao_brev import known_secrets, redact
+from tao_brev.secrets import guard as known_secrets, redact
 
 FRAGMENTS = ["api_key", "password", "token", "eos_token_id", "pad_token", "authToken", "clientSecret", "KAGGLE_KEY",
              "HF_TOKEN", "_file", ": ", "=", " ", "\n", "\\\n", "  ", "- ", "{", "}", "[", "]", ",", '"', "'", "$",

@@ -6,8 +6,8 @@ form of the module doc and the descriptor words that make a name not one."""
 
 import pytest
 
-from tao_brev import redact
-from tao_brev.redact import is_secret_name, lint
+from tao_brev.secrets import names, redact
+from tao_brev.secrets.redact import is_secret_name, lint
 
 ALNUM = "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC2eF4hJ6kL8nP"
 UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
@@ -185,7 +185,7 @@ def test_names_that_are_not_credentials(name):
 
 
 def test_every_token_role_before_token_is_not_a_credential():
-    for role in redact._TOKEN_ROLES:
+    for role in names._TOKEN_ROLES:
         assert is_secret_name(f"{role}_token") is False, role
         assert is_secret_name(f"{role}_password") is True, role
 

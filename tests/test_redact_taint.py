@@ -1,4 +1,4 @@
-"""Taint (``tao_brev/taint.py`` behind ``known_secrets``): every encoding x every exit.
+"""Taint (``tao_brev/secrets/taint.py`` behind ``secrets.search``): every encoding x every exit.
 
 Encodings: the forms a leaking job prints (``tests/sim/leaky_job.py``, the red team's 15 and
 more) and others no list of forms holds (full-width letters, decimal byte lists, ``%u``
@@ -17,7 +17,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tao_brev import cli, known_secrets, redact, taint
+from tao_brev import cli
+from tao_brev.secrets import guard as known_secrets, redact, search, taint
 from tests.sim.leaky_job import forms
 
 VALUE = "Qx7/Hm+Lk2&Vw9!Np4\u00f6Tz6Bc8Hd3Jf~"
@@ -86,7 +87,7 @@ def _exit_stderr(text, tmp_path, capsys, monkeypatch):
 
 
 def _sidecar(tmp_path, monkeypatch):
-    from tao_brev import env_proof
+    from tao_brev.secrets import proof as env_proof
     from tao_brev.sidecar import SidecarStore
 
     monkeypatch.setenv(NAME, VALUE)
@@ -305,10 +306,10 @@ def test_short_base64_and_hex_runs_are_not_decoded_for_a_longer_value():
     assert taint._base64_runs("dmlzdWFsX2NoYW5nZW5ldA", shortest=27) == []      # 22 < 36 characters
     assert taint._base64_runs("dmlzdWFsX2NoYW5nZW5ldA", shortest=8) != []
     assert taint._hex_runs("de:ad:be:ef:00:11:22:33", shortest=27) == []
-    assert known_secrets._taint_trigger(27).search("visual_changenet-train-1a2b3c") is None
-    assert known_secrets._taint_trigger(27).search("2026-12-01T21:41:53Z") is None
-    assert known_secrets._taint_trigger(8).search("visual_changenet") is not None
-    assert known_secrets._taint_trigger(8).search("de:ad:be:ef:00:11:22:33") is not None
+    assert search._taint_trigger(27).search("visual_changenet-train-1a2b3c") is None
+    assert search._taint_trigger(27).search("2026-12-01T21:41:53Z") is None
+    assert search._taint_trigger(8).search("visual_changenet") is not None
+    assert search._taint_trigger(8).search("de:ad:be:ef:00:11:22:33") is not None
 
 
 def test_lines_the_caller_says_need_no_decoding_are_not_decoded():

@@ -14,7 +14,8 @@ import subprocess
 
 import pytest
 
-from tao_brev import known_secrets, transport
+from tao_brev import transport
+from tao_brev.secrets import guard as known_secrets
 from tao_brev.errors import TaoBrevError, TransportError
 from tao_brev.transport import Brev, brev_environment
 

@@ -141,13 +141,13 @@ def test_the_api_failure_quoted_in_a_message_or_a_log_line_is_cut(monkeypatch):
     monkeypatch.setattr(brev, "_spawn", lambda args, timeout, allow=None: done(err=long_line))
     with pytest.raises(TaoBrevError) as failed:
         brev.ls()
-    from tao_brev import redact
+    from tao_brev.secrets import redact
     assert failed.value.message.endswith(": " + redact.tail(long_line, 300)) and len(redact.tail(long_line, 300)) < 320
     assert f"({redact.tail(long_line, 160)});" in logs[0] and redact.tail(long_line, 161) != redact.tail(long_line, 160)
 
 
 def test_an_exec_whose_lookup_met_the_api_down_says_so(monkeypatch):
-    from tao_brev import redact
+    from tao_brev.secrets import redact
 
     brev = Brev(env={"PATH": "/bin"}, sleep=lambda s: None, log=lambda m: None)
     line = f'ssh connection failed and could not look up "box": {EOF_LINE}' + " x" * 200

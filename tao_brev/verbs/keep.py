@@ -28,7 +28,8 @@ import os
 import re
 from pathlib import Path
 
-from .. import lazy_re, nextstep, redact, remote, storage
+from .. import lazy_re, nextstep, remote, storage
+from ..secrets import redact
 from ..cli import Context, say
 from ..errors import TaoBrevError
 from ..fsio import private_dir

@@ -42,7 +42,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
-from .. import cost, redact, remote
+from .. import cost, remote
+from ..secrets import redact
 from ..cli import Context, say
 from ..errors import TaoBrevError, TransportError
 from ..transport import INSTANCE_RE, check_instance

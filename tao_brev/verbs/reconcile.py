@@ -33,7 +33,8 @@ from __future__ import annotations
 import json
 import os
 
-from .. import redact, remote
+from .. import remote
+from ..secrets import redact
 from ..cli import Context, say, warn
 from ..docker_state import docker_error_code, from_inspect
 from ..errors import TaoBrevError, TransportError

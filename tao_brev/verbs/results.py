@@ -41,7 +41,8 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from .. import credentials, redact, remote, resume, staging, storage
+from .. import credentials, remote, resume, staging, storage
+from ..secrets import redact
 from ..cli import Context, say
 from ..errors import TaoBrevError
 from ..fsio import atomic_write_json, locked, private_dir
@@ -139,7 +140,7 @@ def _upload_and_verify(ctx: Context, job_id: str, sidecar: dict, record: dict) -
 
     report = storage.verify_against_manifest(settings, destination, manifest)
     mismatched = [m["path"] for m in report["mismatched"]]
-    from ..names_guard import stored_names   # a result name holding a known value: its digest only
+    from ..secrets.file_names import stored_names   # a result name holding a known value: its digest only
     # By content: every manifest file is there with its sha256, whoever uploaded it.
     verified = report["verified"] and not reported.unreadable
     update = {"uploaded": upload_error is None and reported.present, "verified": verified,
@@ -255,7 +256,7 @@ def _save_manifest(ctx: Context, job_id: str, manifest: list[dict], links: Optio
     """``{"files": [...], "links": [...]}``: the files (path, size, sha256) and the symbolic links
     (path, target, dangling) the instance reported, so ``*_latest.pth`` keeps its target. A name
     holding a known value is stored as its digest only (names_guard.stored_names)."""
-    from ..names_guard import stored_names
+    from ..secrets.file_names import stored_names
 
     path = _manifest_path(ctx, job_id)
     private_dir(path.parent)   # 0700, the file 0600
@@ -281,7 +282,7 @@ def _read_manifest(ctx: Context, job_id: str) -> Optional[dict]:
     """The saved manifest as ``{"files", "links"}`` (a bare list of files: one saved before links
     were), read only as a regular file, bounded; None when absent or damaged."""
     from ..fsio import read_text
-    from ..safe_read import loads
+    from ..secrets.safe_read import loads
 
     try:
         data = loads(read_text(_manifest_path(ctx, job_id)))

@@ -28,7 +28,8 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .. import cost, docker_state, logcap, redact, remote, resume_advice
+from .. import cost, docker_state, logcap, remote, resume_advice
+from ..secrets import redact
 from .. import progress as progress_mod
 from ..cli import Context, note_job, note_state, say, warn
 from ..docker_state import JobState, after_instance_start, docker_error_code, from_inspect

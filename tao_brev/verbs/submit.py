@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import lazy_re
-from .. import archs, bank, cost, credentials, hash_cache, known_secrets, nextstep, redact, remote, staging, storage
-from .. import interpolation, resume, resume_advice, spec_paths, tao_gpus, yaml_bounded
+from .. import archs, bank, cost, credentials, hash_cache, nextstep, remote, staging, storage
+from .. import resume, resume_advice, spec_paths, tao_gpus, yaml_bounded
+from ..secrets import guard as known_secrets, interpolation, redact
 from .. import routing as routing_mod
 from ..cli import Context, deferred_interrupts, note_job, note_state, say
 from ..errors import CODES, TaoBrevError, TransportError
@@ -125,7 +126,7 @@ class SubmitRequest:
 
 
 def _read_spec(path: str) -> tuple[str, dict]:
-    from ..safe_read import UnsafeFile, read_bytes
+    from ..secrets.safe_read import UnsafeFile, read_bytes
 
     try:   # a regular file (a link to one is followed), opened without blocking, read up to the cap
         text = read_bytes(path, MAX_SPEC_BYTES, follow=True).decode("utf-8")
@@ -475,7 +476,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     _instance_running(ctx, req)   # before the first exec: brev exec would start a STOPPED instance
     if stage:
         stage.prepare()   # uploads before the record opens: a failed upload leaves nothing behind
-    from .. import env_proof
+    from ..secrets import proof as env_proof
 
     proof = env_proof.proof(ctx.state_root, ctx.env, req.env_names)   # digests, kept: later verbs prove values
 

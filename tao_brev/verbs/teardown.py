@@ -37,7 +37,8 @@ import json
 import re
 
 from .. import lazy_re
-from .. import cost, logcap, redact, remote
+from .. import cost, logcap, remote
+from ..secrets import redact
 from ..cli import Context, note_job, note_state, say, warn
 from ..docker_state import after_instance_start, from_inspect
 from ..errors import TaoBrevError, TransportError

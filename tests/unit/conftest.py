@@ -31,7 +31,7 @@ class Clock:
 @pytest.fixture
 def fake_brev(monkeypatch):
     """The expected brev calls of one test; its calls are checked when the test ends."""
-    from tao_brev import known_secrets
+    from tao_brev.secrets import values as known_secrets
 
     known_secrets.reset()   # the values a previous test's Context observed
     fake = FakeBrev().install(monkeypatch)

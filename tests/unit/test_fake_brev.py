@@ -61,7 +61,7 @@ def test_sections_answer_only_what_the_command_asks_for(ctx, fake_brev):
 
 def test_the_transport_still_refuses_a_known_secret_on_brevs_command_line(ctx, fake_brev):
     ctx.env["NGC_KEY"] = "nvapi-Q2xhc3NpZmllZFNlY3JldFZhbHVl"
-    from tao_brev import known_secrets
+    from tao_brev.secrets import values as known_secrets
 
     known_secrets.observe_env(ctx.env)
     with pytest.raises(TaoBrevError) as raised:

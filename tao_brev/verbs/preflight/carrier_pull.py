@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import shlex
 
-from ... import bank, cost, docker_state, redact
+from ... import bank, cost, docker_state
+from ...secrets import redact
 from ...errors import TransportError
 from ...nextstep import command
 from .report import Context, PreflightRequest, Report

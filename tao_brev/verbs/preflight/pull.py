@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import shlex
 
-from ... import bank, cost, docker_state, redact
+from ... import bank, cost, docker_state
+from ...secrets import redact
 from ...errors import TransportError
 from .report import Context, PreflightRequest, Report, code_fix, say
 

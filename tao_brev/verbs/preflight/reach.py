@@ -8,7 +8,7 @@ RUNNING before sshd, the two-word probe, >= 600 s for a first exec.
 
 from __future__ import annotations
 
-from ... import redact
+from ...secrets import redact
 from ...errors import TaoBrevError, TransportError
 from ...transport import BREV_TIMEOUT_S
 from .instance_wait import poll_interval, settle_instance

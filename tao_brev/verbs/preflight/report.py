@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ... import redact, remote
+from ... import remote
+from ...secrets import redact
 from ...cli import Context, say   # the package's one tie to the CLI layer: its modules take them from here
 from ...errors import CODES, TaoBrevError
 from ...vocabulary import StorageTier

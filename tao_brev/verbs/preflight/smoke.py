@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from ... import bank, docker_state, lazy_re, redact
+from ... import bank, docker_state, lazy_re
+from ...secrets import redact
 from ...errors import TaoBrevError, TransportError
 from .report import Check, Context, PreflightRequest, Report, code_fix
 

@@ -1,6 +1,6 @@
 """File names that hold a known value: refused at staging, kept only as digests elsewhere.
 
-A name is tainted like any text from outside (``known_secrets.find(..., decoded=True)``:
+A name is tainted like any text from outside (``search.find(..., decoded=True)``:
 every form, every reading ``taint.views`` gives). Input file names are refused before
 anything is uploaded or cached (:func:`refuse_names`, SECRET_IN_IDENTIFIER naming the
 input and the file's place in its listing, never the name). A result file name, or any
@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 from typing import Iterable, Mapping, Sequence
 
-from . import known_secrets
-from .errors import TaoBrevError
+from ..errors import TaoBrevError
+from .search import find
 
 DIGEST_PREFIX = "sha256:"
 
@@ -25,9 +25,9 @@ DIGEST_PREFIX = "sha256:"
 def _hits(names: Sequence[str], env: Mapping[str, str] | None) -> list[int]:
     """Indexes of ``names`` that hold a known value (in any form or reading)."""
     texts = [n for n in names if isinstance(n, str)]
-    if not texts or not known_secrets.find("\n".join(texts), env, decoded=True):
+    if not texts or not find("\n".join(texts), env, decoded=True):
         return []
-    return [i for i, name in enumerate(names) if isinstance(name, str) and known_secrets.find(name, env, decoded=True)]
+    return [i for i, name in enumerate(names) if isinstance(name, str) and find(name, env, decoded=True)]
 
 
 def refuse_names(names: Sequence[str], where: str, env: Mapping[str, str] | None = None) -> None:
@@ -36,7 +36,7 @@ def refuse_names(names: Sequence[str], where: str, env: Mapping[str, str] | None
     hits = _hits(list(names), env)
     if not hits:
         return
-    found = known_secrets.find(names[hits[0]], env, decoded=True)
+    found = find(names[hits[0]], env, decoded=True)
     var = found[0][0]
     raise TaoBrevError("SECRET_IN_IDENTIFIER",
                        f"{where}: file {hits[0] + 1} of {len(names)} (sorted by path) has a name holding the value "
@@ -48,7 +48,7 @@ def refuse_names(names: Sequence[str], where: str, env: Mapping[str, str] | None
 
 def stored_name(name: str, env: Mapping[str, str] | None = None) -> str:
     """``name``, or ``sha256:<hex>`` of it when it holds a known value (a state file keeps the digest)."""
-    if isinstance(name, str) and known_secrets.find(name, env, decoded=True):
+    if isinstance(name, str) and find(name, env, decoded=True):
         return DIGEST_PREFIX + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()
     return name
 

@@ -1,6 +1,6 @@
 """Text from a job or an instance is tainted until checked: the normaliser behind the guarantee.
 
-``known_secrets`` finds each known value in the forms it computes from the value
+``secrets.search`` finds each known value in the forms it computes from the value
 (verbatim, URL-, JSON-, base64-, hex-encoded...). A job may write a value in a form
 that list does not hold (``printf %q``, ``encodeURIComponent``, JSON nested three
 deep, base64 wrapped at 76 columns or of UTF-16LE, HTML entities, quoted-printable,
@@ -39,12 +39,12 @@ import unicodedata
 from typing import Callable, Iterable
 from urllib.parse import unquote, unquote_plus
 
-from . import lazy_re
+from .. import lazy_re
 
 MAX_VIEWS = 96                 # readings of one text, at most
 MAX_VIEW_CHARS = 1 << 20       # characters of one reading (1 MiB), at most
 MAX_BACKSLASH_DEPTH = 8        # JSON inside JSON ..., layers decoded
-MIN_FORM = 8                   # known_secrets.MIN_VALUE_LENGTH
+MIN_FORM = 8                   # names.MIN_VALUE_LENGTH
 
 # ECMA-48: CSI ... final byte, OSC ... BEL/ST, DCS/SOS/PM/APC ... ST, two-byte ESC sequences, C1 CSI.
 _TERMINAL_RE = lazy_re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x9b[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"

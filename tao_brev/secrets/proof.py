@@ -9,7 +9,7 @@ job's sidecar (``env_proof``), with a per-state-dir key of 32 random bytes in
 verb treats a job's value as known only when the value in ITS environment gives
 the same digest; when the name is unset there, gives another digest, or no digest
 (or no key, or no sidecar) is there to compare with, the value is UNPROVEN and the
-text that job printed is withheld (``known_secrets.unprove``): fail closed.
+text that job printed is withheld (``values.unprove``): fail closed.
 
 Digests never leave the state dir; the key never leaves this module.
 """
@@ -23,7 +23,9 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from .errors import TaoBrevError
+from ..errors import TaoBrevError
+from ..fsio import create_json, private_dir
+from . import safe_read
 
 KEY_FILE = "env-proof.key"      # under $TAO_STATE_DIR/brev/
 ALGORITHM = "hmac-sha256"
@@ -46,8 +48,6 @@ def digest(key: bytes, name: str, value: str) -> str:
 
 def load_key(state_root: Path) -> bytes | None:
     """The state dir's key, or None when it is missing, damaged or not a private regular file."""
-    from . import safe_read
-
     try:
         text = safe_read.read_text(key_path(state_root), MAX_KEY_FILE_BYTES, state_root=state_root)
         data = json.loads(text)
@@ -60,8 +60,6 @@ def load_key(state_root: Path) -> bytes | None:
 def ensure_key(state_root: Path) -> bytes:
     """The state dir's key, created (0600, exclusively) when there is none. Raises
     UNSAFE_STATE_PATH when a file is there that is not a key this bundle wrote."""
-    from .fsio import create_json, private_dir
-
     key = load_key(state_root)
     if key is not None:
         return key

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 
-from . import known_secrets, lazy_re, yaml_bounded
-from .errors import TaoBrevError
+from .. import lazy_re, yaml_bounded
+from ..errors import TaoBrevError
+from .parsed import parsed_strings
 
 # OmegaConf's interpolation grammar (omegaconf/grammar/OmegaConfGrammarLexer.g4 and
 # OmegaConfGrammarParser.g4, 2.3): ``${key}`` (blanks around the key allowed; dotted, relative
@@ -200,5 +201,5 @@ def _decoded(text: str) -> list[str]:
     except TaoBrevError:
         return []
     if isinstance(value, (dict, list)):
-        return [t for _p, t in known_secrets.parsed_strings(value)]
+        return [t for _p, t in parsed_strings(value)]
     return [] if value is None else [value if isinstance(value, str) else str(value)]

@@ -21,6 +21,8 @@ import json
 import os
 import stat
 
+from .. import statedir
+
 MAX_STATE_FILE_BYTES = 16 << 20   # a record, sidecar, cache or index: 16 MiB at most
 MAX_INT_DIGITS = 300              # digits of a JSON integer kept as an int (float's range)
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -75,8 +77,6 @@ def read_text(path, cap: int = MAX_STATE_FILE_BYTES, follow: bool = False, state
     """:func:`read_bytes` decoded as UTF-8 (strict), universal newlines. ``state_root``: also refuse
     a link anywhere between it and ``path`` (``statedir.check_inside``)."""
     if state_root is not None:
-        from . import statedir
-
         statedir.check_inside(state_root, path)
     text = read_bytes(path, cap, follow).decode("utf-8")
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
