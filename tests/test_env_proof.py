@@ -63,7 +63,10 @@ def test_a_key_that_is_a_link_is_refused(tmp_path):
 def test_proof_holds_a_digest_of_each_set_name_only(tmp_path):
     proof = env_proof.proof(tmp_path, {"A": "value-a-123", "B": ""}, ["A", "B", "C"])
     key = env_proof.load_key(tmp_path)
-    assert proof == {"alg": "hmac-sha256", "digests": {"A": env_proof.digest(key, "A", "value-a-123")}}
+    assert proof == {"alg": "hmac-sha256", "names": env_proof.names_mac(key, ["A", "B", "C"]),
+                     "digests": {"A": env_proof.digest(key, "A", "value-a-123")}}
+    assert env_proof.names_mac(key, ["A", "B", "C"]) != env_proof.names_mac(key, ["A", "B"]) != \
+        env_proof.names_mac(key, ["A", "B", ""]) != env_proof.names_mac(key, ["AB"])
     assert "value-a-123" not in json.dumps(proof)
 
 
@@ -72,7 +75,7 @@ def _verdicts(tmp_path, sidecar, held):
 
 
 def test_verdicts_prove_only_the_same_value(tmp_path):
-    proof = env_proof.proof(tmp_path, {"A": "value-a-123", "B": "value-b-456"}, ["A", "B"])
+    proof = env_proof.proof(tmp_path, {"A": "value-a-123", "B": "value-b-456"}, ["A", "B", ""])
     side = {"env_names": ["A", "B", ""], "env_proof": proof}
     assert _verdicts(tmp_path, side, {"A": "value-a-123", "B": "value-b-456"}) == (["A", "B"], {})
     proven, unproven = _verdicts(tmp_path, side, {"A": "rotated-a-999", "B": "x"})
@@ -89,15 +92,24 @@ def test_verdicts_fail_closed_without_names_digests_or_key(tmp_path):
     for side in ({}, {"env_names": "A"}, {"env_names": [3]}, None):
         assert _verdicts(tmp_path, side, held) == ([], {"*": "the job's sidecar does not say which --env names it "
                                                              "was given"})
-    assert _verdicts(tmp_path, {"env_names": []}, held) == ([], {})
+    assert _verdicts(tmp_path, {"env_names": []}, held) == ([], {"*": "no proof of the job's --env names was kept"})
+    assert _verdicts(tmp_path, {"env_names": [], "env_proof": env_proof.proof(tmp_path, {}, [])}, held) == ([], {})
     for bad in (None, {"alg": "md5", "digests": {}}, {"alg": "hmac-sha256"}, "x"):
         assert _verdicts(tmp_path, {"env_names": ["A"], "env_proof": bad}, held) == (
             [], {"A": "no digest of the value the job was given was kept"})
-    assert _verdicts(tmp_path, {"env_names": ["A", "B"], "env_proof": proof}, held)[1] == {
+    damaged = {"*": "the job's sidecar lists other --env names than its proof was made for (damaged)"}
+    for listed in ([], [""], ["A", "B"], ["B"], ["A", "A"]):   # emptied, blanked, grown, swapped, doubled
+        assert _verdicts(tmp_path, {"env_names": listed, "env_proof": proof}, held) == ([], damaged)
+    unmacked = {k: v for k, v in proof.items() if k != "names"}   # a proof from before the names MAC
+    assert _verdicts(tmp_path, {"env_names": ["A"], "env_proof": unmacked}, held) == ([], damaged)
+    blank = env_proof.proof(tmp_path, {"A": "value-a-123"}, ["A", "B"])   # B unset at submit: no digest
+    assert _verdicts(tmp_path, {"env_names": ["A", "B"], "env_proof": blank}, held)[1] == {
         "B": "no digest of the value the job was given was kept"}
     os.unlink(env_proof.key_path(tmp_path))
     assert _verdicts(tmp_path, {"env_names": ["A"], "env_proof": proof}, held) == (
         [], {"A": "the state dir's key (env-proof.key) is missing or damaged"})
+    assert _verdicts(tmp_path, {"env_names": [], "env_proof": proof}, held) == (
+        [], {"*": "the state dir's key (env-proof.key) is missing or damaged"})
 
 
 def test_a_sidecar_load_watches_proven_names_and_unproves_the_rest(tmp_path, monkeypatch):

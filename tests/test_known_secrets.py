@@ -333,6 +333,7 @@ ENCODED = {   # computed here from the standard library, not by the bundle
     "base64url-unpadded": lambda v: base64.urlsafe_b64encode(v.encode()).decode().rstrip("="),
     "percent-every-byte": lambda v: _every_byte(v, "%%%02X"),
     "percent-every-byte-lower": lambda v: _every_byte(v, "%%%02x"),
+    "upper-cased": lambda v: v.upper(), "lower-cased": lambda v: v.lower(),
 }
 
 

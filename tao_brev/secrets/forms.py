@@ -61,6 +61,10 @@ def encodings(value: str, name: str = "") -> tuple[tuple[str, str], ...]:
 
     add(value, "verbatim")
     add(value.strip(), "verbatim")
+    # case changed: hex keys (W&B's 40 digits, digests) mean the same in either case, and jobs print
+    # them upper-cased (`tr a-z A-Z`, Go's %X, Python's .upper()); so may any tool
+    add(value.upper(), "case-changed")
+    add(value.lower(), "case-changed")
     raw = _bytes(value)
     if raw.decode("utf-8", "replace") != value:   # not UTF-8: how a reader that is not PEP 383 shows it
         add(raw.decode("utf-8", "replace"), "verbatim")

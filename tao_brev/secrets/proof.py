@@ -77,26 +77,43 @@ def ensure_key(state_root: Path) -> bytes:
     return key
 
 
+def names_mac(key: bytes, names: list[str]) -> str:
+    """hex HMAC-SHA256 of the job's ``--env`` name list exactly as its sidecar holds it (order kept)."""
+    return hmac.new(key, b"env-names\0" + b"\0".join(_bytes(n) for n in names), hashlib.sha256).hexdigest()
+
+
 def proof(state_root: Path, env: Mapping[str, str], names: list[str]) -> dict:
-    """The sidecar's ``env_proof`` for a submit: ``{"alg", "digests": {name: hex}}`` of each set name."""
+    """The sidecar's ``env_proof`` for a submit: ``{"alg", "names": hex, "digests": {name: hex}}``: the
+    MAC of the name list (the sidecar's ``env_names``, so a list emptied or changed later is seen) and
+    the digest of each set name's value."""
     key = ensure_key(state_root)
-    return {"alg": ALGORITHM, "digests": {n: digest(key, n, env[n]) for n in names if env.get(n)}}
+    return {"alg": ALGORITHM, "names": names_mac(key, list(names)),
+            "digests": {n: digest(key, n, env[n]) for n in names if env.get(n)}}
 
 
 def verdicts(state_root: Path, sidecar: dict, value_of) -> tuple[list[str], dict[str, str]]:
     """``(proven names, {unproven name: why})`` for a job's sidecar; ``value_of(name)`` is the value
-    this process holds (None: unset). A sidecar without ``env_names`` or with a damaged
-    ``env_proof`` proves nothing: ``{"*": why}`` (the job's names are not known)."""
-    names = sidecar.get("env_names") if isinstance(sidecar, dict) else None
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+    this process holds (None: unset). A sidecar whose ``env_names`` is missing, or is not the list
+    its ``env_proof`` was made for (emptied, changed, or no proof kept), proves nothing:
+    ``{"*": why}`` (the job's names are not known)."""
+    listed = sidecar.get("env_names") if isinstance(sidecar, dict) else None
+    if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
         return [], {"*": "the job's sidecar does not say which --env names it was given"}
-    names = [n for n in names if n]
-    if not names:
-        return [], {}
+    names = [n for n in listed if n]
     proof_data = sidecar.get("env_proof")
     digests = proof_data.get("digests") if isinstance(proof_data, dict) else None
     if not isinstance(digests, dict) or proof_data.get("alg") != ALGORITHM:
+        if not names:
+            return [], {"*": "no proof of the job's --env names was kept"}
         return [], {n: "no digest of the value the job was given was kept" for n in names}
+    key = load_key(state_root)
+    if key is None and not names:
+        return [], {"*": f"the state dir's key ({KEY_FILE}) is missing or damaged"}
+    mac = proof_data.get("names")
+    if key is not None and not (isinstance(mac, str) and hmac.compare_digest(names_mac(key, listed), mac)):
+        return [], {"*": "the job's sidecar lists other --env names than its proof was made for (damaged)"}
+    if not names:
+        return [], {}
     key = load_key(state_root)
     proven, unproven = [], {}
     for name in names:
