@@ -36,9 +36,10 @@ teardown, and in the sidecar under ``cost``), every value null when unknown:
 ``stalled_s``            only for a job torn down as stalled: its seconds without a status line or log
                          output before the teardown (billed, no progress)
 ``estimated_cost_usd``   ``billed_s`` x the hourly price, when known: ``--price-per-hour`` (kept in
-                         the sidecar as ``price_flag_usd``), else ``references/prices.yaml`` by
-                         brev ``instance_type`` (one ``brev ls``, once, by teardown: polls add
-                         no brev call, and ls forgets a deleted instance)
+                         the sidecar as ``price_flag_usd``), else brev's price of the
+                         ``instance_type`` (``prices``: brev search, ``references/prices.yaml`` as
+                         a named fallback); the type from one ``brev ls``, once, by teardown (polls
+                         add no brev call, and ls forgets a deleted instance)
 
 The sidecar's ``cost`` holds the same object plus its inputs (``started_at``,
 ``finished_at``: docker's; ``price_flag_usd``).
@@ -48,17 +49,15 @@ Computing the facts never fails a verb: what cannot be known stays null.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Optional
 
-from . import lazy_re
-from .cli import Context, warn
+from . import prices
+from .context import Context
 from .errors import TaoBrevError
-from .records import TERMINAL_STATES
-
-PRICES_FILE = Path(__file__).resolve().parent.parent / "references" / "prices.yaml"
+from .isotime import parse_ts
+from .run_state import warn
+from .vocabulary import TERMINAL_STATES, JobState, Source
 
 
 # -- prices ---------------------------------------------------------------------
@@ -67,35 +66,6 @@ def check_price(value: Optional[float]) -> Optional[float]:
     if value is not None and not (0 <= value < 10_000):
         raise TaoBrevError("BAD_ARGUMENT", f"--price-per-hour must be USD per hour, 0 to 10000 (got {value})")
     return value
-
-
-def load_prices(path: Path = PRICES_FILE) -> dict[str, float]:
-    """``{instance_type: usd_per_hour}`` from ``references/prices.yaml`` ({} when unreadable)."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-        table = data.get("usd_per_hour") or {}
-        return {str(k): float(v) for k, v in table.items() if isinstance(v, (int, float)) and v >= 0}
-    except (OSError, yaml.YAMLError, AttributeError, TypeError, ValueError) as exc:
-        warn(f"cost: ignoring {path.name}: {exc}")
-        return {}
-
-
-def hourly_price(explicit: Optional[float], instance_type: Optional[str], ctx: Optional[Context] = None,
-                 lookup: bool = False) -> tuple[Optional[float], Optional[str]]:
-    """(USD per hour, its source: ``flag``, ``brev search`` (with ``ctx``: tao_brev/prices.py) or
-    ``prices.yaml`` (the fallback)), or (None, None)."""
-    if ctx is not None:
-        from . import prices
-
-        price, source, _note = prices.price(ctx, explicit, instance_type, lookup)
-        return price, source
-    if explicit is not None:
-        return explicit, "flag"
-    if instance_type and instance_type in (table := load_prices()):
-        return table[instance_type], "prices.yaml"
-    return None, None
 
 
 # -- recording ------------------------------------------------------------------
@@ -153,34 +123,6 @@ def learn_instance_type(ctx: Context, job_id: str) -> None:
 
 
 # -- the facts --------------------------------------------------------------------
-_TS = lazy_re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
-                 r"\s*(Z|[+-]\d{2}:?\d{2})?$", re.I)
-
-
-def parse_ts(value: Optional[str]) -> Optional[datetime]:
-    """An ISO 8601 / RFC 3339 time as an aware datetime (UTC when it names no zone); None if
-    unset or unreadable. Any fraction length is read: docker's RFC3339Nano trims trailing zeros
-    (``12:00:00.5Z``, ``12:00:00.1234Z``) or has nine digits; Python 3.9/3.10's
-    ``fromisoformat`` takes only 3 or 6, so this parser does not use it."""
-    if not value or str(value).startswith("0001-01-01"):
-        return None
-    match = _TS.match(str(value).strip())
-    if not match:
-        return None
-    year, month, day, hour, minute, sec, frac, zone = match.groups()
-    micro = int((frac or "0")[:6].ljust(6, "0"))
-    if not zone or zone.upper() == "Z":
-        tz = timezone.utc
-    else:
-        sign = -1 if zone[0] == "-" else 1
-        digits = zone[1:].replace(":", "")
-        tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
-    try:
-        return datetime(int(year), int(month), int(day), int(hour), int(minute), int(sec or 0), micro, tzinfo=tz)
-    except ValueError:
-        return None
-
-
 def seconds(start: Optional[datetime], end: Optional[datetime]) -> Optional[float]:
     """``end - start`` in seconds (>= 0), or None. Both must come from the same clock."""
     if start is None or end is None:
@@ -213,7 +155,7 @@ def clock_skew(submitted: Optional[datetime], record: dict, started: Optional[da
     The container started after the submit and before the first mark that saw it (RUNNING or
     terminal); it finished before the terminal mark. A docker time outside that window, by more
     than MARK_SLACK_S, proves the clocks disagree by at least that much."""
-    first = _first_transition(record, ("RUNNING", *TERMINAL_STATES))
+    first = _first_transition(record, (JobState.RUNNING, *TERMINAL_STATES))
     terminal = _transition_ts(record, TERMINAL_STATES)
     lower, upper = [], []   # bounds of (instance - here)
     if started is not None:
@@ -295,7 +237,7 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     deleted_at = parse_ts(sidecar.get("instance_deleted_at"))
 
     submitted = parse_ts(stored.get("submitted_at")) or parse_ts(record.get("submitted_at"))   # here
-    running_mark = _transition_ts(record, ("RUNNING",))                                         # here
+    running_mark = _transition_ts(record, (JobState.RUNNING,))                                         # here
     terminal_mark = _transition_ts(record, TERMINAL_STATES)                                     # here
     started, finished = parse_ts(stored.get("started_at")), parse_ts(stored.get("finished_at"))   # instance
     running = started or running_mark
@@ -317,8 +259,6 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     billed = 0.0 if never_existed else seconds(submitted, billing_end)
     if billed is not None and caused:
         billed = round(billed + (pull_s or 0) + (start_s or 0), 3)
-    from . import prices
-
     price, source, price_note = prices.price(ctx, explicit, stored.get("instance_type"), lookup)
     idle_s = seconds(end_here, billing_end) if caused else None
     out = {
@@ -363,8 +303,8 @@ def _end_here(record: dict, submitted: Optional[datetime], running_mark: Optiona
     if terminal_mark is None:
         return None
     end = terminal_mark
-    first_running = _first_transition(record, ("RUNNING",))
-    if running_mark is not None and docker_run_s is not None and (first_running or {}).get("source") == "agent":
+    first_running = _first_transition(record, (JobState.RUNNING,))
+    if running_mark is not None and docker_run_s is not None and (first_running or {}).get("source") == Source.AGENT:
         end = min(terminal_mark, running_mark + timedelta(seconds=docker_run_s))
     if submitted is not None and docker_run_s is not None:
         end = max(end, submitted + timedelta(seconds=docker_run_s))

@@ -21,14 +21,16 @@ answer, failures included (a verb may set ``next`` itself; it is kept).
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
 from .errors import CODES
+from .vocabulary import TERMINAL_STATES, InstanceStatus, JobState
 
 BUNDLE_ROOT = Path(__file__).absolute().parent.parent
 SCRIPTS_DIR = BUNDLE_ROOT / "scripts"
-TERMINAL = ("COMPLETE", "ERROR", "CANCELED")
+TERMINAL = TERMINAL_STATES
 DIAGNOSE_LINES = 50
 
 # a person must act before any command helps (the error's fix says what)
@@ -61,8 +63,6 @@ def rerun(script: str, argv: list[str]) -> str:
 
 
 def _absolute_paths(argv: list[str]) -> list[str]:
-    import os
-
     local_inputs = _flag(argv, "--storage-tier") in ("B", "C")
     out = []
     for i, word in enumerate(argv):
@@ -106,11 +106,6 @@ def _kept(argv: list[str], flags) -> list[str]:
         if name in flags:
             out += [word] if "=" in word else argv[i:i + 2]
     return out
-
-
-def _job_args(argv: list[str]) -> list[str]:
-    """argv without the job id (the first word that is not a flag or a flag's value is the id)."""
-    return [a for a in argv if a.startswith("--")]
 
 
 def _set(answer: dict, nxt: str | None, note: str | None = None) -> dict:
@@ -240,7 +235,7 @@ def submit(answer: dict, code: int, argv: list[str]) -> dict:
     if err.get("code") == "IMAGE_NOT_PULLED" and instance and _flag(argv, "--image"):
         return _set(answer, command("preflight.py", "--instance", instance, "--image", _flag(argv, "--image"),
                                     *_kept(argv, ("--storage-tier", "--bucket", "--results-root")), "--pull"))
-    if job_id and answer.get("state") in ("PENDING", "RUNNING"):
+    if job_id and answer.get("state") in (JobState.PENDING, JobState.RUNNING):
         return _set(answer, poll_after_submit(job_id, argv))
     return _set(answer, None)
 
@@ -284,15 +279,15 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
                                   "--stall-after SECONDS")
     if err in ("RESULTS_UPLOAD_FAILED", "S3_VERIFY_FAILED"):
         return _set(answer, command("poll_status.py", job_id))
-    if state in TERMINAL or state == "UNKNOWN":
+    if state in TERMINAL or state == JobState.UNKNOWN:
         never_ran = answer.get("reconciled") == "never_launched"   # nothing ran: no logs to read
-        if state == "ERROR" and answer.get("logs") is None and "--logs" not in argv and not never_ran:
+        if state == JobState.ERROR and answer.get("logs") is None and "--logs" not in argv and not never_ran:
             return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES))
         if closed(job_id) or answer.get("closed_at"):
             return _set(answer, None, FINISHED + (" (the refusal closed it; its error's fix says what to correct)"
                                                   if never_ran else " (teardown ran)"))
         return _set(answer, command("teardown.py", job_id))
-    if state in ("PENDING", "RUNNING"):
+    if state in (JobState.PENDING, JobState.RUNNING):
         return _set(answer, wait_command(job_id, argv))
     return _set(answer, None)
 
@@ -316,11 +311,11 @@ def poll_all(answer: dict, code: int, argv: list[str]) -> dict:
         decided, nxt, note = common_error("poll_status.py", argv, answer)
         if decided:
             return _set(answer, nxt, note)
-    parked = [j for j in jobs if j.get("instance_status") == "STOPPED"]   # never started by a read
+    parked = [j for j in jobs if j.get("instance_status") == InstanceStatus.STOPPED]   # never started by a read
     for job in jobs:
         if job in parked:
             continue
-        if job.get("state") in TERMINAL or job.get("state") == "UNKNOWN":
+        if job.get("state") in TERMINAL or job.get("state") == JobState.UNKNOWN:
             return _set(answer, command("teardown.py", job["job_id"]))
     if parked and len(parked) == len(jobs):
         first = parked[0]

@@ -15,13 +15,18 @@ Nothing here fails a verb: brev's errors become a line on stderr and an unknown 
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from .cli import Context, warn
+from .context import Context
 from .errors import TaoBrevError
+from .fsio import atomic_write_json, private_dir, read_text
+from .isotime import parse_ts
+from .run_state import warn
 
+PRICES_FILE = Path(__file__).resolve().parent.parent / "references" / "prices.yaml"
 CACHE_MAX_AGE_S = 24 * 3600.0     # brev's prices change rarely; a day-old list is asked again
 MISS_REFETCH_AGE_S = 600.0        # a type missing from a list at least this old: ask brev once more
 KINDS = ("gpu", "cpu")
@@ -36,17 +41,12 @@ def _now() -> datetime:
 
 
 def _age_s(cache: dict) -> Optional[float]:
-    from .cost import parse_ts
-
     at = parse_ts(cache.get("fetched_at"))
     return None if at is None else (_now() - at).total_seconds()
 
 
 def read_cache(ctx: Context) -> dict:
     """The cached lists (``{"fetched_at", "types": {type: {usd_per_hour, stoppable, kind}}}``), or {}."""
-    from .fsio import read_text
-    import json
-
     try:
         data = json.loads(read_text(cache_path(ctx)))
     except (OSError, ValueError):
@@ -82,8 +82,6 @@ def _api_price(base_price) -> Optional[float]:
 
 def fetch(ctx: Context) -> dict:
     """Ask brev (both kinds) and cache the answer; raises TaoBrevError when brev fails."""
-    from .fsio import atomic_write_json, private_dir
-
     table: dict[str, dict] = {}
     for kind in KINDS:
         table.update({k: v for k, v in types_from_rows(ctx.brev.search(kind), kind).items() if k not in table})
@@ -118,6 +116,19 @@ def type_facts(ctx: Context, instance_type: Optional[str], lookup: bool = True) 
     return (cache.get("types") or {}).get(instance_type), cache
 
 
+def load_prices(path: Path = PRICES_FILE) -> dict[str, float]:
+    """``{instance_type: usd_per_hour}`` from ``references/prices.yaml`` ({} when unreadable)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+        table = data.get("usd_per_hour") or {}
+        return {str(k): float(v) for k, v in table.items() if isinstance(v, (int, float)) and v >= 0}
+    except (OSError, yaml.YAMLError, AttributeError, TypeError, ValueError) as exc:
+        warn(f"cost: ignoring {path.name}: {exc}")
+        return {}
+
+
 def price(ctx: Context, explicit: Optional[float], instance_type: Optional[str],
           lookup: bool = True) -> tuple[Optional[float], Optional[str], Optional[str]]:
     """(USD per hour, source, a note naming it) - source ``flag`` (``--price-per-hour``),
@@ -129,8 +140,6 @@ def price(ctx: Context, explicit: Optional[float], instance_type: Optional[str],
     if entry is not None:
         return entry["usd_per_hour"], "brev search", (f"brev search {entry['kind']} --json, fetched "
                                                       f"{cache.get('fetched_at')}")
-    from .cost import load_prices
-
     table = load_prices()
     why = "brev search did not list it" if cache else "brev search could not be asked"
     if instance_type and instance_type in table:

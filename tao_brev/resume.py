@@ -45,6 +45,8 @@ from . import lazy_re
 from . import credentials, nextstep, remote, resume_home, staging, storage
 from .errors import TaoBrevError
 from .records import is_terminal
+from .results_manifest import load_links, load_manifest
+from .verbs.reconcile import launch_failed
 
 CONTAINER_DIR = "/resume"          # the old job's results (or the staged checkpoint) inside the container
 OVERRIDE_KEY = "train.resume_training_checkpoint_path"
@@ -146,8 +148,6 @@ def plan(ctx, req) -> Optional[ResumePlan]:
     sidecar = ctx.sidecars.load(old_id)
     results = sidecar.get("results") or {}
     why = _unfit(req, record)
-    from .verbs.reconcile import launch_failed   # the verbs import this module
-
     if why is None and launch_failed(sidecar):
         why = f"{old_id} never ran (its launch was refused or never happened): it wrote no checkpoint"
     if why:
@@ -157,8 +157,6 @@ def plan(ctx, req) -> Optional[ResumePlan]:
         return ResumePlan(old_id, "instance", results["instance_dir"], verified=results.get("latest_checkpoint"))
     synced = results.get("checkpoint_sync") or {}   # a live job's checkpoint verified in S3 (checkpoint_sync)
     if results.get("kind") == "s3" and (results.get("verified") or synced.get("latest_checkpoint")):
-        from .verbs.results import load_links, load_manifest   # the verbs import this module
-
         settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(results["destination"])[0])
         if settings.missing():
             raise TaoBrevError("MISSING_CREDENTIAL", f"--resume-from {old_id}: its checkpoint is copied from "

@@ -13,10 +13,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .secrets import redact, safe_read, values as known_secrets
+from . import statedir
 from .errors import TaoBrevError
-from .fsio import atomic_write_json, atomic_write_text, locked, private_dir
+from .fsio import atomic_write_json, atomic_write_text, locked, private_dir, read_text
 from .records import check_job_id, now_iso
+from .secrets import proof as env_proof
+from .secrets import redact, safe_read
+from .secrets import values as known_secrets
+from .secrets.taint import strip_terminal
 
 
 JOB_OUTPUT_FIELDS = ("final_progress",)   # the job's status.json read back: message, status, KPI names and values
@@ -24,8 +28,6 @@ JOB_OUTPUT_FIELDS = ("final_progress",)   # the job's status.json read back: mes
 
 class SidecarStore:
     def __init__(self, state_root: Path):
-        from . import statedir
-
         statedir.note_root(state_root)   # no link inside it (statedir.check_inside)
         self.root = state_root
         self.jobs_dir = state_root / "brev" / "jobs"
@@ -85,8 +87,6 @@ class SidecarStore:
         """``data``'s ``--env`` names whose value this process holds and proves (``env_proof``)
         become known secrets; the others, and a sidecar that names none, are unproven: what
         the job printed is withheld (``known_secrets.unprove``)."""
-        from .secrets import proof as env_proof
-
         proven, unproven = env_proof.verdicts(self.root, data, known_secrets.held_value)
         known_secrets.watch(proven)
         for name, why in unproven.items():
@@ -103,21 +103,15 @@ class SidecarStore:
         path = self.logs_path(job_id)
         self._dir(path.parent)
         self.load(job_id)   # the job's --env names: their values are redacted too
-        from .secrets import values as known_secrets
-
         missing = known_secrets.unset_watched()
         if missing:   # values this process does not know cannot be redacted: the text is not kept
             text = (f"[tao-brev: the log was not saved: the job was given {', '.join(missing)} by --env and "
                     "the shell that ran teardown had not their values (or not the same ones), so it could not "
                     "be redacted]\n")
-        from .secrets.taint import strip_terminal
-
         atomic_write_text(path, redact.redact_values(redact.redact(strip_terminal(text))))
         return path
 
     def saved_logs(self, job_id: str) -> str | None:
-        from . import statedir
-
         path = self.logs_path(job_id)
         try:
             statedir.check(path, last=False)
@@ -150,8 +144,6 @@ class SidecarStore:
 
 
 def _read(path: Path, strict: bool = True) -> dict:
-    from .fsio import read_text
-
     try:
         data = safe_read.loads(read_text(path))   # a regular file, bounded; a link/FIFO/directory raises
     except FileNotFoundError:

@@ -1,5 +1,5 @@
 """Answers an agent can act on: ``next`` in every verb's answer, quiet broken pipes, missing
-dependencies (tao_brev/nextstep.py, tao_brev/pipes.py, tao_brev/cli.py)."""
+dependencies (tao_brev/nextstep.py, tao_brev/pipes.py, tao_brev/cli.py, tao_brev/answers.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_script, validate
-from tao_brev import cli, nextstep
+from tao_brev import answers, cli, nextstep
 from tests.fixtexts import answer_violations, next_violations
 
 SCRIPTS_DIR = ROOT / "scripts"
@@ -320,11 +320,12 @@ def test_fix_texts_name_the_real_job_and_instance_not_placeholders():
               "error": {"code": "CORRUPT_RECORD", "message": "m",
                         "fix": "teardown.py JOB_ID closes it; brev exec NAME \"docker ps\"; --env NAME stays"},
               "jobs": [{"job_id": "other-train-000001", "hint": {"advice": "teardown.py JOB_ID"}}]}
-    filled = cli.concrete(answer)
+    filled = answers.concrete(answer)
     teardown = str(ROOT / "scripts" / "teardown.py")   # every script a text names: by its absolute path
     assert filled["error"]["fix"] == f"{teardown} {JOB} closes it; brev exec gpu-1 \"docker ps\"; --env NAME stays"
     assert filled["jobs"][0]["hint"]["advice"] == f"{teardown} other-train-000001"
-    assert cli.concrete({"fix": f"{teardown} x; scripts/tao_job_record.py list; @SKILL_DIR@/scripts/submit.py"}) == {
+    fix = f"{teardown} x; scripts/tao_job_record.py list; @SKILL_DIR@/scripts/submit.py"
+    assert answers.concrete({"fix": fix}) == {
         "fix": f"{teardown} x; {ROOT / 'scripts' / 'tao_job_record.py'} list; @SKILL_DIR@/scripts/submit.py"}
     wrong = next_violations("teardown.py", [JOB], {**answer, "next": None, "next_note": "n"})
     assert wrong and "placeholders" in wrong[0]

@@ -256,11 +256,11 @@ ARGPARSE_HELP = ("import argparse\n"
                  "p.add_argument('--flag', choices=['a', 'b'], help='words ' * 40)\n"
                  "p.add_argument('name', nargs='?', help='a name')\n"
                  "p.parse_args(['--help'])\n")
-# ... and all a script's --help may load beyond it: the interrupt handlers, the answer machinery,
+# ... and all a script's --help may load beyond it: the interrupt handlers, the run's state (run_state),
 # the record vocabulary (tao_job_record.py's choices). json, pathlib, shlex, contextlib, nextstep,
 # the record store, the sweep of dead credential files are loaded where an answer is made.
 HELP_MAY_ADD = {"_bootstrap", "select", "__future__", "tao_brev", "tao_brev.cli", "tao_brev.errors",
-                "tao_brev.lazy_re", "tao_brev.pipes", "tao_brev.vocabulary"}
+                "tao_brev.lazy_re", "tao_brev.pipes", "tao_brev.run_state", "tao_brev.vocabulary"}
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import validate
-from tao_brev import cost
-from tao_brev.cli import Context
+from tao_brev import cost, isotime
+from tao_brev.context import Context
 from tao_brev.fsio import atomic_write_json
 
 UTC = timezone.utc
@@ -28,12 +28,12 @@ T0 = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)   # the submit, on this machine'
     ("2026-11-29T16:57:47", datetime(2026, 11, 29, 16, 57, 47, tzinfo=UTC)),
 ])
 def test_docker_rfc3339nano_times_parse_whatever_their_fraction(text, expected):
-    assert cost.parse_ts(text) == expected
+    assert isotime.parse_ts(text) == expected
 
 
 @pytest.mark.parametrize("text", [None, "", "0001-01-01T00:00:00Z", "yesterday", "2024-13-01T00:00:00Z"])
 def test_unset_or_unreadable_times_are_none(text):
-    assert cost.parse_ts(text) is None
+    assert isotime.parse_ts(text) is None
 
 
 def _iso(ts: datetime) -> str:

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import EXAMPLE_DATA, TAO_IMAGE, validate
 from tao_brev import cost as cost_mod
-from tao_brev.cli import Context
+from tao_brev.context import Context
 from tao_brev.transport import Brev
 
 CARRIER = "public.ecr.aws/aws-cli/aws-cli:2.22.35"

@@ -22,7 +22,7 @@ import pytest
 from conftest import validate
 from test_cost_guard import WAIT, Guard, kill_caller_once
 
-from tao_brev.cli import Context
+from tao_brev.context import Context
 from tao_brev.errors import TaoBrevError
 
 

@@ -201,7 +201,7 @@ def test_a_tier_a_input_missing_on_the_instance_is_named_with_the_quoting_hint(w
 
 def test_exec_ready_instances_are_remembered_across_script_runs(world, tmp_path):
     """The first contact gets the 600 s budget; later runs the shorter one, until a delete."""
-    from tao_brev.cli import Context
+    from tao_brev.context import Context
     from tao_brev.transport import EXEC_TIMEOUT_S, FIRST_EXEC_TIMEOUT_S
 
     assert Context(env=world.env).brev.timeout_for("box") == FIRST_EXEC_TIMEOUT_S

@@ -14,7 +14,7 @@ from preflight_world import (ALL_ON_INSTANCE, BREV_TOKEN, GOOD_NGC_KEY, PRE, TAO
                              cred_files, fresh, names, preflight)
 from tao_brev import nextstep
 from tao_brev.bank import BUNDLE_ROOT, KEYS_SHOWN
-from tao_brev.cli import Context
+from tao_brev.context import Context
 from tao_brev.errors import CODES
 from tao_brev.verbs import preflight as pf
 

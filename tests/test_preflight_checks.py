@@ -16,7 +16,7 @@ from conftest import ROOT, TAO_IMAGE
 from preflight_world import (GOOD_NGC_KEY, PRE, TAO_KEY, WRONG_NGC_KEY, box, check, cred_files,  # noqa: F401
                              fresh, names, preflight)
 from tao_brev import remote
-from tao_brev.cli import absolute_scripts
+from tao_brev.answers import absolute_scripts
 from tao_brev.errors import CODES
 from tao_brev.verbs import preflight as pf
 

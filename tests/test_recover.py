@@ -272,7 +272,7 @@ def test_a_stall_is_recovered_only_with_an_explicit_stall_after(world, monkeypat
 
 def test_a_stall_without_an_explicit_threshold_is_only_reported(tmp_path, monkeypatch):
     """The loop itself (no simulator): a stalled wait without --stall-after ends the call, nothing resubmitted."""
-    from tao_brev.cli import Context
+    from tao_brev.context import Context
     ctx = Context(env={"TAO_STATE_DIR": str(tmp_path)})
     job = ctx.records.open(image="img", network_arch="visual_changenet", action="train", storage_tier="A",
                            results_root="~/tao-results")["id"]
@@ -356,7 +356,7 @@ def test_teardown_follows_a_finished_chain_but_not_a_stopped_one(world):
 
 
 def test_chain_cost_counts_an_owned_instance_s_idle_time_once(tmp_path, monkeypatch):
-    from tao_brev.cli import Context
+    from tao_brev.context import Context
     from tao_brev.verbs import recovery_chain
     ctx = Context(env={"TAO_STATE_DIR": str(tmp_path)})
     ids = [ctx.records.open(image="i", network_arch="visual_changenet", action="train", storage_tier="A",

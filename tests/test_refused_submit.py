@@ -34,7 +34,7 @@ def test_a_refused_submit_is_closed_and_does_not_fail_poll_all(world):
 
 def test_a_refused_submit_never_ends_before_it_was_submitted(world):
     job = refused(world)
-    from tao_brev.cli import Context
+    from tao_brev.context import Context
 
     facts = cost.facts(Context(env=world.env), job, owned=False, lookup=False)
     assert cost.parse_ts(facts["ended_at"]) >= cost.parse_ts(facts["submitted_at"]), facts

@@ -449,16 +449,16 @@ def test_a_job_that_never_ran_is_no_resume_source(world):
 def test_a_manifest_saved_before_links_were_recorded_still_reads(tmp_path):
     from types import SimpleNamespace
 
-    from tao_brev.verbs import results
+    from tao_brev import results_manifest as results
 
     ctx = SimpleNamespace(state_root=tmp_path)
     assert results.load_manifest(ctx, "j") is None and results.load_links(ctx, "j") == []
-    results._save_manifest(ctx, "j", [{"path": "a", "size": 1, "sha256": "0" * 64}],
-                           [{"path": "x_latest.pth", "target": "a", "dangling": False}])
+    results.save_manifest(ctx, "j", [{"path": "a", "size": 1, "sha256": "0" * 64}],
+                          [{"path": "x_latest.pth", "target": "a", "dangling": False}])
     assert results.load_manifest(ctx, "j")[0]["path"] == "a" and results.load_links(ctx, "j")[0]["target"] == "a"
-    results._manifest_path(ctx, "j").write_text(json.dumps([{"path": "b", "size": 2, "sha256": "1" * 64}]))
+    results.manifest_path(ctx, "j").write_text(json.dumps([{"path": "b", "size": 2, "sha256": "1" * 64}]))
     assert results.load_manifest(ctx, "j")[0]["path"] == "b" and results.load_links(ctx, "j") == []
-    results._manifest_path(ctx, "j").write_text("7")
+    results.manifest_path(ctx, "j").write_text("7")
     assert results.load_manifest(ctx, "j") is None
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import TAO_IMAGE, validate
 from tao_brev import prices
-from tao_brev.cli import Context
+from tao_brev.context import Context
 
 WAIT = ("--wait", "--interval", "0.1", "--timeout", "60")
 

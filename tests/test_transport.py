@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tao_brev.cli import Context
+from tao_brev.context import Context
 from tao_brev.errors import RemoteCommandError, TaoBrevError, TransportError
 from tao_brev.transport import BACKOFF_S, Brev, backoff_from_env, unframe
 from tao_brev.verbs import preflight

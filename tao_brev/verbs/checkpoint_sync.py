@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import resume, storage
-from ..cli import Context, say
+from ..context import Context, say
 from ..errors import TaoBrevError
 from ..fsio import locked, private_dir
 from ..records import is_terminal, now_iso

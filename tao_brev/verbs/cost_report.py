@@ -16,13 +16,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Optional
 
-from .. import cost, prices
-from ..cli import Context
+from .. import cost, nextstep, prices
+from ..context import Context
 from ..errors import TaoBrevError
 from ..records import current_state
+from ..transport import check_instance
+from ..vocabulary import InstanceStatus
 from . import teardown as teardown_mod
 
-RUNNING = ("RUNNING", "UNHEALTHY")
+RUNNING = (InstanceStatus.RUNNING, InstanceStatus.UNHEALTHY)
 
 
 def parse_since(text: Optional[str]) -> Optional[datetime]:
@@ -64,7 +66,7 @@ def _billing_now(ctx: Context, listing: list[dict], ours: set) -> list[dict]:
     out = []
     for entry in listing:
         status = str(entry.get("status") or "").upper()
-        if status not in RUNNING and status != "STOPPED":
+        if status not in RUNNING and status != InstanceStatus.STOPPED:
             continue
         price, source, note = prices.price(ctx, None, entry.get("instance_type"), lookup=False)
         running = status in RUNNING
@@ -78,8 +80,6 @@ def _billing_now(ctx: Context, listing: list[dict], ours: set) -> list[dict]:
 
 def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = None) -> tuple[dict, int]:
     """The answer (see the module doc); exit 0 (also when brev could not be reached)."""
-    from ..transport import check_instance
-
     start = parse_since(since)
     if instance is not None:
         check_instance(instance)
@@ -117,9 +117,8 @@ def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = 
 
 def _next(answer: dict) -> dict:
     """``next``: the orphan check when a running instance bills, else nothing to run."""
-    from .. import nextstep
-
-    running = [b for b in answer.get("billing_now") or [] if b["usd_per_hour"] is not None or b["status"] != "STOPPED"]
+    running = [b for b in answer.get("billing_now") or []
+               if b["usd_per_hour"] is not None or b["status"] != InstanceStatus.STOPPED]
     if running:
         return {"next": nextstep.command("teardown.py", "--orphans"),
                 "next_note": "instances bill now: the orphan check lists those no live job uses (--stop or "

@@ -17,7 +17,7 @@ that same API (StartWorkspaceIfStopped calls it), so the exec cannot start one.
 
 from __future__ import annotations
 
-from ..cli import Context, say
+from ..context import Context, say
 from ..errors import TaoBrevError
 from ..nextstep import command
 from ..transport import BREV_START_WAIT_S

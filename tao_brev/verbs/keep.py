@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .. import lazy_re, nextstep, remote, storage
 from ..secrets import redact
-from ..cli import Context, say
+from ..context import Context, say
 from ..errors import TaoBrevError
 from ..fsio import private_dir
 from ..records import now_iso

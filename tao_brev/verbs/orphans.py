@@ -44,7 +44,7 @@ from datetime import datetime, timezone
 
 from .. import cost, remote
 from ..secrets import redact
-from ..cli import Context, say
+from ..context import Context, say
 from ..errors import TaoBrevError, TransportError
 from ..transport import INSTANCE_RE, check_instance
 from . import keep

@@ -35,7 +35,7 @@ import os
 
 from .. import remote
 from ..secrets import redact
-from ..cli import Context, say, warn
+from ..context import Context, say, warn
 from ..docker_state import docker_error_code, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..records import now_iso

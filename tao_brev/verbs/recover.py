@@ -32,7 +32,7 @@ import shlex
 from typing import Callable, Optional
 
 from .. import remote
-from ..cli import Context, say
+from ..context import Context, say
 from ..docker_state import docker_error_code
 from ..errors import TaoBrevError
 from ..fsio import locked

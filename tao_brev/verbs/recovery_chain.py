@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Optional
 
 from .. import cost
-from ..cli import Context
+from ..context import Context
 from ..errors import TaoBrevError
 from ..records import current_state, is_terminal
 from ..transport import check_instance

@@ -38,15 +38,19 @@ the next poll or teardown uploads them again from the instance.
 
 from __future__ import annotations
 
-import json
 from typing import Optional
 
 from .. import credentials, remote, resume, staging, storage
-from ..secrets import redact
-from ..cli import Context, say
+from ..context import Context, say
 from ..errors import TaoBrevError
-from ..fsio import atomic_write_json, locked, private_dir
+from ..fsio import locked, private_dir
+from ..secrets import redact
+from ..secrets.file_names import stored_names
 from ..records import is_terminal, now_iso
+from ..results_manifest import load_links, load_manifest  # noqa: F401 (handed on: verbs, tests)
+from ..results_manifest import load_manifest as _load_manifest
+from ..results_manifest import manifest_path as _manifest_path
+from ..results_manifest import save_manifest as _save_manifest
 from . import reconcile
 
 RESULTS_TIMEOUT_S = 3600.0   # one round trip uploads the whole results dir
@@ -140,7 +144,6 @@ def _upload_and_verify(ctx: Context, job_id: str, sidecar: dict, record: dict) -
 
     report = storage.verify_against_manifest(settings, destination, manifest)
     mismatched = [m["path"] for m in report["mismatched"]]
-    from ..secrets.file_names import stored_names   # a result name holding a known value: its digest only
     # By content: every manifest file is there with its sha256, whoever uploaded it.
     verified = report["verified"] and not reported.unreadable
     update = {"uploaded": upload_error is None and reported.present, "verified": verified,
@@ -246,53 +249,3 @@ def _merge(previous: list[dict], current: list[dict]) -> list[dict]:
     merged = {e["path"]: e for e in previous}
     merged.update((e["path"], e) for e in current)
     return [merged[path] for path in sorted(merged)]
-
-
-def _manifest_path(ctx: Context, job_id: str):
-    return ctx.state_root / "brev" / "manifests" / f"{job_id}.json"
-
-
-def _save_manifest(ctx: Context, job_id: str, manifest: list[dict], links: Optional[list[dict]] = None) -> None:
-    """``{"files": [...], "links": [...]}``: the files (path, size, sha256) and the symbolic links
-    (path, target, dangling) the instance reported, so ``*_latest.pth`` keeps its target. A name
-    holding a known value is stored as its digest only (names_guard.stored_names)."""
-    from ..secrets.file_names import stored_names
-
-    path = _manifest_path(ctx, job_id)
-    private_dir(path.parent)   # 0700, the file 0600
-    links = list(links or [])
-    files = [{**e, "path": n} for e, n in zip(manifest, stored_names([e["path"] for e in manifest]))]
-    targets = stored_names([str(x.get("target") or "") for x in links])
-    kept_links = [{**link, "path": n, "target": t if link.get("target") is not None else None}
-                  for link, n, t in zip(links, stored_names([x["path"] for x in links]), targets)]
-    atomic_write_json(path, {"files": files, "links": kept_links})
-
-
-def load_manifest(ctx: Context, job_id: str) -> Optional[list[dict]]:
-    """The job's results manifest as last merged (path, size, sha256 of each file), or None."""
-    return _load_manifest(ctx, job_id)
-
-
-def load_links(ctx: Context, job_id: str) -> list[dict]:
-    """The symbolic links recorded with the job's manifest (path, target, dangling)."""
-    return list((_read_manifest(ctx, job_id) or {}).get("links") or [])
-
-
-def _read_manifest(ctx: Context, job_id: str) -> Optional[dict]:
-    """The saved manifest as ``{"files", "links"}`` (a bare list of files: one saved before links
-    were), read only as a regular file, bounded; None when absent or damaged."""
-    from ..fsio import read_text
-    from ..secrets.safe_read import loads
-
-    try:
-        data = loads(read_text(_manifest_path(ctx, job_id)))
-    except (OSError, ValueError):
-        return None
-    if isinstance(data, list):
-        return {"files": data, "links": []}
-    return data if isinstance(data, dict) else None
-
-
-def _load_manifest(ctx: Context, job_id: str) -> Optional[list[dict]]:
-    data = _read_manifest(ctx, job_id)
-    return None if data is None else list(data.get("files") or [])

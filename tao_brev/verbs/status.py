@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from .. import cost, docker_state, logcap, remote, resume_advice
 from ..secrets import redact
 from .. import progress as progress_mod
-from ..cli import Context, note_job, note_state, say, warn
+from ..context import Context, note_job, note_state, say, warn
 from ..docker_state import JobState, after_instance_start, docker_error_code, from_inspect
 from ..errors import CODES, TaoBrevError, TransportError
 from ..records import check_job_id, current_state, is_terminal

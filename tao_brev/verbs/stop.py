@@ -15,7 +15,7 @@ instance). Results that exist only on the instance stay on its disk, which a sto
 from __future__ import annotations
 
 from .. import cost, lazy_re, prices
-from ..cli import Context, say, warn
+from ..context import Context, say, warn
 from ..errors import TaoBrevError
 
 NOT_STOPPABLE = lazy_re.compile(r'instance "[^"]*" does not support stop')

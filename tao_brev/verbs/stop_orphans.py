@@ -8,7 +8,7 @@ saying why and what bills. The answer is the ``--orphans`` one plus ``stopped`` 
 
 from __future__ import annotations
 
-from ..cli import Context
+from ..context import Context
 from ..errors import TaoBrevError
 from ..nextstep import command
 from ..transport import check_instance

@@ -40,7 +40,7 @@ from .. import archs, bank, cost, credentials, hash_cache, nextstep, remote, sta
 from .. import resume, resume_advice, spec_paths, tao_gpus, yaml_bounded
 from ..secrets import guard as known_secrets, interpolation, redact
 from .. import routing as routing_mod
-from ..cli import Context, deferred_interrupts, note_job, note_state, say
+from ..context import Context, deferred_interrupts, note_job, note_state, say
 from ..errors import CODES, TaoBrevError, TransportError
 from ..records import now_iso
 from ..remote import RunSpec

@@ -39,7 +39,7 @@ import re
 from .. import lazy_re
 from .. import cost, logcap, remote
 from ..secrets import redact
-from ..cli import Context, note_job, note_state, say, warn
+from ..context import Context, note_job, note_state, say, warn
 from ..docker_state import after_instance_start, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..records import current_state, is_terminal, now_iso

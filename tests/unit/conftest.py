@@ -64,6 +64,6 @@ def clock():
 @pytest.fixture
 def ctx(fake_brev, unit_env, clock):
     """The verbs' Context over the fake: this test's environment, clock and sleep."""
-    from tao_brev.cli import Context
+    from tao_brev.context import Context
 
     return Context(env=unit_env, sleep=clock.sleep, clock=clock)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ... import remote
 from ...secrets import redact
-from ...cli import Context, say   # the package's one tie to the CLI layer: its modules take them from here
+from ...context import Context, say   # the package's one tie to the run: its modules take them from here
 from ...errors import CODES, TaoBrevError
 from ...vocabulary import StorageTier
 
