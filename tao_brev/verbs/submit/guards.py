@@ -7,19 +7,22 @@ is a small function ``guard(ctx, req, plan)`` that checks one thing (raising
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ... import archs, bank, cost, credentials, lazy_re, remote, resume, spec_check
 from ... import routing as routing_mod
 from ... import spec_paths, staging, tao_gpus, tao_schema_pkg
-from ...cli import Context
 from ...errors import TaoBrevError
 from ...limits import refuse_long_env, refuse_long_script
 from ...secrets import guard as known_secrets, redact
 from ...transport import check_instance, refuse_secrets
 from ...vocabulary import STORAGE_TIERS
-from . import spec_guards
 from .plan import Plan, SubmitRequest, placeholder_script
+from .spec_guards import guard_overrides, guard_spec_file
 from .stage import Staging, credential_warnings
+
+if TYPE_CHECKING:   # type hints only: the CLI runner is the scripts' layer
+    from ...cli import Context
 
 
 def _env_values(ctx: Context, req: SubmitRequest, plan: Plan) -> None:
@@ -90,8 +93,8 @@ def _script(ctx: Context, req: SubmitRequest, plan: Plan) -> None:
     refuse_long_script(plan.script, len(req.overrides))
 
 
-GUARDS = (_env_values, _credentials, _names, _image, spec_guards.spec, spec_guards.overrides, _schema, _history,
-          _where, _warnings, _script)
+GUARDS = (_env_values, _credentials, _names, _image, guard_spec_file, guard_overrides, _schema, _history, _where,
+          _warnings, _script)
 
 
 def _input_mounts(inputs: list[str]) -> list[tuple[str, str, bool]]:

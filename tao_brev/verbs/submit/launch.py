@@ -21,7 +21,7 @@ from ...secrets import proof as env_proof
 from ...transport import FIRST_EXEC_TIMEOUT_S
 from ...vocabulary import ErrClass, InstanceStatus, JobState, Source
 from .. import reconcile
-from . import outcome as outcome_mod
+from .outcome import LaunchOutcome, parse
 from .plan import Plan, SubmitRequest, launch_parts, script
 
 STAGE_TIMEOUT_S = 3600.0     # a launch round trip that first copies the inputs onto the instance
@@ -124,7 +124,7 @@ def push_credentials(ctx: Context, req: SubmitRequest, plan: Plan, answer: dict)
     return env_file, carrier_file
 
 
-def run(ctx: Context, req: SubmitRequest, plan: Plan, record: dict, answer: dict,
+def run_once(ctx: Context, req: SubmitRequest, plan: Plan, record: dict, answer: dict,
         env_file: str | None, carrier_file: str | None) -> tuple[dict, int]:
     """The one launch round trip and what its answer means: (answer, exit code), or TaoBrevError."""
     job_id = record["id"]
@@ -141,7 +141,7 @@ def run(ctx: Context, req: SubmitRequest, plan: Plan, record: dict, answer: dict
         raise
     except KeyboardInterrupt:     # Ctrl-C / SIGTERM (cli.run): the launch may go on without us
         raise _interrupted(answer) from None
-    found = outcome_mod.parse(result, req, job_id, plan.image, plan.named, plan.resumed)
+    found = parse(result, req, job_id, plan.image, plan.named, plan.resumed)
     if not found.ok:
         mark_never_launched(ctx, job_id, found.why, found.code, found.fix)
         raise TaoBrevError(found.code, f"submit refused: {found.why}", found.fix,
@@ -152,7 +152,7 @@ def run(ctx: Context, req: SubmitRequest, plan: Plan, record: dict, answer: dict
     return _launched(ctx, req, answer, found), 0
 
 
-def _launched(ctx: Context, req: SubmitRequest, answer: dict, found: outcome_mod.LaunchOutcome) -> dict:
+def _launched(ctx: Context, req: SubmitRequest, answer: dict, found: LaunchOutcome) -> dict:
     """The container runs (or existed already: adopted): the record RUNNING with its backend ref."""
     job_id = answer["job_id"]
     backend_ref = f"{req.instance}/{job_id}"

@@ -15,12 +15,12 @@ from ...transport import refuse_secrets
 MAX_SPEC_BYTES = 64 * 1024   # the spec travels inside the command string (argv limit 128 KiB)
 
 
-def spec(ctx, req, plan) -> None:
+def guard_spec_file(ctx, req, plan) -> None:
     """Guard: the spec file (``plan.spec_text``, ``plan.spec_data``)."""
     plan.spec_text, plan.spec_data = _read_spec(req.spec)
 
 
-def overrides(ctx, req, plan) -> None:
+def guard_overrides(ctx, req, plan) -> None:
     """Guard: the overrides ask for one node and hold no known value, nor do the spec's interpolations."""
     _refuse_multi_node_overrides(req.overrides)
     _refuse_secret_overrides(req.overrides, ctx.env)

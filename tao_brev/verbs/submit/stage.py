@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ... import credentials, hash_cache, staging, storage
-from ...cli import Context
 from ...errors import TaoBrevError
 from ...vocabulary import StorageTier
+
+if TYPE_CHECKING:   # type hints only: the CLI runner is the scripts' layer
+    from ...cli import Context
 
 
 @dataclass

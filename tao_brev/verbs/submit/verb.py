@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from ...cli import Context
-from . import launch
+from typing import TYPE_CHECKING
+
+from .launch import open_record, prepare, push_credentials, run_once
 from .guards import GUARDS
 from .plan import Plan, SubmitRequest, dry_run
+
+if TYPE_CHECKING:   # type hints only: the CLI runner is the scripts' layer
+    from ...cli import Context
 
 
 def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
@@ -17,7 +21,7 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
         guard(ctx, req, plan)
     if req.dry_run:
         return dry_run(req, plan), 0
-    proof = launch.prepare(ctx, req, plan)
-    record, answer = launch.open_record(ctx, req, plan, proof)
-    env_file, carrier_file = launch.push_credentials(ctx, req, plan, answer)
-    return launch.run(ctx, req, plan, record, answer, env_file, carrier_file)
+    proof = prepare(ctx, req, plan)
+    record, answer = open_record(ctx, req, plan, proof)
+    env_file, carrier_file = push_credentials(ctx, req, plan, answer)
+    return run_once(ctx, req, plan, record, answer, env_file, carrier_file)
