@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ... import remote, resume, spec_paths, staging, tao_gpus, tao_schema
 from ...remote import RunSpec
 from ...routing import Routing
+from ...vocabulary import StorageTier
 from .outcome import inputs_check
 from .stage import Staging
 
@@ -25,7 +26,7 @@ class SubmitRequest:
     network_arch: str
     action: str
     spec: str
-    storage_tier: str = "A"
+    storage_tier: str = StorageTier.A
     results_root: str | None = None
     bucket: str | None = None
     gpus: str = "all"
