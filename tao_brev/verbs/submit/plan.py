@@ -138,6 +138,7 @@ def extra_checks(resumed, job_id: str, env_file, carrier_file, named, mounts, ca
 
 
 def script(run: RunSpec, spec_text: str, checks: str) -> str:
+    """The launch script: write and verify the spec, run ``checks``, then ``docker run`` (``remote.submit_script``)."""
     return remote.submit_script(run, spec_text, checks)
 
 
