@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from . import remote
 from .errors import TaoBrevError
+from .vocabulary import StorageTier
 
 _EPHEMERAL_WARNING = ("RESULTS ARE EPHEMERAL: no bucket (--bucket / S3_BUCKET_NAME) and no TAO_RESULTS_ROOT; "
                       "results live only on the instance disk: a teardown that deletes the instance copies them "
@@ -56,7 +57,7 @@ def route(req, env) -> Routing:
         if not remote.NAME_RE.match(bucket):
             raise TaoBrevError("BAD_ARGUMENT", f"invalid bucket name: {bucket!r}")
         return Routing("s3", root, bucket)
-    if req.storage_tier in ("B", "C") and not env.get("S3_BUCKET_NAME"):  # inputs need one even when results stay
+    if req.storage_tier in (StorageTier.B, StorageTier.C) and not env.get("S3_BUCKET_NAME"):  # inputs need one even when results stay
         raise TaoBrevError("BAD_ARGUMENT", f"storage tier {req.storage_tier} moves data through S3 and needs a bucket",
                            "Pass --bucket NAME or export S3_BUCKET_NAME (and the AWS_* credentials).")
     if env.get("TAO_RESULTS_ROOT") or req.results_root:

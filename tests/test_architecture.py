@@ -54,7 +54,7 @@ DEBTS: dict = {'circles': [['tao_brev.verbs.recovery_chain', 'tao_brev.verbs.sta
                       'tao_brev.verbs.recovery_chain': 1,
                       'tao_brev.verbs.status': 3,
                       'tao_brev.verbs.stop': 1,
-                      'tao_brev.verbs.submit': 7,
+                      'tao_brev.verbs.submit.launch': 1,
                       'tao_brev.verbs.teardown': 2,
                       'tao_brev.yaml_bounded': 1},
  'import_cli': [],
@@ -68,11 +68,9 @@ DEBTS: dict = {'circles': [['tao_brev.verbs.recovery_chain', 'tao_brev.verbs.sta
                   'tao_brev.transport': 719,
                   'tao_brev.verbs.recover': 402,
                   'tao_brev.verbs.status': 631,
-                  'tao_brev.verbs.submit': 797,
                   'tao_brev.verbs.teardown': 511},
  'long_verb_functions': {'tao_brev.verbs.status:observe': 75,
                          'tao_brev.verbs.status:poll_many': 69,
-                         'tao_brev.verbs.submit:submit': 208,
                          'tao_brev.verbs.teardown:teardown': 83}}
 # DEBTS end
 

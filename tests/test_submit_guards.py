@@ -356,7 +356,8 @@ def test_an_override_swallowed_by_inputs_says_to_put_it_after_the_double_dash(wo
 def test_a_local_path_with_an_equals_sign_is_still_an_input(tmp_path, monkeypatch):
     """A tier B/C input `data.v2=NAME` that exists locally is an input, not an override."""
     from tao_brev.errors import TaoBrevError
-    from tao_brev.verbs.submit import SubmitRequest, _refuse_overrides_as_inputs
+    from tao_brev.verbs.submit import SubmitRequest
+    from tao_brev.verbs.submit.guards import _refuse_overrides_as_inputs
 
     (tmp_path / "data.v2").mkdir()
     monkeypatch.chdir(tmp_path)

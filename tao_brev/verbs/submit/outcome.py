@@ -1,0 +1,191 @@
+"""What the launch round trip's answer says: :class:`LaunchOutcome`, read from its exit
+status and the marker words the launch script prints.
+
+Who prints which marker (each read here by the same constant):
+- this module's :func:`inputs_check`: ``TAO_INPUT_MISSING`` (exit 5, tier A inputs);
+- ``remote.submit_script`` (frozen, so its words are named here): ``TAO_ALREADY_SUBMITTED``,
+  ``TAO_IMAGE_MISSING`` (exit 4), ``remote.DOCKER_MISSING`` (127), ``TAO_NO_GPUS``
+  (``remote.NO_GPUS_EXIT``), ``TAO_GPUS_BUSY`` (``remote.GPUS_BUSY_EXIT``),
+  ``TAO_WRITE_FAILED`` / ``TAO_SPEC_UNVERIFIED`` (``remote.WRITE_FAILED_EXIT``);
+- ``resume.checks``: ``resume.MISSING`` (``resume.RESUME_FAILED_EXIT``);
+- ``spec_paths.check_lines``: ``spec_paths.MARKER`` (``spec_paths.MISSING_EXIT``), read by ``spec_paths.describe``;
+- ``staging.fetch_script``: ``TAO_STAGE_FAILED`` (``staging.STAGE_FAILED_EXIT``).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+
+from ... import nextstep, remote, resume, spec_paths, staging
+from ...docker_state import docker_error_code
+from ...errors import CODES
+from ...secrets import redact
+from .. import reconcile
+
+INPUT_MISSING = "TAO_INPUT_MISSING"
+INPUT_MISSING_EXIT = 5
+ALREADY_SUBMITTED = "TAO_ALREADY_SUBMITTED"    # remote.submit_script: the container exists, adopted
+IMAGE_MISSING = "TAO_IMAGE_MISSING"            # ... exit 4: the image is not on the instance
+IMAGE_MISSING_EXIT = 4
+NO_GPUS = "TAO_NO_GPUS"
+GPUS_BUSY = "TAO_GPUS_BUSY"
+WRITE_FAILED = ("TAO_WRITE_FAILED", "TAO_SPEC_UNVERIFIED")
+STAGE_FAILED = "TAO_STAGE_FAILED"
+
+
+def inputs_check(mounts) -> str:
+    """The launch script's ``test -e`` of each tier A input (``INPUT_MISSING PATH``, exit 5)."""
+    return "\n".join(f"test -e {remote.rpath(host)} || {{ echo {INPUT_MISSING} {remote.rpath(host)}; "
+                     f"exit {INPUT_MISSING_EXIT}; }}" for host, _c, _ro in mounts)
+
+
+@dataclass(frozen=True)
+class LaunchOutcome:
+    """One launch round trip, decoded. ``ok``: the container runs (``adopted``: it existed
+    already; ``failed_start``: docker created it but could not start it, from
+    ``reconcile.failed_start``; ``resume_chosen``: the checkpoint the instance chose). Else a
+    refusal: ``code`` (an error code of ``errors.CODES``), ``why``, and ``fix`` (None: the code's own)."""
+
+    ok: bool
+    adopted: bool = False
+    container_id: str | None = None
+    failed_start: object = None
+    resume_chosen: dict | None = None
+    code: str | None = None
+    why: str = ""
+    fix: str | None = None
+
+
+@dataclass(frozen=True)
+class _Reply:
+    exit_code: int
+    out: str
+    err: str
+    docker_code: str   # docker_state's reading of the output (SUBMIT_REFUSED when it names nothing)
+    req: object        # the SubmitRequest (its rerun builds the fixes)
+    job_id: str
+    image: str
+    named: list        # spec_paths.named: the paths the spec reads, numbered as the script checks them
+
+
+def parse(result, req, job_id: str, image: str, named: list, resumed) -> LaunchOutcome:
+    """The outcome of ``brev exec``'s ``result`` (stdout, stderr, exit code) of the launch script."""
+    out = result.stdout
+    if result.ok:
+        adopted = ALREADY_SUBMITTED in out
+        failed = reconcile.failed_start(out) if adopted else None
+        if failed is not None:   # brev's own retry found the container a first run created but could not start
+            return LaunchOutcome(ok=True, adopted=True, failed_start=failed)
+        container_id = out.strip().splitlines()[-1] if out.strip() and not adopted else None
+        return LaunchOutcome(ok=True, adopted=adopted, container_id=container_id,
+                             resume_chosen=resume.launched(resumed, out))
+    reply = _Reply(result.exit_code, out, result.stderr,
+                   docker_error_code(result.stderr + out, default="SUBMIT_REFUSED"),   # e.g. the daemon is down
+                   req, job_id, image, named)
+    for rule in _RULES:
+        found = rule(reply)
+        if found is not None:
+            code, why, fix = found
+            return LaunchOutcome(ok=False, code=code, why=why, fix=fix)
+    return LaunchOutcome(ok=False, code=reply.docker_code, why=f"docker run failed (exit {reply.exit_code}): "
+                         f"{redact.tail(reply.err or out, 500)}")
+
+
+def _image_missing(r: _Reply):
+    if r.exit_code == IMAGE_MISSING_EXIT and IMAGE_MISSING in r.out and r.docker_code == "SUBMIT_REFUSED":
+        return "IMAGE_NOT_PULLED", f"image {r.image} is not on {r.req.instance}", None
+    return None
+
+
+def _docker_missing(r: _Reply):
+    if not (r.exit_code == 127 and remote.DOCKER_MISSING in r.out):
+        return None
+    command = r.out.split(remote.DOCKER_MISSING, 1)[1].strip().splitlines()[0]
+    why = (f"`{command}` failed on {r.req.instance}: docker: command not found on the PATH of the "
+           "non-interactive ssh shell (nothing was launched)")
+    return "DOCKER_NOT_FOUND", why, (f"Run preflight.py --instance {r.req.instance}: its docker check tells a "
+                                     "missing Docker from one that only a login shell finds, with the fix for each.")
+
+
+def _no_gpus(r: _Reply):
+    if not (r.exit_code == remote.NO_GPUS_EXIT and NO_GPUS in r.out):
+        return None
+    why = f"--gpus all: nvidia-smi -L on {r.req.instance} lists no GPU (nothing was launched)"
+    if r.docker_code == "GPU_DRIVER_NOT_LOADED":   # nvidia-smi: couldn't communicate with the NVIDIA driver
+        return (r.docker_code, why + ": " + redact.tail(r.err, 200),
+                CODES[r.docker_code].fix.replace("NAME", r.req.instance))
+    return "GPU_NOT_FOUND", why, f"Check the instance: preflight.py --instance {r.req.instance} --gpu-smoke"
+
+
+def _gpus_busy(r: _Reply):
+    """GPUS_BUSY: the live tao-job containers (``TAO_GPUS_BUSY NAME=GPUS`` lines) and how to wait or cancel."""
+    if not (r.exit_code == remote.GPUS_BUSY_EXIT and GPUS_BUSY in r.out):
+        return None
+    req = r.req
+    holders = [line.split(" ", 1)[1].strip().partition("=") for line in r.out.splitlines()
+               if line.startswith(GPUS_BUSY + " ")]
+    names = [name for name, _, _ in holders]
+    live = ", ".join(f"{name} (GPUs {gpus or 'all'})" for name, _, gpus in holders)
+    scripts = os.path.dirname(req.prog)
+    poll = shlex.join([os.path.join(scripts, "poll_status.py"), names[0], "--wait", "--interval",
+                       str(nextstep.WAIT_INTERVAL_S), "--timeout", str(nextstep.WAIT_TIMEOUT_S)])
+    cancel = shlex.join([os.path.join(scripts, "teardown.py"), names[0]])
+    again = req.rerun(set_flags={"--retry-of": r.job_id})
+    why = (f"GPUs busy: live job {live} on {req.instance} holds GPUs that this job (--gpus {req.gpus}) asks for; "
+           "two jobs on the same GPUs slow each other down or run out of memory")
+    fix = (f"Wait for it: {poll}, then submit again: {again}. Or cancel it: {cancel}. Or share the GPUs on "
+           f"purpose: {req.rerun(set_flags={'--retry-of': r.job_id}, add=('--share-gpus',))}")
+    return "GPUS_BUSY", why, fix
+
+
+def _spec_failed(r: _Reply):
+    """The spec did not reach the instance intact (write failed, or size/sha256 differ): nothing launched."""
+    if not (r.exit_code == remote.WRITE_FAILED_EXIT and any(word in r.out for word in WRITE_FAILED)):
+        return None
+    req = r.req
+    marker = next(line for line in r.out.splitlines() if line.startswith(WRITE_FAILED))
+    why = f"the spec did not reach {req.instance} intact ({marker}): {redact.tail(r.err, 300) or 'no message'}"
+    again = req.rerun(set_flags={"--retry-of": r.job_id})
+    if r.docker_code == "DISK_FULL":
+        return "DISK_FULL", why, (f"Free disk space on {req.instance} (see what fills it: brev exec {req.instance} "
+                                  f"'df -h ~ /var/lib/docker; docker system df' </dev/null), then: {again}")
+    return "SPEC_NOT_WRITTEN", why, f"Check the instance disk and home directory, then: {again}"
+
+
+def _resume_failed(r: _Reply):
+    """RESUME_CHECKPOINT_MISSING: the instance found no usable checkpoint of --resume-from's job."""
+    if not (r.exit_code == resume.RESUME_FAILED_EXIT and resume.MISSING in r.out):
+        return None
+    req = r.req
+    detail = r.out.split(resume.MISSING, 1)[1].strip().splitlines()[0]
+    why = f"no usable checkpoint of {req.resume_from} on {req.instance} ({detail}): nothing was launched"
+    look = nextstep.command("poll_status.py", req.resume_from)
+    return "RESUME_CHECKPOINT_MISSING", why, (f"Train from the start instead: {req.rerun(drop=('--resume-from',))}; "
+                                              f"or look at its results: {look}")
+
+
+def _spec_path_missing(r: _Reply):
+    if r.exit_code == spec_paths.MISSING_EXIT and spec_paths.MARKER in r.out:
+        return "SPEC_PATH_MISSING", spec_paths.describe(r.named, r.out), spec_paths.fix(r.req)
+    return None
+
+
+def _input_missing(r: _Reply):
+    if r.exit_code == INPUT_MISSING_EXIT and INPUT_MISSING in r.out:
+        return "INPUT_NOT_FOUND", "input path missing on the instance: " + r.out.split(INPUT_MISSING, 1)[1].strip(), None
+    return None
+
+
+def _stage_failed(r: _Reply):
+    if not (r.exit_code == staging.STAGE_FAILED_EXIT and STAGE_FAILED in r.out):
+        return None
+    code = r.docker_code if r.docker_code in ("DISK_FULL", "DOCKER_DAEMON_DOWN") else "INPUT_STAGING_FAILED"
+    return code, ("copying input " + r.out.split(STAGE_FAILED, 1)[1].strip() + " from S3 failed: "
+                  + redact.tail(r.err, 500)), None
+
+
+# in the order they are tried: the first that recognises the reply decides
+_RULES = (_image_missing, _docker_missing, _no_gpus, _gpus_busy, _spec_failed, _resume_failed, _spec_path_missing,
+          _input_missing, _stage_failed)
