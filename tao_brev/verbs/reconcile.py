@@ -143,7 +143,8 @@ def start_failed(ctx: Context, job_id: str, instance: str, source: str, observed
     backend_ref = f"{instance}/{job_id}"
     code = docker_error_code(observed.docker_error or "", default="SUBMIT_REFUSED")
     error = TaoBrevError(code, f"job {job_id} failed to launch on {instance}: docker created the container but "
-                         f"could not start it (exit code {observed.exit_code}): {redact.tail(observed.docker_error or '', 400)}")
+                         f"could not start it (exit code {observed.exit_code}): "
+                         f"{redact.tail(observed.docker_error or '', 400)}")
     error.fix = FAILED_START_FIX.format(fix=error.fix, job_id=job_id)
     current = ctx.records.load(job_id)
     if not current.get("terminal_state"):

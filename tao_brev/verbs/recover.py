@@ -7,7 +7,7 @@ The loop (one attempt at a time; each attempt is its own job record):
 2. when it ends by an infrastructure failure (:func:`cause_of`: a hint of class ``ERR_INFRA``,
    the instance gone or stopped, the container gone, a stall), make its results safe as a
    teardown does (container removed, S3-routed results uploaded and verified; the instance
-   is kept), then choose where the next attempt runs (:func:`choose_instance`: the same
+   is kept), then choose where the next attempt runs (``recovery_target.choose_instance``: the same
    instance once it is RUNNING and a ``docker run --gpus all ... nvidia-smi -L`` passes within
    ``health_wait_s``, else ``--fallback-instance``);
 3. resubmit with the first job's own submit arguments plus ``--resume-from <attempt>``
@@ -22,7 +22,7 @@ State (crash consistency): the first job's sidecar holds ``recovery``: the ``pol
 launch, as submit writes its record before the launch). Every decision and launch happens under
 the chain's lock (``fsio.locked``), so two recovering processes never launch twice; a process
 killed after submit opened the new record leaves a record whose ``retry_of`` names the attempt
-it resumes - the next run adopts it (:func:`_adopt`) instead of launching another. A rerun of the
+it resumes - the next run adopts it (``recovery_chain.adopt``) instead of launching another. A rerun of the
 same command therefore continues the chain: at most one attempt is ever live.
 """
 
@@ -44,6 +44,7 @@ from .recovery_chain import chain as _chain
 from . import teardown as teardown_mod
 from .job_facts import job_instance
 from .recovery_target import HEALTH_INTERVAL_S, HEALTH_WAIT_S, choose_instance
+from .submit import submit
 
 # flags of the first submit that a resubmit does not repeat (the policy lives in the chain)
 _POLICY_FLAGS = ("--recover", "--fallback-instance", "--budget-s")
@@ -227,8 +228,6 @@ def _refuse_out_of_reach(ctx: Context, source: str, here: str, target: str, foun
 
 
 def _submit(ctx: Context, request_of: Callable, argv: list[str]) -> tuple[dict, int]:
-    from .submit import submit
-
     try:
         req = request_of(argv)
     except SystemExit:   # argparse: the stored arguments no longer parse

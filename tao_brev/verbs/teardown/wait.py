@@ -24,8 +24,9 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
     only when the caller gave ``stall_after`` explicitly (a stall is a heuristic;
     the explicit threshold is the request to act); the answer then carries
     ``stalled_s`` (seconds without a sign of life, also in ``cost.stalled_s``)
-    and answers ``ok: true``, exit 0, the job CANCELED (``stall_teardown``: what was saved). Safe to kill and rerun at any point:
-    verified results are not sent again, a deleted instance is not asked again.
+    and answers ``ok: true``, exit 0, the job CANCELED (``stall_teardown``: what was saved).
+    Safe to kill and rerun at any point: verified results are not sent again, a deleted
+    instance is not asked again.
 
     The answer is the poll's, with ``teardown`` (its answer) and the final ``cost``.
     A teardown failure wins the exit code and ``error`` (the instance may still
@@ -38,8 +39,8 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
     if stalled and stall_after is None:
         out["teardown_skipped"] = (f"job {job_id} looks stalled (a heuristic), so nothing was removed: check "
                                    f"poll_status.py {job_id} --logs 50, then teardown.py {job_id}; or rerun "
-                                   f"poll_status.py {job_id} --wait --teardown --stall-after SECONDS --timeout S to tear a "
-                                   "stalled job down automatically")
+                                   f"poll_status.py {job_id} --wait --teardown --stall-after SECONDS --timeout S "
+                                   "to tear a stalled job down automatically")
         return out, code
     if not stalled and not is_terminal(out.get("state")) and error != "CONTAINER_GONE":
         out["teardown_skipped"] = (f"job {job_id} is {out.get('state')} ({error}): nothing was removed or deleted; "
