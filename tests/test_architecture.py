@@ -54,6 +54,7 @@ DEBTS: dict = {'circles': [['tao_brev.cost', 'tao_brev.prices'], ['tao_brev.resu
                       'tao_brev.tao_schema_pkg': 4,
                       'tao_brev.tao_status': 2,
                       'tao_brev.verbs.cost_report': 2,
+                      'tao_brev.verbs.recover': 1,
                       'tao_brev.verbs.results': 4,
                       'tao_brev.verbs.submit': 7,
                       'tao_brev.yaml_bounded': 1},
