@@ -42,17 +42,19 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
-from .. import cost, remote
+from .. import cost, prices, remote
 from ..secrets import redact
 from ..context import Context, say
 from ..errors import TaoBrevError, TransportError
+from ..nextstep import command
 from ..transport import INSTANCE_RE, check_instance
+from ..vocabulary import InstanceStatus
 from . import keep
 from . import results as results_mod
 from . import teardown as teardown_mod
 
-RUNNING_STATUSES = ("RUNNING", "UNHEALTHY")      # the instance runs and bills its GPU
-IDLE_OWNED_STATUSES = ("STOPPED", "FAILURE")    # no GPU billed, the disk is; orphans only when owned
+RUNNING_STATUSES = (InstanceStatus.RUNNING, InstanceStatus.UNHEALTHY)   # the instance runs and bills its GPU
+IDLE_OWNED_STATUSES = (InstanceStatus.STOPPED, InstanceStatus.FAILURE)   # no GPU billed, the disk is; orphan if owned
 LIVE_CONTAINER_STATES = ("running", "paused", "restarting", "created")
 MAX_WORKERS = 8
 # --orphans has no --force (by design): the only way past a blocker is to clear it
@@ -118,8 +120,6 @@ def not_listed(name: str, kept: list[dict]) -> tuple[str, str]:
 
 def refusal_fix(code: str, names: list[str]) -> str | None:
     """The fix of a refused --orphans --delete / --stop: the exact listing command, and the rule."""
-    from ..nextstep import command
-
     if code == "INSTANCE_DELETE_REFUSED":
         return ORPHAN_REFUSED_FIX
     if code != "NOT_AN_ORPHAN":
@@ -213,8 +213,6 @@ def _orphan(ctx: Context, entry: dict, jobs: list[dict], reason: str, price_per_
     ours, owned = bool(jobs), teardown_mod.owns(ctx, name)
     idle_since = max((t for t in (_ended(ctx, j["job_id"]) for j in jobs) if t), default=None)
     idle_s = cost.seconds(idle_since, datetime.now(timezone.utc))
-    from .. import prices
-
     price, source, note = prices.price(ctx, price_per_hour, entry.get("instance_type"))
     out = {"instance": name, "id": entry.get("id"), "status": entry.get("status"),
            "instance_type": entry.get("instance_type"), "ours": ours, "owned": owned,
@@ -227,8 +225,6 @@ def _orphan(ctx: Context, entry: dict, jobs: list[dict], reason: str, price_per_
     out["advice"] = _advice(out)
     unsaved = [side["job_id"] for side in keep.pending(ctx, jobs)]
     if unsaved and not out["blockers"]:
-        from ..nextstep import command
-
         out["advice"] += (f"; results of {', '.join(unsaved)} exist only on it: "
                           f"{command('teardown.py', '--orphans', '--delete', '--instance', name)} first copies them back to "
                           "$TAO_STATE_DIR/brev/results/ and verifies them (sha256), and deletes nothing if that fails")

@@ -38,7 +38,9 @@ from ..secrets import redact
 from ..context import Context, say, warn
 from ..docker_state import docker_error_code, from_inspect
 from ..errors import TaoBrevError, TransportError
+from ..fsio import pid_alive
 from ..records import now_iso
+from ..vocabulary import ErrClass, JobState
 
 NEVER_LAUNCHED_FIX = ("Nothing runs under this id: submit again with --retry-of {job_id}; "
                       "teardown.py {job_id} closes this record.")
@@ -61,13 +63,7 @@ def launch_in_progress(sidecar: dict) -> bool:
     pid = launch.get("pid")
     if launch.get("state") != "launching" or not isinstance(pid, int) or pid == os.getpid():
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
 
 
 def pending_launch(ctx: Context, record: dict, instance: str | None, source: str,
@@ -102,10 +98,10 @@ def pending_launch(ctx: Context, record: dict, instance: str | None, source: str
         backend_ref = f"{instance}/{job_id}"
         current = ctx.records.load(job_id)
         if not current.get("backend_ref") and not current.get("terminal_state"):   # not settled by another poller
-            ctx.records.mark(job_id, "RUNNING", message="launch confirmed by reconciliation: container exists",
+            ctx.records.mark(job_id, JobState.RUNNING, message="launch confirmed by reconciliation: container exists",
                              source=source, backend_ref=backend_ref)
         ctx.sidecars.update(job_id, launch={"state": "launched", "finished_at": now_iso(), "reconciled": True})
-        return {"answer": {"ok": True, "state": "RUNNING", "backend_ref": backend_ref, "reconciled": "adopted",
+        return {"answer": {"ok": True, "state": JobState.RUNNING, "backend_ref": backend_ref, "reconciled": "adopted",
                            "adopted": True}, "exit_code": 0}
     if result.exit_code == EXIT_NONE:
         return _never_launched(ctx, job_id, source, f"no container named {job_id} on {instance}")
@@ -138,7 +134,7 @@ def failed_start(stdout: str):
         if not isinstance(state, dict):
             return None
         observed = from_inspect(state)
-        return observed if observed.state == "ERROR" and observed.docker_status == "created" else None
+        return observed if observed.state == JobState.ERROR and observed.docker_status == "created" else None
     return None
 
 
@@ -147,16 +143,17 @@ def start_failed(ctx: Context, job_id: str, instance: str, source: str, observed
     backend_ref = f"{instance}/{job_id}"
     code = docker_error_code(observed.docker_error or "", default="SUBMIT_REFUSED")
     error = TaoBrevError(code, f"job {job_id} failed to launch on {instance}: docker created the container but "
-                         f"could not start it (exit code {observed.exit_code}): {redact.tail(observed.docker_error or '', 400)}")
+                         f"could not start it (exit code {observed.exit_code}): "
+                         f"{redact.tail(observed.docker_error or '', 400)}")
     error.fix = FAILED_START_FIX.format(fix=error.fix, job_id=job_id)
     current = ctx.records.load(job_id)
     if not current.get("terminal_state"):
-        ctx.records.mark(job_id, "ERROR", message=f"failed launch: {observed.message}", source=source,
-                         backend_ref=backend_ref, err_class="ERR_INFRA")
+        ctx.records.mark(job_id, JobState.ERROR, message=f"failed launch: {observed.message}", source=source,
+                         backend_ref=backend_ref, err_class=ErrClass.INFRA)
     ctx.sidecars.update(job_id, launch={"state": "start_failed", "finished_at": now_iso(), "reconciled": True,
                                         "error": error.to_json(), "hint": observed.hint})
     say(f"reconcile {job_id}: {error.message}")
-    return {"answer": {"ok": False, "state": "ERROR", "backend_ref": backend_ref, "reconciled": "never_launched",
+    return {"answer": {"ok": False, "state": JobState.ERROR, "backend_ref": backend_ref, "reconciled": "never_launched",
                        "message": observed.message, "hint": observed.hint, "error": error.to_json()},
             "exit_code": error.exit_code}
 
@@ -176,7 +173,7 @@ def _instance_gone(ctx: Context, instance: str) -> bool:
 
 def _unsettled(job_id: str, exc: TaoBrevError) -> dict:
     fix = exc.fix if exc.code not in ("TRANSPORT_FAILED", "TRANSPORT_TIMEOUT") else UNSETTLED_FIX.format(job_id=job_id)
-    return {"answer": {"ok": False, "state": "PENDING", "backend_ref": None, "reconciled": "unanswered",
+    return {"answer": {"ok": False, "state": JobState.PENDING, "backend_ref": None, "reconciled": "unanswered",
                        "error": {**exc.to_json(), "fix": fix}}, "exit_code": exc.exit_code}
 
 
@@ -184,7 +181,8 @@ def _never_launched(ctx: Context, job_id: str, source: str, why: str, code: str 
                     instance: str | None = None) -> dict:
     current = ctx.records.load(job_id)
     if not current.get("terminal_state"):
-        ctx.records.mark(job_id, "ERROR", message=f"never launched: {why}", source=source, err_class="ERR_INFRA")
+        ctx.records.mark(job_id, JobState.ERROR, message=f"never launched: {why}", source=source,
+                         err_class=ErrClass.INFRA)
     fix = NEVER_LAUNCHED_FIX.format(job_id=job_id)
     if code == "UNKNOWN_INSTANCE":
         fix = UNKNOWN_INSTANCE_FIX.format(instance=instance, job_id=job_id)
@@ -211,7 +209,7 @@ def container_may_exist(sidecar: dict) -> bool:
 def never_ran_record(record: dict) -> bool:
     """A record this bundle closed ERROR because the job never ran (its terminal message says so);
     its sidecar's ``launch`` is the fact, this only picks the few records worth reading it for."""
-    return record.get("terminal_state") == "ERROR" and any(
+    return record.get("terminal_state") == JobState.ERROR and any(
         str(t.get("message", "")).startswith(("never launched", "failed launch"))
         for t in record.get("transitions") or [])
 
@@ -231,9 +229,9 @@ def launch_failure_answer(ctx: Context, record: dict, sidecar: dict) -> dict:
     error = launch.get("error") or TaoBrevError(
         launch.get("code") or "NEVER_LAUNCHED", f"job {job_id} never ran: {why}",
         NEVER_LAUNCHED_FIX.format(job_id=job_id)).to_json()
-    hint = launch.get("hint") or {"err_class": "ERR_INFRA", "reason": "never launched: nothing ran under this id",
+    hint = launch.get("hint") or {"err_class": ErrClass.INFRA, "reason": "never launched: nothing ran under this id",
                                   "advice": error["fix"], "evidence": [why]}
-    out = {"ok": False, "state": "ERROR", "terminal_state": record.get("terminal_state"),
+    out = {"ok": False, "state": JobState.ERROR, "terminal_state": record.get("terminal_state"),
            "backend_ref": record.get("backend_ref"), "reconciled": "never_launched", "message": why,
            "hint": hint, "error": error}
     if sidecar.get("teardown"):

@@ -7,7 +7,7 @@ The loop (one attempt at a time; each attempt is its own job record):
 2. when it ends by an infrastructure failure (:func:`cause_of`: a hint of class ``ERR_INFRA``,
    the instance gone or stopped, the container gone, a stall), make its results safe as a
    teardown does (container removed, S3-routed results uploaded and verified; the instance
-   is kept), then choose where the next attempt runs (:func:`choose_instance`: the same
+   is kept), then choose where the next attempt runs (``recovery_target.choose_instance``: the same
    instance once it is RUNNING and a ``docker run --gpus all ... nvidia-smi -L`` passes within
    ``health_wait_s``, else ``--fallback-instance``);
 3. resubmit with the first job's own submit arguments plus ``--resume-from <attempt>``
@@ -22,7 +22,7 @@ State (crash consistency): the first job's sidecar holds ``recovery``: the ``pol
 launch, as submit writes its record before the launch). Every decision and launch happens under
 the chain's lock (``fsio.locked``), so two recovering processes never launch twice; a process
 killed after submit opened the new record leaves a record whose ``retry_of`` names the attempt
-it resumes - the next run adopts it (:func:`_adopt`) instead of launching another. A rerun of the
+it resumes - the next run adopts it (``recovery_chain.adopt``) instead of launching another. A rerun of the
 same command therefore continues the chain: at most one attempt is ever live.
 """
 
@@ -31,20 +31,20 @@ from __future__ import annotations
 import shlex
 from typing import Callable, Optional
 
-from .. import remote
+from .. import nextstep
 from ..context import Context, say
-from ..docker_state import docker_error_code
 from ..errors import TaoBrevError
 from ..fsio import locked
 from ..records import check_job_id, is_terminal, now_iso
+from ..vocabulary import ErrClass, InstanceStatus, JobState, Source
 from . import checkpoint_sync, status
 from .recovery_chain import (adopt, append, attempts_view, chain_cost, lock_path, policy,  # noqa: F401
                              remembered_policy, resume_source, root_of)
 from .recovery_chain import chain as _chain
 from . import teardown as teardown_mod
+from .job_facts import job_instance
+from .recovery_target import HEALTH_INTERVAL_S, HEALTH_WAIT_S, choose_instance
 
-HEALTH_WAIT_S = 600.0      # how long the same instance may take to be RUNNING with working GPUs again
-HEALTH_INTERVAL_S = 30.0   # between two health checks
 # flags of the first submit that a resubmit does not repeat (the policy lives in the chain)
 _POLICY_FLAGS = ("--recover", "--fallback-instance", "--budget-s")
 
@@ -58,7 +58,8 @@ def cause_of(out: dict) -> Optional[dict]:
     error = (out.get("error") or {}).get("code")
     hint = out.get("hint") or {}
     gone = (out.get("observed") or {}).get("gone")
-    if out.get("state") in ("COMPLETE", "CANCELED") or error == "WAIT_TIMEOUT" or hint.get("err_class") == "ERR_PROGRAM":
+    if out.get("state") in (JobState.COMPLETE, JobState.CANCELED) or error == "WAIT_TIMEOUT" or \
+            hint.get("err_class") == ErrClass.PROGRAM:
         return None   # a cancel (a teardown removed the container: gone, yet nobody's fault) is the user's
     if out.get("reconciled") == "never_launched":   # a launch that never happened (not one that was refused)
         return {"kind": "never_launched", "reason": out.get("message")} if error == "NEVER_LAUNCHED" else None
@@ -68,56 +69,9 @@ def cause_of(out: dict) -> Optional[dict]:
         return {"kind": "instance", "reason": out.get("message") or error}
     if gone == "container" or error == "CONTAINER_GONE":
         return {"kind": "container", "reason": out.get("message") or error}
-    if out.get("state") == "ERROR" and hint.get("err_class") == "ERR_INFRA":
+    if out.get("state") == JobState.ERROR and hint.get("err_class") == ErrClass.INFRA:
         return {"kind": "infra", "reason": hint.get("reason") or out.get("message")}
     return None
-
-
-# ---------------------------------------------------------------- where the next attempt runs
-def gpu_check(ctx: Context, instance: str, image: str) -> Optional[str]:
-    """None when ``docker run --rm --gpus all IMAGE nvidia-smi -L`` lists a GPU on ``instance`` (the
-    NVIDIA Container Toolkit's NVML path, which an Xid or a lost GPU breaks), else why not."""
-    token = remote.new_token()
-    check = remote.section(token, "gpu", f"docker run --rm --gpus all {shlex.quote(image)} nvidia-smi -L")
-    try:
-        sec = remote.parse_sections(ctx.brev.exec(instance, check, idempotent=True).stdout, token).get("gpu")
-    except TaoBrevError as exc:
-        return f"{exc.code}: {exc.message}"
-    if sec is not None and sec.exit_code == 0 and "GPU " in sec.output:
-        return None
-    text = sec.output if sec is not None else "no answer"
-    return f"{docker_error_code(text, default='GPU_UNHEALTHY')}: {text.strip()[-300:]}"
-
-
-def choose_instance(ctx: Context, instance: str, image: str, fallback: Optional[str], wait_s: float,
-                    interval: float) -> tuple[Optional[str], list[str], str]:
-    """(instance, extra submit flags, what was found) for the next attempt: ``instance`` once
-    ``brev ls`` says RUNNING and :func:`gpu_check` passes (a STOPPED one is started by the resubmit:
-    ``--start``, billing resumes), within ``wait_s`` seconds; else ``fallback``; else (None, [], why)."""
-    deadline = ctx.clock() + wait_s
-    why = ""
-    while True:
-        entry = ctx.brev.instance(instance)
-        found = str((entry or {}).get("status") or "").upper()
-        if entry is None:
-            why = f"brev ls lists no instance {instance} (deleted)"
-            break
-        if found == "STOPPED":
-            return instance, ["--start"], f"{instance} is STOPPED: the resubmit starts it (billing resumes)"
-        if found == "RUNNING":
-            problem = gpu_check(ctx, instance, image)
-            if problem is None:
-                return instance, [], f"{instance} is RUNNING and its GPUs answer"
-            why = f"the GPUs of {instance} do not answer ({problem})"
-        else:
-            why = f"{instance} is {found or 'in an unknown state'}"
-        if ctx.clock() + interval > deadline:
-            break
-        say(f"recover: {why}; checking again in {interval:.0f} s")
-        ctx.sleep(interval)
-    if fallback and fallback != instance:
-        return fallback, [], f"{why}: moving to the fallback instance {fallback}"
-    return None, [], why
 
 
 # ---------------------------------------------------------------- the resubmit
@@ -200,16 +154,16 @@ def _make_safe(ctx: Context, job_id: str) -> None:
         failure = exc.to_json()
     if is_terminal(ctx.records.load(job_id).get("terminal_state")):
         return
-    instance = status.job_instance(ctx.records.load(job_id), ctx.sidecars.load(job_id))
+    instance = job_instance(ctx.records.load(job_id), ctx.sidecars.load(job_id))
     entry = ctx.brev.instance(instance) if instance else None
     found = str((entry or {}).get("status") or "").upper()
-    if entry is not None and found != "STOPPED":
+    if entry is not None and found != InstanceStatus.STOPPED:
         failure = failure or {"code": "TRANSPORT_FAILED", "message": "the teardown did not close the record"}
         raise Stop(failure["code"], f"{job_id} could not be stopped on {instance} ({found}): {failure['message']}; "
                    "nothing was resubmitted", failure.get("fix"))
     say(f"recover: {job_id}: its instance {instance} is {found or 'gone'}: nothing runs there")
-    ctx.records.mark(job_id, "CANCELED", message=f"recovery: its instance {instance} is {found or 'gone'}",
-                     source="agent")
+    ctx.records.mark(job_id, JobState.CANCELED, message=f"recovery: its instance {instance} is {found or 'gone'}",
+                     source=Source.AGENT)
 
 
 def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_of: Callable,
@@ -262,8 +216,6 @@ def _refuse_out_of_reach(ctx: Context, source: str, here: str, target: str, foun
     reached = results.get("verified") or (results.get("checkpoint_sync") or {}).get("latest_checkpoint")
     if target == here or (results.get("kind") == "s3" and reached):
         return
-    from .. import nextstep
-
     where = "were not verified in S3 before it was lost" if results.get("kind") == "s3" else \
         f"were only on {here} (results kind {results.get('kind')}: storage tier A without a bucket)"
     fresh = ["--retry-of" if word == "--resume-from" else word
@@ -334,7 +286,7 @@ def _decided(ctx: Context, root: str, current: str, out: dict) -> Optional[dict]
     """The cause an earlier run recorded for ``current`` before it made it safe (it then reads
     CANCELED) and was killed before the next attempt was chained: the decision stands."""
     last = _chain(ctx, root)[-1]
-    return last.get("cause") if last["job_id"] == current and out.get("state") == "CANCELED" else None
+    return last.get("cause") if last["job_id"] == current and out.get("state") == JobState.CANCELED else None
 
 
 def _wait(ctx: Context, job_id: str, bound: float, sync_every_s: float, **poll) -> tuple[dict, int]:
@@ -373,8 +325,8 @@ def _final(ctx: Context, root: str, out: dict, stop: Optional[Stop], code: int =
         out["ok"], out["error"] = False, stop.error.to_json()
         return out, stop.error.exit_code
     hint = out.get("hint") or {}
-    if out.get("state") == "ERROR" and hint.get("err_class") == "ERR_PROGRAM":
-        out["recovery"]["stopped"] = "ERR_PROGRAM"
+    if out.get("state") == JobState.ERROR and hint.get("err_class") == ErrClass.PROGRAM:
+        out["recovery"]["stopped"] = ErrClass.PROGRAM
         out["recovery"]["note"] = "a program error (bad spec, exception in the job's code) is never recovered"
     return out, code
 

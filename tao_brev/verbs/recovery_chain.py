@@ -18,6 +18,7 @@ from ..errors import TaoBrevError
 from ..records import current_state, is_terminal
 from ..transport import check_instance
 from . import reconcile
+from .instance_jobs import owns
 
 # ---------------------------------------------------------------- the policy
 def policy(attempts: Optional[int], fallback: Optional[str], budget_s: Optional[float]) -> Optional[dict]:
@@ -117,8 +118,6 @@ def _billed(ctx: Context, job_id: str) -> tuple[Optional[float], float, Optional
     if not is_terminal(record.get("terminal_state")):
         start = cost.parse_ts(record.get("submitted_at"))
         return (cost.seconds(start, datetime.now(timezone.utc)) if start else None), 0.0, None
-    from .teardown import owns   # teardown imports the verbs that import this module
-
     side = ctx.sidecars.load(job_id)   # owned as a poll judges it (status.observe), so the facts agree
     owned = not side.get("instance_deleted_at") and bool(side.get("instance")) and owns(ctx, side["instance"])
     facts = cost.facts(ctx, job_id, owned=owned, lookup=False)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from .. import cost, lazy_re, prices
 from ..context import Context, say, warn
 from ..errors import TaoBrevError
+from ..nextstep import command
 
 NOT_STOPPABLE = lazy_re.compile(r'instance "[^"]*" does not support stop')
 
@@ -76,8 +77,6 @@ def after_teardown(ctx: Context, job_id: str, instance: str, answer: dict, block
                    job_ids: list[str]) -> tuple[dict, int]:
     """``teardown.py JOB_ID --stop-instance`` once the container is removed and the results
     handled: refuse while ``blockers`` (INSTANCE_STOP_REFUSED), else stop when the type can."""
-    from ..nextstep import command
-
     if blockers:
         err = TaoBrevError("INSTANCE_STOP_REFUSED", f"not stopping {instance}: " + "; ".join(blockers),
                            STOP_REFUSED_FIX.format(poll=command("poll_status.py", job_id, "--wait"),

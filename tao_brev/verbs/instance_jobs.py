@@ -1,0 +1,68 @@
+"""The jobs on one instance as it is now, and what they say about deleting it: who owns it
+(:func:`owns`), which jobs are live, whose results are not safe yet. Read by the poll,
+teardown, orphans, cost and recovery verbs; it writes nothing."""
+
+from __future__ import annotations
+
+from ..context import Context
+from ..errors import TaoBrevError
+from ..records import current_state, is_terminal
+from . import keep
+from . import results as results_mod
+
+
+def jobs_on(ctx: Context, instance: str) -> list[dict]:
+    """The sidecars of the jobs on ``instance`` as it is now: jobs on an earlier
+    instance of that name, which a teardown deleted, are left out (a name can be reused)."""
+    return [side for side in ctx.sidecars.all()
+            if side.get("instance") == instance and side.get("job_id") and not side.get("instance_deleted_at")]
+
+
+def owns(ctx: Context, instance: str) -> bool:
+    """The instance is this bundle's to delete: a job on it was submitted with ``--ephemeral``.
+    A reused instance (no such job) is deleted only when asked by name."""
+    return any(side.get("ephemeral") for side in jobs_on(ctx, instance))
+
+
+def live_jobs(ctx: Context, instance: str, except_job: str | None = None) -> list[str]:
+    """``job X on I is RUNNING`` for each other job on ``instance`` that is not terminal
+    (a job whose record cannot be read counts as live)."""
+    live = []
+    for side in jobs_on(ctx, instance):
+        job_id = side["job_id"]
+        if job_id == except_job:
+            continue
+        try:
+            record = ctx.records.load(job_id)
+        except TaoBrevError as exc:
+            if not (side.get("teardown") or {}).get("record_closed"):   # a damaged record, not torn down
+                live.append(f"job {job_id} on {instance}: record unreadable ({exc.code})")
+            continue
+        if not is_terminal(record.get("terminal_state")):
+            live.append(f"job {job_id} on {instance} is {current_state(record)}")
+    return live
+
+
+def unverified_results(ctx: Context, instance: str) -> list[str]:
+    """The jobs on ``instance`` whose S3-routed results are not verified (the instance disk holds
+    the only complete copy)."""
+    out = []
+    for side in jobs_on(ctx, instance):
+        results = side.get("results") or {}
+        if results.get("kind") == "s3" and not results.get("verified"):
+            out.append(f"job {side['job_id']}: results not verified in {results.get('destination')}: "
+                       + results_mod.describe_loss(results))
+    return out
+
+
+def unsaved_results(ctx: Context, instance: str) -> list[str]:
+    """The jobs on ``instance`` whose results exist only there (``keep.pending``), as blockers
+    for a delete that does not copy them back first (``teardown.py --orphans --delete``)."""
+    return [f"job {side['job_id']}: results only on {instance} ({side['results']['instance_dir']}): "
+            f"teardown.py {side['job_id']} --delete-instance copies them back, verifies, then deletes"
+            for side in keep.pending(ctx, jobs_on(ctx, instance))]
+
+
+def instance_blockers(ctx: Context, instance: str, except_job: str | None) -> list[str]:
+    """Why ``instance`` must not be deleted: live jobs and unverified results on it."""
+    return live_jobs(ctx, instance, except_job) + unverified_results(ctx, instance)

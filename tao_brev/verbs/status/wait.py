@@ -1,0 +1,143 @@
+"""``poll_status.py JOB_ID [--wait]``: one poll, or polls until the job settles, and the
+error each way a wait can end (failed, canceled, lost, stalled, timed out, results unsafe)."""
+
+from __future__ import annotations
+
+from ... import cost, docker_state, resume_advice
+from ... import progress as progress_mod
+from ...context import Context, note_job, note_state, say
+from ...errors import CODES, TaoBrevError
+from ...records import check_job_id, current_state, is_terminal
+from ...vocabulary import ErrClass, JobState
+from .. import results as results_mod
+from .observe import observe
+
+
+def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
+         interval: float = 30.0, timeout: float | None = None,
+         price_per_hour: float | None = None, metrics: int | None = None,
+         stall_after: float | None = None, start: bool = False) -> tuple[dict, int]:
+    """status (``wait=False``) or wait-until-terminal. Exit 0, or 1 when the wait
+    ended in ERROR/CANCELED/lost, timed out, or found the job stalled (JOB_STALLED:
+    RUNNING with no status line and no log output for longer than the threshold).
+    A wait goes on through a launch not settled yet (PENDING, ``reconciled:
+    "unanswered"``: the instance did not answer, or a launch holds the lock) as
+    through a RUNNING job's unanswered poll; ``timeout`` bounds both."""
+    cost.check_price(price_per_hour)
+    check_watch(metrics, stall_after)
+    note_job(check_job_id(job_id))   # every answer of this run names the job, an interrupt's too
+    try:
+        note_state(current_state(ctx.records.load(job_id)))   # the recorded state until a poll reads one
+    except TaoBrevError:
+        pass   # the poll below answers it
+    started = ctx.clock()
+    polls = 0
+    while True:
+        polls += 1
+        out = observe(ctx, job_id, log_lines, price_per_hour, metrics=metrics, stall_after=stall_after, start=start)
+        note_state(out.get("state"))   # an interrupted wait reports it
+        ended = _ended(ctx, job_id, out, polls, wait, started, timeout, interval)
+        if ended is not None:
+            return ended
+        say(f"poll {job_id}: {out['state']} ({out.get('message', '')}){progress_note(out.get('progress'))}; "
+            f"next poll in {interval:.0f} s")
+        ctx.sleep(interval)
+
+
+def _ended(ctx: Context, job_id: str, out: dict, polls: int, wait: bool, started: float,
+           timeout: float | None, interval: float) -> tuple[dict, int] | None:
+    """The (answer, exit code) that ends the poll after this ``out``, or None: poll again."""
+    # A launch whose outcome the instance did not tell yet (no answer, lock busy) is not an end:
+    # --wait asks again, as it does for a RUNNING job whose instance did not answer.
+    unsettled = out.get("state") == JobState.PENDING and out.get("reconciled") == "unanswered"
+    if out.get("error") and out.get("state") != JobState.RUNNING and not (wait and unsettled):
+        code = CODES.get(out["error"]["code"])
+        return {"ok": False, **out, "polls": polls}, code.exit_code if code else 1
+    state = out["state"]
+    if not wait:
+        return {"ok": True, **out, "polls": polls}, 0
+    if is_terminal(state):
+        return _terminal(ctx, job_id, out, polls)
+    err = _wait_error(ctx, job_id, out, started, timeout, interval)
+    if err is None:
+        return None
+    return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err)}, 1
+
+
+def _terminal(ctx: Context, job_id: str, out: dict, polls: int) -> tuple[dict, int]:
+    """A wait that reached a terminal state: done (COMPLETE, its S3 results verified), else its error."""
+    state = out["state"]
+    if state == JobState.COMPLETE:
+        unverified = _unverified_results(job_id, out.get("results"))
+        if unverified is not None:   # the documented contract: the job ended, its S3 results did not
+            code = CODES.get(unverified["code"])
+            return {"ok": False, **out, "polls": polls, "error": unverified}, code.exit_code if code else 1
+        return {"ok": True, **out, "polls": polls}, 0
+    code = "JOB_FAILED" if state == JobState.ERROR else "JOB_CANCELED"
+    err = TaoBrevError(code, f"job {job_id} ended {state}: {out.get('message', '')}",
+                       failed_fix(job_id, out) if state == JobState.ERROR else None)
+    return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err)}, 1
+
+
+def _wait_error(ctx: Context, job_id: str, out: dict, started: float, timeout: float | None,
+                interval: float) -> TaoBrevError | None:
+    """Why a wait on a job that is not terminal ends now (lost, stalled, out of time), or None."""
+    state = out["state"]
+    if state == JobState.UNKNOWN:
+        lost = (out.get("observed") or {}).get("gone") == "instance"   # a fact, never the message's words
+        return TaoBrevError("INSTANCE_LOST" if lost else "CONTAINER_GONE",
+                            f"job {job_id} is UNKNOWN: {out.get('message', '')}")
+    if out.get("stalled"):
+        stall = out["stall"]
+        return TaoBrevError("JOB_STALLED", f"job {job_id} is RUNNING but wrote nothing for {stall['idle_s']} s "
+                                           f"(threshold {stall['threshold_s']} s, {stall['threshold_source']})")
+    if timeout is not None and ctx.clock() - started + interval > timeout:
+        last = f" (last error: {out['error']['code']})" if out.get("error") else ""
+        return TaoBrevError("WAIT_TIMEOUT", f"job {job_id} still {state} after {ctx.clock() - started:.0f} s{last}")
+    return None
+
+
+def _with_resume(ctx: Context, job_id: str, err: TaoBrevError) -> dict:
+    """The error as JSON, its fix naming the exact resume command (``resume_advice.fill``)."""
+    return resume_advice.fill_job(ctx, job_id, {"error": err.to_json()})["error"]
+
+
+def failed_fix(job_id: str, out: dict) -> str:
+    """JOB_FAILED's fix for this answer: the cause is in ``hint`` (and the log tail, when this
+    answer carries it); only an answer without logs sends the reader to read them."""
+    read = ("the log tail is in this answer (logs)" if out.get("logs")
+            else f"read the log tail: poll_status.py {job_id} --logs 200")
+    if (out.get("hint") or {}).get("err_class") == ErrClass.INFRA:   # not the program's fault: continue it
+        return (f"Act on hint.advice (the cause, from docker's record and the logs; {read}), then resubmit: "
+                f"{docker_state.RESUME}.")
+    return (f"Act on hint.advice (the cause, from docker's record and the logs; {read}; classes: "
+            f"references/failure-classes.md), then submit again with --retry-of {job_id} (a link: it starts "
+            f"from scratch; after a fix that keeps the model, {docker_state.RESUME}).")
+
+
+def check_watch(metrics: int | None, stall_after: float | None) -> None:
+    """``--metrics N`` in 1..METRICS_MAX_EPOCHS, ``--stall-after S`` > 0 (BAD_ARGUMENT otherwise)."""
+    if metrics is not None and not 1 <= metrics <= progress_mod.METRICS_MAX_EPOCHS:
+        raise TaoBrevError("BAD_ARGUMENT", f"--metrics takes 1 to {progress_mod.METRICS_MAX_EPOCHS} epochs "
+                                           f"(got {metrics})")
+    if stall_after is not None and not stall_after > 0:
+        raise TaoBrevError("BAD_ARGUMENT", f"--stall-after must be > 0 seconds (got {stall_after})")
+
+
+def progress_note(progress: dict | None) -> str:
+    """`` - epoch 3/10 (30%), ETA 420 s`` (3 epochs completed of 10) for the stderr progress line
+    ('' when unknown)."""
+    if not progress or progress.get("epoch") is None:
+        return ""
+    eta = f", ETA {progress['eta_s']} s" if progress.get("eta_s") is not None else ""
+    return f" - epoch {progress['epoch']}/{progress.get('num_epochs') or '?'} ({progress.get('percent', '?')}%){eta}"
+
+
+def _unverified_results(job_id: str, results: dict | None) -> dict | None:
+    """The error of S3-routed results that are not verified (RESULTS_UPLOAD_FAILED, S3_VERIFY_FAILED,
+    or what stopped the attempt), else None."""
+    if not results or results.get("kind") != "s3" or results.get("verified"):
+        return None
+    return results.get("error") or TaoBrevError(
+        "RESULTS_UPLOAD_FAILED", f"the results of {job_id} are not uploaded to {results.get('destination')} yet: "
+        + results_mod.describe_loss(results)).to_json()

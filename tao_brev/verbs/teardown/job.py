@@ -1,0 +1,162 @@
+"""``teardown.py JOB_ID``: the plan (what this teardown may reach, remove, archive and delete),
+then the container removed, the record closed, the results made safe and the instance kept,
+stopped or deleted (``container``, ``instance``, ``verbs/stop.py``)."""
+
+from __future__ import annotations
+
+from ... import cost
+from ...context import Context, note_job, note_state, say
+from ...errors import TaoBrevError
+from ...records import current_state, is_terminal, now_iso
+from .. import instance_gate, keep, reconcile, stop
+from .. import results as results_mod
+from ..instance_jobs import jobs_on, live_jobs, owns, unverified_results
+from ..job_facts import job_instance
+from .container import close_record, note_times, remove_container
+from .instance import delete
+
+
+def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, force: bool = False,
+             price_per_hour: float | None = None, discard_results: bool = False,
+             stop_instance: bool = False, start: bool = False) -> tuple[dict, int]:
+    """Tear one job down (see the module doc). ``delete_instance``: True = asked by name
+    (``--delete-instance``), False = never (``--keep-instance``), None = when this bundle owns it.
+    ``stop_instance``: ``brev stop`` it instead once the results are safe (``verbs/stop.py``).
+    ``discard_results``: delete even though results exist only on the instance (``keep``).
+    A teardown that deletes nothing never starts a STOPPED instance (INSTANCE_STOPPED, exit 1,
+    nothing changed) unless ``start``; one that deletes it may (its results may need a copy)."""
+    cost.check_price(price_per_hour)
+    try:
+        record = ctx.records.load(job_id)
+    except TaoBrevError as exc:
+        if exc.code == "CORRUPT_RECORD" and (ctx.records.quarantined(job_id) or
+                                             ctx.records.closed_quarantine(job_id)):
+            return teardown_damaged(ctx, job_id, exc)
+        raise
+    note_job(job_id)
+    note_state(record.get("terminal_state") or current_state(record))
+    cost.note_price(ctx, job_id, price_per_hour)   # a known price spares the brev ls for the type
+    sidecar = ctx.sidecars.load(job_id)
+    instance = job_instance(record, sidecar)
+    answer = {"job_id": job_id, "instance": instance, "backend_ref": record.get("backend_ref"),
+              "results_dir": record["results_dir"], "container_removed": False,
+              "instance_deleted": False, "deleted": [], "warnings": []}
+    unreached = _nothing_to_reach(ctx, record, sidecar, instance, answer, price_per_hour)
+    if unreached is not None:
+        return unreached
+    deletes = delete_instance is True or (delete_instance is None and owns(ctx, instance))
+    if not sidecar.get("instance_deleted_at") and instance_gate.stopped(ctx, instance, start or deletes):
+        out = instance_gate.stopped_answer({"ok": False, **answer}, instance, "teardown.py", job_id,
+                                           record.get("terminal_state"))
+        return out, 1
+    earlier_cancel = sidecar.get("cancel")
+    if not is_terminal(record.get("terminal_state")) and not earlier_cancel:   # intent first, then act
+        ctx.sidecars.update(job_id, cancel={"requested_at": now_iso(), "by": "teardown"})
+    saves = to_save(ctx, instance, job_id, sidecar, delete_instance, force, discard_results)
+    docker_state, gone, archived = remove_container(ctx, instance, job_id, sidecar, answer, record.get("image"),
+                                                    saves)
+    present = answer["container_removed"]
+    record = close_record(ctx, record, docker_state, "canceled by teardown" if present
+                          else "container not found at teardown", earlier_cancel)
+    ctx.sidecars.update(job_id, teardown={"at": now_iso(), "container_removed": present})
+    note_times(ctx, job_id, docker_state)
+    answer["state"] = record.get("terminal_state")
+    say(f"teardown {job_id}: container {'removed' if present else 'absent'}; record {answer['state']}")
+    finalize_results(ctx, job_id, sidecar, gone, answer)
+    return _instance_end(ctx, job_id, instance, answer, gone, delete_instance, force, price_per_hour,
+                         discard_results, stop_instance, archived)
+
+
+def _nothing_to_reach(ctx: Context, record: dict, sidecar: dict, instance: str | None, answer: dict,
+                      price_per_hour: float | None) -> tuple[dict, int] | None:
+    """The teardown's answer when no exec may or need happen (no instance recorded, none existed,
+    or stopped by an earlier teardown); else None."""
+    job_id = record["id"]
+    if instance is None:
+        record = close_record(ctx, record, None, "canceled before launch (no instance recorded)")
+        return {"ok": True, **answer, "state": record.get("terminal_state")}, 0
+    if reconcile.launch_failed(sidecar) and reconcile.instance_missing(sidecar):
+        # brev ls did not list the instance when the launch was settled: nothing exists to remove or ask
+        answer["warnings"].append(f"job {job_id} never ran: no instance {instance} existed (brev ls); "
+                                  "nothing to remove; the record is closed")
+        record = close_record(ctx, record, None, f"never launched: no instance {instance}")
+        ctx.sidecars.update(job_id, teardown={"at": now_iso(), "container_removed": False})
+        out = {"ok": True, **answer, "state": record.get("terminal_state")}
+        out["cost"] = cost.facts(ctx, job_id, owned=False, price_per_hour=price_per_hour, lookup=False)
+        return out, 0
+    if sidecar.get("instance_stopped_at") and sidecar.get("teardown") and is_terminal(record.get("terminal_state")):
+        # torn down and stopped by the bundle: any exec would start it again (and bill)
+        answer.update(instance_stopped=True, state=record.get("terminal_state"))
+        answer["warnings"].append(f"instance {instance} was stopped by teardown at {sidecar['instance_stopped_at']}; "
+                                  "nothing left to remove (reaching it would start it)")
+        out = {"ok": True, **answer}
+        out["cost"] = cost.facts(ctx, job_id, owned=owns(ctx, instance), price_per_hour=price_per_hour, lookup=False)
+        return out, 0
+    return None
+
+
+def _instance_end(ctx: Context, job_id: str, instance: str, answer: dict, gone: bool,
+                  delete_instance: bool | None, force: bool, price_per_hour: float | None,
+                  discard_results: bool, stop_instance: bool, archived: dict) -> tuple[dict, int]:
+    """After the container: the instance stopped (asked), deleted (asked or owned) or kept; + ``cost``."""
+    owned = not gone and owns(ctx, instance)
+    if stop_instance and not gone:
+        out, code = stop.after_teardown(ctx, job_id, instance, answer,
+                                        live_jobs(ctx, instance, job_id) + unverified_results(ctx, instance),
+                                        [side["job_id"] for side in jobs_on(ctx, instance)])
+    elif not gone and (delete_instance is True or (delete_instance is None and owned)):
+        out, code = delete(ctx, job_id, instance, answer, asked=delete_instance is True, force=force,
+                           discard=discard_results, archived=archived)
+    else:
+        out, code = {"ok": True, **answer}, 0
+    out["cost"] = cost.facts(ctx, job_id, owned=owned, price_per_hour=price_per_hour, lookup=not gone)
+    return out, code
+
+
+def to_save(ctx: Context, instance: str, job_id: str, sidecar: dict, delete_instance: bool | None,
+            force: bool, discard: bool) -> list[dict]:
+    """The jobs on ``instance`` whose results exist only there, to archive in the teardown's exec:
+    none unless this teardown may delete it (asked, or owned with no other live job, or forced)."""
+    if discard or delete_instance is False or sidecar.get("instance_deleted_at"):
+        return []
+    if delete_instance is None and not owns(ctx, instance):
+        return []
+    if live_jobs(ctx, instance, job_id) and not force:   # kept (owned) or refused (asked): no delete now
+        return []
+    return keep.pending(ctx, jobs_on(ctx, instance))
+
+
+def finalize_results(ctx: Context, job_id: str, sidecar: dict, instance_gone: bool, answer: dict) -> None:
+    """Upload and verify S3-routed results (after the rm: the job no longer writes); ``answer["results"]``."""
+    if not sidecar.get("results"):
+        return
+    if not instance_gone:
+        answer["results"] = results_mod.finalize(ctx, job_id)
+        return
+    answer["results"] = results_mod.summary(sidecar["results"])
+    if answer["results"].get("kind") == "s3" and not answer["results"].get("verified"):
+        answer["warnings"].append(f"results of {job_id} were not verified in S3 before {sidecar.get('instance')} "
+                                  "was deleted: what was not uploaded is lost")
+
+
+def teardown_damaged(ctx: Context, job_id: str, damaged: TaoBrevError) -> tuple[dict, int]:
+    """Teardown of a quarantined (damaged) record: remove the job's container when the
+    sidecar names its instance (the record cannot say whether one runs), then close the
+    record (``jobs/quarantine/closed/``). The instance is never deleted from here."""
+    note_job(job_id)
+    sidecar = ctx.sidecars.load(job_id)
+    instance = sidecar.get("instance")
+    answer = {"job_id": job_id, "instance": instance, "backend_ref": None, "container_removed": False,
+              "instance_deleted": False, "deleted": [], "state": None,
+              "warnings": [f"{damaged.message}; its state cannot be known"]}
+    already = ctx.records.closed_quarantine(job_id)
+    if instance and not already:   # a rerun after the close has nothing left to remove
+        ctx.sidecars.update(job_id, cancel={"requested_at": now_iso(), "by": "teardown"})
+        remove_container(ctx, instance, job_id, sidecar, answer)
+    closed = ctx.records.close_quarantined(job_id)
+    ctx.sidecars.update(job_id, teardown={"at": now_iso(), "container_removed": answer["container_removed"],
+                                          "record_closed": str(closed)})
+    answer["warnings"].append(f"record closed: {closed}" + (f"; instance {instance} kept (teardown.py --orphans "
+                                                             "lists it when nothing else runs on it)"
+                                                             if instance else ""))
+    return {"ok": True, **answer}, 0

@@ -1,0 +1,90 @@
+"""``poll_status.py JOB_ID --wait --teardown``: the wait (``status.poll``), then the teardown
+with its defaults, as one answer."""
+
+from __future__ import annotations
+
+from ...context import Context, say
+from ...errors import TaoBrevError
+from ...records import is_terminal
+from .. import status
+from .job import teardown
+
+
+def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: float = 30.0,
+                      timeout: float | None = None, price_per_hour: float | None = None,
+                      metrics: int | None = None, stall_after: float | None = None) -> tuple[dict, int]:
+    """``poll_status.py JOB_ID --wait --teardown``: carry the job to its end in one call.
+
+    Wait until terminal (``status.poll``: the results are uploaded and verified
+    there), then :func:`teardown` with its defaults: the container is removed and
+    an instance this bundle owns is deleted unless something on it would be lost.
+    A job still running (``WAIT_TIMEOUT``) or whose instance is gone or stopped
+    (``INSTANCE_LOST``: starting it again would bill) is not torn down
+    (``teardown_skipped`` says why). A stalled job (``JOB_STALLED``) is torn down
+    only when the caller gave ``stall_after`` explicitly (a stall is a heuristic;
+    the explicit threshold is the request to act); the answer then carries
+    ``stalled_s`` (seconds without a sign of life, also in ``cost.stalled_s``)
+    and answers ``ok: true``, exit 0, the job CANCELED (``stall_teardown``: what was saved).
+    Safe to kill and rerun at any point: verified results are not sent again, a deleted
+    instance is not asked again.
+
+    The answer is the poll's, with ``teardown`` (its answer) and the final ``cost``.
+    A teardown failure wins the exit code and ``error`` (the instance may still
+    bill: rerun the same command); the job's own failure stays in ``state``.
+    """
+    out, code = status.poll(ctx, job_id, log_lines=log_lines, wait=True, interval=interval, timeout=timeout,
+                            price_per_hour=price_per_hour, metrics=metrics, stall_after=stall_after)
+    error = (out.get("error") or {}).get("code")
+    stalled = error == "JOB_STALLED"
+    if stalled and stall_after is None:
+        out["teardown_skipped"] = (f"job {job_id} looks stalled (a heuristic), so nothing was removed: check "
+                                   f"poll_status.py {job_id} --logs 50, then teardown.py {job_id}; or rerun "
+                                   f"poll_status.py {job_id} --wait --teardown --stall-after SECONDS --timeout S "
+                                   "to tear a stalled job down automatically")
+        return out, code
+    if not stalled and not is_terminal(out.get("state")) and error != "CONTAINER_GONE":
+        out["teardown_skipped"] = (f"job {job_id} is {out.get('state')} ({error}): nothing was removed or deleted; "
+                                   f"run teardown.py {job_id} to cancel it")
+        return out, code
+    if stalled:
+        out["stalled_s"] = out["stall"]["idle_s"]
+        ctx.sidecars.update(job_id, cost={"stalled_s": out["stalled_s"]})   # the cost facts carry it from now on
+        say(f"job {job_id} stalled for {out['stalled_s']} s (--stall-after {stall_after:g}): tearing it down")
+    try:
+        down, down_code = teardown(ctx, job_id, price_per_hour=price_per_hour)
+    except TaoBrevError as exc:
+        down, down_code = {"ok": False, "job_id": job_id, "error": exc.to_json()}, exc.exit_code
+    return _with_teardown(ctx, job_id, out, code, down, down_code, stalled, stall_after)
+
+
+def _with_teardown(ctx: Context, job_id: str, out: dict, code: int, down: dict, down_code: int, stalled: bool,
+                   stall_after: float | None) -> tuple[dict, int]:
+    """The wait's answer with the teardown's (``teardown``, the final ``cost``, the record's state)."""
+    if "cost" in down:
+        out["cost"] = down.pop("cost")
+    out["teardown"] = down
+    if down.get("state"):   # one story: the answer's state is the record's after the teardown
+        out["state"] = down["state"]
+        if "terminal_state" in out and is_terminal(down["state"]):
+            out["terminal_state"] = down["state"]
+    if down_code != 0:
+        out.update(ok=False, error=down["error"])
+        code = down_code
+    elif stalled:   # the stop that --stall-after asked for happened: done, not a failure
+        out.pop("error", None)
+        out.update(ok=True, stall_teardown=_stall_story(ctx, job_id, out, down, stall_after))
+        code = 0
+    return out, code
+
+
+def _stall_story(ctx: Context, job_id: str, out: dict, down: dict, stall_after: float) -> dict:
+    """What the stall teardown did and what it kept: the job CANCELED after ``stalled_s`` without a
+    sign of life, its last log lines saved here, its results where the teardown left them."""
+    logs = ctx.sidecars.logs_path(job_id)
+    results = down.get("results") or {}
+    return {"state": down.get("state"), "stalled_s": out.get("stalled_s"), "stall_after_s": stall_after,
+            "logs_saved_to": str(logs) if logs.is_file() else None,
+            "results": ({k: results.get(k) for k in ("kind", "destination", "verified") if k in results}
+                        if results else None),
+            "results_saved_to": down.get("results_saved_to"),
+            "results_dir_on_instance": None if down.get("instance_deleted") else down.get("results_dir")}
