@@ -40,7 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tao_brev import hash_cache, staging, storage  # noqa: E402
+from tao_brev import s3 as staging, s3 as storage  # noqa: E402
+from tao_brev.s3 import hash_cache  # noqa: E402
 from tests.s3server import MotoS3Server  # noqa: E402
 
 MiB = 2**20

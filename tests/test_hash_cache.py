@@ -14,7 +14,8 @@ import stat
 import time
 from pathlib import Path
 
-from tao_brev import hash_cache, storage
+from tao_brev import s3 as storage
+from tao_brev.s3 import hash_cache
 
 
 def LATER() -> int:

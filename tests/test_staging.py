@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLE_DATA, TAO_IMAGE, validate
-from tao_brev import credentials, hash_cache, staging, storage
+from tao_brev import credentials
+from tao_brev import s3 as staging, s3 as storage
+from tao_brev.s3 import clients, hash_cache, transfer
 from tao_brev.errors import TaoBrevError
 from tests.s3server import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY
 
@@ -292,7 +294,7 @@ class Requests:
 
 @pytest.fixture
 def requests_seen(monkeypatch):
-    seen, real, hooked = Requests(), storage.client, []
+    seen, real, hooked = Requests(), clients.client, []
 
     def record(params, model, **_):
         seen.calls.append((model.name, params.get("Key")))
@@ -303,7 +305,7 @@ def requests_seen(monkeypatch):
             s3.meta.events.register("provide-client-params.s3", record)
             hooked.append(s3)
         return s3
-    monkeypatch.setattr(storage, "client", counting)
+    monkeypatch.setattr(clients, "client", counting)
     yield seen
     for s3 in hooked:
         s3.meta.events.unregister("provide-client-params.s3", record)
@@ -443,12 +445,12 @@ def test_an_interrupted_staging_names_no_unsent_file_and_the_rerun_sends_the_res
     for i in range(3):
         (root / "images" / "0" / f"new_{i}.jpg").write_bytes(os.urandom(500 + i))
 
-    real = storage.transfer_files
+    real = transfer.transfer_files
 
     def interrupted(s3, settings, bucket, todo, *args, **kwargs):
         real(s3, settings, bucket, todo[:1], *args, **kwargs)     # one file made it, then the link died
         raise KeyboardInterrupt
-    monkeypatch.setattr(storage, "transfer_files", interrupted)
+    monkeypatch.setattr(transfer, "transfer_files", interrupted)
     with pytest.raises(KeyboardInterrupt):
         stager.stage(root)
     new_manifest = "manifests/" + staging.manifest_digest(storage.local_manifest(root)) + ".sha256"
@@ -457,7 +459,7 @@ def test_an_interrupted_staging_names_no_unsent_file_and_the_rerun_sends_the_res
     assert stager.get("inputs/ds/index.json") == index_before          # still describes what it did
     assert sum(1 for k in keys if k.startswith("data/images/0/new_")) == 1
 
-    monkeypatch.setattr(storage, "transfer_files", real)
+    monkeypatch.setattr(transfer, "transfer_files", real)
     requests_seen.clear()
     done = stager.stage(root)
     assert done.upload["uploaded"] == 2 and done.upload["checked_by_head"] == 1   # the one sent: by its metadata

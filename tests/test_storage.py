@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tao_brev import storage
+from tao_brev import s3 as storage
 from tao_brev.errors import CODES, TaoBrevError
+from tao_brev.s3 import clients, error_map
 from tests.s3server import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, MotoS3Server, _free_port
 
 MiB = 2**20
@@ -106,7 +107,7 @@ def test_missing_and_blank_values():
     assert s.access_key_id is None and s.secret_access_key == "legacy-secret-77"
     assert s.missing() == ["AWS_ACCESS_KEY_ID"]
     assert s.missing(need_bucket=True) == ["AWS_ACCESS_KEY_ID", "S3_BUCKET_NAME"]
-    err = raises("MISSING_CREDENTIAL", storage.client, s, secrets=["legacy-secret-77"])
+    err = raises("MISSING_CREDENTIAL", clients.client, s, secrets=["legacy-secret-77"])
     assert "AWS_ACCESS_KEY_ID" in err.message
 
 
@@ -127,21 +128,21 @@ def test_client_config_and_env_isolation(monkeypatch):
 
 def test_prefetch_builds_once_and_leaves_every_error_to_the_caller(monkeypatch):
     built = []
-    real = storage._new_client
-    monkeypatch.setattr(storage, "_new_client", lambda *a: built.append(a) or real(*a))
+    real = clients._new_client
+    monkeypatch.setattr(clients, "_new_client", lambda *a: built.append(a) or real(*a))
     # settings no other test uses (the region), so this build is not one of the process's cached clients
     s = storage.s3_settings({"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b",
                              "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_DEFAULT_REGION": "ap-south-2"})
-    assert storage.prefetch_client(s) is None               # returns at once, no request
+    assert clients.prefetch_client(s) is None               # returns at once, no request
     first = storage.client(s)                               # the prefetched one (or waits for it)
     assert storage.client(s) is first and len(built) == 1 and first.meta.region_name == "ap-south-2"
     # A failing build is only raised by the caller's own client() call, mapped and scrubbed.
     bad = storage.s3_settings({"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "secret-in-a-bad-url-8",
                                "AWS_ENDPOINT_URL": "http://[::1"})
-    assert storage.prefetch_client(bad) is None
+    assert clients.prefetch_client(bad) is None
     raises("BAD_ARGUMENT", storage.client, bad, secrets=["secret-in-a-bad-url-8"])
     missing = storage.s3_settings({"AWS_SECRET_ACCESS_KEY": "b"})
-    assert storage.prefetch_client(missing) is None
+    assert clients.prefetch_client(missing) is None
     raises("MISSING_CREDENTIAL", storage.client, missing)
 
 
@@ -162,7 +163,7 @@ def test_the_data_files_load_as_plain_dicts_with_botocores_content_and_key_order
     import botocore.session
 
     session = botocore.session.Session()
-    ours = storage._data_loader(session)
+    ours = clients._data_loader(session)
     theirs = botocore.loaders.create_loader(session.get_config_variable("data_path"))
     loaded = []
     real_load = ours.file_loader.load_file
@@ -226,7 +227,7 @@ class _SilentService:
 
 _STAGE_LIKE_A_SCRIPT = """
 import sys
-from tao_brev import storage
+from tao_brev import s3 as storage
 settings = storage.s3_settings()
 s3 = storage.client(settings)
 print(len(storage.list_objects(s3, settings, sys.argv[1], "")))
@@ -386,14 +387,14 @@ def test_no_default_checksums_reach_the_store(s3, tmp_path: Path, monkeypatch):
     """PutObject and UploadPart carry no x-amz-checksum-* / aws-chunked (boto3 >= 1.36 default)."""
     settings, bucket = s3
     seen = []
-    real_client = storage.client
+    real_client = clients.client
 
     def spying_client(*args, **kwargs):
         c = real_client(*args, **kwargs)
         c.meta.events.register("before-send.s3", lambda request, **_: seen.append(dict(request.headers)))
         return c
 
-    monkeypatch.setattr(storage, "client", spying_client)
+    monkeypatch.setattr(clients, "client", spying_client)
     write(tmp_path / "d" / "six.bin", os.urandom(6 * MiB))
     write(tmp_path / "d" / "small.txt", b"x" * 100)
     storage.upload_tree(settings, tmp_path / "d", f"s3://{bucket}/c/", progress=None, **SMALL_PARTS)
@@ -488,7 +489,7 @@ def test_scrub_removes_values_that_a_store_echoes():
     s = storage.s3_settings({"AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY_ID,
                              "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_ACCESS_KEY,
                              "AWS_ENDPOINT_URL": "https://user:pw@s3.example.com"})
-    text = storage._scrub(f"key {FAKE_ACCESS_KEY_ID} secret {FAKE_SECRET_ACCESS_KEY} at "
+    text = error_map.scrub(f"key {FAKE_ACCESS_KEY_ID} secret {FAKE_SECRET_ACCESS_KEY} at "
                           "https://user:pw@s3.example.com/b", s)
     assert FAKE_ACCESS_KEY_ID not in text and FAKE_SECRET_ACCESS_KEY not in text and "pw@" not in text
     assert "pw@" not in repr(s)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from .. import credentials, remote, resume, staging, storage
+from .. import credentials, remote, resume, s3 as staging, s3 as storage
 from ..secrets import redact
 from ..cli import Context, say
 from ..errors import TaoBrevError

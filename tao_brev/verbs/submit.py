@@ -35,9 +35,9 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import lazy_re
-from .. import archs, bank, cost, credentials, hash_cache, nextstep, remote, staging, storage
+from .. import archs, bank, cost, credentials, lazy_re, nextstep, remote, s3 as staging, s3 as storage
 from .. import resume, resume_advice, spec_paths, tao_gpus, yaml_bounded
+from ..s3 import hash_cache
 from ..secrets import guard as known_secrets, interpolation, redact
 from .. import routing as routing_mod
 from ..cli import Context, deferred_interrupts, note_job, note_state, say
