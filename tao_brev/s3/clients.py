@@ -124,7 +124,7 @@ def _new_client(settings: S3Settings, options: dict):
       too, and botocore, boto3 and s3transfer never use what only an
       ``OrderedDict`` has (``move_to_end``, ``popitem(last=)``, an order-
       sensitive ``==``, an ``isinstance`` check): checked for the pinned
-      versions by tests/test_storage.py;
+      versions by tests/test_s3_clients.py;
     * ``defaults_mode = auto`` (``AWS_DEFAULTS_MODE`` or the config file) asks
       the instance metadata service for the region (botocore
       ``configprovider.SmartDefaultsConfigStoreFactory.resolve_auto_mode``), a
