@@ -15,7 +15,7 @@ import pytest
 
 from tao_brev import s3 as staging, s3 as storage
 from tao_brev.errors import TaoBrevError
-from tao_brev.s3 import clients, hash_cache, transfer
+from tao_brev.s3 import hash_cache
 from tests.s3world import SECRETS
 
 MiB = 2**20
@@ -41,7 +41,7 @@ WRITES = {"PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipart
 
 class Requests:
     """Every S3 call the code under test makes, as (operation, key): botocore's
-    ``provide-client-params`` event fires once per API call on each client ``storage.client`` builds."""
+    ``provide-client-params`` event fires once per API call on each client ``sync_input`` is given."""
 
     def __init__(self):
         self.calls: list[tuple[str, str | None]] = []
@@ -58,7 +58,7 @@ class Requests:
 
 @pytest.fixture
 def requests_seen(monkeypatch):
-    seen, real, hooked = Requests(), clients.client, []
+    seen, real, hooked = Requests(), storage.client, []
 
     def record(params, model, **_):
         seen.calls.append((model.name, params.get("Key")))
@@ -69,7 +69,7 @@ def requests_seen(monkeypatch):
             s3.meta.events.register("provide-client-params.s3", record)
             hooked.append(s3)
         return s3
-    monkeypatch.setattr(clients, "client", counting)
+    monkeypatch.setattr("tao_brev.s3.staging.client", counting)   # the client sync_input uses
     yield seen
     for s3 in hooked:
         s3.meta.events.unregister("provide-client-params.s3", record)
@@ -209,12 +209,12 @@ def test_an_interrupted_staging_names_no_unsent_file_and_the_rerun_sends_the_res
     for i in range(3):
         (root / "images" / "0" / f"new_{i}.jpg").write_bytes(os.urandom(500 + i))
 
-    real = transfer.transfer_files
+    real = storage.transfer_files
 
     def interrupted(s3, settings, bucket, todo, *args, **kwargs):
         real(s3, settings, bucket, todo[:1], *args, **kwargs)     # one file made it, then the link died
         raise KeyboardInterrupt
-    monkeypatch.setattr(transfer, "transfer_files", interrupted)
+    monkeypatch.setattr("tao_brev.s3.staging.transfer_files", interrupted)
     with pytest.raises(KeyboardInterrupt):
         stager.stage(root)
     new_manifest = "manifests/" + staging.manifest_digest(storage.local_manifest(root)) + ".sha256"
@@ -223,7 +223,7 @@ def test_an_interrupted_staging_names_no_unsent_file_and_the_rerun_sends_the_res
     assert stager.get("inputs/ds/index.json") == index_before          # still describes what it did
     assert sum(1 for k in keys if k.startswith("data/images/0/new_")) == 1
 
-    monkeypatch.setattr(transfer, "transfer_files", real)
+    monkeypatch.setattr("tao_brev.s3.staging.transfer_files", real)
     requests_seen.clear()
     done = stager.stage(root)
     assert done.upload["uploaded"] == 2 and done.upload["checked_by_head"] == 1   # the one sent: by its metadata

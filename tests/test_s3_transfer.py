@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 from tao_brev import s3 as storage
-from tao_brev.s3 import clients
 from tests.s3helpers import SECRETS, MiB, SMALL_PARTS, raises, s3, tree, write  # noqa: F401  (fixtures)
 
 
@@ -81,14 +80,14 @@ def test_no_default_checksums_reach_the_store(s3, tmp_path: Path, monkeypatch):
     """PutObject and UploadPart carry no x-amz-checksum-* / aws-chunked (boto3 >= 1.36 default)."""
     settings, bucket = s3
     seen = []
-    real_client = clients.client
+    real_client = storage.client
 
     def spying_client(*args, **kwargs):
         c = real_client(*args, **kwargs)
         c.meta.events.register("before-send.s3", lambda request, **_: seen.append(dict(request.headers)))
         return c
 
-    monkeypatch.setattr(clients, "client", spying_client)
+    monkeypatch.setattr("tao_brev.s3.transfer.client", spying_client)   # the client upload_tree uses
     write(tmp_path / "d" / "six.bin", os.urandom(6 * MiB))
     write(tmp_path / "d" / "small.txt", b"x" * 100)
     storage.upload_tree(settings, tmp_path / "d", f"s3://{bucket}/c/", progress=None, **SMALL_PARTS)

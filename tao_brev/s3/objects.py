@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Optional, Sequence
 
-from . import clients
+from .clients import client
 from .error_map import NOT_FOUND_CODES, error, map_exception
 from .manifest import CHUNK, HEX64
 from .settings import S3Settings
@@ -118,7 +118,7 @@ def list_sizes(settings: S3Settings, uri: str) -> dict[str, int]:
     """``{relative key: size}`` of every file object under the ``s3://`` prefix ``uri`` (one paginated LIST)."""
     bucket, prefix = parse_s3_uri(uri)
     prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
-    s3 = clients.client(settings)
+    s3 = client(settings)
     sizes: dict[str, int] = {}
     try:
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):

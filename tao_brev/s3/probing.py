@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from . import clients
+from .clients import client
 from .error_map import error, map_exception
 from .settings import S3Settings
 from .uris import location
@@ -18,7 +18,7 @@ def probe(settings: S3Settings, prefix: str = "") -> None:
     S3_ACCESS_DENIED, S3_UNREACHABLE, S3_REQUEST_FAILED.
     """
     bucket, key_prefix = location(settings, prefix)
-    s3 = clients.client(settings, max_attempts=2, connect_timeout=5, read_timeout=20)
+    s3 = client(settings, max_attempts=2, connect_timeout=5, read_timeout=20)
     key = f"{key_prefix}.tao-brev-probe-{uuid.uuid4().hex[:12]}"
     body = b"tao-brev probe\n"
     where = f"s3://{bucket}/{key}"

@@ -25,12 +25,14 @@ from typing import Callable, Optional, Sequence
 from .. import remote
 from ..errors import TaoBrevError
 from ..secrets import file_names as names_guard
-from . import clients, hash_cache, transfer
+from .clients import client, prefetch_client as prefetch_any_client
+from .hash_cache import HashCache
 from .index import INDEX_KEY, index_copy_path, read_index, write_index
 from .manifest import manifest_digest, manifest_with_files, sha256sum_text, utf8
 from .meter import stderr
 from .objects import delete_keys, list_objects, list_sizes, put_bytes, stored_sha256
 from .settings import S3Settings
+from .transfer import transfer_files
 
 INPUTS_PREFIX = "inputs"
 DATA_DIR = "data/"             # inputs/<NAME>/data/<path>: the files, one key per path
@@ -92,7 +94,7 @@ def parse_inputs(items: Sequence[str]) -> list[Input]:
 
 def prepare_inputs(settings: S3Settings, bucket: str, inputs: list[Input], upload: bool = True,
                    progress: Optional[Callable[[str], None]] = stderr,
-                   cache: Optional[hash_cache.HashCache] = None,
+                   cache: Optional[HashCache] = None,
                    index_copies: Optional[Path] = None) -> list[Input]:
     """Make every input available in S3 and fill in ``uri``, ``files``, ``bytes``.
 
@@ -122,7 +124,7 @@ def prepare_inputs(settings: S3Settings, bucket: str, inputs: list[Input], uploa
 
 
 def _stage_local(settings: S3Settings, bucket: str, inp: Input, upload: bool,
-                 progress: Optional[Callable[[str], None]], cache: Optional[hash_cache.HashCache],
+                 progress: Optional[Callable[[str], None]], cache: Optional[HashCache],
                  index_copies: Optional[Path]) -> None:
     """A local source: its manifest (names refused before any upload), its version, then :func:`sync_input`."""
     local = Path(inp.source).expanduser()
@@ -146,7 +148,7 @@ def _stage_local(settings: S3Settings, bucket: str, inp: Input, upload: bool,
 def prefetch_client(settings: S3Settings) -> None:
     """Start building, in the background, the S3 client :func:`prepare_inputs` will use
     (:func:`clients.prefetch_client`: no request; its failure is raised by the staging itself)."""
-    clients.prefetch_client(settings, max_pool_connections=_pool_size(MAX_CONCURRENCY))
+    prefetch_any_client(settings, max_pool_connections=_pool_size(MAX_CONCURRENCY))
 
 
 def _pool_size(max_concurrency: int) -> int:
@@ -176,7 +178,7 @@ def sync_input(settings: S3Settings, bucket: str, base: str, entries: Sequence[t
     longer in the input. Nothing changed: zero PUTs, zero HEADs.
     """
     started = time.monotonic()
-    s3 = clients.client(settings, max_pool_connections=_pool_size(max_concurrency))
+    s3 = client(settings, max_pool_connections=_pool_size(max_concurrency))
     data = base + DATA_DIR
     listed = list_objects(s3, settings, bucket, base)
     index_key = base + INDEX_KEY
@@ -190,8 +192,8 @@ def sync_input(settings: S3Settings, bucket: str, base: str, entries: Sequence[t
         with ThreadPoolExecutor(max_workers=max_concurrency) as pool:
             todo += [item for item, sha in zip(unknown, pool.map(stored, unknown)) if sha != item[0]["sha256"]]
 
-    etags = transfer.transfer_files(s3, settings, bucket, [(data + e["path"], full, e) for e, full in todo],
-                                    progress, max_concurrency=max_concurrency)
+    etags = transfer_files(s3, settings, bucket, [(data + e["path"], full, e) for e, full in todo],
+                           progress, max_concurrency=max_concurrency)
     now = dict(listed)
     for entry, _ in todo:
         now[data + entry["path"]] = {"size": entry["size"], "etag": etags.get(data + entry["path"], "")}

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-from . import clients
+from .clients import client
 from .error_map import map_exception
 from .manifest import manifest_with_files
 from .meter import Progress, stderr
@@ -34,7 +34,7 @@ def upload_tree(settings: S3Settings, local_path: str | os.PathLike, s3_prefix: 
     """
     started = time.monotonic()
     bucket, prefix = location(settings, s3_prefix)
-    s3 = clients.client(settings, max_pool_connections=max(32, max_concurrency * 2))
+    s3 = client(settings, max_pool_connections=max(32, max_concurrency * 2))
     entries = manifest_with_files(Path(local_path), excludes)
     existing = existing_objects(s3, settings, bucket, prefix)
 
@@ -81,8 +81,7 @@ def transfer_files(s3, settings: S3Settings, bucket: str, todo: Sequence[tuple[s
     if not todo:
         meter.finish()
         return {}
-    from boto3.s3.transfer import TransferConfig, create_transfer_manager
-    from s3transfer.subscribers import BaseSubscriber
+    from boto3.s3.transfer import BaseSubscriber, TransferConfig, create_transfer_manager   # s3transfer's, as boto3 hands it on
 
     class Meter(BaseSubscriber):
         def on_progress(self, future, bytes_transferred, **kwargs):

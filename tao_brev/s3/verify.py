@@ -7,7 +7,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from ..errors import TaoBrevError
 from ..secrets.file_names import resolve_keys
-from . import clients
+from .clients import client
 from .manifest import HEX64, check_manifest
 from .meter import Progress, stderr
 from .objects import METADATA_KEY, download_sha256, existing_objects, head
@@ -26,7 +26,7 @@ def verify_against_manifest(settings: S3Settings, s3_prefix: str, manifest: Sequ
     """
     check_manifest(manifest)
     bucket, prefix = location(settings, s3_prefix)
-    s3 = clients.client(settings, max_pool_connections=max(32, max_concurrency * 2))
+    s3 = client(settings, max_pool_connections=max(32, max_concurrency * 2))
     meter = Progress(progress, "verify", len(manifest), sum(int(e["size"]) for e in manifest))
 
     listed = existing_objects(s3, settings, bucket, prefix)  # also: NoSuchBucket, auth
