@@ -127,7 +127,6 @@ def check_manifest(manifest: Any) -> None:
         seen.add(path)
 
 
-
 def manifest_digest(manifest: Sequence[dict]) -> str:
     """16 hex digits identifying a manifest's content (paths, sizes, sha256s)."""
     canonical = json.dumps([[e["path"], e["size"], e["sha256"]] for e in manifest], separators=(",", ":"))

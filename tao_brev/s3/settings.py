@@ -112,7 +112,6 @@ def s3_settings(env: Optional[Mapping[str, str]] = None, bucket: Optional[str] =
     return S3Settings(sources=sources, **values)
 
 
-
 def safe_endpoint(url: Optional[str]) -> Optional[str]:
     """The endpoint without any user:password@ part."""
     if not url:
