@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tao_brev import s3 as storage
 from tao_brev.s3 import clients
-from tests.s3helpers import SECRETS, raises, s3  # noqa: F401  (fixtures)
+from tests.s3fixtures import SECRETS, raises, s3  # noqa: F401  (fixtures)
 
 
 def test_client_config_and_env_isolation(monkeypatch):

@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 
 from tao_brev import s3 as storage
-from tests.s3helpers import raises, tree  # noqa: F401  (fixtures)
+from tests.s3fixtures import raises, tree  # noqa: F401  (fixtures)
 
 
 def test_manifest_and_excludes(tree: Path):

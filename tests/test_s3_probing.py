@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tao_brev import s3 as storage
-from tests.s3helpers import SECRETS, raises, s3  # noqa: F401  (fixtures)
+from tests.s3fixtures import SECRETS, raises, s3  # noqa: F401  (fixtures)
 from tests.s3server import MotoS3Server, _free_port
 
 

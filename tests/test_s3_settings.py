@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tao_brev import s3 as storage
 from tao_brev.s3 import clients
-from tests.s3helpers import raises
+from tests.s3fixtures import raises
 
 
 def test_aws_names_and_legacy_mapping():

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from tao_brev import s3 as storage
-from tests.s3helpers import SECRETS, MiB, SMALL_PARTS, raises, s3, tree, write  # noqa: F401  (fixtures)
+from tests.s3fixtures import SECRETS, MiB, SMALL_PARTS, raises, s3, tree, write  # noqa: F401  (fixtures)
 
 
 def test_upload_reupload_verify_and_damage(s3, s3_server, tree: Path, capsys):

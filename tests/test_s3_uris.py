@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tao_brev import s3 as storage
-from tests.s3helpers import raises
+from tests.s3fixtures import raises
 
 
 def test_parse_s3_uri():
