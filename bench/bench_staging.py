@@ -4,7 +4,7 @@
 Prints figures and the targets; asserts nothing about timing.
 Run from the repository root:  python bench/bench_staging.py [--small 200] [--shards 3] [--shard-mib 100] [--reps 3]
 
-Two data sets, each staged by the bundle (``staging.prepare_inputs`` with the
+Two data sets, each staged by the bundle (``s3.prepare_inputs`` with the
 local hash cache and index copies, what ``submit.py --storage-tier B`` runs) and synced by the
 AWS CLI (``aws s3 sync``, the venv's awscli) to its own prefix:
 
@@ -40,7 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tao_brev import hash_cache, staging, storage  # noqa: E402
+from tao_brev import s3  # noqa: E402
+from tao_brev.s3 import hash_cache  # noqa: E402
 from tests.s3server import MotoS3Server  # noqa: E402
 
 MiB = 2**20
@@ -72,7 +73,7 @@ class Bench:
     def __init__(self, server: MotoS3Server, tmp: Path):
         self.server, self.tmp = server, tmp
         self.bucket = server.create_bucket("bench")
-        self.settings = storage.s3_settings(dict(server.env, S3_BUCKET_NAME=self.bucket))
+        self.settings = s3.s3_settings(dict(server.env, S3_BUCKET_NAME=self.bucket))
         self.s3 = server.boto_client()
         self.cache = tmp / "state" / "brev" / "hash-cache.json"
         self.aws = str(Path(sys.executable).parent / "aws")
@@ -92,9 +93,9 @@ class Bench:
     def bundle(self, source: Path, name: str) -> tuple[float, int]:
         before = self.objects(f"inputs/{name}/")
         started = time.perf_counter()
-        staging.prepare_inputs(self.settings, self.bucket, staging.parse_inputs([f"{source}={name}"]),
-                               cache=hash_cache.HashCache(self.cache), progress=None,
-                               index_copies=staging.index_copies_dir(self.tmp / "state"))
+        s3.prepare_inputs(self.settings, self.bucket, s3.parse_inputs([f"{source}={name}"]),
+                          cache=hash_cache.HashCache(self.cache), progress=None,
+                          index_copies=s3.index_copies_dir(self.tmp / "state"))
         return time.perf_counter() - started, self.sent(f"inputs/{name}/", before)
 
     def bundle_process(self, source: Path, name: str) -> tuple[float, int]:
@@ -158,8 +159,8 @@ def main() -> None:
                     bench.aws_sync(big, "shards")   # keep the aws prefix one byte behind, like ours
         rows.append(("one file changed", f"{args.shards} shards", median(ours), median(fresh), median(theirs)))
         bench.bundle(big, "shards")   # the last run above was aws's: bring the bundle's copy level, then check it
-        report = storage.verify_against_manifest(bench.settings, f"s3://{bench.bucket}/inputs/shards/data/",
-                                                 storage.local_manifest(big), progress=None)
+        report = s3.verify_against_manifest(bench.settings, f"s3://{bench.bucket}/inputs/shards/data/",
+                                            s3.local_manifest(big), progress=None)
 
     print(f"{'case':<17} {'data':<11} {'aws sync s':>10} {'bundle s':>9} {'ratio':>6} {'target':>7} "
           f"{'process s':>10} {'ratio':>6} {'bundle sent':>12} {'aws sent':>10}")
@@ -168,7 +169,7 @@ def main() -> None:
         fresh_s = f"{fresh[0]:10.2f} {fresh[0] / t_aws:6.2f}" if fresh else f"{'':>10} {'':>6}"
         print(f"{case:<17} {data:<11} {t_aws:10.2f} {t_ours:9.2f} {t_ours / t_aws:6.2f} {target:>7} {fresh_s} "
               f"{b_ours / MiB:8.2f} MiB {b_aws / MiB:6.2f} MiB")
-    print("bundle: staging.prepare_inputs in this process (botocore already loaded); process: "
+    print("bundle: s3.prepare_inputs in this process (botocore already loaded); process: "
           "bench/stage_fresh.py, a fresh process doing what submit.py does up to its upload (its extra is "
           "interpreter and botocore start-up, which the aws CLI pays too); sent: bytes of the objects created "
           "or rewritten (the bundle's include its manifest and index)")

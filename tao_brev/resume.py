@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from . import lazy_re
-from . import credentials, nextstep, remote, resume_home, staging, storage
+from . import credentials, nextstep, remote, resume_home
+from . import s3 as staging, s3 as storage
 from .errors import TaoBrevError
 from .records import is_terminal
 from .results_manifest import load_links, load_manifest

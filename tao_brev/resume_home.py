@@ -27,7 +27,8 @@ import uuid
 from pathlib import Path
 from typing import Optional
 
-from . import remote, storage
+from . import remote
+from . import s3 as storage
 from .errors import TaoBrevError
 
 CHUNK = 1 << 20

@@ -223,7 +223,7 @@ def world(tmp_path, state_env):
 @pytest.fixture
 def hashed(monkeypatch) -> list:
     """Names of the files ``storage.file_checksum`` reads from now on (the real hash still runs)."""
-    from tao_brev import storage
+    from tao_brev.s3 import manifest as storage
 
     names: list = []
     real = storage.file_checksum

@@ -235,7 +235,7 @@ def test_the_start_of_every_script_compiles_on_old_pythons(version):
 # -- start-up: what a script loads before it has anything to do -------------------------------
 # A script's --help (and a bad flag) needs argparse and the answer machinery, nothing of the
 # verbs: these are imported by main() once the arguments are read.
-NOT_FOR_HELP = ("tao_brev.verbs", "tao_brev.staging", "tao_brev.storage", "tao_brev.transport",
+NOT_FOR_HELP = ("tao_brev.verbs", "tao_brev.s3", "tao_brev.transport",
                 "tao_brev.known_secrets", "tao_brev.docker_state", "tao_brev.progress", "boto3", "botocore",
                 "jsonschema", "yaml", "dataclasses", "typing", "tempfile",
                 "shutil")   # argparse loads shutil (bz2, lzma) for the terminal width: cli.help_formatter does not
@@ -287,6 +287,6 @@ def test_what_the_interrupt_handler_imports_needs_nothing_the_script_may_be_impo
 
 def test_a_record_listing_imports_no_verb_transport_or_s3(tmp_path):
     imported = _imported(str(ROOT / "scripts" / "tao_job_record.py"), "list", TAO_STATE_DIR=str(tmp_path))
-    heavy = sorted(m for m in imported if m.startswith(("tao_brev.verbs", "tao_brev.transport", "tao_brev.staging",
-                                                       "tao_brev.storage", "boto3", "jsonschema")))
+    heavy = sorted(m for m in imported if m.startswith(("tao_brev.verbs", "tao_brev.transport", "tao_brev.s3",
+                                                       "boto3", "jsonschema")))
     assert heavy == [], heavy

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from tao_brev import fsio, progress, statedir
 from tao_brev.secrets import guard as known_secrets, proof as env_proof, safe_read
 from tao_brev.errors import TaoBrevError
-from tao_brev.hash_cache import HashCache
+from tao_brev.s3.hash_cache import HashCache
 from tao_brev.records import RecordStore
 from tao_brev.sidecar import SidecarStore
 

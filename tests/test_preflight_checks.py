@@ -212,7 +212,7 @@ def test_s3_bucket_missing(box, s3_server):
 def test_s3_is_checked_from_the_instance_in_the_same_round_trip(box, s3_server):
     """The transfers run on the instance: preflight asks it to reach the endpoint and looks for
     the carrier image there, inside the one combined script (no extra round trip)."""
-    from tao_brev.staging import carrier_image
+    from tao_brev.s3 import carrier_image
 
     bucket = s3_server["create_bucket"]()
     name = fresh(box, "s3box")
@@ -332,7 +332,7 @@ def test_combined_script_quotes_oauthtoken_and_removes_the_key_file_first():
 
 def test_pull_pulls_the_carrier_too_when_the_tier_moves_data_through_s3(box, s3_server):
     """--pull leaves nothing for a hand-typed docker pull: the TAO image and the S3 carrier."""
-    from tao_brev.staging import carrier_image
+    from tao_brev.s3 import carrier_image
 
     bucket = s3_server["create_bucket"]()
     name = fresh(box, "pullboth")

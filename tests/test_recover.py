@@ -15,7 +15,7 @@ import pytest
 
 from conftest import validate
 from test_robustness import brev_cli, records, sidecars
-from test_staging import s3world  # noqa: F401  (fixture)
+from tests.s3world import s3world  # noqa: F401  (fixture)
 
 from tao_brev.verbs import recover
 

@@ -9,7 +9,7 @@ import sys
 
 from conftest import ROOT, validate
 from test_robustness import records, sidecars
-from test_staging import CARRIER, S3World, s3world  # noqa: F401  (fixture)
+from tests.s3world import CARRIER, S3World, s3world  # noqa: F401  (fixture)
 
 WAIT = ("--wait", "--interval", "0.2", "--timeout", "60")
 

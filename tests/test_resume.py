@@ -17,7 +17,7 @@ import pytest
 
 from conftest import validate
 from test_robustness import records, sidecars
-from test_staging import CARRIER, S3World, s3world  # noqa: F401  (fixture)
+from tests.s3world import CARRIER, S3World, s3world  # noqa: F401  (fixture)
 
 from tao_brev import docker_state, resume, resume_advice
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from conftest import EXAMPLE_DATA, validate
-from test_staging import CARRIER, S3World, s3world  # noqa: F401  (fixture)
+from tests.s3world import CARRIER, S3World, s3world  # noqa: F401  (fixture)
 
 from tao_brev import spec_paths
 from tao_brev.errors import TaoBrevError

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .. import resume, storage
+from .. import resume
+from .. import s3 as storage
 from ..context import Context, say
 from ..errors import TaoBrevError
 from ..fsio import locked, private_dir

@@ -28,7 +28,7 @@ import os
 import re
 from pathlib import Path
 
-from .. import lazy_re, nextstep, remote, storage
+from .. import lazy_re, nextstep, remote, s3 as storage
 from ..secrets import redact
 from ..context import Context, say
 from ..errors import TaoBrevError

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .. import credentials, remote, resume, staging, storage
+from .. import credentials, remote, resume, s3 as staging, s3 as storage
 from ..context import Context, say
 from ..errors import TaoBrevError
 from ..fsio import locked, private_dir

@@ -3,7 +3,7 @@ resolves) and ``s3`` (credentials, the bucket, a probe object under ``results/``
 
 from __future__ import annotations
 
-from ... import bank, remote, staging, storage
+from ... import bank, remote, s3 as staging, s3 as storage
 from ... import routing as routing_mod
 from ...errors import TaoBrevError
 from .report import Context, PreflightRequest, Report

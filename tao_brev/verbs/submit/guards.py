@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from ... import archs, bank, cost, credentials, lazy_re, remote, resume, spec_check
 from ... import routing as routing_mod
-from ... import spec_paths, staging, tao_gpus, tao_schema_pkg
+from ... import spec_paths, tao_gpus, tao_schema_pkg
+from ... import s3 as staging
 from ...errors import TaoBrevError
 from ...limits import refuse_long_env, refuse_long_script
 from ...secrets import guard as known_secrets, redact

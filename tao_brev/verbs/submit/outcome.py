@@ -18,7 +18,8 @@ import os
 import shlex
 from dataclasses import dataclass
 
-from ... import nextstep, remote, resume, spec_paths, staging
+from ... import nextstep, remote, resume, spec_paths
+from ... import s3 as staging
 from ...docker_state import docker_error_code
 from ...errors import CODES
 from ...secrets import redact

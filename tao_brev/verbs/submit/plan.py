@@ -11,7 +11,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from ... import remote, resume, spec_paths, staging, tao_gpus, tao_schema
+from ... import remote, resume, spec_paths, tao_gpus, tao_schema
+from ... import s3 as staging
 from ...remote import RunSpec
 from ...routing import Routing
 from ...vocabulary import StorageTier

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ... import credentials, hash_cache, staging, storage
+from ... import credentials
+from ... import s3 as staging, s3 as storage
+from ...s3 import hash_cache
 from ...errors import TaoBrevError
 from ...vocabulary import StorageTier
 

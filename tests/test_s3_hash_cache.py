@@ -1,4 +1,4 @@
-"""tao_brev.hash_cache: a stat-keyed sha256 cache that can make hashing rarer, never wrong.
+"""tao_brev/s3/hash_cache.py: a stat-keyed sha256 cache that can make hashing rarer, never wrong.
 
 Clocks are injected (no timing): ``LATER`` puts "now" far after every file's
 mtime/ctime, so entries are not racy; ``NOW`` is the real time, so a file
@@ -14,7 +14,8 @@ import stat
 import time
 from pathlib import Path
 
-from tao_brev import hash_cache, storage
+from tao_brev import s3 as storage
+from tao_brev.s3 import hash_cache
 
 
 def LATER() -> int:

@@ -31,13 +31,14 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import fsio, lazy_re
+from .. import fsio
+from ..secrets.file_names import without_tainted
+from .manifest import HEX64
 
 FILE_NAME = "hash-cache.json"
 FORMAT = 1
 RACY_NS = 100_000_000            # 0.1 s: far above a kernel timestamp tick
 COARSE_RACY_NS = 2_000_000_000   # whole-second (or 2 s, FAT) timestamps
-_HEX64 = lazy_re.compile(r"^[0-9a-f]{64}$")
 
 
 def default_path(state_root: Path) -> Path:
@@ -86,7 +87,7 @@ class HashCache:
         entry = self.entries.get(name)
         self.touched.add(name)
         if (isinstance(entry, list) and len(entry) == 6 and entry[:5] == _key(st)
-                and isinstance(entry[5], str) and _HEX64.match(entry[5])):
+                and isinstance(entry[5], str) and HEX64.match(entry[5])):
             self.hits += 1
             return entry[5]
         self.misses += 1
@@ -133,8 +134,6 @@ class HashCache:
                 on_disk.update(self.entries)
                 for name in self.removed:
                     on_disk.pop(name, None)
-                from .secrets.file_names import without_tainted
-
                 on_disk = without_tainted(on_disk)   # a path holding a known value is never kept
                 fsio.atomic_write_text(self.path, json.dumps({"format": FORMAT, "entries": on_disk},
                                                              separators=(",", ":")) + "\n")
