@@ -193,3 +193,24 @@ def test_the_instance_copies_only_the_staged_version_and_refuses_any_other(s3wor
     forged = fetch("j4", inp)
     assert forged.returncode != 0 and "differs from the one staged" in forged.stdout, forged
     s3world.assert_no_secret_anywhere()
+
+
+def test_tier_c_credentials_a_job_prints_are_withheld_in_a_shell_without_them(s3world, dataset):
+    """The S3 keys tier C hands the job's container are proved like --env values (the job's
+    sidecar lists them): polled or torn down from a shell without AWS_*, the job's output is
+    withheld, never printed or stored; from the submitting shell it is shown redacted."""
+    secret = s3world.world.env["AWS_SECRET_ACCESS_KEY"]
+    sub = s3world.submit("C", dataset, simulate={"print_env": ["AWS_SECRET_ACCESS_KEY"]})
+    assert sub.code == 0, sub
+    job = sub.json["job_id"]
+    s3world.sim.wait_container("box", job)
+    same = s3world.run("poll_status.py", job, "--logs", "100")
+    assert secret not in same.stdout + same.stderr and "<redacted>" in json.dumps(same.json), same
+    bare = {k: v for k, v in s3world.world.env.items() if not k.startswith("AWS_")}
+    from conftest import run_script, tree_leaks
+
+    polled = run_script("poll_status.py", job, "--logs", "100", env=bare, timeout=180)
+    assert secret not in polled.stdout + polled.stderr and "withheld" in polled.stdout, polled
+    down = run_script("teardown.py", job, "--keep-instance", env=bare, timeout=180)
+    stored = tree_leaks(Path(bare["TAO_STATE_DIR"]), lambda t: ["aws-secret"] if secret in t else [])
+    assert not stored and secret not in down.stdout + down.stderr, stored

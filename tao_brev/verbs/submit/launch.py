@@ -43,7 +43,17 @@ def prepare(ctx: Context, req: SubmitRequest, plan: Plan) -> dict:
     instance_running(ctx, req)   # before the first exec: brev exec would start a STOPPED instance
     if plan.stage:
         plan.stage.prepare()
-    return env_proof.proof(ctx.state_root, ctx.env, req.env_names)   # digests, kept: later verbs prove values
+    names, values = proved_env(ctx, req, plan)
+    return env_proof.proof(ctx.state_root, values, names)   # digests, kept: later verbs prove values
+
+
+def proved_env(ctx: Context, req: SubmitRequest, plan: Plan) -> tuple[list[str], dict[str, str]]:
+    """(the sidecar's ``env_names``, their values): the ``--env`` names and the credentials the
+    bundle hands the job's container itself (the stage's); what a later verb must prove."""
+    given = {n: v for n, v in (plan.stage.job_credentials() if plan.stage else {}).items()
+             if ctx.env.get(n) == v}   # proved under the name this shell holds it by (the legacy aliases repeat it)
+    names = list(req.env_names) + [n for n in given if n not in req.env_names]
+    return names, {**given, **{n: ctx.env[n] for n in req.env_names if ctx.env.get(n)}}
 
 
 def instance_running(ctx: Context, req: SubmitRequest) -> None:
@@ -79,7 +89,7 @@ def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: dict) -> tu
         job_id = record["id"]
         note_job(job_id, interrupted_fix=interrupted_fix(job_id))
         note_state(JobState.PENDING)
-    ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral, env_names=list(req.env_names),
+    ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral, env_names=proved_env(ctx, req, plan)[0],
                         env_proof=proof,
                         results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
                                  "destination": routing.destination(job_id)},

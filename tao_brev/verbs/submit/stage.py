@@ -12,6 +12,7 @@ from ... import credentials
 from ... import s3 as staging, s3 as storage
 from ...s3 import hash_cache
 from ...errors import TaoBrevError
+from ...secrets.values import is_credential_env_name
 from ...vocabulary import StorageTier
 
 if TYPE_CHECKING:   # type hints only: the CLI runner is the scripts' layer
@@ -54,6 +55,15 @@ class Staging:
 
     def mounts(self, job_id: str) -> list[tuple[str, str, bool]]:
         return staging.input_mounts(job_id, self.inputs)
+
+    def job_credentials(self) -> dict[str, str]:
+        """The credentials this bundle itself hands the job's container (tier C: the S3 keys, which
+        the job may print), by name: proved like ``--env`` values, so a later shell without
+        them withholds the job's output. Tier B keeps them in the carrier: none."""
+        if self.tier != StorageTier.C:
+            return {}
+        return {n: v for n, v in self.settings.container_env(legacy=True).items()
+                if is_credential_env_name(n)}
 
     def push_credentials(self, ctx: Context, instance: str, job_id: str, user_values: dict,
                          destination: str | None) -> tuple[str | None, str]:
