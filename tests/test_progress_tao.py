@@ -201,7 +201,7 @@ def test_only_a_failure_line_that_says_interrupted_unfinishes_a_run(tao):
     assert progress.after_end(got, "COMPLETE", "train") == {**got, "eta_s": 0}
 
 
-def test_a_poll_of_an_interrupted_run_that_exited_0_says_it_did_not_finish(world, tmp_path):
+def test_an_interrupted_run_that_exited_0_is_an_error_that_says_it_did_not_finish(world, tmp_path):
     """The breaker's end as TAO makes it: epoch 1 of 3, the caught interrupt's FAILURE line, exit 0."""
     import json
     import os
@@ -236,4 +236,10 @@ def test_a_poll_of_an_interrupted_run_that_exited_0_says_it_did_not_finish(world
     res = world.run("poll_status.py", job)
     got = res.json["progress"]
     assert got["interrupted"] is True and "finished" not in got and got["eta_s"] is None, got
-    assert "did NOT finish" in got["note"]
+    assert "interruption" in got["note"], got
+    # the exit 0 is no success: ERROR, ERR_PROGRAM (nothing recovers it by itself), the resume advice
+    assert res.json["state"] == "ERROR" and "final_kpi" not in res.json, res   # a poll that read it: exit 0
+    assert res.json["hint"]["err_class"] == "ERR_PROGRAM" and "interrupt" in res.json["hint"]["reason"], res
+    assert "--resume-from" in res.json["hint"]["advice"] and "did NOT finish" in res.json["message"], res
+    listed = world.run("poll_status.py", "--all")
+    assert [j["state"] for j in listed.json["jobs"] if j["job_id"] == job] in ([], ["ERROR"]), listed

@@ -17,7 +17,7 @@ from ...vocabulary import InstanceStatus, JobState
 from .. import instance_gate, reconcile
 from .. import results as results_mod
 from ..job_facts import job_instance
-from .observe import apply, observe, watch_fields
+from .observe import apply, interrupted_end, observe, watch_fields
 from .probe import Probe, from_probe, instance_clock
 
 
@@ -82,6 +82,7 @@ def _job_answer(ctx: Context, instance: str, record: dict, probe, now: float | N
         observed = from_probe(record["id"], probe)
         if instance_started:
             observed = after_instance_start(observed, instance)
+        observed = interrupted_end(observed, probe.files if probe else None, record.get("action", ""))
         record = apply(ctx, record, observed)
         terminal = record.get("terminal_state")
         results = results_mod.finalize(ctx, record["id"]) if terminal else None

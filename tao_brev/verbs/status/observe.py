@@ -3,13 +3,15 @@ answer (state, progress, stall, logs, results, cost, the recovery chain)."""
 
 from __future__ import annotations
 
-from ... import cost, logcap, remote, resume_advice
+import dataclasses
+
+from ... import cost, logcap, remote, resume_advice, tao_status
 from ... import progress as progress_mod
 from ...context import Context, warn
 from ...docker_state import JobState as Observed
 from ...errors import TaoBrevError
 from ...records import current_state, is_terminal
-from ...vocabulary import JobState, Source
+from ...vocabulary import ErrClass, JobState, Source
 from .. import instance_gate, reconcile
 from .. import results as results_mod
 from ..instance_jobs import owns
@@ -48,6 +50,23 @@ def watch_fields(ctx: Context, record: dict, observed: Observed, probe: Probe | 
         if stall is not None:
             out.update(stalled=stall["stalled"], stall=stall)
     return out
+
+
+def interrupted_end(observed: Observed, files: list | None, action: str) -> Observed:
+    """An exit 0 is no success when TAO caught an interrupt: it writes the FAILURE line "... was
+    interrupted" and returns (tao-pytorch core/decorators/workflow.py:68-73). Such a COMPLETE
+    becomes ERROR, ERR_PROGRAM (an interrupt is a stop asked of the process, not an infrastructure
+    failure to recover from: the advice resumes it); any other observation is returned as is."""
+    file = progress_mod.pick(files, action) if observed.state == JobState.COMPLETE and files else None
+    message = tao_status.interrupted(tao_status.current_run(progress_mod.entries(file.lines)[0])) if file else None
+    if message is None:
+        return observed
+    hint = {"err_class": ErrClass.PROGRAM, "reason": "TAO caught an interrupt and exited 0 without finishing",
+            "advice": f"Find what sent the interrupt, then run {resume_advice.RESUME_WORDS} (continues from "
+                      "its last checkpoint); nothing resumes it by itself.",
+            "evidence": logcap.cut_redacted(message, 200)}
+    return dataclasses.replace(observed, state=JobState.ERROR, hint=hint,
+                               message=f"exited 0 but did not finish: {tao_status.INTERRUPTED_NOTE}")
 
 
 def apply(ctx: Context, record: dict, observed: Observed) -> dict:
@@ -132,6 +151,7 @@ def _answer(ctx: Context, record: dict, sidecar: dict, instance: str, answer: di
     else:
         observed, logs, probe = read_backend(ctx, instance, job_id, log_lines,
                                              results_instance_dir(record, sidecar), metrics)
+        observed = interrupted_end(observed, probe.files if probe else None, record.get("action", ""))
     record = apply(ctx, record, observed)
     terminal = record.get("terminal_state")
     out = {**answer, "state": terminal or observed.state, "observed": observed.to_json(),
