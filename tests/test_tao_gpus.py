@@ -173,3 +173,23 @@ def test_no_spec_check_on_8_gpus_trains_on_8(world):
     words = _docker_run_words(world, "eight")
     assert "train.num_gpus=8" in words and "train.gpu_ids=[0,1,2,3,4,5,6,7]" in words
     assert any("schema could not be read" in w for w in res.json["warnings"])
+
+
+def _first_gpu_words(args: list[str]) -> tuple[int | None, str | None]:
+    """What TAO's entrypoint reads of the GPUs from a launch's arguments: the first "num_gpus=" and the
+    first "gpu_ids=" found in all of them joined, whatever section they belong to (tao-pytorch 7.0.1
+    nvidia_tao_pytorch/core/entrypoint.py:163-178)."""
+    joined = " " + " ".join(args)
+    count = joined.split("num_gpus=")[1].split()[0] if "num_gpus=" in joined else None
+    ids = joined.split("gpu_ids=")[1].split()[0] if "gpu_ids=" in joined else None
+    return (int(count) if count is not None else None), ids
+
+
+def test_the_entrypoint_reads_the_bundles_gpu_keys_before_a_users_other_section(world):
+    world.sim.add_instance("eight", gpus=["NVIDIA A100-SXM4-80GB"] * 8, instance_type="p4d.24xlarge")
+    world.sim.preload_image("eight", TAO_IMAGE)
+    sub = world.submit("--", "evaluate.num_gpus=1", "evaluate.gpu_ids=[0]", instance="eight",
+                       spec=world.spec({"epoch_seconds": 0.02}))
+    assert sub.code == 0, sub
+    run = [r["argv"] for r in world.sim.audit() if r["tool"] == "docker" and r["argv"][:2] == ["run", "-d"]][-1]
+    assert _first_gpu_words(run[run.index("-e") + 2:]) == (8, "[0,1,2,3,4,5,6,7]"), run
