@@ -231,7 +231,10 @@ def test_submit_with_overrides_reaches_the_tao_command(real):
     assert real.run("poll_status.py", job_id, *WAIT).json["state"] == "COMPLETE"
     cmd = json.loads(docker("inspect", "--format", "{{json .Config.Cmd}}", job_id).stdout)
     assert "train.num_epochs=4" in cmd
-    assert cmd[-2:] == ["train.num_gpus=1", "train.gpu_ids=[0]"]   # the instance's one GPU (nvidia-smi -L)
+    # the instance's one GPU (nvidia-smi -L), set before the user's overrides: TAO's entrypoint reads the
+    # first num_gpus= / gpu_ids= of all its arguments (tao-pytorch core/entrypoint.py:163-178)
+    after = cmd[cmd.index("results_dir=/results") + 1:]
+    assert after == ["train.num_gpus=1", "train.gpu_ids=[0]", "train.num_epochs=4"], cmd
     results = real.home / "tao-results" / job_id / "train"
     assert list(results.glob("model_epoch_003*.pth")) and not list(results.glob("model_epoch_004*.pth"))
 
