@@ -63,15 +63,18 @@ def _override_values(overrides: Sequence[str]) -> dict:
 
 
 def _under_data(value: str) -> Optional[tuple[str, str]]:
-    """(NAME, rest) of ``/data/NAME[/rest]``; None for other strings, interpolations, ``..``, and
-    glob patterns (``*``, ``?``, ``[``: a loader expands them, no single path has to exist)."""
+    """(NAME, rest) of ``/data/NAME[/rest]`` once spelled plainly (``//``, ``/./`` and ``..`` resolved
+    as the container's open() resolves them: ``/data/x/../y`` is ``/data/y``); None for other strings,
+    interpolations, and glob patterns (``*``, ``?``, ``[``: a loader expands them, no single path has to
+    exist)."""
     prefix = remote.CONTAINER_DATA_DIR + "/"
-    if not value.startswith(prefix) or "${" in value or "\n" in value or any(c in value for c in "*?["):
+    if not value.startswith("/") or "${" in value or "\n" in value or any(c in value for c in "*?["):
         return None
-    parts = value[len(prefix):].rstrip("/").split("/")
-    if not parts[0] or ".." in parts or "." in parts:
+    plain = posixpath.normpath(value)
+    if not plain.startswith(prefix):
         return None
-    return parts[0], "/".join(p for p in parts[1:] if p)
+    parts = plain[len(prefix):].split("/")
+    return parts[0], "/".join(parts[1:])
 
 
 def _derived(spec: dict, strings: dict, network_arch: str, action: str) -> dict:

@@ -73,7 +73,7 @@ def test_tier_b_checks_the_staged_copy(s3world, tmp_path):
 # ---------------------------------------------------------------- pure parts
 def test_named_walks_lists_and_overrides_and_skips_what_tao_resolves():
     spec = {"dataset": {"train": [{"image_dir": "/data/levir/img"}, {"image_dir": "${oc.env:X}/a"}],
-                        "root": "/data/levir/../etc", "plain": "relative/path", "n": 3,
+                        "plain": "relative/path", "n": 3,
                         "shards": "/data/levir/part-*.json", "one": "/data/levir/x[0].png"},
             "evaluate": {"checkpoint": "/data/ckpt/model.pth"}, "results_dir": "/results"}
     found = spec_paths.named(spec, ["evaluate.checkpoint=/data/ckpt/other.pth", "x.y='/data/levir/q'"], MOUNTS)
@@ -88,6 +88,20 @@ def test_named_walks_lists_and_overrides_and_skips_what_tao_resolves():
     assert spec_paths.named({"root": "/data/levir"}, [], MOUNTS) == [("root", "/data/levir")]
     assert spec_paths.check_lines([("root", "/data/levir")], spec_paths.host_paths(MOUNTS)).startswith(
         "test -e \"$HOME\"/tao-data/levir ||")
+
+
+@pytest.mark.parametrize("value", ["/data/levir/../etc/x", "/data/levir/../../data/nope", "/data//nope/x",
+                                   "/data/./nope", "/data/levir/./../nope/"])
+def test_a_path_is_read_as_the_container_opens_it(value):
+    """``..``, ``.`` and ``//`` resolved (posixpath.normpath, as open() in the container walks them): a path
+    that leaves its input for an unmounted name is refused; one that stays in an input is checked there."""
+    with pytest.raises(TaoBrevError) as failed:
+        spec_paths.named({"root": value}, [], MOUNTS)
+    assert failed.value.code == "SPEC_INPUT_UNKNOWN" and f"root names {value}" in failed.value.message
+    for kept in ("/data//levir/img", "/data/levir/./img", "/data/levir/x/../img"):
+        found = spec_paths.named({"root": kept}, [], MOUNTS)
+        assert found == [("root", kept)] and spec_paths.check_lines(found, spec_paths.host_paths(MOUNTS)).startswith(
+            'test -e "$HOME"/tao-data/levir/img ||'), found
 
 
 def test_an_unmounted_name_is_refused_naming_the_key_only():
