@@ -59,12 +59,15 @@ def _serve() -> None:
     port the kernel picks at bind time, printed as ``tao-test-moto-port N`` before it serves."""
     import signal
 
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from moto.moto_server import werkzeug_app
     from werkzeug.serving import make_server
 
-    app = DomainDispatcherApplication(create_backend_app)
+    app = werkzeug_app.DomainDispatcherApplication(werkzeug_app.create_backend_app)
     app.debug = True
-    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
+    # moto >= 5.2 serves with its own handler (S3 metadata names keep their underscores); the moto that
+    # Python 3.9 gets (5.1) has none and serves with werkzeug's, as its moto.server does
+    handler = getattr(werkzeug_app, "MotoRequestHandler", None)
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=handler)
     os.environ["MOTO_PORT"] = str(server.server_port)   # as moto.server sets it
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(f"tao-test-moto-port {server.server_port}", flush=True)

@@ -9,6 +9,7 @@ the key, never the value.
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -242,7 +243,13 @@ def test_each_mistake_is_refused_before_any_brev_exec(world, tmp_path, case, dry
     assert where.startswith("override ") if extra else re.fullmatch(re.escape(str(spec)) + r":\d+:\d+", where)
     assert world.sim.exec_count() == before                              # no brev exec at all
     assert not list((Path(world.env["TAO_STATE_DIR"]) / "jobs").glob("*.json"))   # nothing recorded
-    assert "--no-spec-check" in error["fix"]
+    if case == "unknown_override":   # the closest key is known: the corrected call is next, and it passes
+        assert res.json["next"].endswith("-- train.num_epochs=2") and "train.num_epochs" in error["fix"], res
+        words = shlex.split(res.json["next"])
+        again = world.run(Path(words[0]).name, *words[1:])
+        assert again.code == 0 and (again.json.get("dry_run") or again.json.get("job_id")), again
+    else:
+        assert "--no-spec-check" in error["fix"] and res.json["next"] is None
 
 
 def test_the_shipped_example_passes_and_the_answer_names_the_schema(world):

@@ -199,9 +199,35 @@ def _check_spec(ctx: Context, req: SubmitRequest, image: str, spec_text: str, sp
     """The spec and overrides against TAO's schema of the image's version (:mod:`tao_brev.spec_check`)."""
     fix = (f"Fix the spec {req.spec} (or the override) where the finding says, then run the same command: "
            f"{req.rerun()}. A custom image with its own schema: {req.rerun(add=('--no-spec-check',))}")
-    return spec_check.check(network_arch=req.network_arch, action=req.action, image=image, spec_path=req.spec,
-                            spec_text=spec_text, spec_data=spec_data, overrides=list(req.overrides),
-                            state_root=ctx.state_root, env=ctx.env, skip=req.no_spec_check, fix=fix)
+    try:
+        return spec_check.check(network_arch=req.network_arch, action=req.action, image=image, spec_path=req.spec,
+                                spec_text=spec_text, spec_data=spec_data, overrides=list(req.overrides),
+                                state_root=ctx.state_root, env=ctx.env, skip=req.no_spec_check, fix=fix)
+    except TaoBrevError as exc:
+        renamed = _corrected_overrides(req, (exc.details.get("answer") or {}).get("findings") or [])
+        if exc.code == "BAD_SPEC" and renamed:   # every finding an override's key with its closest: the corrected call
+            corrected = req.rerun(renamed=renamed)
+            exc.fix = f"Use {', '.join(repr(new.split('=', 1)[0]) for new in renamed.values())}: {corrected}"
+            exc.details["answer"]["next"] = corrected
+        raise
+
+
+def _corrected_overrides(req: SubmitRequest, findings: list) -> dict:
+    """{override word: the word with its key replaced by the closest valid key} when every finding is an
+    override's unknown key that has one (``override N``: the Nth override), else {}."""
+    renamed = {}
+    for found in findings:
+        where, key, closest = found.get("where") or "", found.get("key"), found.get("closest")
+        number = where[len("override "):] if where.startswith("override ") else ""
+        if not (number.isdigit() and closest and 0 < int(number) <= len(req.overrides)):
+            return {}
+        word = req.overrides[int(number) - 1]
+        name, sep, value = word.partition("=")
+        bare = name.lstrip("+~")
+        if not sep or bare != key:
+            return {}
+        renamed[word] = f"{name[:len(name) - len(bare)]}{closest}={value}"
+    return renamed
 
 
 def _gpu_plan(req: SubmitRequest, checked, spec_data: dict):

@@ -51,13 +51,15 @@ class SubmitRequest:
     prog: str = "submit.py"               # the script as it was invoked
 
     def rerun(self, *, set_flags: dict | None = None, env_names: list[str] | None = None,
-              to_overrides: tuple = (), add: tuple = (), drop: tuple = ()) -> str:
+              to_overrides: tuple = (), add: tuple = (), drop: tuple = (), renamed: dict | None = None) -> str:
         """This submit's command line, changed: ``set_flags`` replaces (or adds)
         ``--flag value``, ``env_names`` replaces every ``--env`` value, ``to_overrides``
         moves those words after ``--``, ``add`` appends flags, ``drop`` removes flags (with
-        their values). Built from ``argv``
+        their values), ``renamed`` replaces whole words (an override corrected). Built from ``argv``
         (shell-quoted); without it, from the request's main fields."""
         head, tail = self._words()
+        if renamed:
+            head, tail = [renamed.get(w, w) for w in head], [renamed.get(w, w) for w in tail]
         set_flags = dict(set_flags or {})
         out, i = [], 0
         while i < len(head):
