@@ -220,9 +220,7 @@ class RunSpec:
             words += ["-v", f"{rpath(host)}:{shlex.quote(container + (':ro' if read_only else ''))}"]
         words += [shlex.quote(self.image), self.network_arch, self.action,
                   "-e", f"{CONTAINER_JOB_DIR}/spec.yaml", f"results_dir={CONTAINER_RESULTS_DIR}"]
-        # The GPU keys first: TAO's entrypoint takes the FIRST "num_gpus=" / "gpu_ids=" of all the
-        # arguments, whatever their section (tao-pytorch core/entrypoint.py:163-178), so a user's
-        # evaluate.num_gpus=1 after them cannot set the train's torchrun size.
+        # GPU keys first: TAO's entrypoint reads the FIRST num_gpus=/gpu_ids= of all args (entrypoint.py:163-178)
         if self.gpus == "all":   # set by count_gpus in the same script; keys checked, so only the variable expands
             words += [f'"{check_gpu_key(k)}=' + ('[$__tb_gids]"' if k.endswith("gpu_ids") else '$__tb_ngpus"')
                       for k in self.gpu_count_keys]

@@ -54,7 +54,7 @@ DEBTS: dict = {'circles': [],
                   'tao_brev.errors': 432,
                   'tao_brev.progress': 449,
                   'tao_brev.records': 472,
-                  'tao_brev.remote': 515,
+                  'tao_brev.remote': 516,
                   'tao_brev.transport': 719},
  'long_verb_functions': {}}
 # DEBTS end
