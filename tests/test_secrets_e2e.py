@@ -366,7 +366,8 @@ def test_credentials_printed_by_the_container_are_redacted_in_status_and_logs(wo
     bare = {k: v for k, v in world.env.items() if k not in SECRETS}
     other_shell = run_script("poll_status.py", job, "--logs", "20", env={**bare, **local})   # not in outputs
     assert find_secrets(other_shell.stdout + other_shell.stderr) == [], other_shell
-    assert other_shell.json["withheld"]["names"] == ["AWS_SECRET_ACCESS_KEY", "HF_TOKEN", "WANDB_API_KEY"]
+    # the S3 keys tier C hands the job container are proved like --env values: unproven in this shell too
+    assert other_shell.json["withheld"]["names"] == ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "HF_TOKEN", "WANDB_API_KEY"]
 
     down = world.run("teardown.py", job, schema="teardown", **local)
     assert down.code == 0 and down.json["container_removed"], down
