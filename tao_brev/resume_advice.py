@@ -11,8 +11,12 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from . import nextstep
+from . import lazy_re, nextstep
 from .errors import TaoBrevError
+
+# The instance placeholder of the static advice texts (docker_state's GPU-reset and disk advice), a
+# whole word only (never inside a code such as INSTANCE_STOPPED)
+_INSTANCE_WORD = lazy_re.compile(r"\bINSTANCE\b")
 
 # submit.py flags a resubmit never repeats (each names one earlier job or is a one-off)
 _NOT_REPEATED = {"--retry-of": True, "--resume-from": True, "--dry-run": False, "--start": False}
@@ -82,7 +86,10 @@ def fill_job(ctx, job_id: str, out: dict) -> dict:
 
 def fill_answer(out: dict, record: dict, sidecar: dict) -> dict:
     """Every resume advice of a poll answer (``hint.advice``, ``stall.advice``, the error's fix,
-    ``observed.hint.advice``) with the exact command; the parts changed are copies."""
+    ``observed.hint.advice``) with the exact command, and the placeholder INSTANCE with the job's
+    instance; the parts changed are copies."""
+    instance = out.get("instance") or sidecar.get("instance")
+    instance = instance if isinstance(instance, str) and instance else None
     for key in ("hint", "stall", "error", "observed"):
         part = out.get(key)
         if not isinstance(part, dict):
@@ -92,4 +99,6 @@ def fill_answer(out: dict, record: dict, sidecar: dict) -> dict:
         for field in ("advice", "fix"):
             if isinstance(part.get(field), str) and RESUME_WORDS in part[field]:
                 part = out[key] = {**part, field: fill(part[field], record, sidecar)}
+            if isinstance(part.get(field), str) and instance and _INSTANCE_WORD.search(part[field]):
+                part = out[key] = {**part, field: _INSTANCE_WORD.sub(instance, part[field])}
     return out

@@ -67,3 +67,19 @@ def test_a_job_log_with_the_driver_gone_is_infrastructure_with_reboot_advice():
     hint = classify_logs(SMI_NO_DRIVER)
     assert hint["err_class"] == "ERR_INFRA" and "not loaded" in hint["reason"]
     assert "reboot" in hint["advice"] and "replace the instance" in hint["advice"]
+
+
+def test_the_gpu_reset_advice_names_the_jobs_instance_not_the_placeholder():
+    """The static advice says INSTANCE; a poll answer names the job's instance there (resume_advice.fill_answer),
+    a whole word only: a code such as INSTANCE_STOPPED in the same text stays as it is."""
+    from tao_brev import resume_advice
+
+    record = {"id": "visual_changenet-train-1a2b3c", "action": "train"}
+    hint = {"err_class": "ERR_INFRA", "advice": docker_state.GPU_RESET_ADVICE + " (else INSTANCE_STOPPED)"}
+    out = resume_advice.fill_answer({"instance": "gpu-box-7", "hint": hint}, record, {})
+    advice = out["hint"]["advice"]
+    assert "brev stop gpu-box-7, then brev start gpu-box-7" in advice and "INSTANCE_STOPPED" in advice, advice
+    assert " INSTANCE " not in advice and "INSTANCE)" not in advice and hint["advice"].count("INSTANCE") == 3
+    bare = resume_advice.fill_answer({"hint": dict(hint)}, record, {"instance": "from-sidecar"})
+    assert "brev stop from-sidecar" in bare["hint"]["advice"]
+    assert "brev stop INSTANCE" in resume_advice.fill_answer({"hint": dict(hint)}, record, {})["hint"]["advice"]
