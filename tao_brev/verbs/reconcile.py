@@ -59,7 +59,7 @@ EXIT_EXISTS, EXIT_DOCKER_FAILED, EXIT_NONE, EXIT_BUSY = 0, 2, 5, 7
 
 def launch_in_progress(sidecar: dict) -> bool:
     """True while the submit process that is launching this job is alive."""
-    launch = sidecar.get("launch") or {}
+    launch = sidecar.launch or {}
     pid = launch.get("pid")
     if launch.get("state") != "launching" or not isinstance(pid, int) or pid == os.getpid():
         return False
@@ -195,15 +195,15 @@ def _never_launched(ctx: Context, job_id: str, source: str, why: str, code: str 
 
 def launch_failed(sidecar: dict) -> bool:
     """The job never ran: its launch was refused, never happened, or docker could not start it."""
-    return (sidecar.get("launch") or {}).get("state") in NEVER_RAN
+    return (sidecar.get("launch") or {}).get("state") in NEVER_RAN   # also a plain dict (resume.plan's callers)
 
 
 def container_may_exist(sidecar: dict) -> bool:
     """A refused launch or a failed start may have left a ``created`` container (moby keeps it):
     worth reading until a teardown removed it; never for an instance that did not exist."""
-    launch = sidecar.get("launch") or {}
+    launch = sidecar.launch or {}
     return (launch.get("state") in ("refused", "start_failed") and not launch.get("instance_missing")
-            and not sidecar.get("teardown") and not sidecar.get("instance_deleted_at"))
+            and not sidecar.teardown and not sidecar.instance_deleted_at)
 
 
 def never_ran_record(record: dict) -> bool:
@@ -216,7 +216,7 @@ def never_ran_record(record: dict) -> bool:
 
 def instance_missing(sidecar: dict) -> bool:
     """``brev ls`` did not list the job's instance when its launch was settled: it never existed."""
-    return bool((sidecar.get("launch") or {}).get("instance_missing"))
+    return bool((sidecar.launch or {}).get("instance_missing"))
 
 
 def launch_failure_answer(ctx: Context, record: dict, sidecar: dict) -> dict:
@@ -224,7 +224,7 @@ def launch_failure_answer(ctx: Context, record: dict, sidecar: dict) -> dict:
     (no round trip): the same state, error code and fix on every poll, with or without --wait.
     ``ok`` false, exit 1 (the error's class). No logs advice: nothing ran."""
     job_id = record["id"]
-    launch = sidecar.get("launch") or {}
+    launch = sidecar.launch or {}
     why = _last_message(record) or "never launched"
     error = launch.get("error") or TaoBrevError(
         launch.get("code") or "NEVER_LAUNCHED", f"job {job_id} never ran: {why}",
@@ -234,8 +234,8 @@ def launch_failure_answer(ctx: Context, record: dict, sidecar: dict) -> dict:
     out = {"ok": False, "state": JobState.ERROR, "terminal_state": record.get("terminal_state"),
            "backend_ref": record.get("backend_ref"), "reconciled": "never_launched", "message": why,
            "hint": hint, "error": error}
-    if sidecar.get("teardown"):
-        out["closed_at"] = sidecar["teardown"].get("at")
+    if sidecar.teardown:
+        out["closed_at"] = sidecar.teardown.get("at")
     return out
 
 
