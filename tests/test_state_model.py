@@ -151,3 +151,14 @@ def test_a_sidecar_update_refuses_a_field_its_class_lacks(tmp_path):
     side = store.update("j-1", launch={"pid": 1}, delete_pending=None)
     assert isinstance(side, JobSidecar) and side.launch == {"state": "launching", "pid": 1}
     assert store.load("j-1").instance == "box"
+
+
+def test_the_launch_states_are_the_sidecar_schemas_and_say_which_never_ran():
+    words = schema("job_sidecar")["properties"]["launch"]["properties"]["state"]["enum"]
+    assert set(words) == set(vocabulary.LaunchState.values())
+    never = {s.value for s in vocabulary.LaunchState if s.never_ran()}
+    assert never == {"refused", "never_launched", "start_failed"}
+    from tao_brev.verbs import reconcile
+
+    assert set(reconcile.NEVER_RAN) == never
+    assert reconcile.launch_failed({"launch": {"state": "refused"}}) and not reconcile.launch_failed(JobSidecar())
