@@ -56,6 +56,7 @@ from . import prices
 from .context import Context
 from .errors import TaoBrevError
 from .isotime import parse_ts
+from .model import InstanceSidecar, JobSidecar
 from .run_state import warn
 from .vocabulary import TERMINAL_STATES, JobState, Source
 
@@ -71,7 +72,7 @@ def check_price(value: Optional[float]) -> Optional[float]:
 # -- recording ------------------------------------------------------------------
 def note_container_times(ctx: Context, job_id: str, started_at: Optional[str], finished_at: Optional[str]) -> None:
     """Keep docker's StartedAt / FinishedAt in the sidecar's ``cost`` (written only when they change)."""
-    cost = ctx.sidecars.load(job_id).get("cost") or {}
+    cost = ctx.sidecars.load(job_id).cost or {}
     update = {k: v for k, v in (("started_at", started_at), ("finished_at", finished_at)) if v and cost.get(k) != v}
     if update:
         ctx.sidecars.update(job_id, cost=update)
@@ -102,7 +103,7 @@ def note_pull(ctx: Context, instance: str, image: str, took_s: float) -> None:
 
 def remember_instance_type(ctx: Context, job_id: str, instance_type: Optional[str]) -> None:
     """Keep brev's ``instance_type`` of the job's instance in its sidecar (for the price)."""
-    if instance_type and (ctx.sidecars.load(job_id).get("cost") or {}).get("instance_type") != instance_type:
+    if instance_type and (ctx.sidecars.load(job_id).cost or {}).get("instance_type") != instance_type:
         ctx.sidecars.update(job_id, cost={"instance_type": instance_type})
 
 
@@ -110,12 +111,12 @@ def learn_instance_type(ctx: Context, job_id: str) -> None:
     """One ``brev ls`` for the instance type - only when no price was given (:func:`note_price`),
     the type is not recorded yet and the instance was not deleted (ls forgets it); never raises."""
     sidecar = ctx.sidecars.load(job_id)
-    stored = sidecar.get("cost") or {}
+    stored = sidecar.cost or {}
     if (stored.get("price_flag_usd") is not None or stored.get("instance_type")
-            or sidecar.get("instance_deleted_at") or not sidecar.get("instance")):
+            or sidecar.instance_deleted_at or not sidecar.instance):
         return
     try:
-        entry = ctx.brev.instance(sidecar["instance"])
+        entry = ctx.brev.instance(sidecar.instance)
     except TaoBrevError as exc:
         warn(f"cost {job_id}: instance type unknown ({exc.message})")
         return
@@ -142,7 +143,7 @@ def _first_transition(record: dict, states) -> Optional[dict]:
 def ended_at(record: dict, sidecar: dict) -> Optional[datetime]:
     """When the job ended, for display: docker's FinishedAt (the instance's clock), else its terminal
     mark (this machine's); None while it runs. Never subtract it from a time of the other clock."""
-    return parse_ts((sidecar.get("cost") or {}).get("finished_at")) or _transition_ts(record, TERMINAL_STATES)
+    return parse_ts((sidecar.cost or {}).get("finished_at")) or _transition_ts(record, TERMINAL_STATES)
 
 
 MARK_SLACK_S = 2.0   # record marks have whole seconds; submit and a poll add a round trip
@@ -180,13 +181,13 @@ def clock_skew(submitted: Optional[datetime], record: dict, started: Optional[da
 def _pull_seconds(ctx: Context, instance: Optional[str], submitted: Optional[datetime]) -> Optional[float]:
     """The last recorded pull on ``instance`` before the submit - unless an instance of that
     name was deleted between the pull and the submit (the job runs on a newer one)."""
-    memory = ctx.sidecars.instance(instance) if instance else {}
-    pulled_at, deleted_at = parse_ts(memory.get("last_pull_at")), parse_ts(memory.get("deleted_at"))
+    memory = ctx.sidecars.instance(instance) if instance else InstanceSidecar()
+    pulled_at, deleted_at = parse_ts(memory.last_pull_at), parse_ts(memory.deleted_at)
     if pulled_at is None or submitted is None or pulled_at > submitted:
         return None
     if deleted_at is not None and pulled_at <= deleted_at <= submitted:
         return None
-    return memory.get("last_pull_s")
+    return memory.last_pull_s
 
 
 def note_start(ctx: Context, instance: str, took_s: float) -> None:
@@ -208,15 +209,15 @@ def note_stop(ctx: Context, instance: str, job_ids: list[str]) -> str:
 def _bundle_start_seconds(ctx: Context, instance: Optional[str], submitted: Optional[datetime]) -> Optional[float]:
     """How long the bundle's own start of ``instance`` took, when that start is the one the job ran
     after: before the submit, with no deletion or stop of the instance between."""
-    memory = ctx.sidecars.instance(instance) if instance else {}
-    at = parse_ts(memory.get("last_start_at"))
+    memory = ctx.sidecars.instance(instance) if instance else InstanceSidecar()
+    at = parse_ts(memory.last_start_at)
     if at is None or submitted is None or at > submitted:
         return None
     for other in ("deleted_at", "stopped_at"):
-        then = parse_ts(memory.get(other))
+        then = parse_ts(getattr(memory, other))
         if then is not None and at <= then <= submitted:
             return None
-    return memory.get("last_start_s")
+    return memory.last_start_s
 
 
 def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float] = None,
@@ -232,30 +233,30 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     note_price(ctx, job_id, price_per_hour)
     if lookup:
         learn_instance_type(ctx, job_id)
-    stored = ctx.sidecars.load(job_id).get("cost") or {}
+    stored = ctx.sidecars.load(job_id).cost or {}
     explicit = stored.get("price_flag_usd")
-    deleted_at = parse_ts(sidecar.get("instance_deleted_at"))
+    deleted_at = parse_ts(sidecar.instance_deleted_at)
 
     submitted = parse_ts(stored.get("submitted_at")) or parse_ts(record.get("submitted_at"))   # here
     running_mark = _transition_ts(record, (JobState.RUNNING,))                                         # here
     terminal_mark = _transition_ts(record, TERMINAL_STATES)                                     # here
     started, finished = parse_ts(stored.get("started_at")), parse_ts(stored.get("finished_at"))   # instance
     running = started or running_mark
-    ended = ended_at(record, {"cost": stored})
+    ended = ended_at(record, JobSidecar(cost=stored))
     run_s = seconds(started, finished) if started and finished else seconds(running_mark, terminal_mark)
     end_here = _end_here(record, submitted, running_mark, terminal_mark, run_s if started and finished else None)
-    never_existed = (sidecar.get("launch") or {}).get("instance_missing") is True   # brev ls: no such instance
+    never_existed = (sidecar.launch or {}).get("instance_missing") is True   # brev ls: no such instance
     if ended is not None and submitted is not None and finished is None and ended < submitted:
         ended = submitted   # a mark has whole seconds (truncated): never before the submit
     owned = (owned or deleted_at is not None) and not never_existed
-    stopped_at = parse_ts(sidecar.get("instance_stopped_at"))
-    start_s = None if never_existed else _bundle_start_seconds(ctx, sidecar.get("instance"), submitted)
+    stopped_at = parse_ts(sidecar.instance_stopped_at)
+    start_s = None if never_existed else _bundle_start_seconds(ctx, sidecar.instance, submitted)
     caused = owned or start_s is not None   # the bundle caused the instance's time around the job
     stop_end = deleted_at or stopped_at
     # a reused instance bills its owner whatever the job did: not this bundle's to say (null)
     still_billing = (caused and stop_end is None and end_here is not None) if caused or never_existed else None
     billing_end = (stop_end or datetime.now(timezone.utc)) if caused else end_here
-    pull_s = _pull_seconds(ctx, sidecar.get("instance"), submitted)
+    pull_s = _pull_seconds(ctx, sidecar.instance, submitted)
     billed = 0.0 if never_existed else seconds(submitted, billing_end)
     if billed is not None and caused:
         billed = round(billed + (pull_s or 0) + (start_s or 0), 3)

@@ -30,25 +30,14 @@ from datetime import datetime, timezone
 
 from . import lazy_re, tao_status
 from .logcap import cut_redacted
+from .progress_kpi import MAX_KPIS, clean_kpi, epoch_table, goal, line_kpi  # noqa: F401 (handed on)
+from .progress_stall import (STALL_ADVICE, STALL_EPOCH_MULTIPLE, STALL_FALLBACK_S,  # noqa: F401 (handed on)
+                             STALL_FLOOR_S, assess_stall, iso, rfc3339_epoch, stall_threshold)
 from .secrets.safe_read import bounded_int
+from .vocabulary import JobState, TaoStatus
 
-STALL_EPOCH_MULTIPLE = 3        # default --stall-after: this many times the time per epoch ...
-STALL_FLOOR_S = 1800            # ... but never less than 30 min (tqdm-only output, long validations)
-STALL_FALLBACK_S = 3600         # before the first epoch line: 60 min, the TAO API's own default inactivity
-                                # timeout (tao-core microservices/utils/job_utils/timeout_monitor.py)
-MAX_KPIS = 24                   # KPI names kept per line
 METRICS_DEFAULT_EPOCHS = 10     # --metrics without a number
 METRICS_MAX_EPOCHS = 200
-STALL_ADVICE = ("the container runs but writes nothing: usually a hung data loader (raise --shm-size or lower "
-                "num_workers), an NCCL collective waiting for a peer (NCCL timeout; resubmit with "
-                "NCCL_DEBUG=INFO), or I/O stalled on a full or slow disk. Look at poll_status.py {job} --logs 50; "
-                "then teardown.py {job} stops the billing, and submit.py ... --resume-from JOB_ID continues from "
-                "its last checkpoint. If epochs are legitimately this slow, poll_status.py {job} --stall-after "
-                "with more seconds.")
-
-_LOWER_IS_BETTER = lazy_re.compile(r"loss|err|mse|mae|rmse|wer|cer|perplexity|distance|fpr|fnr|miss", re.I)
-_HIGHER_IS_BETTER = lazy_re.compile(r"acc|map|\bap|ap\d|_ap|precision|recall|f1|iou|dice|auc|score|psnr|ssim|tpr", re.I)
-_NOT_A_GOAL = lazy_re.compile(r"^(lr|learning_rate|.*_lr)$|epoch|step|iter|time", re.I)
 _TIMEDELTA = lazy_re.compile(r"^(?:(-?\d{1,9}) days?, )?(\d{1,9}):(\d{1,2}):(\d{1,2}(?:\.\d{1,9})?)$")
 BOUND = 10**12   # numbers of a status line beyond this (epochs, seconds) are no facts: ignored (bounded parse)
 
@@ -150,51 +139,6 @@ def _int(value) -> int | None:
     return None
 
 
-def _kpi_value(value):
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        if math.isfinite(value):
-            return round(value, 6) if isinstance(value, float) else value
-        return "nan" if value != value else ("inf" if value > 0 else "-inf")
-    if isinstance(value, str):
-        try:
-            return _kpi_value(float(value))
-        except ValueError:
-            return cut_redacted(value, 80)
-    return None
-
-
-def clean_kpi(kpi) -> dict:
-    """A line's ``kpi``: numbers kept (non-finite as "nan"/"inf"/"-inf"), strings cut to 80
-    characters, other values dropped; at most MAX_KPIS names of up to 64 characters."""
-    if not isinstance(kpi, dict):
-        return {}
-    out = {}
-    for key, value in kpi.items():
-        cleaned = _kpi_value(value)
-        if cleaned is not None and len(out) < MAX_KPIS:
-            out[cut_redacted(str(key), 64)] = cleaned
-    return out
-
-
-# Fields of a status line that are not metrics (TAO's logger fields, progress and mmlab bookkeeping).
-_NOT_KPI_FIELDS = frozenset({"date", "time", "status", "verbosity", "message", "epoch", "max_epoch", "time_per_epoch",
-                             "eta", "kpi", "graphical", "categorical", "mode", "phase", "iter", "cur_iter",
-                             "max_iter", "max_iters", "step", "max_step", "time_per_step", "global_step", "memory",
-                             "data_time"})
-
-
-def line_kpi(item: dict) -> dict:
-    """A line's metrics: ``kpi``, else numbers under ``graphical`` and numbers at the top
-    level (TAO's mmlab loggers write ``loss`` and ``lr`` there), ``kpi`` winning."""
-    loose = {k: v for k, v in item.items() if k not in _NOT_KPI_FIELDS and isinstance(v, (int, float))}
-    graphical = item.get("graphical") if isinstance(item.get("graphical"), dict) else {}
-    graphical = {k: v for k, v in graphical.items() if isinstance(v, (int, float))}
-    merged = {**clean_kpi(loose), **clean_kpi(graphical), **clean_kpi(item.get("kpi"))}
-    return dict(list(merged.items())[:MAX_KPIS])
-
-
 def _line_time(entry: dict) -> float | None:
     """The line's own time as seconds on the container's (unknown-zone) clock: only for differences."""
     try:
@@ -202,24 +146,6 @@ def _line_time(entry: dict) -> float | None:
     except (KeyError, TypeError, ValueError):
         return None
     return stamp.replace(tzinfo=timezone.utc).timestamp()
-
-
-def iso(epoch_s: float | None) -> str | None:
-    if epoch_s is None:
-        return None
-    return datetime.fromtimestamp(epoch_s, timezone.utc).isoformat(timespec="seconds")
-
-
-def rfc3339_epoch(value: str | None) -> float | None:
-    """Docker's ``2026-11-30T10:00:00.123456789Z`` (or with an offset) -> epoch seconds."""
-    if not value:
-        return None
-    match = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)?", value.strip())
-    if not match or value.startswith("0001-01-01"):
-        return None
-    zone = match.group(3) or "Z"
-    stamp = datetime.fromisoformat(match.group(1) + ("+00:00" if zone == "Z" else zone))
-    return stamp.timestamp() + float(match.group(2) or 0)
 
 
 # -- lines -> progress ----------------------------------------------------------
@@ -323,7 +249,7 @@ def observed_epoch_seconds(items: list[dict]) -> float | None:
         if e2 > e1 and t2 >= t1:
             return (t2 - t1) / (e2 - e1)
     if timed:
-        started = [_line_time(x) for x in items if x.get("status") == "STARTED"]
+        started = [_line_time(x) for x in items if x.get("status") == TaoStatus.STARTED]
         e2, t2 = timed[-1]
         if started and started[-1] is not None and e2 > 0 and t2 >= started[-1]:
             return (t2 - started[-1]) / e2
@@ -338,17 +264,17 @@ def after_end(progress: dict, terminal: str | None, action: str = "", job_id: st
     if not terminal or not progress.get("available"):
         return progress
     out = {k: v for k, v in progress.items() if k != "eta_source"}
-    if terminal == "COMPLETE" and progress.get("finished"):
+    if terminal == JobState.COMPLETE and progress.get("finished"):
         out["eta_s"] = 0
         if action == "evaluate" and not progress.get("kpi"):
             out["note"] = ("the evaluate finished but wrote no KPIs to status.json (the model logged none): "
                            f"read its logs (poll_status.py {job_id} --logs 50) for the metrics it printed")
         return out
     out["eta_s"] = None
-    if progress.get("status") == "FAILURE" and terminal != "COMPLETE":
+    if progress.get("status") == TaoStatus.FAILURE and terminal != JobState.COMPLETE:
         out["note"] = (f"the job ended {terminal}; TAO's last status line is FAILURE: "
                        f"{progress.get('message', '')}")[:300]
-    elif terminal == "COMPLETE":
+    elif terminal == JobState.COMPLETE:
         out["note"] = tao_status.INTERRUPTED_NOTE if progress.get("interrupted") else (
             "the container exited 0 but status.json has no \"finished successfully\" line: TAO did not "
             "report the end of the run (its last line: " + str(progress.get("message", ""))[:120] + ")")
@@ -359,23 +285,6 @@ def after_end(progress: dict, terminal: str | None, action: str = "", job_id: st
 
 
 # -- metrics --------------------------------------------------------------------
-def goal(name: str) -> str | None:
-    """``min`` / ``max`` for a KPI name (a heuristic from its name), None when unknown."""
-    if _NOT_A_GOAL.search(name):
-        return None
-    if _LOWER_IS_BETTER.search(name):
-        return "min"
-    if _HIGHER_IS_BETTER.search(name):
-        return "max"
-    return None
-
-
-def epoch_table(items: list[dict]) -> list[tuple[int, dict]]:
-    """[(completed epochs, {kpi: value})]: :func:`tao_brev.tao_status.epoch_rows` (each KPI dict
-    counted once, on the epoch it belongs to)."""
-    return tao_status.epoch_rows(items, line_kpi)
-
-
 def metrics(file: StatusFile | None, last: int = METRICS_DEFAULT_EPOCHS) -> dict:
     """``--metrics``: the last ``last`` epochs' KPIs and each KPI's best, last, min and max
     with their epochs, over every epoch line read (up to the last 4 MiB of the file)."""
@@ -399,51 +308,3 @@ def metrics(file: StatusFile | None, last: int = METRICS_DEFAULT_EPOCHS) -> dict
     return {"available": bool(rows), "file": file.path, "epochs_read": len(rows),
             "epochs": [{"epoch": e, "kpi": row} for e, row in rows[-last:]], "best": summary,
             **({"truncated": True} if len(rows) > last else {})}
-
-
-# -- stalls ---------------------------------------------------------------------
-def stall_threshold(explicit: float | None, time_per_epoch_s: float | None) -> tuple[float, str]:
-    """(seconds, source): ``--stall-after`` (``flag``); else STALL_EPOCH_MULTIPLE x the time per
-    epoch, at least STALL_FLOOR_S (``time_per_epoch``); else STALL_FALLBACK_S (``fallback``)."""
-    if explicit is not None:
-        return float(explicit), "flag"
-    if time_per_epoch_s:
-        return max(STALL_FLOOR_S, STALL_EPOCH_MULTIPLE * time_per_epoch_s), "time_per_epoch"
-    return float(STALL_FALLBACK_S), "fallback"
-
-
-def assess_stall(job_id: str, now: float | None, progress: dict, started_at: str | None,
-                 explicit: float | None = None, last_log: str | None = None,
-                 status_only: bool = False) -> dict | None:
-    """The ``stall`` object of a RUNNING job, or None when the instance clock is unknown
-    or, with ``status_only`` (``--all``: no log call per job), when there is no status
-    file to judge by (an arch that writes none may be logging happily).
-
-    Idle time = instance now minus the latest sign of life: the status file's
-    mtime, the last log line's docker timestamp (``last_log``: ``docker logs
-    --timestamps --tail 1`` output; None in ``--all``, which reads the status
-    file alone), else the container's StartedAt.
-    """
-    if now is None or (status_only and not progress.get("available")):
-        return None
-    status_at = (now - progress["since_update_s"]) if progress.get("since_update_s") is not None else None
-    log_at, log_line = None, None
-    if last_log and last_log.strip():
-        stamp, _, rest = last_log.strip().splitlines()[-1].partition(" ")
-        log_at, log_line = rfc3339_epoch(stamp), cut_redacted(rest, 300)
-    started = rfc3339_epoch(started_at)
-    signs = [t for t in (status_at, log_at) if t is not None]
-    latest = max(signs) if signs else started
-    threshold, source = stall_threshold(explicit, progress.get("time_per_epoch_s"))
-    if latest is None:
-        return {"stalled": False, "idle_s": None, "threshold_s": threshold, "threshold_source": source,
-                "evidence": "no sign of life known (no status file, no log line, no start time)"}
-    idle = max(0, int(now - latest))
-    out = {"stalled": idle > threshold, "idle_s": idle, "threshold_s": int(threshold),
-           "threshold_source": source, "last_progress_at": iso(latest), "last_status_at": iso(status_at),
-           "last_log_at": iso(log_at)}
-    if log_line is not None:
-        out["last_log_line"] = log_line
-    if out["stalled"]:
-        out["advice"] = STALL_ADVICE.format(job=job_id)
-    return out

@@ -41,8 +41,6 @@ def index_path(state_root: Path) -> Path:
 
 def _load(path: Path) -> dict:
     try:
-        from .fsio import read_text
-
         data = json.loads(read_text(path))   # a regular file, bounded
     except (OSError, ValueError):
         return {}

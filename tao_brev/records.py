@@ -32,24 +32,25 @@ import re
 import uuid
 from pathlib import Path
 
-from . import lazy_re
+from datetime import datetime, timezone
+from typing import Iterator
+
+from . import record_schema
 from .errors import TaoBrevError
 from .fsio import atomic_write_json, create_json, locked, private_dir, read_bytes_or_error, read_text, sweep_temp
-from .vocabulary import ERR_CLASSES, SOURCES, STATES, STORAGE_TIERS, TERMINAL_STATES  # noqa: F401 (re-exported)
-
-TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (tao_job_record.py --help)
-if TYPE_CHECKING:
-    from typing import Iterator
+from .model import JobRecord, Transition
+from .record_quarantine import Quarantine, json_stems as _json_stems, quarantine_error as _quarantine_error
+from .record_schema import ID_RE, REQUIRED as _REQUIRED, check_job_id  # noqa: F401 (re-exported)
+from .secrets import redact
+from .secrets import values as known_secrets
+from .vocabulary import (ERR_CLASSES, SOURCES, STATES, STORAGE_TIERS, TERMINAL_STATES,  # noqa: F401 (re-exported)
+                         JobState, Source)
 
 SCHEMA_VERSION = 1
 PLATFORM = "brev"
 
-# The bank's id pattern; also the path-traversal guard (no '/', no leading '.').
-ID_RE = lazy_re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # Fields holding paths or URIs get the gentle redaction that keeps paths intact.
 _URI_FIELDS = frozenset({"results_dir", "image", "backend_ref"})
-_REQUIRED = ("schema_version", "id", "platform", "image", "network_arch", "action",
-             "results_dir", "storage_tier", "transitions")
 
 
 def is_terminal(state: str | None) -> bool:
@@ -57,8 +58,6 @@ def is_terminal(state: str | None) -> bool:
 
 
 def now_iso() -> str:
-    from datetime import datetime, timezone   # here: tao_job_record.py --help does not load datetime
-
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
@@ -75,12 +74,6 @@ def state_root(env=os.environ) -> Path:
     return path
 
 
-def check_job_id(job_id: str) -> str:
-    if not isinstance(job_id, str) or not ID_RE.fullmatch(job_id) or len(job_id) > 200:
-        raise TaoBrevError("BAD_JOB_ID", f"invalid job id: {job_id!r}")
-    return job_id
-
-
 def _slug(value: str) -> str:
     out = re.sub(r"[^A-Za-z0-9._-]+", "-", value)
     out = re.sub(r"^[^A-Za-z0-9]+", "", out).strip(".-")
@@ -90,14 +83,10 @@ def _slug(value: str) -> str:
 def _minted(job_id: str) -> None:
     """A job id this store minted (or holds under its own name) is the bundle's word, not a user's
     secret: a variable whose value equals it is neither refused nor redacted (``known_secrets.minted``)."""
-    from .secrets import values as known_secrets   # here, not at import (see _redact_record)
-
     known_secrets.minted([job_id])
 
 
 def _redact_record(obj, key=None):
-    from .secrets import redact   # here, not at import: tao_job_record.py --help needs only the constants
-
     if isinstance(obj, str):
         return redact.redact_values(redact.redact_uri(obj) if key in _URI_FIELDS else redact.redact(obj))
     if isinstance(obj, list):   # no path/URI field holds a list
@@ -107,7 +96,7 @@ def _redact_record(obj, key=None):
     return obj
 
 
-class RecordStore:
+class RecordStore(Quarantine):
     """Job records under ``<state_root>/jobs``."""
 
     def __init__(self, root: Path | None = None):
@@ -165,28 +154,13 @@ class RecordStore:
     def _new_record(job_id: str, *, image, network_arch, action, results_dir, storage_tier, upload_excludes,
                     parent_job, retry_of, platform) -> dict:
         ts = now_iso()
-        record = {
-            "schema_version": SCHEMA_VERSION,
-            "id": job_id,
-            "platform": platform,
-            "backend_ref": None,
-            "image": image,
-            "network_arch": network_arch,
-            "action": action,
-            "results_dir": results_dir,
-            "storage_tier": storage_tier,
-            "upload_excludes": list(upload_excludes or []),
-            "submitted_at": ts,
-            "transitions": [{"ts": ts, "state": "PENDING",
-                             "message": "record opened before launch", "source": "agent"}],
-            "terminal_state": None,
-            "redacted": True,
-        }
-        if parent_job:
-            record["parent_job"] = parent_job
-        if retry_of:
-            record["retry_of"] = retry_of
-        return record
+        return JobRecord(schema_version=SCHEMA_VERSION, id=job_id, platform=platform, backend_ref=None, image=image,
+                         network_arch=network_arch, action=action, results_dir=results_dir,
+                         storage_tier=storage_tier, upload_excludes=list(upload_excludes or []), submitted_at=ts,
+                         transitions=[Transition(ts=ts, state=JobState.PENDING, message="record opened before launch",
+                                                 source=Source.AGENT)],
+                         terminal_state=None, redacted=True, parent_job=parent_job or None,
+                         retry_of=retry_of or None).to_json()
 
     def load(self, job_id: str) -> dict:
         """Read one record. Raises BAD_JOB_ID, UNKNOWN_JOB, CORRUPT_RECORD (a damaged
@@ -228,58 +202,12 @@ class RecordStore:
         missing = [k for k in _REQUIRED if not isinstance(record, dict) or k not in record]
         if missing:
             raise TaoBrevError("CORRUPT_RECORD", f"{path} misses required fields: {', '.join(missing)}")
-        problem = record_problem(record)
+        problem = record_schema.problem(record)
         if problem:
             raise TaoBrevError("CORRUPT_RECORD", f"{path} has {problem}")
         if os.path.basename(str(path)) == f"{record['id']}.json":   # an id this store minted and holds
             _minted(record["id"])
         return record
-
-    # -- damaged records ------------------------------------------------------
-    @property
-    def quarantine_dir(self) -> Path:
-        return self.jobs_dir / "quarantine"
-
-    def quarantined(self, job_id: str) -> Path | None:
-        """The quarantined (damaged, not yet closed) record of ``job_id``, or None."""
-        path = self.quarantine_dir / f"{check_job_id(job_id)}.json"
-        return path if path.exists() else None
-
-    def closed_quarantine(self, job_id: str) -> Path | None:
-        """The damaged record of ``job_id`` that a teardown closed, or None."""
-        path = self.quarantine_dir / "closed" / f"{check_job_id(job_id)}.json"
-        return path if path.exists() else None
-
-    def quarantine(self, job_id: str) -> Path | None:
-        """Move the damaged ``jobs/<id>.json`` (bytes intact) to ``jobs/quarantine/<id>.json``
-        under the record lock; returns where it is now, or None when the record reads
-        intact (repaired meanwhile: nothing moved)."""
-        path = self.path(job_id)
-        target = self.quarantine_dir / path.name
-        with locked(path):
-            try:
-                self._parse(path, read_bytes_or_error(path))
-                return None
-            except FileNotFoundError:
-                return self.quarantined(job_id) or self.closed_quarantine(job_id) or target
-            except TaoBrevError:
-                pass
-            private_dir(self.quarantine_dir)   # 0700, like the state dir
-            if target.exists():   # an earlier damaged copy under this id stays as it is
-                target = self.quarantine_dir / f"{path.stem}.{uuid.uuid4().hex[:6]}.damaged"
-            os.replace(path, target)
-        return target
-
-    def close_quarantined(self, job_id: str) -> Path | None:
-        """Close a quarantined record (its job was torn down): it moves to
-        ``jobs/quarantine/closed/<id>.json`` and is no longer listed. None when there was none."""
-        source = self.quarantined(job_id)
-        if source is None:
-            return self.closed_quarantine(job_id)
-        closed = self.quarantine_dir / "closed"
-        private_dir(closed)
-        os.replace(source, closed / source.name)
-        return closed / source.name
 
     def mark(self, job_id: str, state: str, *, message: str = "", source: str = "agent",
              backend_ref: str | None = None, err_class: str | None = None) -> dict:
@@ -356,114 +284,11 @@ class RecordStore:
         """Every job id this store holds (``jobs/<id>.json``, names only this store writes) is one the
         bundle minted: tell ``known_secrets`` before a listing makes its redactor, so a variable equal
         to one does not hide it (``known_secrets.minted``)."""
-        from .secrets import values as known_secrets
-
         known_secrets.minted(stem for stem, path in self.listed_names() if path is not None and ID_RE.fullmatch(stem))
 
-    def quarantined_entry(self, stem: str) -> dict:
-        """The listing's entry of ``stem`` when only ``jobs/quarantine/<stem>.json`` holds it."""
-        return self._quarantined_entry(self.quarantine_dir / f"{stem}.json")
-
-    def damaged_entry(self, stem: str, path: str, exc: BaseException) -> dict | None:
-        """What the listing gives for ``path`` (``jobs/<stem>.json``) that did not read as a record
-        (``exc``): quarantined, ``{"id", "corrupt": True, "quarantined", "error"}``; the record when
-        it reads intact now (rewritten meanwhile); None for a name that is no job id (skipped)."""
-        if not ID_RE.fullmatch(stem):
-            return None
-        where = self.quarantine(stem)
-        if where is None:
-            return self._parse(path, read_text(path))
-        return {"id": stem, "corrupt": True, "quarantined": str(where),
-                "error": _quarantine_error(stem, where, str(exc)).message}
-
-    def quarantined_entries(self) -> list[dict]:
-        """``{"id", "corrupt": True, "quarantined": path, "error"}`` for each quarantined record not closed."""
-        return [self._quarantined_entry(self.quarantine_dir / f"{stem}.json")
-                for stem in sorted(_json_stems(self.quarantine_dir)) if ID_RE.fullmatch(stem)]
-
-    @staticmethod
-    def _quarantined_entry(path: Path) -> dict:
-        return {"id": path.stem, "corrupt": True, "quarantined": str(path),
-                "error": _quarantine_error(path.stem, path, "it was damaged").message}
-
-
-def _json_stems(directory: Path) -> set[str]:
-    """The names without ``.json`` of the ``*.json`` entries of ``directory`` (what
-    ``Path.glob("*.json")`` finds: no hidden names), or none when it is not a directory."""
-    try:
-        with os.scandir(directory) as entries:
-            return {e.name[:-5] for e in entries if e.name.endswith(".json") and not e.name.startswith(".")}
-    except (FileNotFoundError, NotADirectoryError):
-        return set()
-
-
-def _quarantine_error(job_id: str, where: Path, why: str) -> TaoBrevError:
-    closed = where.parent.name == "closed"
-    state = ("closed by teardown: nothing of this job is left to remove" if closed else
-             "quarantined so that it blocks no other job")
-    fix = (f"Nothing to do for {job_id}; submit again (--retry-of cannot name it) if the job is still wanted."
-           if closed else
-           f"Run teardown.py {job_id}: it removes any container of the job (its instance is in the sidecar) "
-           "and closes the record; then submit again if the job is still wanted. The damaged bytes are kept "
-           f"in {where}.")
-    return TaoBrevError("CORRUPT_RECORD", f"the record of {job_id} is damaged ({why}); {state}: {where}", fix,
-                        answer={"job_id": job_id})
-
-
-# The record schema (references/schemas/job_record.schema.json) as explicit checks, read at every
-# load: no jsonschema import on the read path (tao_job_record.py list reads every record).
-# tests/test_records_contract.py proves they agree with the schema on every field.
-_DATE_TIME = lazy_re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
-_PLATFORM = lazy_re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
-_TRANSITION_KEYS = frozenset({"ts", "state", "message", "source"})
-
-
-def _text(value) -> bool:
-    return isinstance(value, str) and bool(value)
-
-
-def _transitions_ok(value) -> bool:
-    return isinstance(value, list) and bool(value) and all(
-        isinstance(t, dict) and t.keys() == _TRANSITION_KEYS and isinstance(t["ts"], str)
-        and bool(_DATE_TIME.fullmatch(t["ts"])) and t["state"] in STATES and isinstance(t["message"], str)
-        and t["source"] in SOURCES for t in value)
-
-
-_FIELD_CHECKS = {   # field: (test of a present value, what it must be)
-    "schema_version": (lambda v: v == SCHEMA_VERSION and not isinstance(v, bool), "1"),
-    "id": (lambda v: isinstance(v, str) and bool(ID_RE.fullmatch(v)), "a job id"),
-    "platform": (lambda v: isinstance(v, str) and bool(_PLATFORM.fullmatch(v)), "a kebab-case platform name"),
-    "backend_ref": (lambda v: v is None or isinstance(v, str), "a string or null"),
-    "image": (_text, "a non-empty string"),
-    "network_arch": (_text, "a non-empty string"),
-    "action": (_text, "a non-empty string"),
-    "results_dir": (_text, "a non-empty string"),
-    "storage_tier": (lambda v: isinstance(v, str) and v in STORAGE_TIERS, "A, B or C"),
-    "upload_excludes": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings"),
-    "submitted_at": (lambda v: isinstance(v, str) and bool(_DATE_TIME.fullmatch(v)), "an ISO 8601 date-time"),
-    "transitions": (_transitions_ok, "a non-empty list of {ts, state, message, source}"),
-    "terminal_state": (lambda v: v is None or (isinstance(v, str) and v in TERMINAL_STATES),
-                       "null or COMPLETE, ERROR, CANCELED"),
-    "terminal_write_by": (lambda v: isinstance(v, str) and v in SOURCES, "agent, poller or backend-hook"),
-    "err_class": (lambda v: isinstance(v, str) and v in ERR_CLASSES, "ERR_INFRA or ERR_PROGRAM"),
-    "retry_of": (lambda v: isinstance(v, str) and bool(ID_RE.fullmatch(v)), "a job id"),
-    "parent_job": (lambda v: isinstance(v, str) and bool(ID_RE.fullmatch(v)), "a job id"),
-    "redacted": (lambda v: v is True, "true"),
-}
-
-
 def record_problem(record: dict) -> str | None:
-    """What makes ``record`` (a JSON object) no record of schema_version 1, or None:
-    a field of the wrong type or value, or a field the schema does not know
-    (``additionalProperties: false``). Names fields, never their values. The fields
-    the schema requires beyond ``_REQUIRED`` may be missing (an older writer)."""
-    unknown = sorted(str(k) for k in record if k not in _FIELD_CHECKS)
-    if unknown:
-        shown = ", ".join(k if ID_RE.fullmatch(k) and len(k) <= 40 else "(a field with an odd name)"
-                          for k in unknown[:5])
-        return f"fields the record schema does not have: {shown}"
-    wrong = [f"{k} (must be {what})" for k, (ok, what) in _FIELD_CHECKS.items() if k in record and not ok(record[k])]
-    return f"wrongly typed fields: {'; '.join(wrong)}" if wrong else None
+    """What makes ``record`` no record of schema_version 1, or None (``record_schema.problem``)."""
+    return record_schema.problem(record)
 
 
 def current_state(record: dict) -> str:

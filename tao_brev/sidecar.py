@@ -10,12 +10,12 @@ Same atomic, locked, redacted writes as the records.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from . import statedir
 from .errors import TaoBrevError
 from .fsio import atomic_write_json, atomic_write_text, locked, private_dir, read_text
+from .model import InstanceSidecar, JobSidecar
 from .records import check_job_id, now_iso
 from .secrets import proof as env_proof
 from .secrets import redact, safe_read
@@ -40,8 +40,8 @@ class SidecarStore:
         private_dir(self.root)   # 0700
         private_dir(path)
 
-    def load(self, job_id: str) -> dict:
-        """The job's sidecar, ``{}`` when none was written (e.g. a bank-made record).
+    def load(self, job_id: str) -> JobSidecar:
+        """The job's sidecar, empty (falsy) when none was written (e.g. a bank-made record).
         Its ``env_names`` (the job's ``--env``) become known secrets: this verb
         redacts their values wherever its environment has them set."""
         try:
@@ -49,13 +49,14 @@ class SidecarStore:
         except TaoBrevError:
             known_secrets.unprove("*", f"the job's sidecar {self.path(job_id).name} is damaged")
             raise
-        return self._watch(data)
+        return self._watch(JobSidecar.from_json(data))
 
-    def update(self, job_id: str, **fields) -> dict:
+    def update(self, job_id: str, **fields) -> JobSidecar:
         """Merge ``fields`` into the sidecar (nested dicts merged one level deep). What a job wrote
         (:data:`JOB_OUTPUT_FIELDS`) is not stored while a job's ``--env`` value is unproven in this
         process (``known_secrets.unset_watched``): it could hold that value; a later verb that
-        proves the values stores it."""
+        proves the values stores it. A field :class:`JobSidecar` does not have is a TypeError."""
+        _check_fields(JobSidecar, fields)
         if known_secrets.unset_watched():
             fields = {k: v for k, v in fields.items() if k not in JOB_OUTPUT_FIELDS}
         path = self.path(job_id)
@@ -68,26 +69,26 @@ class SidecarStore:
                 else:
                     data[key] = value
             data["updated_at"] = now_iso()
-            atomic_write_json(path, redact.redact_obj(data))
-            return data
+            atomic_write_json(path, redact.redact_obj(JobSidecar.from_json(data).to_json()))
+            return JobSidecar.from_json(data)
 
-    def all(self) -> list[dict]:
+    def all(self) -> list[JobSidecar]:
         if not self.jobs_dir.is_dir():
             return []
         found = []
         for path in sorted(self.jobs_dir.glob("*.json")):
             data = _read(path, strict=False)
             if data:
-                found.append(self._watch(data))
+                found.append(self._watch(JobSidecar.from_json(data)))
             else:   # a job whose --env values cannot be proven: what any job printed is withheld
                 known_secrets.unprove("*", f"the sidecar {path.name} is damaged")
         return found
 
-    def _watch(self, data: dict) -> dict:
+    def _watch(self, data: JobSidecar) -> JobSidecar:
         """``data``'s ``--env`` names whose value this process holds and proves (``env_proof``)
         become known secrets; the others, and a sidecar that names none, are unproven: what
         the job printed is withheld (``known_secrets.unprove``)."""
-        proven, unproven = env_proof.verdicts(self.root, data, known_secrets.held_value)
+        proven, unproven = env_proof.verdicts(self.root, data.to_json(), known_secrets.held_value)
         known_secrets.watch(proven)
         for name, why in unproven.items():
             known_secrets.unprove(name, why)
@@ -125,22 +126,31 @@ class SidecarStore:
     def instance_path(self, name: str) -> Path:
         return self.instances_dir / f"{name}.json"
 
-    def instance(self, name: str) -> dict:
-        return _read(self.instance_path(name), strict=False)
+    def instance(self, name: str) -> InstanceSidecar:
+        return InstanceSidecar.from_json(_read(self.instance_path(name), strict=False))
 
     def ready_instances(self) -> set[str]:
         """Instances proven exec-ready before (by any script run): they get the
         shorter exec timeout instead of the first-contact 600 s."""
         if not self.instances_dir.is_dir():
             return set()
-        return {p.stem for p in self.instances_dir.glob("*.json") if _read(p, strict=False).get("exec_ready_at")}
+        return {p.stem for p in self.instances_dir.glob("*.json")
+                if InstanceSidecar.from_json(_read(p, strict=False)).exec_ready_at}
 
     def note_instance(self, name: str, **fields) -> None:
+        """Merge ``fields`` (fields of :class:`InstanceSidecar`, else a TypeError) into the instance's sidecar."""
+        _check_fields(InstanceSidecar, fields)
         path = self.instance_path(name)
         self._dir(path.parent)
         with locked(path):
             data = {**_read(path, strict=False), **fields, "updated_at": now_iso()}
-            atomic_write_json(path, redact.redact_obj(data))
+            atomic_write_json(path, redact.redact_obj(InstanceSidecar.from_json(data).to_json()))
+
+
+def _check_fields(kind, fields: dict) -> None:
+    unknown = sorted(set(fields) - set(kind.json_fields()))
+    if unknown:
+        raise TypeError(f"{kind.__name__} has no field {', '.join(unknown)}")
 
 
 def _read(path: Path, strict: bool = True) -> dict:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 
 from . import lazy_re
+from .vocabulary import TaoStatus
 
 MAX_WARNINGS = 5                 # FAILURE lines kept in an answer (the newest)
 WARNING_CHARS = 200
@@ -83,19 +84,19 @@ def current_run(items: list[dict]) -> list[dict]:
     the run it resumes (StatusLogger append=True): that run's end and warnings are not its own."""
     for i in range(len(items) - 1, -1, -1):
         item = items[i]
-        if item.get("status") == "STARTED" and item.get("message") != "Starting Training Loop.":
+        if item.get("status") == TaoStatus.STARTED and item.get("message") != "Starting Training Loop.":
             return items[i:]
     return items
 
 
 def _is_end(item: dict) -> bool:
-    return bool(_FINISHED.search(str(item.get("message") or ""))) or item.get("status") == "SUCCESS"
+    return bool(_FINISHED.search(str(item.get("message") or ""))) or item.get("status") == TaoStatus.SUCCESS
 
 
 def is_interruption(item: dict) -> bool:
     """A FAILURE line of an interrupt TAO caught (workflow.py:68-73: the process then exits 0). Its
     verbosity is INFO; an ERROR-level log call (tlt_logging.py:124-139) is a warning, not this."""
-    return (item.get("status") == "FAILURE" and item.get("verbosity") != "ERROR"
+    return (item.get("status") == TaoStatus.FAILURE and item.get("verbosity") != "ERROR"
             and bool(_INTERRUPTED.match(str(item.get("message") or ""))))
 
 
@@ -120,7 +121,7 @@ def warnings(items: list[dict]) -> list[str]:
     from .logcap import cut_redacted
 
     found = [cut_redacted(str(x.get("message") or "FAILURE line without a message"), WARNING_CHARS)
-             for x in items if x.get("status") == "FAILURE"]   # redacted, then cut
+             for x in items if x.get("status") == TaoStatus.FAILURE]   # redacted, then cut
     return found[-MAX_WARNINGS:]
 
 

@@ -1,6 +1,6 @@
 """The project's vocabularies as enums with behaviour: a job's state (the TAO skill
 bank's record format, ``references/schemas/job_record.schema.json``), transition
-sources, storage tiers, error classes, the status lines TAO writes, and the
+sources, launch states, storage tiers, error classes, the status lines TAO writes, and the
 instance statuses brev reports.
 
 Each member is a ``str`` (``JobState.COMPLETE == "COMPLETE"``), so JSON, records
@@ -59,6 +59,22 @@ class JobState(Word):
         itself again (which fills an unset err_class/backend_ref); any other state may
         become any state."""
         return other is self if self.is_terminal() else True
+
+
+class LaunchState(Word):
+    """A launch's state in the job sidecar (``launch.state``): submit writes LAUNCHING before its one
+    ``brev exec``, then LAUNCHED or REFUSED; ``verbs/reconcile`` settles a launch whose submit died
+    (LAUNCHED, START_FAILED or NEVER_LAUNCHED)."""
+
+    LAUNCHING = "launching"
+    LAUNCHED = "launched"
+    REFUSED = "refused"
+    START_FAILED = "start_failed"
+    NEVER_LAUNCHED = "never_launched"
+
+    def never_ran(self) -> bool:
+        """Refused, never launched or failed to start: the job wrote nothing (one answer from then on)."""
+        return self in (LaunchState.REFUSED, LaunchState.NEVER_LAUNCHED, LaunchState.START_FAILED)
 
 
 class Source(Word):

@@ -259,7 +259,7 @@ ARGPARSE_HELP = ("import argparse\n"
 # ... and all a script's --help may load beyond it: the interrupt handlers, the run's state (run_state),
 # the record vocabulary (tao_job_record.py's choices). json, pathlib, shlex, contextlib, nextstep,
 # the record store, the sweep of dead credential files are loaded where an answer is made.
-HELP_MAY_ADD = {"_bootstrap", "select", "__future__", "tao_brev", "tao_brev.cli", "tao_brev.errors",
+HELP_MAY_ADD = {"_bootstrap", "select", "__future__", "tao_brev", "tao_brev.cli", "tao_brev.errors", "tao_brev.error_codes",
                 "tao_brev.lazy_re", "tao_brev.pipes", "tao_brev.run_state", "tao_brev.vocabulary"}
 
 

@@ -30,3 +30,10 @@ def test_results_routing():
 
     raises("BAD_JOB_ID", storage.results_destination, "../etc", {})
     raises("BAD_ARGUMENT", storage.results_destination, job, {"TAO_RESULTS_ROOT": "rel/dir"})
+
+
+def test_a_job_id_with_a_trailing_newline_is_no_job_id():
+    """The record store's id check (``records.ID_RE`` whole-text match): ``$`` before a final newline is no end."""
+    for bad in ("vc-train-1\n", "vc-train-1\nx", ""):
+        raises("BAD_JOB_ID", storage.results_destination, bad, {})
+    assert storage.results_destination("vc-train-1", {"TAO_RESULTS_ROOT": "/r"})["kind"] == "local"

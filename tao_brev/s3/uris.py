@@ -51,7 +51,7 @@ def results_destination(job_id: str, env: Optional[Mapping[str, str]] = None,
     ``s3://<bucket>/results/<job_id>/`` (kind ``s3``); else kind ``ephemeral``
     with a loud ``warning``: the results live only on the instance disk.
     """
-    if not isinstance(job_id, str) or not records.ID_RE.match(job_id):
+    if not isinstance(job_id, str) or not records.ID_RE.fullmatch(job_id):
         raise TaoBrevError("BAD_JOB_ID", f"invalid job id {job_id!r}")
     env = os.environ if env is None else env
     root = (env.get("TAO_RESULTS_ROOT") or "").strip()

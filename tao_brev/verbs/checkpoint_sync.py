@@ -27,7 +27,7 @@ SYNC_EVERY_S = 300.0   # default seconds between two uploads of a live job's che
 
 def wanted(ctx: Context, job_id: str) -> bool:
     """The job is live, of action train, its results go to S3 and are not verified yet."""
-    results = ctx.sidecars.load(job_id).get("results") or {}
+    results = ctx.sidecars.load(job_id).results or {}
     record = ctx.records.load(job_id)
     return (results.get("kind") == "s3" and not results.get("verified") and record.get("action") == "train"
             and not is_terminal(record.get("terminal_state")))
@@ -36,7 +36,7 @@ def wanted(ctx: Context, job_id: str) -> bool:
 def sync(ctx: Context, job_id: str) -> Optional[dict]:
     """One upload of ``job_id``'s results so far; returns the verified ``checkpoint_sync`` or None."""
     side = ctx.sidecars.load(job_id)
-    results = side.get("results") or {}
+    results = side.results or {}
     settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(results["destination"])[0])
     if settings.missing():
         return None
@@ -45,7 +45,7 @@ def sync(ctx: Context, job_id: str) -> Optional[dict]:
     private_dir(lock.parent)
     try:
         with locked(lock):   # never beside the final upload of the same job
-            reported, error = results_mod._upload(ctx, job_id, side["instance"], results["instance_dir"],
+            reported, error = results_mod._upload(ctx, job_id, side.instance, results["instance_dir"],
                                                   results["destination"], settings, excludes)
             entries = [e for e in reported.entries if not storage.is_excluded(e["path"], excludes)]
             links = [link for link in reported.links if not storage.is_excluded(link["path"], excludes)]

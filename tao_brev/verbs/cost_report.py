@@ -45,14 +45,14 @@ def _listing(ctx: Context) -> tuple[Optional[list[dict]], Optional[str]]:
 
 
 def _job_line(ctx: Context, side: dict, types: dict) -> Optional[dict]:
-    job_id, instance = side["job_id"], side.get("instance")
+    job_id, instance = side.job_id, side.instance
     try:
         record = ctx.records.load(job_id)
     except TaoBrevError:
         return None
     if instance in types:
         cost.remember_instance_type(ctx, job_id, types[instance])
-    owned = bool(instance) and (teardown_mod.owns(ctx, instance) or bool(side.get("ephemeral")))
+    owned = bool(instance) and (teardown_mod.owns(ctx, instance) or bool(side.ephemeral))
     facts = cost.facts(ctx, job_id, owned=owned, lookup=False)
     return {"job_id": job_id, "instance": instance, "state": current_state(record),
             "submitted_at": facts["submitted_at"], "ended_at": facts["ended_at"], "billed_s": facts["billed_s"],
@@ -87,8 +87,8 @@ def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = 
     prices.catalog(ctx, lookup=listing is not None)   # one brev search per day at most
     types = {e.get("name"): e.get("instance_type") for e in listing or [] if e.get("instance_type")}
     jobs = []
-    for side in sorted(ctx.sidecars.all(), key=lambda s: str(s.get("job_id"))):
-        if not side.get("job_id") or (instance is not None and side.get("instance") != instance):
+    for side in sorted(ctx.sidecars.all(), key=lambda s: str(s.job_id)):
+        if not side.job_id or (instance is not None and side.instance != instance):
             continue
         line = _job_line(ctx, side, types)
         if line is None or (start is not None and (cost.parse_ts(line["submitted_at"]) or start) < start):
@@ -104,7 +104,7 @@ def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = 
                      "an instance each count the instance time around them"}
     answer = {"ok": True, "since": start.isoformat() if start else None, "instance": instance, "jobs": jobs,
               "total": total}
-    ours = {j["instance"] for j in ctx.sidecars.all() if j.get("instance")}
+    ours = {j.instance for j in ctx.sidecars.all() if j.instance}
     if listing is None:
         answer.update(billing_now=None, billing_now_note=why)
     else:

@@ -15,13 +15,13 @@ def jobs_on(ctx: Context, instance: str) -> list[dict]:
     """The sidecars of the jobs on ``instance`` as it is now: jobs on an earlier
     instance of that name, which a teardown deleted, are left out (a name can be reused)."""
     return [side for side in ctx.sidecars.all()
-            if side.get("instance") == instance and side.get("job_id") and not side.get("instance_deleted_at")]
+            if side.instance == instance and side.job_id and not side.instance_deleted_at]
 
 
 def owns(ctx: Context, instance: str) -> bool:
     """The instance is this bundle's to delete: a job on it was submitted with ``--ephemeral``.
     A reused instance (no such job) is deleted only when asked by name."""
-    return any(side.get("ephemeral") for side in jobs_on(ctx, instance))
+    return any(side.ephemeral for side in jobs_on(ctx, instance))
 
 
 def live_jobs(ctx: Context, instance: str, except_job: str | None = None) -> list[str]:
@@ -29,13 +29,13 @@ def live_jobs(ctx: Context, instance: str, except_job: str | None = None) -> lis
     (a job whose record cannot be read counts as live)."""
     live = []
     for side in jobs_on(ctx, instance):
-        job_id = side["job_id"]
+        job_id = side.job_id
         if job_id == except_job:
             continue
         try:
             record = ctx.records.load(job_id)
         except TaoBrevError as exc:
-            if not (side.get("teardown") or {}).get("record_closed"):   # a damaged record, not torn down
+            if not (side.teardown or {}).get("record_closed"):   # a damaged record, not torn down
                 live.append(f"job {job_id} on {instance}: record unreadable ({exc.code})")
             continue
         if not is_terminal(record.get("terminal_state")):
@@ -48,9 +48,9 @@ def unverified_results(ctx: Context, instance: str) -> list[str]:
     the only complete copy)."""
     out = []
     for side in jobs_on(ctx, instance):
-        results = side.get("results") or {}
+        results = side.results or {}
         if results.get("kind") == "s3" and not results.get("verified"):
-            out.append(f"job {side['job_id']}: results not verified in {results.get('destination')}: "
+            out.append(f"job {side.job_id}: results not verified in {results.get('destination')}: "
                        + results_mod.describe_loss(results))
     return out
 
@@ -58,8 +58,8 @@ def unverified_results(ctx: Context, instance: str) -> list[str]:
 def unsaved_results(ctx: Context, instance: str) -> list[str]:
     """The jobs on ``instance`` whose results exist only there (``keep.pending``), as blockers
     for a delete that does not copy them back first (``teardown.py --orphans --delete``)."""
-    return [f"job {side['job_id']}: results only on {instance} ({side['results']['instance_dir']}): "
-            f"teardown.py {side['job_id']} --delete-instance copies them back, verifies, then deletes"
+    return [f"job {side.job_id}: results only on {instance} ({side.results['instance_dir']}): "
+            f"teardown.py {side.job_id} --delete-instance copies them back, verifies, then deletes"
             for side in keep.pending(ctx, jobs_on(ctx, instance))]
 
 

@@ -9,15 +9,15 @@ from ..vocabulary import JobState
 
 def job_instance(record: dict, sidecar: dict) -> str | None:
     """The instance of a job: the sidecar's, else the backend ref's ``<instance>/<id>``."""
-    if sidecar.get("instance"):
-        return sidecar["instance"]
+    if sidecar.instance:
+        return sidecar.instance
     ref = record.get("backend_ref") or ""
     return ref.split("/", 1)[0] if "/" in ref else None
 
 
 def results_instance_dir(record: dict, sidecar: dict) -> str | None:
     """The job's results dir on the instance (the sidecar's, else a record's instance path)."""
-    known = (sidecar.get("results") or {}).get("instance_dir")
+    known = (sidecar.results or {}).get("instance_dir")
     if known:
         return known
     recorded = record.get("results_dir") or ""

@@ -46,7 +46,7 @@ def pending(ctx: Context, sidecars: list[dict]) -> list[dict]:
     neither saved here nor discarded."""
     out = []
     for side in sidecars:
-        results = side.get("results") or {}
+        results = side.results or {}
         if (results.get("kind") == "ephemeral" and results.get("instance_dir") and not results.get("saved")
                 and not results.get("discarded_at")):
             out.append(side)
@@ -63,8 +63,8 @@ def local_archive(ctx: Context, job_id: str) -> Path:
 
 def sections(token: str, sidecars: list[dict]) -> list[str]:
     """The exec sections (``save:<job_id>``) that archive each job's results dir on the instance."""
-    return [remote.section(token, f"save:{side['job_id']}",
-                           remote.archive_results(side["results"]["instance_dir"], remote_archive(side["job_id"])))
+    return [remote.section(token, f"save:{side.job_id}",
+                           remote.archive_results(side.results["instance_dir"], remote_archive(side.job_id)))
             for side in sidecars]
 
 
@@ -75,11 +75,11 @@ def fetch(ctx: Context, instance: str, sidecars: list[dict], archived: dict) -> 
     whose results are still only on ``instance``). Never raises for a failed copy."""
     saved, problems = [], []
     for side in sidecars:
-        job_id = side["job_id"]
+        job_id = side.job_id
         try:
             entry = _fetch_one(ctx, instance, job_id, archived.get(f"save:{job_id}"))
         except TaoBrevError as exc:
-            problems.append(f"job {job_id}: results only on {instance} ({side['results']['instance_dir']}): "
+            problems.append(f"job {job_id}: results only on {instance} ({side.results['instance_dir']}): "
                             f"{exc.message}")
             say(f"results {job_id}: NOT saved from {instance}: {exc.message}")
             continue
@@ -127,7 +127,7 @@ def save_from(ctx: Context, instance: str, sidecars: list[dict]) -> tuple[list[d
         done = ctx.brev.exec(instance, "\n".join(sections(token, sidecars)), timeout=ARCHIVE_TIMEOUT_S,
                              idempotent=True)
     except TaoBrevError as exc:
-        return [], [f"job {side['job_id']}: results only on {instance}: could not archive them: {exc.message}"
+        return [], [f"job {side.job_id}: results only on {instance}: could not archive them: {exc.message}"
                     for side in sidecars]
     return fetch(ctx, instance, sidecars, remote.parse_sections(done.stdout, token))
 
@@ -146,5 +146,5 @@ def mark_discarded(ctx: Context, sidecars: list[dict]) -> list[str]:
     """``--discard-results``: remember that the results of these jobs were knowingly left to the delete."""
     at = now_iso()
     for side in sidecars:
-        ctx.sidecars.update(side["job_id"], results={"discarded_at": at})
-    return [side["job_id"] for side in sidecars]
+        ctx.sidecars.update(side.job_id, results={"discarded_at": at})
+    return [side.job_id for side in sidecars]

@@ -177,7 +177,7 @@ def _note_pending_deletes(ctx: Context, found: list[dict], kept: list[dict]) -> 
     held = {k["instance"]: k for k in kept}
     for path in sorted(ctx.sidecars.instances_dir.glob("*.json")) if ctx.sidecars.instances_dir.is_dir() else []:
         name = path.stem
-        pending = ctx.sidecars.instance(name).get("delete_pending") if INSTANCE_RE.match(name) else None
+        pending = ctx.sidecars.instance(name).delete_pending if INSTANCE_RE.match(name) else None
         if not pending:
             continue
         if name in listed:
@@ -223,7 +223,7 @@ def _orphan(ctx: Context, entry: dict, jobs: list[dict], reason: str, price_per_
                                        if idle_s is not None and price is not None else None),
            "blockers": teardown_mod.unverified_results(ctx, name), "deleted": False}
     out["advice"] = _advice(out)
-    unsaved = [side["job_id"] for side in keep.pending(ctx, jobs)]
+    unsaved = [side.job_id for side in keep.pending(ctx, jobs)]
     if unsaved and not out["blockers"]:
         out["advice"] += (f"; results of {', '.join(unsaved)} exist only on it: "
                           f"{command('teardown.py', '--orphans', '--delete', '--instance', name)} first copies them back to "

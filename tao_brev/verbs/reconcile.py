@@ -40,7 +40,7 @@ from ..docker_state import docker_error_code, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..fsio import pid_alive
 from ..records import now_iso
-from ..vocabulary import ErrClass, JobState
+from ..vocabulary import ErrClass, JobState, LaunchState
 
 NEVER_LAUNCHED_FIX = ("Nothing runs under this id: submit again with --retry-of {job_id}; "
                       "teardown.py {job_id} closes this record.")
@@ -50,7 +50,7 @@ FAILED_START_FIX = "{fix} Then submit again with --retry-of {job_id}; teardown.p
 # Sidecar launch states of a job that never ran: refused by the instance (submit saw docker run
 # fail), never launched (reconciled: no container, or no instance), failed start (a created
 # container docker could not start). Such a job wrote nothing.
-NEVER_RAN = ("refused", "never_launched", "start_failed")
+NEVER_RAN = tuple(s for s in LaunchState if s.never_ran())
 BREV_LOOKUP_FAILED = "could not look up instance"   # brev exec.go, after an ssh failure
 UNSETTLED_FIX = ("Run poll_status.py {job_id} later: it asks the instance again and adopts or closes this "
                  "launch. Do not resubmit yet.")
@@ -59,9 +59,9 @@ EXIT_EXISTS, EXIT_DOCKER_FAILED, EXIT_NONE, EXIT_BUSY = 0, 2, 5, 7
 
 def launch_in_progress(sidecar: dict) -> bool:
     """True while the submit process that is launching this job is alive."""
-    launch = sidecar.get("launch") or {}
+    launch = sidecar.launch or {}
     pid = launch.get("pid")
-    if launch.get("state") != "launching" or not isinstance(pid, int) or pid == os.getpid():
+    if launch.get("state") != LaunchState.LAUNCHING or not isinstance(pid, int) or pid == os.getpid():
         return False
     return pid_alive(pid)
 
@@ -100,7 +100,7 @@ def pending_launch(ctx: Context, record: dict, instance: str | None, source: str
         if not current.get("backend_ref") and not current.get("terminal_state"):   # not settled by another poller
             ctx.records.mark(job_id, JobState.RUNNING, message="launch confirmed by reconciliation: container exists",
                              source=source, backend_ref=backend_ref)
-        ctx.sidecars.update(job_id, launch={"state": "launched", "finished_at": now_iso(), "reconciled": True})
+        ctx.sidecars.update(job_id, launch={"state": LaunchState.LAUNCHED, "finished_at": now_iso(), "reconciled": True})
         return {"answer": {"ok": True, "state": JobState.RUNNING, "backend_ref": backend_ref, "reconciled": "adopted",
                            "adopted": True}, "exit_code": 0}
     if result.exit_code == EXIT_NONE:
@@ -150,7 +150,7 @@ def start_failed(ctx: Context, job_id: str, instance: str, source: str, observed
     if not current.get("terminal_state"):
         ctx.records.mark(job_id, JobState.ERROR, message=f"failed launch: {observed.message}", source=source,
                          backend_ref=backend_ref, err_class=ErrClass.INFRA)
-    ctx.sidecars.update(job_id, launch={"state": "start_failed", "finished_at": now_iso(), "reconciled": True,
+    ctx.sidecars.update(job_id, launch={"state": LaunchState.START_FAILED, "finished_at": now_iso(), "reconciled": True,
                                         "error": error.to_json(), "hint": observed.hint})
     say(f"reconcile {job_id}: {error.message}")
     return {"answer": {"ok": False, "state": JobState.ERROR, "backend_ref": backend_ref, "reconciled": "never_launched",
@@ -187,7 +187,7 @@ def _never_launched(ctx: Context, job_id: str, source: str, why: str, code: str 
     if code == "UNKNOWN_INSTANCE":
         fix = UNKNOWN_INSTANCE_FIX.format(instance=instance, job_id=job_id)
     error = TaoBrevError(code, f"job {job_id} was never launched: {why}", fix).to_json()
-    ctx.sidecars.update(job_id, launch={"state": "never_launched", "finished_at": now_iso(), "error": error,
+    ctx.sidecars.update(job_id, launch={"state": LaunchState.NEVER_LAUNCHED, "finished_at": now_iso(), "error": error,
                                         **({"instance_missing": True} if code == "UNKNOWN_INSTANCE" else {})})
     return {"answer": launch_failure_answer(ctx, ctx.records.load(job_id), ctx.sidecars.load(job_id)),
             "exit_code": 1}
@@ -195,15 +195,15 @@ def _never_launched(ctx: Context, job_id: str, source: str, why: str, code: str 
 
 def launch_failed(sidecar: dict) -> bool:
     """The job never ran: its launch was refused, never happened, or docker could not start it."""
-    return (sidecar.get("launch") or {}).get("state") in NEVER_RAN
+    return (sidecar.get("launch") or {}).get("state") in NEVER_RAN   # also a plain dict (resume.plan's callers)
 
 
 def container_may_exist(sidecar: dict) -> bool:
     """A refused launch or a failed start may have left a ``created`` container (moby keeps it):
     worth reading until a teardown removed it; never for an instance that did not exist."""
-    launch = sidecar.get("launch") or {}
-    return (launch.get("state") in ("refused", "start_failed") and not launch.get("instance_missing")
-            and not sidecar.get("teardown") and not sidecar.get("instance_deleted_at"))
+    launch = sidecar.launch or {}
+    return (launch.get("state") in (LaunchState.REFUSED, LaunchState.START_FAILED) and not launch.get("instance_missing")
+            and not sidecar.teardown and not sidecar.instance_deleted_at)
 
 
 def never_ran_record(record: dict) -> bool:
@@ -216,7 +216,7 @@ def never_ran_record(record: dict) -> bool:
 
 def instance_missing(sidecar: dict) -> bool:
     """``brev ls`` did not list the job's instance when its launch was settled: it never existed."""
-    return bool((sidecar.get("launch") or {}).get("instance_missing"))
+    return bool((sidecar.launch or {}).get("instance_missing"))
 
 
 def launch_failure_answer(ctx: Context, record: dict, sidecar: dict) -> dict:
@@ -224,7 +224,7 @@ def launch_failure_answer(ctx: Context, record: dict, sidecar: dict) -> dict:
     (no round trip): the same state, error code and fix on every poll, with or without --wait.
     ``ok`` false, exit 1 (the error's class). No logs advice: nothing ran."""
     job_id = record["id"]
-    launch = sidecar.get("launch") or {}
+    launch = sidecar.launch or {}
     why = _last_message(record) or "never launched"
     error = launch.get("error") or TaoBrevError(
         launch.get("code") or "NEVER_LAUNCHED", f"job {job_id} never ran: {why}",
@@ -234,8 +234,8 @@ def launch_failure_answer(ctx: Context, record: dict, sidecar: dict) -> dict:
     out = {"ok": False, "state": JobState.ERROR, "terminal_state": record.get("terminal_state"),
            "backend_ref": record.get("backend_ref"), "reconciled": "never_launched", "message": why,
            "hint": hint, "error": error}
-    if sidecar.get("teardown"):
-        out["closed_at"] = sidecar["teardown"].get("at")
+    if sidecar.teardown:
+        out["closed_at"] = sidecar.teardown.get("at")
     return out
 
 

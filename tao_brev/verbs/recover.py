@@ -112,7 +112,7 @@ def advance(ctx: Context, root: str, current: str, cause: dict, pol: dict, reque
     lock = lock_path(ctx, root)
     with locked(lock):
         chain = _chain(ctx, root)
-        state = ctx.sidecars.load(root).get("recovery") or {}
+        state = ctx.sidecars.load(root).recovery or {}
         if chain[-1]["job_id"] != current:   # another process advanced the chain meanwhile
             return chain[-1]["job_id"]
         adopted = adopt(ctx, root, chain, state.get("intent"))
@@ -170,11 +170,11 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
                  health_wait_s: float, interval: float) -> str:
     current = chain[-1]["job_id"]
     side, record = ctx.sidecars.load(current), ctx.records.load(current)
-    words = ctx.sidecars.load(root).get("submit_argv")
+    words = ctx.sidecars.load(root).submit_argv
     if not words:
         raise Stop("RECOVERY_NOT_POSSIBLE", f"the submit arguments of {root} were not kept (an older bundle): "
                    "the resubmit cannot be built")
-    here = side.get("instance")
+    here = side.instance
     target, extra, found = choose_instance(ctx, here, record.get("image") or "", pol.get("fallback_instance"),
                                            health_wait_s, min(interval, HEALTH_INTERVAL_S))
     if target is None:
@@ -212,7 +212,7 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
 def _refuse_out_of_reach(ctx: Context, source: str, here: str, target: str, found: str, words: list[str]) -> None:
     """A move to another instance resumes only from results verified in S3 (storage tier B/C, or
     results routed to a bucket): with the checkpoints only on the lost instance, say so."""
-    results = ctx.sidecars.load(source).get("results") or {}
+    results = ctx.sidecars.load(source).results or {}
     reached = results.get("verified") or (results.get("checkpoint_sync") or {}).get("latest_checkpoint")
     if target == here or (results.get("kind") == "s3" and reached):
         return
@@ -315,7 +315,7 @@ def _budget_left(ctx: Context, root: str, pol: dict) -> Optional[float]:
 def _final(ctx: Context, root: str, out: dict, stop: Optional[Stop], code: int = 1) -> tuple[dict, int]:
     """The last attempt's answer with the whole chain; a :class:`Stop` becomes its error."""
     chain = _chain(ctx, root)
-    pol = (ctx.sidecars.load(root).get("recovery") or {}).get("policy") or {}
+    pol = (ctx.sidecars.load(root).recovery or {}).get("policy") or {}
     out = {**out, "attempts": attempts_view(ctx, root), "chain_cost": chain_cost(ctx, root),
            "recovery": {"first_job": root, "attempts_used": len(chain) - 1, "max_attempts": pol.get("attempts"),
                         "fallback_instance": pol.get("fallback_instance"), "budget_s": pol.get("budget_s"),

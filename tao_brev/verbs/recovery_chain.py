@@ -41,18 +41,18 @@ def policy(attempts: Optional[int], fallback: Optional[str], budget_s: Optional[
 
 def root_of(ctx: Context, job_id: str) -> str:
     """The first job of the chain ``job_id`` belongs to (itself when it is no recovery attempt)."""
-    return ctx.sidecars.load(job_id).get("recovery_root") or job_id
+    return ctx.sidecars.load(job_id).recovery_root or job_id
 
 
 def remembered_policy(ctx: Context, job_id: str) -> Optional[dict]:
     """The policy the chain of ``job_id`` runs under: the chain's, else its submit's ``--recover``."""
     side = ctx.sidecars.load(root_of(ctx, job_id))
-    return (side.get("recovery") or {}).get("policy") or side.get("recovery_policy")
+    return (side.recovery or {}).get("policy") or side.recovery_policy
 
 
 def chain(ctx: Context, root: str) -> list[dict]:
     """The attempts of ``root``'s chain, first job first (``[{"job_id", "attempt", ...}]``)."""
-    return list((ctx.sidecars.load(root).get("recovery") or {}).get("chain") or [{"job_id": root, "attempt": 1}])
+    return list((ctx.sidecars.load(root).recovery or {}).get("chain") or [{"job_id": root, "attempt": 1}])
 
 
 def lock_path(ctx: Context, root: str):
@@ -73,13 +73,13 @@ def attempts_view(ctx: Context, root: str) -> list[dict]:
         except TaoBrevError as exc:
             out.append({**entry, "error": exc.code})
             continue
-        progress = side.get("final_progress") or {}
-        item = {"job_id": job, "attempt": entry["attempt"], "instance": side.get("instance"),
+        progress = side.final_progress or {}
+        item = {"job_id": job, "attempt": entry["attempt"], "instance": side.instance,
                 "state": record.get("terminal_state") or current_state(record), "cause": entry.get("cause"),
                 "epoch": progress.get("epoch"), "num_epochs": progress.get("num_epochs")}
-        start = (side.get("resume_from") or {}).get("checkpoint") or {}
+        start = (side.resume_from or {}).get("checkpoint") or {}
         if start.get("path"):
-            item["resumed_from"] = {"job_id": side["resume_from"].get("job_id"), "checkpoint": start["path"]}
+            item["resumed_from"] = {"job_id": side.resume_from.get("job_id"), "checkpoint": start["path"]}
         out.append(item)
     return out
 
@@ -88,7 +88,7 @@ def annotate(ctx: Context, job_id: str, out: dict) -> dict:
     """``out`` with ``attempts`` when ``job_id`` is part of a recovery chain (status.observe's hook)."""
     try:
         root = root_of(ctx, job_id)
-        if len(chain(ctx, root)) > 1 or (ctx.sidecars.load(root).get("recovery") or {}).get("policy"):
+        if len(chain(ctx, root)) > 1 or (ctx.sidecars.load(root).recovery or {}).get("policy"):
             out["attempts"] = attempts_view(ctx, root)
     except TaoBrevError:
         pass
@@ -119,7 +119,7 @@ def _billed(ctx: Context, job_id: str) -> tuple[Optional[float], float, Optional
         start = cost.parse_ts(record.get("submitted_at"))
         return (cost.seconds(start, datetime.now(timezone.utc)) if start else None), 0.0, None
     side = ctx.sidecars.load(job_id)   # owned as a poll judges it (status.observe), so the facts agree
-    owned = not side.get("instance_deleted_at") and bool(side.get("instance")) and owns(ctx, side["instance"])
+    owned = not side.instance_deleted_at and bool(side.instance) and owns(ctx, side.instance)
     facts = cost.facts(ctx, job_id, owned=owned, lookup=False)
     idle = facts.get("idle_billed_s") or 0.0
     billed = facts.get("billed_s")

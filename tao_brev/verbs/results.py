@@ -98,7 +98,7 @@ def finalize(ctx: Context, job_id: str) -> Optional[dict]:
     results routing (no sidecar).
     """
     sidecar = ctx.sidecars.load(job_id)
-    results = sidecar.get("results") or {}
+    results = sidecar.results or {}
     if not results:
         return None
     if results.get("kind") != "s3" or results.get("verified"):
@@ -114,7 +114,7 @@ def finalize(ctx: Context, job_id: str) -> Optional[dict]:
     lock = _manifest_path(ctx, job_id).with_suffix(".upload")
     private_dir(lock.parent)   # the manifests dir: 0700
     with locked(lock):   # one attempt at a time per job, whichever process sees the end first
-        results = ctx.sidecars.load(job_id).get("results") or {}
+        results = ctx.sidecars.load(job_id).results or {}
         if results.get("verified") or int(results.get("attempts") or 0) > seen:
             return summary(results)   # another poller made an attempt while this one waited: its outcome
         ctx.sidecars.update(job_id, results={"attempts": seen + 1})
@@ -128,14 +128,14 @@ def finalize(ctx: Context, job_id: str) -> Optional[dict]:
 
 
 def _upload_and_verify(ctx: Context, job_id: str, sidecar: dict, record: dict) -> dict:
-    results = sidecar["results"]
+    results = sidecar.results
     destination = results["destination"]
     settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(destination)[0])
     if settings.missing():
         raise TaoBrevError("MISSING_CREDENTIAL", f"S3 credentials needed to upload the results of {job_id} "
                            f"are not set: {', '.join(settings.missing())}")
     excludes = list(record.get("upload_excludes") or [])
-    reported, upload_error = _upload(ctx, job_id, sidecar["instance"], results["instance_dir"], destination,
+    reported, upload_error = _upload(ctx, job_id, sidecar.instance, results["instance_dir"], destination,
                                      settings, excludes)
     kept = [e for e in reported.entries if not storage.is_excluded(e["path"], excludes)]
     manifest = _merge(_load_manifest(ctx, job_id) or [], kept)
@@ -213,7 +213,7 @@ def recheck(ctx: Context, job_id: str) -> dict:
     the store cannot be listed (the verified state is then left as it was).
     """
     sidecar = ctx.sidecars.load(job_id)
-    results = sidecar.get("results") or {}
+    results = sidecar.results or {}
     if results.get("kind") != "s3" or not results.get("verified"):
         return results
     manifest = _load_manifest(ctx, job_id)
@@ -235,11 +235,11 @@ def recheck_instance(ctx: Context, instance: str) -> list[str]:
     """:func:`recheck` every job on ``instance``; the jobs whose store could not be listed, as blockers."""
     problems = []
     for side in ctx.sidecars.all():
-        if side.get("instance") == instance and side.get("job_id"):
+        if side.instance == instance and side.job_id:
             try:
-                recheck(ctx, side["job_id"])
+                recheck(ctx, side.job_id)
             except TaoBrevError as exc:
-                problems.append(f"job {side['job_id']}: results could not be listed again: {exc.message}")
+                problems.append(f"job {side.job_id}: results could not be listed again: {exc.message}")
     return problems
 
 

@@ -61,7 +61,7 @@ STOP_REFUSED_FIX = ("Wait for the other jobs on it to end and the results to be 
 
 def instance_type(ctx: Context, job_id: str, instance: str) -> str | None:
     """The job's instance type: remembered in its sidecar, else one ``brev ls`` (remembered then)."""
-    known = (ctx.sidecars.load(job_id).get("cost") or {}).get("instance_type")
+    known = (ctx.sidecars.load(job_id).cost or {}).get("instance_type")
     if known:
         return known
     try:

@@ -150,7 +150,7 @@ def _quarantined_entry(ctx: Context, listed: dict) -> dict:
     """``--all``'s entry for a damaged record: where it is, its instance (sidecar), what closes it."""
     job_id = listed["id"]
     try:
-        instance = ctx.sidecars.load(job_id).get("instance")
+        instance = ctx.sidecars.load(job_id).instance
     except TaoBrevError:
         instance = None
     return {"job_id": job_id, "instance": instance, "path": listed.get("quarantined"),
@@ -169,7 +169,7 @@ def _never_ran_unclosed(ctx: Context, record: dict) -> bool:
         sidecar = ctx.sidecars.load(record["id"])
     except TaoBrevError:
         return False
-    return reconcile.launch_failed(sidecar) and not sidecar.get("teardown")
+    return reconcile.launch_failed(sidecar) and not sidecar.teardown
 
 
 def observe_safely(ctx: Context, job_id: str) -> dict:

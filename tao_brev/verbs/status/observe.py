@@ -31,7 +31,7 @@ def watch_fields(ctx: Context, record: dict, observed: Observed, probe: Probe | 
                                                       "or unreachable, or the job's results dir on it is unknown)"}}
     if probe is not None and probe.files is not None:
         out["progress"] = progress_mod.summarize(file, probe.now, action)
-    saved = ctx.sidecars.load(job_id).get("final_progress")
+    saved = ctx.sidecars.load(job_id).final_progress
     if terminal and out["progress"].get("available"):
         if not saved or (saved.get("updated_at"), saved.get("file")) != (out["progress"].get("updated_at"),
                                                                          out["progress"].get("file")):
@@ -76,7 +76,7 @@ def apply(ctx: Context, record: dict, observed: Observed) -> dict:
     cost.note_container_times(ctx, record["id"], observed.started_at, observed.finished_at)
     if is_terminal(record.get("terminal_state")):
         return record
-    settle_interrupted_cancel(observed, ctx.sidecars.load(record["id"]).get("cancel"))
+    settle_interrupted_cancel(observed, ctx.sidecars.load(record["id"]).cancel)
     if observed.state == current_state(record):
         return record
     err_class = (observed.hint or {}).get("err_class") if observed.state == JobState.ERROR else None
@@ -100,7 +100,7 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
     if reconcile.launch_failed(sidecar) and is_terminal(record.get("terminal_state")):
         return _never_ran(ctx, job_id, answer, record, sidecar, price_per_hour, log_lines, read_failed)
     # torn down, then stopped by the bundle (teardown --stop-instance): an exec would start it (and bill)
-    stopped_at = sidecar.get("instance_stopped_at") if sidecar.get("teardown") and is_terminal(
+    stopped_at = sidecar.instance_stopped_at if sidecar.teardown and is_terminal(
         record.get("terminal_state")) else None
     if not stopped_at and _stopped(ctx, instance, sidecar, start):
         return instance_gate.stopped_answer(answer, instance, "poll_status.py", job_id,
@@ -140,7 +140,7 @@ def _answer(ctx: Context, record: dict, sidecar: dict, instance: str, answer: di
             log_lines: int, price_per_hour: float | None, metrics: int | None, stall_after: float | None) -> dict:
     """The answer of a job that ran: its state read (or known), marked, and all an answer carries."""
     job_id = record["id"]
-    deleted_at = sidecar.get("instance_deleted_at")
+    deleted_at = sidecar.instance_deleted_at
     probe = None
     if deleted_at:   # nothing to ask - and never a new instance that took the name
         observed, logs = deleted(instance, f"teardown deleted {instance} at {deleted_at}"), None
@@ -187,7 +187,7 @@ def _add_logs(ctx: Context, out: dict, instance: str, job_id: str, observed: Obs
 def _stopped(ctx: Context, instance: str | None, sidecar: dict, start: bool) -> bool:
     """The job's instance is STOPPED and must stay so (no exec follows); never asked once a
     teardown deleted it (a new instance may carry the name)."""
-    return bool(instance) and not sidecar.get("instance_deleted_at") and instance_gate.stopped(ctx, instance, start)
+    return bool(instance) and not sidecar.instance_deleted_at and instance_gate.stopped(ctx, instance, start)
 
 
 def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: dict,

@@ -19,7 +19,7 @@ from ...errors import CODES, TaoBrevError, TransportError
 from ...records import now_iso
 from ...secrets import proof as env_proof
 from ...transport import FIRST_EXEC_TIMEOUT_S
-from ...vocabulary import ErrClass, InstanceStatus, JobState, Source
+from ...vocabulary import ErrClass, InstanceStatus, JobState, LaunchState, Source
 from .. import reconcile
 from .outcome import LaunchOutcome, parse
 from .plan import Plan, SubmitRequest, launch_parts, script
@@ -94,7 +94,7 @@ def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: dict) -> tu
                         results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
                                  "destination": routing.destination(job_id)},
                         inputs=stage.answer()["inputs"] if stage else [],
-                        launch={"state": "launching", "pid": os.getpid(), "started_at": now_iso()},
+                        launch={"state": LaunchState.LAUNCHING, "pid": os.getpid(), "started_at": now_iso()},
                         **({"submit_argv": resume_advice.resubmit_words(req.argv)} if req.argv is not None else {}),
                         **({"resume_from": resumed.to_json()} if resumed else {}),
                         **({"recovery_policy": req.recover} if req.recover else {}))
@@ -168,7 +168,7 @@ def _launched(ctx: Context, req: SubmitRequest, answer: dict, found: LaunchOutco
     backend_ref = f"{req.instance}/{job_id}"
     ctx.records.mark(job_id, JobState.RUNNING, message="container started" if not found.adopted else
                      "container already existed; adopted", source=Source.AGENT, backend_ref=backend_ref)
-    ctx.sidecars.update(job_id, launch={"state": "launched", "finished_at": now_iso(),
+    ctx.sidecars.update(job_id, launch={"state": LaunchState.LAUNCHED, "finished_at": now_iso(),
                                         "container_id": found.container_id})
     if found.resume_chosen:   # the instance chose the checkpoint: record it
         answer["resume_from"] = found.resume_chosen
@@ -200,7 +200,7 @@ def mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None = 
                      err_class=err_class)
     hint = {"err_class": err_class, "reason": f"refused before launch ({code or 'NEVER_LAUNCHED'}): nothing ran",
             "advice": fix or CODES[code if code in CODES else "NEVER_LAUNCHED"].fix, "evidence": [why]}
-    ctx.sidecars.update(job_id, launch={"state": "refused", "finished_at": now_iso(), "hint": hint,
+    ctx.sidecars.update(job_id, launch={"state": LaunchState.REFUSED, "finished_at": now_iso(), "hint": hint,
                                         **({"code": code} if code else {})})
     if code in REFUSED_BEFORE_RUN:
         ctx.sidecars.update(job_id, teardown={"at": now_iso(), "container_removed": False,

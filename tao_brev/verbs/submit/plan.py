@@ -176,7 +176,7 @@ def dry_run(req: SubmitRequest, plan: Plan) -> dict:
     if stage:
         stage.prepare(upload=False)
         job_file = "~/.tao-cred-<job_id>"
-        carrier_file = job_file if stage.tier == "C" else job_file + "-s3"
+        carrier_file = job_file if stage.tier == StorageTier.C else job_file + "-s3"
         shown = script(plan.run, plan.spec_text, "\n".join(filter(None, [
             stage.checks(req.placeholder, plan.image, job_file, carrier_file),
             extra_checks(resumed, req.placeholder, job_file, carrier_file, plan.named, plan.mounts,

@@ -82,12 +82,12 @@ def remove_container(ctx: Context, instance: str, job_id: str, sidecar: dict, an
     """(the container's last docker .State or None, the instance is gone, archive sections).
     No round trip once a teardown deleted the instance: a rerun reaches nothing (and never a
     new instance of that name)."""
-    if sidecar.get("instance_deleted_at"):
+    if sidecar.instance_deleted_at:
         answer["warnings"].append(f"instance {instance} was deleted by teardown at "
-                                  f"{sidecar['instance_deleted_at']}; nothing left to remove")
+                                  f"{sidecar.instance_deleted_at}; nothing left to remove")
         return None, True, {}
     try:
-        results = sidecar.get("results") or {}
+        results = sidecar.results or {}
         owner = (image, results["instance_dir"]) if image and results.get("instance_dir") else None
         docker_state, answer["container_removed"], archived = observe_and_remove(ctx, instance, job_id, owner,
                                                                                  saves)

@@ -28,7 +28,7 @@ def delete_and_record(ctx: Context, instance: str) -> None:
     deleted_at = cost.now_precise()
     ctx.sidecars.note_instance(instance, deleted_at=deleted_at, delete_pending=None)
     for side in jobs:
-        ctx.sidecars.update(side["job_id"], instance_deleted_at=deleted_at, delete_pending=None)
+        ctx.sidecars.update(side.job_id, instance_deleted_at=deleted_at, delete_pending=None)
     say(f"teardown: instance {instance} deleted")
 
 
@@ -38,12 +38,12 @@ def delete_pending(ctx: Context, instance: str, exc: TaoBrevError) -> TaoBrevErr
     every job on it carry ``delete_pending`` until a later delete succeeds, and
     ``teardown.py --orphans`` lists it - and return INSTANCE_DELETE_PENDING saying
     that the instance still bills, with the exact manual command."""
-    pending = {"since": (ctx.sidecars.instance(instance).get("delete_pending") or {}).get("since") or now_iso(),
+    pending = {"since": (ctx.sidecars.instance(instance).delete_pending or {}).get("since") or now_iso(),
                "last_attempt_at": now_iso(), "error": exc.code, "message": exc.message,
                "manual_command": f"brev delete {instance}"}
     ctx.sidecars.note_instance(instance, delete_pending=pending)
     for side in jobs_on(ctx, instance):
-        ctx.sidecars.update(side["job_id"], delete_pending=pending)
+        ctx.sidecars.update(side.job_id, delete_pending=pending)
     say(f"teardown: brev delete {instance} failed ({exc.code}); cleanup pending, the instance still bills")
     return TaoBrevError("INSTANCE_DELETE_PENDING",
                         f"instance {instance} was NOT deleted and still bills: brev delete failed ({exc.code}: "
@@ -55,10 +55,10 @@ def delete_pending(ctx: Context, instance: str, exc: TaoBrevError) -> TaoBrevErr
 
 def forget_pending_delete(ctx: Context, instance: str) -> None:
     """The instance is gone (deleted by hand, or by someone else): nothing is pending any more."""
-    if ctx.sidecars.instance(instance).get("delete_pending"):
+    if ctx.sidecars.instance(instance).delete_pending:
         ctx.sidecars.note_instance(instance, delete_pending=None)
         for side in jobs_on(ctx, instance):
-            ctx.sidecars.update(side["job_id"], delete_pending=None)
+            ctx.sidecars.update(side.job_id, delete_pending=None)
 
 
 def delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool, force: bool,
@@ -73,7 +73,7 @@ def delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool, 
     exit 1, ``still_billing``) unless ``discard``."""
     lost = results_mod.recheck_instance(ctx, instance)   # a LIST per verified job: nothing lost since?
     if "results" in answer:
-        answer["results"] = results_mod.summary(ctx.sidecars.load(job_id)["results"])
+        answer["results"] = results_mod.summary(ctx.sidecars.load(job_id).results)
     lost += unverified_results(ctx, instance)
     live = live_jobs(ctx, instance, job_id)
     if live and not lost and not asked and not force:
@@ -117,7 +117,7 @@ def _save_or_discard(ctx: Context, job_id: str, instance: str, answer: dict, ask
 
 def _delete_now(ctx: Context, job_id: str, instance: str, answer: dict, forced: bool) -> tuple[dict, int]:
     """The delete itself, once nothing blocks it (or ``--force``): the answer says what was deleted."""
-    results = ctx.sidecars.load(job_id).get("results") or {}
+    results = ctx.sidecars.load(job_id).results or {}
     if results.get("kind") == "local":
         answer["warnings"].append(f"results of {job_id} live only on {instance} ({results.get('instance_dir')}); "
                                   "deleting the instance deletes them")

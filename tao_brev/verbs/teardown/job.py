@@ -45,11 +45,11 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
     if unreached is not None:
         return unreached
     deletes = delete_instance is True or (delete_instance is None and owns(ctx, instance))
-    if not sidecar.get("instance_deleted_at") and instance_gate.stopped(ctx, instance, start or deletes):
+    if not sidecar.instance_deleted_at and instance_gate.stopped(ctx, instance, start or deletes):
         out = instance_gate.stopped_answer({"ok": False, **answer}, instance, "teardown.py", job_id,
                                            record.get("terminal_state"))
         return out, 1
-    earlier_cancel = sidecar.get("cancel")
+    earlier_cancel = sidecar.cancel
     if not is_terminal(record.get("terminal_state")) and not earlier_cancel:   # intent first, then act
         ctx.sidecars.update(job_id, cancel={"requested_at": now_iso(), "by": "teardown"})
     saves = to_save(ctx, instance, job_id, sidecar, delete_instance, force, discard_results)
@@ -84,10 +84,10 @@ def _nothing_to_reach(ctx: Context, record: dict, sidecar: dict, instance: str |
         out = {"ok": True, **answer, "state": record.get("terminal_state")}
         out["cost"] = cost.facts(ctx, job_id, owned=False, price_per_hour=price_per_hour, lookup=False)
         return out, 0
-    if sidecar.get("instance_stopped_at") and sidecar.get("teardown") and is_terminal(record.get("terminal_state")):
+    if sidecar.instance_stopped_at and sidecar.teardown and is_terminal(record.get("terminal_state")):
         # torn down and stopped by the bundle: any exec would start it again (and bill)
         answer.update(instance_stopped=True, state=record.get("terminal_state"))
-        answer["warnings"].append(f"instance {instance} was stopped by teardown at {sidecar['instance_stopped_at']}; "
+        answer["warnings"].append(f"instance {instance} was stopped by teardown at {sidecar.instance_stopped_at}; "
                                   "nothing left to remove (reaching it would start it)")
         out = {"ok": True, **answer}
         out["cost"] = cost.facts(ctx, job_id, owned=owns(ctx, instance), price_per_hour=price_per_hour, lookup=False)
@@ -103,7 +103,7 @@ def _instance_end(ctx: Context, job_id: str, instance: str, answer: dict, gone: 
     if stop_instance and not gone:
         out, code = stop.after_teardown(ctx, job_id, instance, answer,
                                         live_jobs(ctx, instance, job_id) + unverified_results(ctx, instance),
-                                        [side["job_id"] for side in jobs_on(ctx, instance)])
+                                        [side.job_id for side in jobs_on(ctx, instance)])
     elif not gone and (delete_instance is True or (delete_instance is None and owned)):
         out, code = delete(ctx, job_id, instance, answer, asked=delete_instance is True, force=force,
                            discard=discard_results, archived=archived)
@@ -117,7 +117,7 @@ def to_save(ctx: Context, instance: str, job_id: str, sidecar: dict, delete_inst
             force: bool, discard: bool) -> list[dict]:
     """The jobs on ``instance`` whose results exist only there, to archive in the teardown's exec:
     none unless this teardown may delete it (asked, or owned with no other live job, or forced)."""
-    if discard or delete_instance is False or sidecar.get("instance_deleted_at"):
+    if discard or delete_instance is False or sidecar.instance_deleted_at:
         return []
     if delete_instance is None and not owns(ctx, instance):
         return []
@@ -128,14 +128,14 @@ def to_save(ctx: Context, instance: str, job_id: str, sidecar: dict, delete_inst
 
 def finalize_results(ctx: Context, job_id: str, sidecar: dict, instance_gone: bool, answer: dict) -> None:
     """Upload and verify S3-routed results (after the rm: the job no longer writes); ``answer["results"]``."""
-    if not sidecar.get("results"):
+    if not sidecar.results:
         return
     if not instance_gone:
         answer["results"] = results_mod.finalize(ctx, job_id)
         return
-    answer["results"] = results_mod.summary(sidecar["results"])
+    answer["results"] = results_mod.summary(sidecar.results)
     if answer["results"].get("kind") == "s3" and not answer["results"].get("verified"):
-        answer["warnings"].append(f"results of {job_id} were not verified in S3 before {sidecar.get('instance')} "
+        answer["warnings"].append(f"results of {job_id} were not verified in S3 before {sidecar.instance} "
                                   "was deleted: what was not uploaded is lost")
 
 
@@ -145,7 +145,7 @@ def teardown_damaged(ctx: Context, job_id: str, damaged: TaoBrevError) -> tuple[
     record (``jobs/quarantine/closed/``). The instance is never deleted from here."""
     note_job(job_id)
     sidecar = ctx.sidecars.load(job_id)
-    instance = sidecar.get("instance")
+    instance = sidecar.instance
     answer = {"job_id": job_id, "instance": instance, "backend_ref": None, "container_removed": False,
               "instance_deleted": False, "deleted": [], "state": None,
               "warnings": [f"{damaged.message}; its state cannot be known"]}

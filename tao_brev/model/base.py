@@ -1,0 +1,61 @@
+"""What every state document shares: fields read from a JSON object and written back to one."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+
+class JsonObject:
+    """A dataclass mixin. ``from_json`` takes the document's known fields (the others are kept in
+    ``extra`` when the class has that field, else dropped); ``to_json`` gives the document back,
+    fields in declaration order, a field left at None omitted (absent and null read the same)."""
+
+    @classmethod
+    def json_fields(cls) -> tuple[str, ...]:
+        """The names the document carries (``extra`` and other fields with ``json=False`` are not)."""
+        return tuple(f.name for f in fields(cls) if f.metadata.get("json", True))
+
+    @classmethod
+    def from_json(cls, data: dict):
+        known = cls.json_fields()
+        values = {name: data[name] for name in known if name in data}
+        if "extra" in {f.name for f in fields(cls)}:
+            values["extra"] = {k: v for k, v in data.items() if k not in known}
+        return cls(**values)
+
+    KEEP_NULL: frozenset = frozenset()   # fields written as null rather than left out (the record's required ones)
+
+    def to_json(self) -> dict:
+        out = {name: _plain(getattr(self, name)) for name in self.json_fields()
+               if getattr(self, name) is not None or name in self.KEEP_NULL}
+        out.update(getattr(self, "extra", None) or {})
+        return out
+
+    # -- read as a mapping, as callers written against the JSON dicts do (until each reads fields) --
+    def _value(self, key: str) -> Any:
+        if key in self.json_fields():
+            return getattr(self, key)
+        return (getattr(self, "extra", None) or {}).get(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._value(key)
+        return default if value is None else _plain(value)
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._value(key)
+        if value is None and key not in self.KEEP_NULL:
+            raise KeyError(key)
+        return _plain(value)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (self._value(key) is not None or key in self.KEEP_NULL)
+
+
+def _plain(value: Any) -> Any:
+    """A nested document as JSON (a list of them included); anything else as it is."""
+    if isinstance(value, JsonObject):
+        return value.to_json()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
