@@ -29,6 +29,7 @@ trap 'rm -f "$LOG"' EXIT
   echo
   echo "## Record store"
   "$PY" bench_records.py
+  "$PY" bench_listing_json.py
   echo
   echo "## Redaction and the spec guard (linear in value length and input size)"
   "$PY" bench_redaction.py

@@ -8,17 +8,17 @@ versions keys resolve from that bank's ``versions.yaml``.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-from . import lazy_re
 from .errors import TaoBrevError
 
 BUNDLE_ROOT = Path(__file__).resolve().parent.parent
 
 # A dotted versions key such as ``images.tao_toolkit.pyt``: no '/', no ':'.
-_VERSIONS_KEY = lazy_re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
+_VERSIONS_KEY = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
 # An image reference as Docker accepts it (registry/repo[:tag][@digest]).
-_IMAGE_URI = lazy_re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+"
+_IMAGE_URI = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+"
                         r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$"
                         r"|^[a-z0-9]+([._-][a-z0-9]+)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")
 

@@ -29,18 +29,19 @@ import errno
 import fcntl
 import json
 import os
+import re
 import stat
 import threading
 from pathlib import Path
 
-from . import lazy_re, statedir
+from . import statedir
 from .secrets import safe_read
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 CREATE_PRIVATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
-_TEMP_RE = lazy_re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
+_TEMP_RE = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 # link(2) unsupported by the filesystem: fall back to a check under the directory lock
 _NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK}
 

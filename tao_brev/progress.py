@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from . import lazy_re, tao_status
+from . import tao_status
 from .logcap import cut_redacted
 from .secrets.safe_read import bounded_int
 
@@ -46,10 +46,10 @@ STALL_ADVICE = ("the container runs but writes nothing: usually a hung data load
                 "its last checkpoint. If epochs are legitimately this slow, poll_status.py {job} --stall-after "
                 "with more seconds.")
 
-_LOWER_IS_BETTER = lazy_re.compile(r"loss|err|mse|mae|rmse|wer|cer|perplexity|distance|fpr|fnr|miss", re.I)
-_HIGHER_IS_BETTER = lazy_re.compile(r"acc|map|\bap|ap\d|_ap|precision|recall|f1|iou|dice|auc|score|psnr|ssim|tpr", re.I)
-_NOT_A_GOAL = lazy_re.compile(r"^(lr|learning_rate|.*_lr)$|epoch|step|iter|time", re.I)
-_TIMEDELTA = lazy_re.compile(r"^(?:(-?\d{1,9}) days?, )?(\d{1,9}):(\d{1,2}):(\d{1,2}(?:\.\d{1,9})?)$")
+_LOWER_IS_BETTER = re.compile(r"loss|err|mse|mae|rmse|wer|cer|perplexity|distance|fpr|fnr|miss", re.I)
+_HIGHER_IS_BETTER = re.compile(r"acc|map|\bap|ap\d|_ap|precision|recall|f1|iou|dice|auc|score|psnr|ssim|tpr", re.I)
+_NOT_A_GOAL = re.compile(r"^(lr|learning_rate|.*_lr)$|epoch|step|iter|time", re.I)
+_TIMEDELTA = re.compile(r"^(?:(-?\d{1,9}) days?, )?(\d{1,9}):(\d{1,2}):(\d{1,2}(?:\.\d{1,9})?)$")
 BOUND = 10**12   # numbers of a status line beyond this (epochs, seconds) are no facts: ignored (bounded parse)
 
 

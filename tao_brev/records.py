@@ -32,7 +32,6 @@ import re
 import uuid
 from pathlib import Path
 
-from . import lazy_re
 from .errors import TaoBrevError
 from .fsio import atomic_write_json, create_json, locked, private_dir, read_bytes_or_error, read_text, sweep_temp
 from .vocabulary import ERR_CLASSES, SOURCES, STATES, STORAGE_TIERS, TERMINAL_STATES  # noqa: F401 (re-exported)
@@ -45,7 +44,7 @@ SCHEMA_VERSION = 1
 PLATFORM = "brev"
 
 # The bank's id pattern; also the path-traversal guard (no '/', no leading '.').
-ID_RE = lazy_re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # Fields holding paths or URIs get the gentle redaction that keeps paths intact.
 _URI_FIELDS = frozenset({"results_dir", "image", "backend_ref"})
 _REQUIRED = ("schema_version", "id", "platform", "image", "network_arch", "action",
@@ -413,8 +412,8 @@ def _quarantine_error(job_id: str, where: Path, why: str) -> TaoBrevError:
 # The record schema (references/schemas/job_record.schema.json) as explicit checks, read at every
 # load: no jsonschema import on the read path (tao_job_record.py list reads every record).
 # tests/test_records_contract.py proves they agree with the schema on every field.
-_DATE_TIME = lazy_re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
-_PLATFORM = lazy_re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
+_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
+_PLATFORM = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 _TRANSITION_KEYS = frozenset({"ts", "state", "message", "source"})
 
 
