@@ -36,6 +36,7 @@ trap 'rm -f "$LOG"' EXIT
   echo
   echo "## Staging (moto S3 server on 127.0.0.1)"
   "$PY" bench_staging.py
+  "$PY" bench_s3_client.py
 } 2>&1 | tee "$LOG"
 if [ "${1:-}" = "--readme" ]; then
   "$PY" readme_table.py "$LOG" ../README.md
