@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from .errors import TaoBrevError
+from .secrets.safe_read import read_text
 
 BUNDLE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,8 +40,6 @@ def load_versions(env=os.environ) -> dict:
 
     path = versions_file(env)
     try:
-        from .secrets.safe_read import read_text
-
         data = yaml.safe_load(read_text(path, 4 << 20, follow=True))   # a regular file of at most 4 MiB
     except FileNotFoundError:
         raise TaoBrevError("VERSIONS_FILE", f"versions file not found: {path}") from None

@@ -47,6 +47,7 @@ import stat
 import sys
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import TaoBrevError
@@ -54,12 +55,8 @@ from . import records
 from .fsio import AdvisoryFile, sweep_temp
 from .records import ID_RE, RecordStore, read_text
 from .secrets import literal, names, redact, rules
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Iterator
-
-    from .secrets.redact import ObjRedactor
+from .secrets import search as known_secrets
+from .secrets.redact import ObjRedactor
 
 FORMAT = b"tao-brev-record-listing 1"
 SETTLED_NS = 2_000_000_000   # a file written less than 2 s before the listing is read, never cached
@@ -88,9 +85,6 @@ def fingerprint() -> bytes | None:
 def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> Iterator[str]:
     """``redacted.json_text(entry, 2)`` of each entry of ``store.iter_list()``, in its order,
     byte for byte; cached texts where the cache answers (see the module doc)."""
-    from .secrets import search as known_secrets
-    from .secrets.redact import ObjRedactor
-
     stamp = fingerprint() if store.jobs_dir.is_dir() else None
     if stamp is None:   # nothing to list (no cache file made for it), or no fingerprint
         for entry in store.iter_list():

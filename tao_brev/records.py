@@ -30,15 +30,13 @@ import json
 import os
 import re
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import TaoBrevError
 from .fsio import atomic_write_json, create_json, locked, private_dir, read_bytes_or_error, read_text, sweep_temp
 from .vocabulary import ERR_CLASSES, SOURCES, STATES, STORAGE_TIERS, TERMINAL_STATES  # noqa: F401 (re-exported)
 
-TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (tao_job_record.py --help)
-if TYPE_CHECKING:
-    from typing import Iterator
 
 SCHEMA_VERSION = 1
 PLATFORM = "brev"
