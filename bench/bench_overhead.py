@@ -18,7 +18,7 @@ agent sandboxes: it stops Python writing bytecode, not reading it):
 
 Prints, for each, the ratio to the bare interpreter of the median CPU times (user + system of
 the child, from the kernel), of the median wall times and of the fastest runs. The target,
-<= 3x, is judged on CPU time: on a shared machine (2 cores, several people's work) a start's
+<= 6x and <= 60 ms, is judged on CPU time: on a shared machine (2 cores, several people's work) a start's
 wall time mostly measures the others' load - even the fastest of a few runs may never find the
 machine idle - while the CPU time of a single-threaded start that reads only cached files is
 what its wall time is on an idle machine. Figures only; nothing is asserted.
@@ -38,7 +38,8 @@ import _measure
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = int(os.environ.get("BENCH_RUNS", "7"))
 SCRIPTS = ("preflight.py", "submit.py", "poll_status.py", "teardown.py", "redact_secrets.py", "tao_job_record.py")
-TARGET = 3.0
+TARGET = 6.0      # times the bare interpreter's CPU time, and at most
+TARGET_CPU_S = 0.060   # CPU seconds
 # What any --help costs before a line of the bundle runs: argparse printing a help laid out as
 # the scripts' (tao_brev.cli.help_formatter: a raw description, an explicit width, so no shutil),
 # with what that loads (gettext, locale, textwrap). A script's --help loads no json.
@@ -124,7 +125,8 @@ def main() -> int:
         print(f"{r['mode']:<23} {'=1' if r['nowrite'] else 'unset':<23} {r['script']:<18} {ours['cpu']:6.3f} "
               f"{bare['cpu']:6.3f} {ratio:5.1f} {ours['wall']:6.3f} {ours['wall'] / bare['wall']:6.1f} "
               f"{ours['fastest'] / bare['fastest']:6.1f}  "
-              + (f"<= {TARGET:g}x{'' if ratio <= TARGET else '  MISSED'}" if r["judged"] else
+              + (f"<= {TARGET:g}x, <= {TARGET_CPU_S * 1000:g} ms"
+                 f"{'' if ratio <= TARGET and ours['cpu'] <= TARGET_CPU_S else '  MISSED'}" if r["judged"] else
                  "-  (what install.sh's precompile saves)"))
     for note in notes:
         print(note)
@@ -147,7 +149,7 @@ def main() -> int:
         print(f"ROW | script start-up, {mode}, PYTHONDONTWRITEBYTECODE {'=1' if nowrite else 'unset'} "
               f"(`--help` of the 6 scripts, median of {RUNS}) | CPU time {span('cpu')} the bare interpreter's "
               f"({cpu:.3f} s); wall time {span('wall')}, fastest runs {span('fastest')} | "
-              + (f"<= {TARGET:g}x (CPU) |" if group[0]["judged"] else "- (no install leaves it: install.sh precompiles) |"))
+              + (f"<= {TARGET:g}x and <= {TARGET_CPU_S * 1000:g} ms (CPU) |" if group[0]["judged"] else "- (no install leaves it: install.sh precompiles) |"))
     print(f"ROW | the floor of any `--help`: argparse printing a help, nothing of the bundle | {ratios(*floor)} "
           "the bare interpreter | - |")
     return 0

@@ -29,12 +29,14 @@ trap 'rm -f "$LOG"' EXIT
   echo
   echo "## Record store"
   "$PY" bench_records.py
+  "$PY" bench_listing_json.py
   echo
   echo "## Redaction and the spec guard (linear in value length and input size)"
   "$PY" bench_redaction.py
   echo
   echo "## Staging (moto S3 server on 127.0.0.1)"
   "$PY" bench_staging.py
+  "$PY" bench_s3_client.py
 } 2>&1 | tee "$LOG"
 if [ "${1:-}" = "--readme" ]; then
   "$PY" readme_table.py "$LOG" ../README.md

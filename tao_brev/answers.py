@@ -11,11 +11,12 @@ imports when it runs, not at import (``logcap.cap_answer``, ``redact.redact_obj`
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sys
 from typing import Callable, Iterable
 
-from . import lazy_re, logcap, nextstep, pipes
+from . import logcap, nextstep, pipes
 from .errors import TaoBrevError
 from .secrets import redact
 from .secrets import values as known_secrets
@@ -181,10 +182,10 @@ def interrupted_answer() -> dict:
                                   fix).to_json()}
 
 
-_INSTANCE_PLACEHOLDER = lazy_re.compile(r"(--instance |brev (?:delete|stop|start|exec|copy [^\s]+) )NAME\b")
-_JOB_PLACEHOLDER = lazy_re.compile(r"\bJOB_ID\b")
+_INSTANCE_PLACEHOLDER = re.compile(r"(--instance |brev (?:delete|stop|start|exec|copy [^\s]+) )NAME\b")
+_JOB_PLACEHOLDER = re.compile(r"\bJOB_ID\b")
 # a script of this bundle named bare (``teardown.py``) or relative (``scripts/teardown.py``) in a text
-_SCRIPT_WORD = lazy_re.compile(r"(?<![\w/.@-])(?:scripts/)?((?:preflight|submit|poll_status|teardown|tao_job_record|"
+_SCRIPT_WORD = re.compile(r"(?<![\w/.@-])(?:scripts/)?((?:preflight|submit|poll_status|teardown|tao_job_record|"
                                r"redact_secrets)\.py)\b")
 COMMAND_TEXTS = ("fix", "advice", "next_note", "teardown_skipped", "why")
 

@@ -8,17 +8,18 @@ versions keys resolve from that bank's ``versions.yaml``.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-from . import lazy_re
 from .errors import TaoBrevError
+from .secrets.safe_read import read_text
 
 BUNDLE_ROOT = Path(__file__).resolve().parent.parent
 
 # A dotted versions key such as ``images.tao_toolkit.pyt``: no '/', no ':'.
-_VERSIONS_KEY = lazy_re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
+_VERSIONS_KEY = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
 # An image reference as Docker accepts it (registry/repo[:tag][@digest]).
-_IMAGE_URI = lazy_re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+"
+_IMAGE_URI = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+"
                         r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$"
                         r"|^[a-z0-9]+([._-][a-z0-9]+)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")
 
@@ -39,8 +40,6 @@ def load_versions(env=os.environ) -> dict:
 
     path = versions_file(env)
     try:
-        from .secrets.safe_read import read_text
-
         data = yaml.safe_load(read_text(path, 4 << 20, follow=True))   # a regular file of at most 4 MiB
     except FileNotFoundError:
         raise TaoBrevError("VERSIONS_FILE", f"versions file not found: {path}") from None

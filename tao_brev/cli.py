@@ -7,18 +7,20 @@ string in it passed through the redactor, and exits 0/1/2/3 as documented in
 ``errors.py``. Human text goes to stderr, redacted too.
 
 Every script imports this module before it reads its arguments, ``--help`` too
-(tests/test_bootstrap.py pins what a --help imports): the answer's shape (``answers``) and
-the ``Context`` (``context``) are imported once an answer or a verb needs them; this module
-hands their names on (``cli.Context``, ``cli.emit``, ...) for the scripts.
+(bench/bench_overhead.py measures a --help against ``python -c pass``): what an answer or a verb needs
+(``answering``: ``answers``, ``nextstep``, ...; ``context``) is imported once a run works or
+answers, the two imports inside a function here; this module hands their names on
+(``cli.Context``, ``cli.emit``, ...) for the scripts.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
-
-import _signal as signal   # signal.py's C core: signal.py's enum classes cost every start ~1 ms
+import traceback
+from collections.abc import Callable
 
 from . import pipes
 from .errors import EXIT_FAILURE, EXIT_OK, TaoBrevError
@@ -26,10 +28,6 @@ from .run_state import RUN as _RUN
 from .run_state import STARTED as _STARTED
 from .run_state import deferred_interrupts, note_instance_started, note_job, note_state, say, warn  # noqa: F401
 from .run_state import reset as _reset
-
-TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:
-    from typing import Callable
 
 
 class JsonArgumentParser(argparse.ArgumentParser):
@@ -68,16 +66,22 @@ _ANSWERS = {"emit": "emit", "emit_stream": "emit_stream", "emit_stream_texts": "
             "_merge_warnings": "merge_warnings"}
 
 
+def _answering():
+    """``tao_brev.answering``: what a run needs once it works or answers; a --help needs none of it."""
+    from . import answering
+
+    return answering
+
+
 def __getattr__(name: str):
-    """``cli.Context`` (``context.Context``) and the answer functions of ``answers``."""
+    """``cli.Context`` (``context.Context``: the transport, the stores; not for a record listing)
+    and the answer functions of ``answers``."""
     if name == "Context":
         from .context import Context
 
         return Context
     if name in _ANSWERS:
-        from . import answers
-
-        return getattr(answers, _ANSWERS[name])
+        return getattr(_answering().answers, _ANSWERS[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -99,8 +103,7 @@ def _interrupt(signum, _frame):
         return
     if _RUN["signal"] is not None:   # a second signal while winding down: answer now
         _RUN["answering"] = True
-        from . import answers
-
+        answers = _answering().answers
         answer = answers.interrupted_answer()
         if _RUN.get("next_step") is not None:
             _RUN["next_step"](answer, 130, _RUN["argv"])
@@ -119,8 +122,7 @@ def dependency_missing(exc: ImportError) -> TaoBrevError | None:
     name = (getattr(exc, "name", None) or "").split(".")[0]
     if not name or name == "tao_brev" or name in getattr(sys, "stdlib_module_names", ()):
         return None
-    from .nextstep import install_command
-
+    install_command = _answering().nextstep.install_command
     return TaoBrevError("DEPENDENCIES_MISSING",
                         f"Python {sys.version_info[0]}.{sys.version_info[1]} ({sys.executable}) cannot import "
                         f"the module {name!r} ({exc}): the bundle's environment is incomplete",
@@ -139,8 +141,6 @@ def _unexpected(exc: Exception) -> tuple[dict, int]:
         if missing is not None:
             say(f"{missing.message}. {missing.fix}")
             return {"ok": False, "error": missing.to_json()}, missing.exit_code
-    import traceback
-
     say(traceback.format_exc())
     return {"ok": False, "error": TaoBrevError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}").to_json()}, \
         EXIT_FAILURE
@@ -149,9 +149,7 @@ def _unexpected(exc: Exception) -> tuple[dict, int]:
 def _next_step_of(name: str) -> Callable[[dict, int, list[str]], dict]:
     """``nextstep.<name>``, imported when an answer is made (a --help makes none)."""
     def next_step(answer: dict, code: int, argv: list[str]) -> dict:
-        from . import nextstep
-
-        return getattr(nextstep, name)(answer, code, argv)
+        return getattr(_answering().nextstep, name)(answer, code, argv)
 
     return next_step
 
@@ -163,12 +161,8 @@ def _call(main: Callable[[list[str] | None], tuple[dict | None, int]],
         for signum in _SIGNALS:   # an agent's tool timeout: answer like Ctrl-C (a signal that
             signal.signal(signum, _interrupt)   # arrived just before is handled here, inside the try)
         if not _HELP & set(_RUN["argv"]):   # a --help only prints: the next run sweeps
-            from .credentials import sweep_local
-
-            sweep_local()   # credential files that killed runs left on this machine
-            from .secrets.guard import refuse_in_argv
-
-            refuse_in_argv(_RUN["argv"])   # a credential's value given as a name: stop before anything is sent
+            _answering().sweep_local()   # credential files that killed runs left on this machine
+            _answering().refuse_in_argv(_RUN["argv"])   # a credential's value given as a name: stop before anything is sent
         return main(argv)
     except TaoBrevError as exc:
         return {"ok": False, "error": exc.to_json(), **exc.details.get("answer", {})}, exc.exit_code
@@ -220,8 +214,7 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
     if result is None and not interrupted:
         pipes.flush_stdout()   # bank-format text printed by main: a reader that left ends us quietly
         return code
-    from . import answers
-
+    answers = _answering().answers
     if interrupted:
         result = answers.interrupted_answer()
     result.setdefault("ok", code == EXIT_OK)

@@ -27,17 +27,21 @@ argv (brev's only headless login, used only after an auth failure).
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shlex
+import shutil
 import sys
+import tempfile
+import uuid
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
 from .errors import TaoBrevError
+from .remote import check_env_name, rpath
 
-TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing
-if TYPE_CHECKING:
+if TYPE_CHECKING:   # an annotation only: the sweep every run starts with needs no transport
     from .transport import Brev
-# cli.run sweeps with this module on every start but a --help's: what only the other functions
-# need (remote, uuid, shlex, fcntl, the transport) is imported where it is used
 
 NGC_USER = "$oauthtoken"   # NGC's registry user is this literal string, never expanded
 NGC_REGISTRY = "nvcr.io"
@@ -52,8 +56,6 @@ RemoteSecretFile.__doc__ = "A credential file on the instance: its ``~/`` path, 
 
 def collect(env: dict, names: list[str] | tuple[str, ...]) -> dict[str, str]:
     """Values of ``names`` from the local ``env``; MISSING_CREDENTIAL names the absent ones."""
-    from .remote import check_env_name
-
     values, missing = {}, []
     for name in names:
         check_env_name(name)
@@ -92,12 +94,7 @@ def push(brev: Brev, instance: str, label: str, content: str) -> RemoteSecretFil
 
     The remote command that reads it must remove it (``trap 'rm -f F' EXIT``).
     """
-    import fcntl
-    import uuid
-
     remote = RemoteSecretFile(f"~/.tao-cred-{label}-{uuid.uuid4().hex[:10]}")
-    import shutil
-    import tempfile
 
     local_dir = tempfile.mkdtemp(prefix=LOCAL_PREFIX)
     owner = None
@@ -151,10 +148,7 @@ def sweep_local(tmp_dir: str | None = None) -> list[str]:
                 continue
             fd = os.open(os.path.join(entry.path, OWNER), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)   # a FIFO: no wait
             try:
-                import fcntl
-
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # BlockingIOError: its writer is alive
-                import shutil
 
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed.append(entry.path)
@@ -169,8 +163,6 @@ def discard(brev: Brev, instance: str, secret: RemoteSecretFile) -> bool:
     """Best-effort ``rm -f`` of a credential file whose consuming command never
     ran (its round trip failed in transport, so its trap never fired). True
     when the instance confirmed the removal; never raises."""
-    from .remote import rpath
-
     try:
         return brev.exec(instance, f"rm -f {rpath(secret.path)}", timeout=60, idempotent=True).ok
     except TaoBrevError:
@@ -205,10 +197,6 @@ def push_ngc_key(brev: Brev, instance: str, env: dict) -> RemoteSecretFile | Non
 def remove_on_exit(secret: RemoteSecretFile) -> str:
     """``trap 'rm -f FILE' EXIT``: the remote shell removes the file when the
     command ends, on every path (success, failure, early exit)."""
-    import shlex
-
-    from .remote import rpath
-
     return f"trap {shlex.quote('rm -f ' + rpath(secret.path))} EXIT"
 
 
@@ -225,10 +213,6 @@ def ngc_login_command(secret: RemoteSecretFile) -> str:
     answer to an empty stdin (``Cannot perform an interactive login from a non TTY
     device``) would hide the cause.
     """
-    import shlex
-
-    from .remote import rpath
-
     path = rpath(secret.path)
     return (f"if [ -s {path} ]; then docker login {NGC_REGISTRY} -u {shlex.quote(NGC_USER)} --password-stdin "
             f"< {path}; elif [ -f {path} ]; then echo {NGC_KEY_FILE_EMPTY}; false; "

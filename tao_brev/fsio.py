@@ -24,23 +24,27 @@ O_NOFOLLOW``, so a planted file or symlink is never written through.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import fcntl
+import io
 import json
 import os
+import re
 import stat
 import threading
+import uuid
 from pathlib import Path
 
-from . import lazy_re, statedir
+from . import statedir
 from .secrets import safe_read
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 CREATE_PRIVATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
-_TEMP_RE = lazy_re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
+_TEMP_RE = re.compile(r"^\..+\.(\d+)\.[0-9a-f]+\.tmp$")
 # link(2) unsupported by the filesystem: fall back to a check under the directory lock
 _NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK}
 
@@ -49,8 +53,6 @@ def private_dir(path: Path) -> Path:
     """Create ``path`` (and missing parents) with mode 0700, and tighten it to
     0700 when it exists with a wider mode and belongs to us. Inside a state dir no
     component may be a link (``statedir.check``: UNSAFE_STATE_PATH); a link is never chmod-ed."""
-    from . import statedir
-
     statedir.check(path)
     missing = [d for d in (path, *path.parents) if not d.exists()]
     for d in reversed(missing):
@@ -73,13 +75,9 @@ def read_text(path: str | os.PathLike) -> str:
     case) the bytes are read with ``os.read`` and decoded at once, without file objects or a
     text-mode stream: a quarter of the cost per small file (a listing reads 50,000). Raises what ``read_text`` raises
     (OSError, UnicodeDecodeError)."""
-    from . import statedir
-
     statedir.check(path, last=False)   # no link inside the state dir; the file itself: O_NOFOLLOW
     data = safe_read.read_bytes(path)   # regular files only, 16 MiB at most (safe_read.UnsafeFile)
     if not _utf8_text_mode():
-        import io
-
         return io.TextIOWrapper(io.BytesIO(data)).read()
     text = data.decode("utf-8")
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
@@ -93,8 +91,6 @@ def read_bytes_or_error(path: str | os.PathLike) -> bytes | OSError:
     through a link inside the state dir), or the OSError that says why it is none (a directory,
     FIFO, device, link, over the cap): the caller treats that file as damaged. Raises
     FileNotFoundError only."""
-    from . import statedir
-
     try:
         statedir.check(path, last=False)
         return safe_read.read_bytes(path)
@@ -111,19 +107,12 @@ def _utf8_text_mode() -> bool:
     """True when text-mode ``open`` without an encoding decodes UTF-8 (asked of a text
     stream itself, so the locale, UTF-8 mode and the Python version decide as they do for it)."""
     if not _TEXT_MODE:
-        import codecs
-        import io
-
         _TEXT_MODE.append(codecs.lookup(io.TextIOWrapper(io.BytesIO()).encoding).name == "utf-8")
     return _TEXT_MODE[0]
 
 
 def _write_temp(path: Path, text: str, mode: int) -> Path:
     """``text`` in a fresh private temp file beside ``path`` (fsynced)."""
-    import uuid   # here, not at import: every script start loads this module
-
-    from . import statedir
-
     statedir.check(path, last=False)   # never written through a link inside the state dir
     tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
     fd = os.open(tmp, CREATE_PRIVATE, mode)
@@ -203,8 +192,6 @@ class AdvisoryFile:
     a write that fails is abandoned (:meth:`commit` then answers False)."""
 
     def __init__(self, path: Path):
-        import uuid
-
         self.path = path
         self._tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
         try:

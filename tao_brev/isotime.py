@@ -7,9 +7,8 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Optional
 
-from . import lazy_re
 
-_TS = lazy_re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
+_TS = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
                  r"\s*(Z|[+-]\d{2}:?\d{2})?$", re.I)
 
 

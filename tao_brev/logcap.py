@@ -33,8 +33,13 @@ line's start: the end of a kept line, and whole dropped lines, cut nothing.
 
 from __future__ import annotations
 
+import copy
+import json
 import shlex
 from dataclasses import dataclass, field
+
+from .secrets import guard as known_secrets
+from .secrets import redact
 
 LINE_BYTES = 2048            # each log line keeps at most its last 2 KiB
 LOG_BYTES = 32 * 1024        # the logs of one answer: the last lines within 32 KiB
@@ -136,8 +141,6 @@ def remote_head(command: str, token: str, keep_bytes: int = 1024) -> str:
 
 
 def _forms() -> tuple[str, ...]:
-    from .secrets import guard as known_secrets
-
     forms = []
     for value, name in known_secrets.values().items():
         forms += [form for form, _how in known_secrets.encodings(value, name)]
@@ -160,8 +163,6 @@ def strip_partial_prefix(text: str, forms: tuple[str, ...] | None = None) -> str
 def redacted(text: str) -> str:
     """``text`` redacted (known values in every encoding, then literal credentials): what a cut may
     then shorten without leaving part of a secret."""
-    from .secrets import redact
-
     return redact.redact_values(redact.redact(text))
 
 
@@ -289,8 +290,6 @@ ANSWER_FLOOR = 256   # a string the answer cap shortens keeps at least its last 
 
 
 def _size(obj) -> int:
-    import json
-
     return len(json.dumps(obj, indent=2, default=str).encode())
 
 
@@ -326,7 +325,6 @@ def cap_answer(answer: dict, limit: int = ANSWER_BYTES) -> dict:
     size = _size(answer)
     if size <= limit:
         return answer
-    import copy
 
     out = copy.deepcopy(answer)
     note = {"bytes_before": size, "limit": limit, "strings_cut": 0, "items_dropped": 0}

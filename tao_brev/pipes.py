@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import sys
 
 
@@ -33,8 +34,6 @@ def stdout_closed(fd: int = 1) -> bool:
 
 def end_as_sigpipe() -> None:
     """End this process now, as a death by SIGPIPE (nothing more is written anywhere)."""
-    import signal   # here, not at import: every --help imports this module
-
     try:   # Python flushes stdout at exit: make that flush harmless should the signal be late
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from . import lazy_re, tao_status
+from . import tao_status
 from .logcap import cut_redacted
 from .progress_kpi import MAX_KPIS, clean_kpi, epoch_table, goal, line_kpi  # noqa: F401 (handed on)
 from .progress_stall import (STALL_ADVICE, STALL_EPOCH_MULTIPLE, STALL_FALLBACK_S,  # noqa: F401 (handed on)
@@ -38,7 +38,7 @@ from .vocabulary import JobState, TaoStatus
 
 METRICS_DEFAULT_EPOCHS = 10     # --metrics without a number
 METRICS_MAX_EPOCHS = 200
-_TIMEDELTA = lazy_re.compile(r"^(?:(-?\d{1,9}) days?, )?(\d{1,9}):(\d{1,2}):(\d{1,2}(?:\.\d{1,9})?)$")
+_TIMEDELTA = re.compile(r"^(?:(-?\d{1,9}) days?, )?(\d{1,9}):(\d{1,2}):(\d{1,2}(?:\.\d{1,9})?)$")
 BOUND = 10**12   # numbers of a status line beyond this (epochs, seconds) are no facts: ignored (bounded parse)
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import math
 import re
 
-from . import lazy_re, tao_status
+from . import tao_status
 from .logcap import cut_redacted
 
 MAX_KPIS = 24                   # KPI names kept per line
-_LOWER_IS_BETTER = lazy_re.compile(r"loss|err|mse|mae|rmse|wer|cer|perplexity|distance|fpr|fnr|miss", re.I)
-_HIGHER_IS_BETTER = lazy_re.compile(r"acc|map|\bap|ap\d|_ap|precision|recall|f1|iou|dice|auc|score|psnr|ssim|tpr", re.I)
-_NOT_A_GOAL = lazy_re.compile(r"^(lr|learning_rate|.*_lr)$|epoch|step|iter|time", re.I)
+_LOWER_IS_BETTER = re.compile(r"loss|err|mse|mae|rmse|wer|cer|perplexity|distance|fpr|fnr|miss", re.I)
+_HIGHER_IS_BETTER = re.compile(r"acc|map|\bap|ap\d|_ap|precision|recall|f1|iou|dice|auc|score|psnr|ssim|tpr", re.I)
+_NOT_A_GOAL = re.compile(r"^(lr|learning_rate|.*_lr)$|epoch|step|iter|time", re.I)
 
 def _kpi_value(value):
     if isinstance(value, bool):

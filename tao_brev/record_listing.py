@@ -26,7 +26,7 @@ start, so a later write always gives another key (a write within one tick of the
 filesystem's clock included).
 
 The file: an ASCII header line (format, and a fingerprint of the code and Python that
-made the texts: the sources of this module, ``records``, ``redact`` and ``json_out``),
+made the texts: the sources of this module, ``records`` and ``redact``; ``json``'s with the Python version),
 then one line a record in name order, ``crc32<TAB>stem<TAB>ino<TAB>mtime<TAB>ctime<TAB>
 size<TAB>text`` (the text's newlines written as ``\\x1e``, which JSON text written with
 ``ensure_ascii`` never holds raw). It is read as a stream beside the sorted names and
@@ -42,23 +42,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import sys
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import TaoBrevError
-from . import json_out, lazy_re, records
+from . import records
 from .fsio import AdvisoryFile, sweep_temp
 from .records import ID_RE, RecordStore, read_text
 from .secrets import literal, names, redact, rules
 from .secrets import search as known_secrets
 from .secrets.redact import ObjRedactor
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Iterator
 
 FORMAT = b"tao-brev-record-listing 1"
 SETTLED_NS = 2_000_000_000   # a file written less than 2 s before the listing is read, never cached
@@ -72,10 +70,10 @@ def cache_path(state_root: Path) -> Path:
 
 def fingerprint() -> bytes | None:
     """sha256 of what decides the cached texts: this module's, ``records``', the pattern redaction's
-    (``secrets.names``, ``literal``, ``rules``, ``redact``) and ``json_out``'s sources and the Python
-    version; None when a source cannot be read (no cache)."""
+    (``secrets.names``, ``literal``, ``rules``, ``redact``) sources and the Python version (``json``'s
+    text); None when a source cannot be read (no cache)."""
     digest = hashlib.sha256(sys.version.encode())
-    for module in (sys.modules[__name__], records, names, literal, rules, redact, json_out):
+    for module in (sys.modules[__name__], records, names, literal, rules, redact):
         try:
             with open(module.__file__, "rb") as fh:
                 digest.update(fh.read())
@@ -143,7 +141,7 @@ def _same(text: str) -> str:
 # ``\b\f\n\r\t``, and ``\u`` with 4 lower-case hex digits for the other characters below
 # 0x20 and every one from 0x7f on. A text spelling a printable ASCII character as ``\u0041``,
 # using upper-case hex or ``\/`` decodes to what the value search did not see.
-_CANONICAL_ESCAPE = lazy_re.compile(
+_CANONICAL_ESCAPE = re.compile(
     r'\\(?:[\\"bfnrt]|u(?:00(?:0[0-7bef]|1[0-9a-f]|7f|[89a-f][0-9a-f])|0[1-9a-f][0-9a-f]{2}|[1-9a-f][0-9a-f]{3}))')
 
 

@@ -12,7 +12,6 @@ import json
 import re
 from pathlib import Path
 
-from . import lazy_re
 from .errors import TaoBrevError
 from .vocabulary import JobState
 
@@ -20,9 +19,9 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "references" / "schemas" 
 # What a reader requires; the schema's other required fields may be missing (an older writer).
 REQUIRED = ("schema_version", "id", "platform", "image", "network_arch", "action",
             "results_dir", "storage_tier", "transitions")
-DATE_TIME = lazy_re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
+DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
 # The bank's id pattern; also the path-traversal guard (no '/', no leading '.').
-ID_RE = lazy_re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # What each field must be, as a problem names it.
 MUST_BE = {
     "schema_version": "1", "id": "a job id", "platform": "a kebab-case platform name",

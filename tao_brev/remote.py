@@ -21,14 +21,14 @@ import shlex
 import uuid
 from dataclasses import dataclass
 
-from . import lazy_re, logcap
+from . import logcap
 from .errors import TaoBrevError
 
-NAME_RE = lazy_re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-ENV_NAME_RE = lazy_re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-GPUS_RE = lazy_re.compile(r"^(all|[0-9]+(,[0-9]+)*)$")
-SHM_RE = lazy_re.compile(r"^[0-9]+[bkmgBKMG]?$")
-_SAFE_PATH = lazy_re.compile(r"^[A-Za-z0-9._/@+=:,-]+$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+GPUS_RE = re.compile(r"^(all|[0-9]+(,[0-9]+)*)$")
+SHM_RE = re.compile(r"^[0-9]+[bkmgBKMG]?$")
+_SAFE_PATH = re.compile(r"^[A-Za-z0-9._/@+=:,-]+$")
 
 JOBS_ROOT = "~/tao-jobs"            # per-job scratch on the instance (spec, staged inputs)
 RESULTS_ROOT = "~/tao-results"      # default instance results root
@@ -126,8 +126,8 @@ def heredoc_file(target: str, content: str) -> str:
             f"exit {WRITE_FAILED_EXIT}; }}\n{_heredoc_text(content)}{delim}\n")
 
 
-_HEREDOC_START = lazy_re.compile(r"<<'(TAO_EOF_[0-9a-f]+)'")
-_DOCKER_RUN_BREAK = lazy_re.compile(r" (?=--?[a-z])")
+_HEREDOC_START = re.compile(r"<<'(TAO_EOF_[0-9a-f]+)'")
+_DOCKER_RUN_BREAK = re.compile(r" (?=--?[a-z])")
 READABLE_WIDTH = 120
 
 
@@ -230,7 +230,7 @@ class RunSpec:
 
 
 NO_GPUS_EXIT = 11   # a launch script's exit status when `--gpus all` finds no GPU on the instance (count_gpus)
-_GPU_KEY = lazy_re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.(num_gpus|gpu_ids)")
+_GPU_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.(num_gpus|gpu_ids)")
 
 
 def check_gpu_key(key: str) -> str:

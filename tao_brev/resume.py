@@ -41,7 +41,6 @@ import shlex
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from . import lazy_re
 from . import credentials, nextstep, remote, resume_home
 from . import s3 as staging, s3 as storage
 from .errors import TaoBrevError
@@ -54,8 +53,8 @@ OVERRIDE_KEY = "train.resume_training_checkpoint_path"
 RESUME_FAILED_EXIT = 13            # the launch script's exit when no checkpoint can be used (6-11: remote, staging)
 MARKER = "TAO_RESUME_CHECKPOINT"   # + <path under the results dir> <bytes> [<link it came through>]
 MISSING = "TAO_RESUME_MISSING"
-_CHECKPOINT = lazy_re.compile(r"(?:^|/)model_epoch_(\d+)(?:_step_(\d+))?\.pth$")
-_SAFE = lazy_re.compile(r"^[A-Za-z0-9._/-]+$")
+_CHECKPOINT = re.compile(r"(?:^|/)model_epoch_(\d+)(?:_step_(\d+))?\.pth$")
+_SAFE = re.compile(r"^[A-Za-z0-9._/-]+$")
 
 
 # ---------------------------------------------------------------- which checkpoint

@@ -9,14 +9,16 @@ one-off flags dropped, :func:`resubmit_words`), plus ``--resume-from JOB_ID`` fo
 
 from __future__ import annotations
 
+import re
+
 from typing import Optional, Sequence
 
-from . import lazy_re, nextstep
+from . import nextstep
 from .errors import TaoBrevError
 
 # The instance placeholder of the static advice texts (docker_state's GPU-reset and disk advice), a
 # whole word only (never inside a code such as INSTANCE_STOPPED)
-_INSTANCE_WORD = lazy_re.compile(r"\bINSTANCE\b")
+_INSTANCE_WORD = re.compile(r"\bINSTANCE\b")
 
 # submit.py flags a resubmit never repeats (each names one earlier job or is a one-off)
 _NOT_REPEATED = {"--retry-of": True, "--resume-from": True, "--dry-run": False, "--start": False}

@@ -8,6 +8,7 @@ standard library's light parts and ``errors`` (``redact``: where a message is pr
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 # The run: ``cli.run`` resets it at its start; an answer (and an interrupt's) reads it.
@@ -64,19 +65,16 @@ def note_state(state: str | None) -> None:
         RUN["state"] = state
 
 
-class deferred_interrupts:  # noqa: N801 - used as a function: `with deferred_interrupts():`
+@contextlib.contextmanager
+def deferred_interrupts():
     """A SIGINT/SIGTERM arriving inside is acted on when the block ends: what the block
     makes (a record) and what names it (:func:`note_job`) exist together or not at all.
-    (A class, not ``contextlib.contextmanager``: --help does not import contextlib.) A signal
-    is held only by the handler ``cli.run`` installed (``RUN["on_signal"]``), which acts on it."""
-
-    def __enter__(self):
-        RUN["deferred"] += 1
-        return self
-
-    def __exit__(self, *_exc):
+    A signal is held only by the handler ``cli.run`` installed (``RUN["on_signal"]``), which acts on it."""
+    RUN["deferred"] += 1
+    try:
+        yield
+    finally:
         RUN["deferred"] -= 1
         if not RUN["deferred"] and RUN["pending"] is not None:
             signum, RUN["pending"] = RUN["pending"], None
             RUN["on_signal"](signum, None)
-        return False

@@ -23,7 +23,6 @@ import posixpath
 import re
 from typing import Optional, Sequence
 
-from . import lazy_re
 from . import remote
 from .errors import TaoBrevError
 
@@ -139,7 +138,7 @@ def check_lines(found: Sequence[tuple[str, str]], hosts: dict) -> str:
     return "\n".join(lines)
 
 
-_MISSING = lazy_re.compile(rf"^{MARKER} (\d+)$", re.MULTILINE)
+_MISSING = re.compile(rf"^{MARKER} (\d+)$", re.MULTILINE)
 
 
 def describe(found: Sequence[tuple[str, str]], out: str) -> str:

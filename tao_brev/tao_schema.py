@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 
 from .errors import TaoBrevError
 
-from . import lazy_re
 
 try:   # hydra-core's own override grammar (the image's pin, 1.3.2); imports omegaconf (spec checks only)
     from hydra.core.override_parser.overrides_parser import OverridesParser as _HYDRA_PARSER
@@ -111,7 +110,7 @@ def key_positions(text: str) -> dict:
     return out
 
 
-_PART = lazy_re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
 
 
 def parts(full_key: str) -> tuple:
@@ -272,10 +271,10 @@ def merge_spec(omegaconf, schema, data: dict, label: str, text: str) -> tuple:
 
 # -- overrides (Hydra's grammar, the part TAO specs use) ---------------------
 
-_INT = lazy_re.compile(r"[+-]?(0|[1-9](_?[0-9])*)")
-_FLOAT = lazy_re.compile(r"[+-]?(([0-9](_?[0-9])*)?\.[0-9](_?[0-9])*([eE][+-]?[0-9]+)?|[0-9](_?[0-9])*\.?([eE][+-]?[0-9]+)"
+_INT = re.compile(r"[+-]?(0|[1-9](_?[0-9])*)")
+_FLOAT = re.compile(r"[+-]?(([0-9](_?[0-9])*)?\.[0-9](_?[0-9])*([eE][+-]?[0-9]+)?|[0-9](_?[0-9])*\.?([eE][+-]?[0-9]+)"
                          r"|[0-9](_?[0-9])*\.|inf|nan)", re.IGNORECASE)
-_KEY = lazy_re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
 
 
 def override_value(text: str):

@@ -22,11 +22,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import lazy_re
 
 PACKAGE = "nvidia-tao-core"
 INSTALL_TIMEOUT_S = 180.0     # one pip run of a ~2 MB wheel, no dependencies
-_TAG_VERSION = lazy_re.compile(r"^v?([0-9]+\.[0-9]+\.[0-9]+)(?:[-.]|$)")
+_TAG_VERSION = re.compile(r"^v?([0-9]+\.[0-9]+\.[0-9]+)(?:[-.]|$)")
 
 
 # The package index settings pip / uv read from the environment (a mirror, a proxy, an offline wheel dir).

@@ -36,19 +36,18 @@ from __future__ import annotations
 
 import re
 
-from . import lazy_re
 from .vocabulary import TaoStatus
 
 MAX_WARNINGS = 5                 # FAILURE lines kept in an answer (the newest)
 WARNING_CHARS = 200
-_FINISHED = lazy_re.compile(r"finished successfully\.?\s*$", re.I)
-_INTERRUPTED = lazy_re.compile(r"^\s*(User/System interruption:.*|[\w ]+ was interrupted\.?)\s*$", re.I)
+_FINISHED = re.compile(r"finished successfully\.?\s*$", re.I)
+_INTERRUPTED = re.compile(r"^\s*(User/System interruption:.*|[\w ]+ was interrupted\.?)\s*$", re.I)
 INTERRUPTED_NOTE = ("the container exited 0 but the run did NOT finish: TAO caught an interrupt (KeyboardInterrupt / "
                     "SystemError), wrote its FAILURE line \"... was interrupted\" and exited 0 (tao-pytorch "
                     "core/decorators/workflow.py:68-73); resubmit or resume it")
-_METRICS_LINE = lazy_re.compile(r"metrics generated", re.I)
-_EVAL_LINE = lazy_re.compile(r"^\s*(eval|validation)\b", re.I)
-_RESUMING = lazy_re.compile(r"^Resuming training from checkpoint: (\S+)")
+_METRICS_LINE = re.compile(r"metrics generated", re.I)
+_EVAL_LINE = re.compile(r"^\s*(eval|validation)\b", re.I)
+_RESUMING = re.compile(r"^Resuming training from checkpoint: (\S+)")
 
 
 def _int(value) -> int | None:

@@ -76,7 +76,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import lazy_re
 from .secrets import guard as known_secrets, redact
 from .errors import CODES, RemoteCommandError, TaoBrevError, TransportError
 
@@ -90,7 +89,7 @@ BACKOFF_ENV = "TAO_BREV_RETRY_BACKOFF_S"   # overrides BACKOFF_S: "2,5", or "0" 
 # brev's own words when its token is missing/expired or it tries to prompt
 # without a terminal (login.go); must not match ordinary remote output, which
 # is never searched (only brev's stderr when no frame came back).
-_AUTH_FAILURE = lazy_re.compile(r"\b401\b|unauthori[sz]ed|\bEOF\b|no tty|not a tty|"
+_AUTH_FAILURE = re.compile(r"\b401\b|unauthori[sz]ed|\bEOF\b|no tty|not a tty|"
                            r"not logged in|inappropriate ioctl|"
                            # auth.go shouldLogin's prompt (stdout): with the token gone and ssh failing,
                            # brev exec's error names only the failed lookup ("could not look up instance")
@@ -98,14 +97,14 @@ _AUTH_FAILURE = lazy_re.compile(r"\b401\b|unauthori[sz]ed|\bEOF\b|no tty|not a t
 # A Go HTTP client's transport error against the Brev API (`Get "https://brevapi.../workspaces": EOF`,
 # `... read: connection reset by peer`, timeouts), or brev's HTTPResponseError text `URL STATUS BODY`
 # (brev-cli pkg/store/http.go HTTPResponseError.Error) for a 5xx or 429: the API, not the login.
-_API_TRANSIENT = lazy_re.compile(
+_API_TRANSIENT = re.compile(
     r'\b(?:Get|Post|Put|Patch|Delete|Head) "https?://[^"\s]+": (?:EOF|unexpected EOF|.*\bconnection reset\b|'
     r'.*\bi/o timeout\b|.*\bconnection refused\b|.*\bno such host\b|.*TLS handshake timeout|'
     r'.*context deadline exceeded|.*Client\.Timeout exceeded|http2: )'
     r'|\bhttps?://\S+ (?:429|50[0-9]) [A-Z]', re.IGNORECASE)
 # brev-cli pkg/cmd/cmderrors/cmderrors.go DisplayAndHandleError: a NvidiaMigrationError makes brev run
 # `brev login --auth nvidia` itself (stdin attached), which waits for a browser.
-_NVIDIA_MIGRATION = lazy_re.compile(r"migrated to NVIDIA Auth|brev login --auth nvidia", re.IGNORECASE)
+_NVIDIA_MIGRATION = re.compile(r"migrated to NVIDIA Auth|brev login --auth nvidia", re.IGNORECASE)
 API_KEY_PREFIX = "bak-"   # brev-cli pkg/auth/auth.go BrevAPIKeyPrefix (PR #369)
 API_RETRIES = 2           # extra attempts of a brev call the Brev API answered with a transient error
 # brev-cli pkg/cmd/exec/exec.go runSSHWithTimeout runs `if [ -z "$SSH_AUTH_SOCK" ]; then eval $(ssh-agent -s)`
@@ -120,9 +119,9 @@ NO_AGENT_SOCKET = "/dev/null/tao-brev-no-ssh-agent"
 BREV_START_WAIT_S = 2 * 600.0 + 41 * (10.0 + 1.0)
 # ssh's words when sshd refuses brev's key: not a boot delay (brev's own wait for ssh,
 # pkg/store/ssh.go SatisfactorySSHErrMessage, stops on it at once), so never retried.
-_KEY_REJECTED = lazy_re.compile(r"Permission denied \(publickey[^)]*\)")
+_KEY_REJECTED = re.compile(r"Permission denied \(publickey[^)]*\)")
 # Instance names as brev accepts them; anything else never reaches a command line.
-INSTANCE_RE = lazy_re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+INSTANCE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
 @dataclass

@@ -233,3 +233,14 @@ def hashed(monkeypatch) -> list:
         return real(path)
     monkeypatch.setattr(storage, "file_checksum", spy)
     return names
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The figures tests record (``record_property("figure", text)``: start-up against the bare
+    interpreter, ...), printed at the end of the run; with xdist too (the reports carry them)."""
+    figures = [value for key in ("passed", "failed") for report in terminalreporter.stats.get(key, [])
+               if report.when == "call" for name, value in report.user_properties if name == "figure"]
+    if figures:
+        terminalreporter.write_sep("-", "figures (measured, not asserted)")
+        for text in figures:
+            terminalreporter.write_line(text)

@@ -449,7 +449,7 @@ def test_an_obj_redactor_writes_the_json_text_of_what_it_answers(monkeypatch):
     """json_text (redact and encode in one walk, each distinct string once) is the text of the
     redacted object at every depth; a known value with a quote, a backslash or non-ASCII letters
     is gone in every form, the JSON-escaped one included; a small memo changes nothing."""
-    from tao_brev import json_out
+    from test_json_out import at_depth
 
     secret = 'k\\"y-\u00e9t\u00e9-' + "Z" * 12
     monkeypatch.setenv("WANDB_API_KEY", secret)
@@ -462,7 +462,7 @@ def test_an_obj_redactor_writes_the_json_text_of_what_it_answers(monkeypatch):
     redacted = redact.obj_redactor()
     for level in (0, 2):
         texts = [redacted.json_text(o, level) for o in objects]
-        assert texts == [json_out.dumps(redact_obj(o), level) for o in objects]
+        assert texts == [at_depth(redact_obj(o), level) for o in objects]
     whole = "".join(texts)
     assert json.dumps("k" + secret)[1:-1] not in whole
     assert [form for form in (secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
@@ -705,13 +705,13 @@ def test_scans_go_on_past_what_they_skip(text, lines):
 
 
 def test_json_text_starts_at_the_outermost_level_unless_asked():
-    from tao_brev import json_out
+    from test_json_out import at_depth
 
     obj = {"a": [1, {"b": "x"}], "message": "export NGC_KEY=abcdefgh123"}
     redacted = redact.obj_redactor()
-    assert redacted.json_text(obj) == json_out.dumps(redact_obj(obj)) == json_out.dumps(redact_obj(obj), 0)
+    assert redacted.json_text(obj) == json.dumps(redact_obj(obj), indent=2) == at_depth(redact_obj(obj), 0)
     assert redacted.json_text(obj).startswith('{\n  "a": [\n    1,') and "<redacted>" in redacted.json_text(obj)
-    assert redacted.json_text(obj, 1) == json_out.dumps(redact_obj(obj), 1) != redacted.json_text(obj)
+    assert redacted.json_text(obj, 1) == at_depth(redact_obj(obj), 1) != redacted.json_text(obj)
 
 
 def test_a_token_user_in_capitals_is_a_token_user():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -44,60 +43,6 @@ def test_prefetch_builds_once_and_leaves_every_error_to_the_caller(monkeypatch):
     missing = storage.s3_settings({"AWS_SECRET_ACCESS_KEY": "b"})
     assert clients.prefetch_client(missing) is None
     raises("MISSING_CREDENTIAL", storage.client, missing)
-
-
-def _types_in(value, found=None) -> set:
-    found = set() if found is None else found
-    found.add(type(value))
-    for item in (value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()):
-        _types_in(item, found)
-    return found
-
-
-def test_the_data_files_load_as_plain_dicts_with_botocores_content_and_key_order():
-    """Every data file an S3 client reads, through storage's loader and through botocore's own
-    (OrderedDict): the same content in the same key order, and no OrderedDict left."""
-    import collections
-
-    import botocore.loaders
-    import botocore.session
-
-    session = botocore.session.Session()
-    ours = clients._data_loader(session)
-    theirs = botocore.loaders.create_loader(session.get_config_variable("data_path"))
-    loaded = []
-    real_load = ours.file_loader.load_file
-    ours.file_loader.load_file = lambda path: loaded.append(path) or real_load(path)
-    session.register_component("data_loader", ours)
-    session.create_client("s3", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b",
-                          endpoint_url="http://127.0.0.1:9")
-    loaded = list(dict.fromkeys(loaded))   # what the client read, each once (the loop below reads too)
-    names = {os.path.basename(path) for path in loaded}
-    assert {"endpoints", "partitions", "service-2", "endpoint-rule-set-1"} <= names, names
-    for path in loaded:
-        plain, ordered = real_load(path), theirs.file_loader.load_file(path)
-        if ordered is None:
-            assert plain is None
-            continue
-        assert json.dumps(plain) == json.dumps(ordered), path        # same keys, same order, same values
-        assert collections.OrderedDict not in _types_in(plain) and collections.OrderedDict in _types_in(ordered)
-
-
-def test_botocore_boto3_and_s3transfer_use_nothing_only_an_ordereddict_has():
-    """Why plain dicts may stand in for the OrderedDicts botocore's loader makes: the installed
-    (pinned) botocore, boto3 and s3transfer never call move_to_end / popitem, nor test for the type."""
-    import re
-
-    import boto3
-    import botocore
-    import s3transfer
-
-    used = re.compile(r"move_to_end|popitem|isinstance\([^)]*OrderedDict|type\([^)]*\) (?:is|==) OrderedDict")
-    hits = []
-    for package in (botocore, boto3, s3transfer):
-        for path in Path(package.__file__).parent.rglob("*.py"):
-            hits += [f"{path}: {m.group(0)}" for m in used.finditer(path.read_text(encoding="utf-8"))]
-    assert hits == []
 
 
 class _SilentService:

@@ -8,9 +8,6 @@ the background. botocore is imported when the first client is built.
 from __future__ import annotations
 
 import functools
-import gc
-import json
-import os
 import threading
 from typing import Any
 
@@ -89,36 +86,20 @@ def _cached_client(access_key_id, secret_access_key, session_token, endpoint_url
         options["s3"] = {"addressing_style": "path"}
     else:
         options["ignore_configured_endpoint_urls"] = True
-    collecting = gc.isenabled()
-    gc.disable()
     try:
-        built = _new_client(settings, options)
-        gc.freeze()
-        return built
+        return _new_client(settings, options)
     except ValueError as exc:  # botocore: "Invalid endpoint: ..."
         raise error("BAD_ARGUMENT",
                     f"AWS_ENDPOINT_URL is not a valid URL ({safe_endpoint(settings.endpoint_url)!r}): {exc}",
                     settings, "Set AWS_ENDPOINT_URL to a full URL such as https://s3.example.com:9000.")
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _new_client(settings: S3Settings, options: dict):
-    """``botocore.session.Session().create_client("s3", ...)`` with the credentials set, minus four costs
-    that buy this module nothing (each measured in a fresh process, botocore 1.3x-1.4x; the longer
-    argument: this docstring in the history of tao_brev/storage.py):
+    """``botocore.session.Session().create_client("s3", ...)`` with the credentials set.
 
-    * the data loader looks in the ``s3`` directories only, not in all ~450 services' (~60 ms);
-    * timestamps stay the text the store sent, as aws-cli's ``cli_timestamp_format = wire``
-      (``awscli/customizations/scalarparse.py``); nothing reads ``LastModified`` (~40 ms / 200 objects);
-    * data files parse into plain dicts, not ``OrderedDict`` (botocore ``loaders.JSONFileLoader``), same
-      key order (~15 ms); botocore, boto3 and s3transfer use nothing only an OrderedDict has
-      (tests/test_s3_clients.py checks the pinned versions);
-    * ``defaults_mode = auto`` would ask instance metadata for the region (botocore
-      ``configprovider.SmartDefaultsConfigStoreFactory.resolve_auto_mode``) and wait for its timeout off
-      EC2; the modes differ only in the connect timeout, set here, so "auto" is used as "standard".
-
+    ``defaults_mode = auto`` would ask instance metadata for the region (botocore
+    ``configprovider.SmartDefaultsConfigStoreFactory.resolve_auto_mode``) and wait for its timeout
+    off EC2; the modes differ only in the connect timeout, set here, so "auto" is used as "standard".
     boto3 is not imported: its import loads s3transfer too, needed only to upload.
     """
     import botocore.session
@@ -126,8 +107,6 @@ def _new_client(settings: S3Settings, options: dict):
 
     session = botocore.session.Session()
     session.set_credentials(settings.access_key_id, settings.secret_access_key, settings.session_token)
-    session.register_component("data_loader", _data_loader(session))
-    session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=_wire_timestamp)
     if str(session.get_config_variable("defaults_mode") or "").lower() == "auto":
         options = dict(options, defaults_mode="standard")
     # Options older botocore lacks (checksums: 1.36; endpoint env: 1.31) are
@@ -135,34 +114,3 @@ def _new_client(settings: S3Settings, options: dict):
     options = {k: v for k, v in options.items() if k in Config.OPTION_DEFAULTS}
     return session.create_client("s3", region_name=settings.region or DEFAULT_REGION,
                                  endpoint_url=settings.endpoint_url or None, config=Config(**options))
-
-
-def _data_loader(session):
-    """The session's data loader as :func:`_new_client` uses it: botocore's search path
-    (``AWS_DATA_PATH`` included), the ``s3`` directories only, plain-dict JSON."""
-    import botocore.loaders
-
-    class PlainJSONFileLoader(botocore.loaders.JSONFileLoader):
-        def _load_file(self, full_path, open_method):   # botocore 1.3x-1.4x: same signature, same reads
-            if not os.path.isfile(full_path):
-                return None
-            with open_method(full_path, "rb") as fp:
-                return json.loads(fp.read().decode("utf-8"))
-
-    class S3Loader(botocore.loaders.Loader):
-        @botocore.loaders.instance_cache
-        def list_available_services(self, type_name):
-            for root in self.search_paths:
-                folder = os.path.join(root, "s3")
-                if os.path.isdir(folder) and any(self.file_loader.exists(os.path.join(folder, version, type_name))
-                                                 for version in os.listdir(folder)):
-                    return ["s3"]
-            return []
-
-    default_loader = botocore.loaders.create_loader(session.get_config_variable("data_path"))
-    return S3Loader(extra_search_paths=list(default_loader.search_paths), include_default_search_paths=False,
-                    file_loader=PlainJSONFileLoader())
-
-
-def _wire_timestamp(text: str) -> str:
-    return text

@@ -8,15 +8,15 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from .. import lazy_re
 from ..errors import TaoBrevError
 
 CHUNK = 1024 * 1024           # streaming read size for hashing
-HEX64 = lazy_re.compile(r"^[0-9a-f]{64}$")
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def file_checksum(path: str | os.PathLike) -> str:

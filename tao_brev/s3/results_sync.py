@@ -9,10 +9,10 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .. import lazy_re, remote
+from .. import remote
 from .carrier import Carrier, remove_on_exit
 
-_MANIFEST_LINE = lazy_re.compile(r"^(\d+) (\\?)([0-9a-f]{64}) [ *](.*)$")  # text or binary mode
+_MANIFEST_LINE = re.compile(r"^(\d+) (\\?)([0-9a-f]{64}) [ *](.*)$")  # text or binary mode
 
 
 def aws_excludes(patterns: Sequence[str]) -> list[str]:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Mapping, Optional
 
-from .. import lazy_re, records
+from .. import records
 from ..errors import TaoBrevError
 from .settings import S3Settings, s3_settings
 
 # A bucket as S3-compatible stores accept it: no slash, no whitespace. Stricter
 # DNS rules are the store's business (legacy buckets hold '_' and capitals).
-_BUCKET = lazy_re.compile(r"^[^/\s]+$")
+_BUCKET = re.compile(r"^[^/\s]+$")
 
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .. import lazy_re, yaml_bounded
+from .. import yaml_bounded
 from ..errors import TaoBrevError
 from .parsed import parsed_strings
 
@@ -19,9 +19,9 @@ from .parsed import parsed_strings
 # ``${.a}``/``${..a}``, brackets ``${x[p]}``/``${x['p']}``/``${x[0]}``, keys themselves
 # interpolated ``${x.${y}}``), ``${resolver:arg,...}`` (args quoted or bare, each may hold
 # interpolations), ``\${`` an escaped, literal ``${``.
-_RESOLVER_CALL = lazy_re.compile(r"\s*([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\s*:(.*)\Z", re.S)
-_RESOLVER_HEAD = lazy_re.compile(r"\s*[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*\s*:")
-_KEY_PART = lazy_re.compile(r"\[\s*(?:'([^']*)'|\"([^\"]*)\"|([^\]]*?))\s*\]|([^.\[\]]+)|(\.)")
+_RESOLVER_CALL = re.compile(r"\s*([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\s*:(.*)\Z", re.S)
+_RESOLVER_HEAD = re.compile(r"\s*[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*\s*:")
+_KEY_PART = re.compile(r"\[\s*(?:'([^']*)'|\"([^\"]*)\"|([^\]]*?))\s*\]|([^.\[\]]+)|(\.)")
 MAX_RESOLVED_CHARS = 65536   # an interpolated string is followed no longer than this (x: ${y}${y}, ...)
 MAX_ALTERNATIVES = 256       # the texts one string may become (each unknown resolver: with and without it)
 

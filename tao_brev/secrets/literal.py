@@ -11,31 +11,30 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterator
 
-from .. import lazy_re
 from .names import MIN_VALUE_LENGTH
 
 # One shell word: quoted parts, ${...}, $(...) and unquoted runs glued together.
 # Unquoted runs stop at blanks, quotes and shell operators, and at a comma that
 # starts another NAME= (``--export=ALL,A=1,B=2``); other commas stay in the value.
 # Must not run past ``&`` in a URL query.
-WORD_RE = lazy_re.compile(r"(?:\"(?:[^\"\\]|\\.)*\"|'[^']*'|\$\{[^}]*\}|\$\([^)]*\)"
+WORD_RE = re.compile(r"(?:\"(?:[^\"\\]|\\.)*\"|'[^']*'|\$\{[^}]*\}|\$\([^)]*\)"
                      r"|(?:[^\s\"'`;&|<>(),]|,(?![A-Za-z_][\w.]*=))+)+")
 
 # A whole word that is one quoted string: redaction keeps its quotes.
-_QUOTED_RE = lazy_re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'")
+_QUOTED_RE = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'")
 
 # The scalar after a key (see _scalar_after): quoted, a block indicator (| >),
 # or plain up to a comment or trailing comma.
-_QUOTED_SCALAR_RE = lazy_re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'")
-_COMMENT_RE = lazy_re.compile(r"(?:^|\s)#")
-BLOCK_INDICATOR_RE = lazy_re.compile(r"[|>][-+0-9]*")
+_QUOTED_SCALAR_RE = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'")
+_COMMENT_RE = re.compile(r"(?:^|\s)#")
+BLOCK_INDICATOR_RE = re.compile(r"[|>][-+0-9]*")
 
 # What makes a value NOT literal: $VAR / ${VAR} / ${VAR:-default} / $(cmd)
 # references, ${oc.env:VAR[,default]} and other ${...} interpolations,
 # {{ templates }}, <placeholders> (<redacted>, <your key>), tokenizer special
 # tokens ([PAD], </s>, <|im_end|>), and scalars that are never credentials
 # (booleans, nulls, floats, integers of at most four digits).
-_REFERENCE_RE = lazy_re.compile(r"\$\{(?P<name>[A-Za-z_]\w*)(?:(?P<op>:?[-=+?])(?P<default>[^}]*))?\}"
+_REFERENCE_RE = re.compile(r"\$\{(?P<name>[A-Za-z_]\w*)(?:(?P<op>:?[-=+?])(?P<default>[^}]*))?\}"
                            r"|\$\{oc\.env:[^,}]*(?:,(?P<ocdefault>[^}]*))?\}"
                            r"|\$\{[^{}]*\}|\{\{[^{}]*\}\}|\$\([^)]*\)|\$env:\w+|\$\{?[A-Za-z_]\w*\}?"
                            r"|<%=?[^%]*%>|%[A-Za-z_]\w*%|!ENV\b"
@@ -45,10 +44,10 @@ _REFERENCE_RE = lazy_re.compile(r"\$\{(?P<name>[A-Za-z_]\w*)(?:(?P<op>:?[-=+?])(
 # A file path as a value names where the secret is, not the secret (``GOOGLE_APPLICATION_CREDENTIALS=
 # /home/u/key.json``, ``private_key: ~/.ssh/id_rsa``): absolute, ``~/`` or ``./``, at least two
 # segments, one of them a lower-case word (random base64 starting with ``/`` has none).
-_PATH_VALUE_RE = lazy_re.compile(r"[\"']?(?:~|\.{1,2})?/[\w.@-]+(?:/[\w.@-]*)+[\"']?")
-_PATH_WORD_RE = lazy_re.compile(r"(?:^|[/.])[a-z]{3,}(?=$|[/._-])")
-_PLACEHOLDER_RE = lazy_re.compile(r"<[A-Za-z][\w .:-]*>|<\|[^|<>]*\|>|</[\w.:-]*>|\[[A-Za-z_]+\]")
-_NOT_SECRET_SCALAR_RE = lazy_re.compile(r"(?i)true|false|yes|no|on|off|null|none|~|[-+]?\d{1,4}"
+_PATH_VALUE_RE = re.compile(r"[\"']?(?:~|\.{1,2})?/[\w.@-]+(?:/[\w.@-]*)+[\"']?")
+_PATH_WORD_RE = re.compile(r"(?:^|[/.])[a-z]{3,}(?=$|[/._-])")
+_PLACEHOLDER_RE = re.compile(r"<[A-Za-z][\w .:-]*>|<\|[^|<>]*\|>|</[\w.:-]*>|\[[A-Za-z_]+\]")
+_NOT_SECRET_SCALAR_RE = re.compile(r"(?i)true|false|yes|no|on|off|null|none|~|[-+]?\d{1,4}"
                                    r"|[-+]?(?:\d+\.\d*|\.\d+)(?:e[-+]?\d+)?|[-+]?\d+e[-+]?\d+")
 
 

@@ -14,9 +14,10 @@ and TOKEN is not a tokenizer role (``pad_token``, ``eos_token``, ``num_token``).
 
 from __future__ import annotations
 
+import re
+
 from functools import lru_cache
 
-from .. import lazy_re
 
 PLACEHOLDER = "<redacted>"
 # Shorter values are never treated as secrets in free text: not searched for
@@ -35,7 +36,7 @@ BUNDLE_CREDENTIALS = ("BREV_API_TOKEN", "NGC_KEY", "NGC_API_KEY")
 
 # Words of a name: ``AWS_SECRET_ACCESS_KEY`` -> aws secret access key,
 # ``clientSecret`` -> client secret, ``SecretAccessKey`` -> secret access key.
-_WORD_RE = lazy_re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_WORD_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # One word that is a credential by itself.
 _CREDENTIAL_WORDS = frozenset({
     "secret", "secrets", "password", "passwords", "passwd", "passphrase", "token", "credential", "credentials",
@@ -51,7 +52,7 @@ _CREDENTIAL_PAIRS = frozenset({("api", "key"), ("access", "key"), ("secret", "ke
                                ("neptune", "key"), ("hf", "key"), ("huggingface", "key"), ("anthropic", "key"),
                                ("cohere", "key"), ("pinecone", "key"), ("replicate", "key")})
 # An upper-case environment-style name ending in _KEY (``KAGGLE_KEY``) is a credential.
-_ENV_KEY_RE = lazy_re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY")
+_ENV_KEY_RE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY")
 # Words after the credential word that still name the value itself
 # (``AWS_ACCESS_KEY_ID``, ``SECRET_KEY_BASE``, ``API_KEY_PROD``); any other
 # word makes the name a descriptor (``password_file``, ``token_dropout``).

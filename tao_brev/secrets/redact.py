@@ -13,22 +13,23 @@ and redacts imports this one module.
 
 from __future__ import annotations
 
+import json
+import re
+
 from functools import lru_cache
-from json.encoder import encode_basestring_ascii
 from typing import Callable, Iterable, Mapping
 
-from .. import json_out, lazy_re
 from . import search
 from .lint import KINDS, Finding, lint  # noqa: F401  (handed on)
 from .names import MIN_VALUE_LENGTH, PLACEHOLDER, SECRET_ENV_NAMES, is_secret_name, name_words  # noqa: F401
 from .rules import _TEXT_RULES, _URI_RULES, TOKEN_SHAPE_RE, _Hit, _scan
 
 # A string redact_obj treats as a path or URI (no blanks): gets redact_uri.
-_PATH_LIKE_RE = lazy_re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|/|~/|\./|\.\./)\S*")
+_PATH_LIKE_RE = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|/|~/|\./|\.\./)\S*")
 # Text no rule can find anything in (ids, timestamps, plain paths, image names): one line, no
 # blank, quote, =, $, {, @, ?, &, #, comma, backslash or < - what every rule but the token
 # shapes needs around a value (tests/test_redact.py checks each rule) - and no token shape.
-_PLAIN_RE = lazy_re.compile(r"[A-Za-z0-9_.~/:+-]*")
+_PLAIN_RE = re.compile(r"[A-Za-z0-9_.~/:+-]*")
 _MEMO_MAX_CHARS = 1024   # longer texts are scanned each time (the memo stays small)
 
 
@@ -93,15 +94,13 @@ def obj_redactor(env: Mapping[str, str] | None = None) -> ObjRedactor:
 
 class ObjRedactor:
     """Made by :func:`obj_redactor`. Calling it answers as :func:`redact_obj`; :meth:`json_text`
-    writes the JSON text of that answer without building it."""
+    writes the JSON text of that answer."""
 
     _MEMO_MAX = 4096   # strings remembered; memory stays flat, what repeats comes back at once
 
     def __init__(self, values: Callable[[str], str]):
         self._values = values
         self._memo: dict[str, str] = {}
-        self._literals = _Literals(self._redacted)
-        self._dumps = None
 
     def __call__(self, obj):
         return _redact_obj(obj, self.string)
@@ -114,30 +113,11 @@ class ObjRedactor:
             out = self._memo[text] = _redact_string(text, self._values)
         return out
 
-    def _redacted(self, text: str) -> str:
-        return _redact_string(text, self._values)
-
     def json_text(self, obj, level: int = 0) -> str:
-        """``json_out.dumps(self(obj), level)``, in one walk: each distinct string is redacted
-        and encoded once (its JSON literal is remembered), no redacted copy is built."""
-        if self._dumps is None:
-            self._dumps = json_out.encoder(self._literals.__getitem__)
-        return self._dumps(obj, level)
-
-
-class _Literals(dict):
-    """{string: JSON literal of its redacted text}, filled on first use, at most
-    ``ObjRedactor._MEMO_MAX`` entries (a hit is one dict lookup)."""
-
-    def __init__(self, redacted: Callable[[str], str]):
-        super().__init__()
-        self._redacted = redacted
-
-    def __missing__(self, text: str) -> str:
-        if len(self) >= ObjRedactor._MEMO_MAX:
-            self.clear()
-        out = self[text] = encode_basestring_ascii(self._redacted(text))
-        return out
+        """``json.dumps(self(obj), indent=2, default=str)``, indented as an item ``level`` deep
+        (a streamed listing's entries); ``ensure_ascii`` leaves no raw newline inside a string."""
+        text = json.dumps(self(obj), indent=2, default=str)
+        return text.replace("\n", "\n" + "  " * level) if level else text
 
 
 def _redact_string(text: str, values: Callable[[str], str]) -> str:

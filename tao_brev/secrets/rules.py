@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from .. import lazy_re
 from .literal import (BLOCK_INDICATOR_RE, _QUOTED_RE, _is_literal, _Line, _logical_lines, _scalar_after,
                       _unquote, _value_span, _word_after)
 from .names import is_secret_name
@@ -23,81 +22,81 @@ from .names import is_secret_name
 # Must match ``export A=``, ``-e A=``, ``--env=A=``, ``ALL,A=``, ``?token=``,
 # ``train.api_key=``, ``+train.token=``, ``/:_authToken=``. Must NOT match path
 # segments (``/data/token=v1``), flag names (``--token=``) or ``==`` comparisons.
-ASSIGNMENT_RE = lazy_re.compile(r"(?<![^\s\"'`;&|,?=(\[{:+~])(?P<name>[A-Za-z_][\w.]*)=(?!=)")
+ASSIGNMENT_RE = re.compile(r"(?<![^\s\"'`;&|,?=(\[{:+~])(?P<name>[A-Za-z_][\w.]*)=(?!=)")
 
 # ${NAME:-default}, ${NAME-default}, ${NAME:=default}, ${NAME:+alt}: the
 # default is a literal written into the text. ${NAME:?message} is not a value.
-PARAM_DEFAULT_RE = lazy_re.compile(r"\$\{(?P<name>[A-Za-z_]\w*):?[-=+](?P<val>[^}]*)\}")
+PARAM_DEFAULT_RE = re.compile(r"\$\{(?P<name>[A-Za-z_]\w*):?[-=+](?P<val>[^}]*)\}")
 
 # A long flag followed by =, blanks, or the JSON-array separator ``", "``;
 # the flag is a credential flag when its name is a credential name.
-FLAG_RE = lazy_re.compile(r"(?<![\w-])(?P<name>--[A-Za-z][A-Za-z0-9_-]*)(?:=|\s+|(?P<array>[\"']\s*,\s*))")
+FLAG_RE = re.compile(r"(?<![\w-])(?P<name>--[A-Za-z][A-Za-z0-9_-]*)(?:=|\s+|(?P<array>[\"']\s*,\s*))")
 # docker build --secret id=x,src=FILE / env=VAR: names a source, not a value.
-_BUILD_SECRET_RE = lazy_re.compile(r"[\"']?(?:id|type|src|source|env|required|target|mode|uid|gid)=")
+_BUILD_SECRET_RE = re.compile(r"[\"']?(?:id|type|src|source|env|required|target|mode|uid|gid)=")
 
 # ``-p value`` after a standalone ``login`` word (docker/podman/helm login).
-LOGIN_RE = lazy_re.compile(r"(?<![\w.-])login(?![\w.-])")
-LOGIN_P_RE = lazy_re.compile(r"(?<!\S)(?P<name>-p)(?:=|\s+)?")
+LOGIN_RE = re.compile(r"(?<![\w.-])login(?![\w.-])")
+LOGIN_P_RE = re.compile(r"(?<!\S)(?P<name>-p)(?:=|\s+)?")
 # Docker port maps, which ``-p`` also takes: 80, 8080:80, 127.0.0.1:8080:80/tcp.
-PORT_MAP_RE = lazy_re.compile(r"(?:[\d.]+:)?(?:\d{1,5}(?:-\d{1,5})?:)?\d{1,5}(?:-\d{1,5})?(?:/(?:tcp|udp|sctp))?")
+PORT_MAP_RE = re.compile(r"(?:[\d.]+:)?(?:\d{1,5}(?:-\d{1,5})?:)?\d{1,5}(?:-\d{1,5})?(?:/(?:tcp|udp|sctp))?")
 # mysql/mariadb take the password attached (``-pVALUE``; ``-p VALUE`` prompts).
-MYSQL_RE = lazy_re.compile(r"(?<![\w.-])(?:mysql\w*|mariadb\w*)(?![\w.-])")
-MYSQL_P_RE = lazy_re.compile(r"(?<!\S)(?P<name>-p)(?=[^\s-])")
+MYSQL_RE = re.compile(r"(?<![\w.-])(?:mysql\w*|mariadb\w*)(?![\w.-])")
+MYSQL_P_RE = re.compile(r"(?<!\S)(?P<name>-p)(?=[^\s-])")
 # sshpass -p VALUE / -pVALUE.
-SSHPASS_P_RE = lazy_re.compile(r"(?<![\w.-])sshpass\b[^;&|\n]{0,400}?(?<!\S)(?P<name>-p)(?:\s+|=)?")
+SSHPASS_P_RE = re.compile(r"(?<![\w.-])sshpass\b[^;&|\n]{0,400}?(?<!\S)(?P<name>-p)(?:\s+|=)?")
 # curl/wget -u / --user user:password (only the password part is the value).
-CURL_RE = lazy_re.compile(r"(?<![\w.-])(?:curl|wget|http|https|xh)(?![\w.-])")
-USER_FLAG_RE = lazy_re.compile(r"(?<!\S)(?P<name>-u|--user)(?:=|\s+)")
+CURL_RE = re.compile(r"(?<![\w.-])(?:curl|wget|http|https|xh)(?![\w.-])")
+USER_FLAG_RE = re.compile(r"(?<!\S)(?P<name>-u|--user)(?:=|\s+)")
 # aws configure set [profile.P.]aws_secret_access_key VALUE
-AWS_SET_RE = lazy_re.compile(r"\baws\s+configure\s+set\s+(?:--profile\s+\S+\s+)?(?P<name>[\w.-]+)\s+")
+AWS_SET_RE = re.compile(r"\baws\s+configure\s+set\s+(?:--profile\s+\S+\s+)?(?P<name>[\w.-]+)\s+")
 
 # A credential keyword of a login call: ``wandb.login(key="...")``, ``hf.login(token=...)``,
 # ``Client(api_key=...)`` (names a credential only inside such a call: ``key`` alone is no name).
-LOGIN_CALL_RE = lazy_re.compile(r"\b(?:login|log_in|authenticate|auth|connect)\s*\(")
-LOGIN_KWARG_RE = lazy_re.compile(r"(?<![\w.])(?P<name>key|token|password|passwd|secret|pat)\s*=\s*")
+LOGIN_CALL_RE = re.compile(r"\b(?:login|log_in|authenticate|auth|connect)\s*\(")
+LOGIN_KWARG_RE = re.compile(r"(?<![\w.])(?P<name>key|token|password|passwd|secret|pat)\s*=\s*")
 # ~/.netrc (curl, git, wandb): ``machine HOST login USER password S`` on one line, or a line
 # ``password S`` of a multi-line entry.
-NETRC_RE = lazy_re.compile(r"(?:^|\s)(?:machine\s+\S+|default)\b.*?\s(?P<name>password)\s+")
-NETRC_LINE_RE = lazy_re.compile(r"^\s*(?P<name>password)\s+(?=\S+\s*$)")
+NETRC_RE = re.compile(r"(?:^|\s)(?:machine\s+\S+|default)\b.*?\s(?P<name>password)\s+")
+NETRC_LINE_RE = re.compile(r"^\s*(?P<name>password)\s+(?=\S+\s*$)")
 
 # Authorization: Bearer <token> (also Basic/Token), in headers or JSON.
-AUTH_HEADER_RE = lazy_re.compile(
+AUTH_HEADER_RE = re.compile(
     r"(?i)(?P<name>Authorization)[\"']?\s*:\s*[\"']?(?:Bearer|Basic|Token)\s+(?P<val>[^\s\"'`,;]+)")
 
 # Kubernetes env entry keys on a line of their own: ``- name: X``,
 # ``value: Y``, ``"value": "Y",``. Must NOT match ``valueFrom:``.
-ENTRY_KEY_RE = lazy_re.compile(r"^(?P<lead>\s*(?:-\s+)?)(?P<q>[\"']?)(?P<key>name|value)(?P=q)\s*:\s*")
+ENTRY_KEY_RE = re.compile(r"^(?P<lead>\s*(?:-\s+)?)(?P<q>[\"']?)(?P<key>name|value)(?P=q)\s*:\s*")
 # One flow / JSON object on a line (innermost), and its pairs.
-FLOW_OBJECT_RE = lazy_re.compile(r"\{[^{}]*\}")
-FLOW_PAIR_RE = lazy_re.compile(
+FLOW_OBJECT_RE = re.compile(r"\{[^{}]*\}")
+FLOW_PAIR_RE = re.compile(
     r"(?:^|[{,\s])(?P<q>[\"']?)(?P<key>name|value)(?P=q)\s*:\s*"
     r"(?P<val>\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^,}\s][^,}]*)")
-FLOW_ANY_PAIR_RE = lazy_re.compile(
+FLOW_ANY_PAIR_RE = re.compile(
     r"(?:^|[{,])\s*(?P<q>[\"']?)(?P<key>[A-Za-z_][\w.-]*)(?P=q)\s*:\s+"
     r"(?P<val>\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|[^,}\[\]\s][^,}]*)")
 
 # A quoted key with a quoted value anywhere (JSON, Python dicts), and a plain
 # YAML key at the start of a line. The key must be a credential name (or
 # docker's ``"auth"``).
-QUOTED_MAPPING_RE = lazy_re.compile(
+QUOTED_MAPPING_RE = re.compile(
     r"(?P<q>[\"'])(?P<name>[A-Za-z_][\w.-]*)(?P=q)\s*:\s*(?P<val>\"(?:[^\"\\]|\\.)*\"|'[^']*')")
-YAML_MAPPING_RE = lazy_re.compile(r"^\s*(?:-\s+)?(?P<name>[A-Za-z_][\w.-]*)\s*:[ \t]+")
+YAML_MAPPING_RE = re.compile(r"^\s*(?:-\s+)?(?P<name>[A-Za-z_][\w.-]*)\s*:[ \t]+")
 
 # Presigned-URL query credentials (SigV4, SigV2, Azure SAS). The value stops at & and quotes.
-PRESIGNED_RE = lazy_re.compile(
+PRESIGNED_RE = re.compile(
     r"(?i:(?P<v4>X-(?:Amz|Goog)-(?:Signature|Credential|Security-Token)))=(?P<val4>[^&\s\"'#<>]+)"
     r"|(?<=[?&])(?P<v2>Signature|sig)=(?P<val2>[^&\s\"'#<>]+)")
 
 # scheme://user:password@host -- only the password is replaced.
 # Must NOT match ``git@host:path``, ``host:8080/``, ``https://user@host``.
-URL_USERINFO_RE = lazy_re.compile(r"(?<![A-Za-z0-9+.-])(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://[^\s:/@]*:(?P<val>[^\s/@]+)@")
+URL_USERINFO_RE = re.compile(r"(?<![A-Za-z0-9+.-])(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://[^\s:/@]*:(?P<val>[^\s/@]+)@")
 # scheme://TOKEN@host: a user part of 20+ letters/digits with both kinds is a token.
-URL_TOKEN_USER_RE = lazy_re.compile(r"(?<![A-Za-z0-9+.-])(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://(?P<val>[A-Za-z0-9_-]{20,})@")
+URL_TOKEN_USER_RE = re.compile(r"(?<![A-Za-z0-9+.-])(?P<name>[A-Za-z][A-Za-z0-9+.-]*)://(?P<val>[A-Za-z0-9_-]{20,})@")
 
 # Well-known token shapes, valid anywhere (even inside paths and URIs).
 # Must NOT match inside longer words (``disk-...``, ``task-...``) nor
 # ``sk-learn-...``-style names.
-TOKEN_SHAPE_RE = lazy_re.compile(
+TOKEN_SHAPE_RE = re.compile(
     r"(?<![A-Za-z0-9_-])(?:nvapi-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{40,}"
     r"|(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])|AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"
@@ -109,10 +108,10 @@ TOKEN_SHAPE_RE = lazy_re.compile(
     # Discord developer docs "Webhook Resource": /api/webhooks/{webhook.id}/{webhook.token})
     r"|hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,}"
     r"|discord(?:app)?\.com/api/webhooks/[0-9]{5,}/[A-Za-z0-9_-]{20,})")
-TOKEN_PREFIX_RE = lazy_re.compile(r"nvapi-|hf_|gh[pousr]_|github_pat_|glpat-|npm_|pypi-|AKIA|ASIA|AIza|xox[abpr]-"
+TOKEN_PREFIX_RE = re.compile(r"nvapi-|hf_|gh[pousr]_|github_pat_|glpat-|npm_|pypi-|AKIA|ASIA|AIza|xox[abpr]-"
                              r"|[sr]k_live_|sk-|eyJ|hooks\.slack\.com/|discord(?:app)?\.com/api/webhooks/")
 # PEM private keys: the whole block is the value (matched over the whole text).
-PRIVATE_KEY_RE = lazy_re.compile(r"-----BEGIN (?P<name>(?:[A-Z0-9]+ )*PRIVATE KEY)-----"
+PRIVATE_KEY_RE = re.compile(r"-----BEGIN (?P<name>(?:[A-Z0-9]+ )*PRIVATE KEY)-----"
                             r"(?P<val>[\s\S]{0,16384}?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)")
 
 
@@ -335,8 +334,8 @@ def _manifest_entries(lines: Iterable[_Line]) -> Iterator[_Hit]:
         yield from flush()
 
 
-YAML_KEY_ONLY_RE = lazy_re.compile(r"^(?P<lead>\s*(?:-\s+)?)(?P<name>[A-Za-z_][\w.-]*)\s*:\s*(?P<block>[|>][-+0-9]*)?\s*$")
-_YAML_NOT_SCALAR_RE = lazy_re.compile(r"^\s*(?:-(?:\s|$)|[#\[{&*!]|[\"']?[A-Za-z_][\w.-]*[\"']?\s*:(?:\s|$))")
+YAML_KEY_ONLY_RE = re.compile(r"^(?P<lead>\s*(?:-\s+)?)(?P<name>[A-Za-z_][\w.-]*)\s*:\s*(?P<block>[|>][-+0-9]*)?\s*$")
+_YAML_NOT_SCALAR_RE = re.compile(r"^\s*(?:-(?:\s|$)|[#\[{&*!]|[\"']?[A-Za-z_][\w.-]*[\"']?\s*:(?:\s|$))")
 
 
 def _next_line_values(lines: list[_Line]) -> Iterator[_Hit]:

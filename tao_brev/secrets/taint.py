@@ -39,7 +39,6 @@ import unicodedata
 from typing import Callable, Iterable
 from urllib.parse import unquote, unquote_plus
 
-from .. import lazy_re
 
 MAX_VIEWS = 96                 # readings of one text, at most
 MAX_VIEW_CHARS = 1 << 20       # characters of one reading (1 MiB), at most
@@ -47,26 +46,26 @@ MAX_BACKSLASH_DEPTH = 8        # JSON inside JSON ..., layers decoded
 MIN_FORM = 8                   # names.MIN_VALUE_LENGTH
 
 # ECMA-48: CSI ... final byte, OSC ... BEL/ST, DCS/SOS/PM/APC ... ST, two-byte ESC sequences, C1 CSI.
-_TERMINAL_RE = lazy_re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x9b[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+_TERMINAL_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x9b[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
                                r"|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?|\x1b[ -/]*[0-~]?")
-_CONTROL_RE = lazy_re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 # What the comparison ignores on both sides: blanks, line breaks, quotes, backslashes, controls,
 # zero-width characters.
-_IGNORED_RE = lazy_re.compile(r"[\s'\"`\\\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u2060\ufeff]+")
-_BREAK_RE = lazy_re.compile(r"\\?\r?\n[ \t]*")
-_BACKSLASH_RE = lazy_re.compile(r"\\(?:[uUxX]\{([0-9a-fA-F]{1,6})\}|[uU]\+?([0-9a-fA-F]{4})(?![0-9a-fA-F]{4})|U([0-9a-fA-F]{8})"
+_IGNORED_RE = re.compile(r"[\s'\"`\\\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u2060\ufeff]+")
+_BREAK_RE = re.compile(r"\\?\r?\n[ \t]*")
+_BACKSLASH_RE = re.compile(r"\\(?:[uUxX]\{([0-9a-fA-F]{1,6})\}|[uU]\+?([0-9a-fA-F]{4})(?![0-9a-fA-F]{4})|U([0-9a-fA-F]{8})"
                                 r"|u([0-9a-fA-F]{4})|[xX]([0-9a-fA-F]{1,2})|([0-7]{1,3})|(.))", re.S)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "a": "\a", "0": "\0", "e": "\x1b"}
-_PERCENT_U_RE = lazy_re.compile(r"%[uU]([0-9a-fA-F]{4})")
-_CODE_POINT_RE = lazy_re.compile(r"(?<![A-Za-z0-9])[uU]\+([0-9a-fA-F]{4,6})\s*")   # U+0041 (Unicode's own notation)
-_QP_RE = lazy_re.compile(rb"=([0-9A-Fa-f]{2})")
-_QP_SOFT_RE = lazy_re.compile(r"=\r?\n")
-_B64_RUN_RE = lazy_re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
+_PERCENT_U_RE = re.compile(r"%[uU]([0-9a-fA-F]{4})")
+_CODE_POINT_RE = re.compile(r"(?<![A-Za-z0-9])[uU]\+([0-9a-fA-F]{4,6})\s*")   # U+0041 (Unicode's own notation)
+_QP_RE = re.compile(rb"=([0-9A-Fa-f]{2})")
+_QP_SOFT_RE = re.compile(r"=\r?\n")
+_B64_RUN_RE = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
 # A stretch of hex digits, separators and 0x / \\x prefixes (no backtracking: one pass); its digits
 # are read at both nibble offsets.
-_HEX_RUN_RE = lazy_re.compile(r"[0-9a-fA-FxX\\\s:.,;_-]{16,}")
-_HEX_SEP_RE = lazy_re.compile(r"0[xX]|\\[xX]|[^0-9a-fA-F]")
-_DEC_LIST_RE = lazy_re.compile(r"\b\d{1,3}(?:\s*[,;]\s*\d{1,3}){7,}\b")
+_HEX_RUN_RE = re.compile(r"[0-9a-fA-FxX\\\s:.,;_-]{16,}")
+_HEX_SEP_RE = re.compile(r"0[xX]|\\[xX]|[^0-9a-fA-F]")
+_DEC_LIST_RE = re.compile(r"\b\d{1,3}(?:\s*[,;]\s*\d{1,3}){7,}\b")
 
 
 def strip_terminal(text: str) -> str:

@@ -29,7 +29,6 @@ from functools import lru_cache
 from typing import Iterable, Mapping
 from urllib.parse import unquote
 
-from .. import lazy_re
 from .forms import index_of
 from .names import MIN_VALUE_LENGTH, SECRET_ENV_NAMES, is_secret_name, name_words
 
@@ -40,12 +39,12 @@ _ENV_ANY_WORDS = frozenset({"webhook", "webhooks"})   # SLACK_WEBHOOK_URL: the U
 # A last word that says how the value is written, not what it is (``HF_TOKEN_B64``,
 # ``GITHUB_TOKEN_BASE64``, ``MY_SECRET_JSON``, ``signingKeyPem``): the name without it decides.
 # After ``_``, ``-``, ``.`` or at a camelCase step; never FILE/PATH/DIR (a path names a file).
-_FORMAT_SUFFIX_RE = lazy_re.compile(
+_FORMAT_SUFFIX_RE = re.compile(
     r"(?:[_.\-]+|(?<=[a-z0-9])(?=[A-Z]))(?i:base64url|base64|b64url|b64|base32|b32|base58|b58|base85|b85|"
     r"hex|json|yaml|yml|toml|xml|ini|pem|der|crt|jwk|jwt|p12|pfx|pkcs12|raw|enc|encoded|encrypted|txt|text|"
     r"str|string|bin|binary|gz|gzip|asc|armored|armor|utf8|ascii|plain|plaintext|value|val|data)$")
 # A URL with a password in an environment value (DATABASE_URL=postgres://u:PASSWORD@h/db): the password is known.
-_URL_PASSWORD_RE = lazy_re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:(?P<password>[^\s/@]+)@")
+_URL_PASSWORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:(?P<password>[^\s/@]+)@")
 
 
 def is_credential_env_name(name: str) -> bool:
@@ -71,7 +70,7 @@ def _is_credential_env_name(name: str) -> bool:
 
 # records.RecordStore.open: f"{slug(network_arch)}-{slug(action)}-{uuid4().hex[:6]}" (slugs: letters,
 # digits, . _ -, no leading or trailing . or -)
-MINTED_ID_RE = lazy_re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?-[A-Za-z0-9](?:[A-Za-z0-9._-]*"
+MINTED_ID_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?-[A-Za-z0-9](?:[A-Za-z0-9._-]*"
                                r"[A-Za-z0-9_])?-[0-9a-f]{6}")
 
 

@@ -28,7 +28,7 @@ import os
 import re
 from pathlib import Path
 
-from .. import lazy_re, nextstep, remote, s3 as storage
+from .. import nextstep, remote, s3 as storage
 from ..secrets import redact
 from ..context import Context, say
 from ..errors import TaoBrevError
@@ -38,7 +38,7 @@ from ..records import now_iso
 COPY_TIMEOUT_S = 3600.0   # one archive of the whole results dir through scp
 ARCHIVE_TIMEOUT_S = 3600.0   # the exec that writes that archive on the instance (tar + gzip + sha256)
 ARCHIVE_NAME = "results.tar.gz"
-_ARCHIVED = lazy_re.compile(r"^TAO_ARCHIVE ([0-9a-f]{64}) ([0-9]+)$", re.MULTILINE)
+_ARCHIVED = re.compile(r"^TAO_ARCHIVE ([0-9a-f]{64}) ([0-9]+)$", re.MULTILINE)
 
 
 def pending(ctx: Context, sidecars: list[dict]) -> list[dict]:

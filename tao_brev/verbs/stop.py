@@ -14,12 +14,14 @@ instance). Results that exist only on the instance stay on its disk, which a sto
 
 from __future__ import annotations
 
-from .. import cost, lazy_re, prices
+import re
+
+from .. import cost, prices
 from ..context import Context, say, warn
 from ..errors import TaoBrevError
 from ..nextstep import command
 
-NOT_STOPPABLE = lazy_re.compile(r'instance "[^"]*" does not support stop')
+NOT_STOPPABLE = re.compile(r'instance "[^"]*" does not support stop')
 
 
 def cannot_stop(instance: str, instance_type: str | None, how: str, delete_cmd: str) -> dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from ... import bank, docker_state, lazy_re
+from ... import bank, docker_state
 from ...secrets import redact
 from ...errors import TaoBrevError, TransportError
 from .report import Check, Context, PreflightRequest, Report, code_fix
@@ -16,7 +16,7 @@ SMOKE_TIMEOUT_S = 600.0              # small image pull + `nvidia-smi` in a cont
 GPU_SMOKE_KEY = "images.gpu_smoke"
 GPU_SMOKE_DEFAULT = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 # `docker run` could not get its image (docker/cli run.go: "Unable to find image ... locally", then the pull error)
-PULL_FAILED = lazy_re.compile(r"Unable to find image|Error response from daemon: (Get|Head) \"https://", re.I)
+PULL_FAILED = re.compile(r"Unable to find image|Error response from daemon: (Get|Head) \"https://", re.I)
 
 
 def gpu_smoke_image(env: dict) -> str:

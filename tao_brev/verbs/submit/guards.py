@@ -7,9 +7,10 @@ is a small function ``guard(ctx, req, plan)`` that checks one thing (raising
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING
 
-from ... import archs, bank, cost, credentials, lazy_re, remote, resume, spec_check
+from ... import archs, bank, cost, credentials, remote, resume, spec_check
 from ... import routing as routing_mod
 from ... import spec_paths, tao_gpus, tao_schema_pkg
 from ... import s3 as staging
@@ -133,7 +134,7 @@ def _refuse_unsafe_credentials(ctx: Context, req: SubmitRequest) -> None:
 
 
 # An override typed where an input was expected: ``train.num_epochs=3`` (a key path, then =).
-_OVERRIDE_LIKE = lazy_re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_\[\]-]+)*=")
+_OVERRIDE_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_\[\]-]+)*=")
 
 
 def _refuse_env_values(req: SubmitRequest) -> None:

@@ -5,8 +5,9 @@ override however TAO's readers (YAML, Hydra, OmegaConf interpolation) decode it.
 from __future__ import annotations
 
 import errno
+import re
 
-from ... import lazy_re, yaml_bounded
+from ... import yaml_bounded
 from ...errors import TaoBrevError
 from ...secrets import guard as known_secrets, interpolation, redact
 from ...secrets.safe_read import UnsafeFile, read_bytes
@@ -77,7 +78,7 @@ def _refuse_multi_node_overrides(overrides: list[str]) -> None:
             raise TaoBrevError("MULTI_NODE_UNSUPPORTED", f"override {key} asks for several nodes")
 
 
-_PLAIN_KEY = lazy_re.compile(r"[A-Za-z0-9_.\[\]/@:-]{1,80}")
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.\[\]/@:-]{1,80}")
 
 
 def _override_views(item: str) -> tuple[str, list]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from ... import cost, lazy_re, logcap, remote
+from ... import cost, logcap, remote
 from ...secrets import redact
 from ...context import Context, warn
 from ...docker_state import after_instance_start, docker_error_code, from_inspect
@@ -21,7 +21,7 @@ from ..job_facts import job_instance, settle_interrupted_cancel
 SAVED_LOG_LINES = 500   # kept in $TAO_STATE_DIR/brev/logs/<id>.log when the container is removed
 # `docker rm -f` of a container that is already gone: Docker CLI >= 20.10 prints this and exits 0,
 # older CLIs exit 1 (docker/cli cli/command/container/rm.go): either way, already removed.
-NO_SUCH_CONTAINER = lazy_re.compile(r"No such container", re.IGNORECASE)
+NO_SUCH_CONTAINER = re.compile(r"No such container", re.IGNORECASE)
 
 
 def _script(token: str, job_id: str, owner: tuple[str, str] | None, saves: list[dict]) -> str:
