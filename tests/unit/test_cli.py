@@ -42,6 +42,13 @@ def test_a_result_becomes_one_json_document_and_its_exit_code(run):
     assert code == 0 and answer == {**answer, "ok": True, "state": "RUNNING", "argv": ["JOB"]}
 
 
+def test_a_result_without_ok_takes_it_from_the_exit_code(run):
+    code, answer, _ = run(lambda argv: ({"state": "ERROR"}, 1))
+    assert code == 1 and answer["ok"] is False, answer
+    code, answer, _ = run(lambda argv: ({"state": "RUNNING", "ok": True}, 0))
+    assert code == 0 and answer["ok"] is True
+
+
 def test_an_error_answers_its_code_message_fix_and_exit(run):
     def main(argv):
         raise TaoBrevError("UNKNOWN_JOB", "no record for visual_changenet-train-abc123", "List the jobs.",
