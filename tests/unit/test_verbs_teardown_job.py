@@ -57,16 +57,22 @@ def test_a_teardown_rerun_after_the_delete_reaches_nothing(ctx, fake_brev):
     assert any("was deleted by teardown" in w for w in answer["warnings"])
 
 
-def test_a_wait_then_teardown_carries_the_job_to_its_end(ctx, fake_brev, clock):
-    job_id = launched(ctx, fake_brev)
-    fake_brev.expect_ls(entry(), times=4)   # two polls, the teardown's gate, the instance type
-    states = iter([state(), state("exited", 0)])
-    fake_brev.expect_exec("box", f"{job_id}:state", times=2, answer=lambda call: sections(
-        {f"{job_id}:state": next(states), f"{job_id}:tail": "", f"{job_id}:progress": "",
-         f"{job_id}:lastlog": ""})(call))
-    fake_brev.expect_exec("box", remote.remove_container(job_id), answer=removed(state("exited", 0)))
-    expect_catalog(fake_brev)
-    answer, code = teardown.wait_and_teardown(ctx, job_id, interval=10.0)
-    assert code == 0 and answer["ok"] is True and answer["state"] == "COMPLETE", answer
-    assert answer["teardown"]["container_removed"] is True and answer["teardown"]["deleted"] == []
-    assert clock.slept == [10.0]
+def test_bad_and_unknown_job_ids_are_refused_before_any_brev_call(ctx, fake_brev):
+    import pytest
+
+    from tao_brev.errors import TaoBrevError
+
+    for job_id, code in (("../x", "BAD_JOB_ID"), ("visual_changenet-train-abcdef", "UNKNOWN_JOB")):
+        with pytest.raises(TaoBrevError) as raised:
+            teardown.teardown(ctx, job_id)
+        assert raised.value.code == code and raised.value.exit_code == 2
+    assert fake_brev.calls == []
+
+
+def test_a_stopped_instance_is_not_started_by_a_teardown_that_deletes_nothing(ctx, fake_brev):
+    job_id = launched(ctx, fake_brev, no_spec_check=True)
+    fake_brev.expect_ls(entry(status="STOPPED"))
+    answer, code = teardown.teardown(ctx, job_id)
+    assert code == 1 and answer["error"]["code"] == "INSTANCE_STOPPED", answer
+    assert "--start" in answer["error"]["fix"] and fake_brev.calls[-1].args[0] == "ls"
+    assert ctx.records.load(job_id).get("terminal_state") is None and not ctx.sidecars.load(job_id).get("cancel")

@@ -65,27 +65,6 @@ def test_a_stopped_instance_is_never_started_by_a_poll(ctx, fake_brev):
     assert answer["instance_status"] == "STOPPED" and len(fake_brev.exec_commands()) == 1   # the launch only
 
 
-def rows(*jobs: tuple) -> callable:
-    """The ``jobs`` section of ``--all`` (``remote.read_all_jobs``): one row per container."""
-    return lambda token: "\n".join(f"{token}:J\t{job_id}\t{docker_state}" for job_id, docker_state in jobs)
-
-
-def test_all_polls_every_unfinished_job_with_one_round_trip_per_instance(ctx, fake_brev):
-    first = launched(ctx, fake_brev)
-    second = launched(ctx, fake_brev)
-    other = launched(ctx, fake_brev, instance="gpu2")
-    fake_brev.expect_ls(entry(), entry("gpu2"))
-    fake_brev.expect_exec("box", "__tb_jobs 4", answer=sections(
-        {"now": "1764590000", "jobs": rows((first, state()), (second, state("exited", 0)))}))
-    fake_brev.expect_exec("gpu2", "__tb_jobs 4", answer=sections({"now": "1764590000", "jobs": rows()}))
-    answer, code = status.poll_all(ctx)
-    assert code == 0 and answer["ok"] is True, answer
-    states = {job["job_id"]: job["state"] for job in answer["jobs"]}
-    assert states == {first: "RUNNING", second: "COMPLETE", other: "UNKNOWN"}, answer   # no container on gpu2
-    assert ctx.records.load(second)["terminal_state"] == "COMPLETE"
-    assert len(fake_brev.exec_commands("box")) == 3   # two launches, one poll for both jobs
-
-
 def test_a_poll_with_start_wakes_a_stopped_instance_and_says_it_bills_again(ctx, fake_brev):
     job_id = launched(ctx, fake_brev)
     fake_brev.ordered = True

@@ -4,7 +4,7 @@ or stopped only when they are the bundle's own."""
 from __future__ import annotations
 
 from tao_brev import remote
-from tao_brev.verbs import orphans, stop_orphans, teardown
+from tao_brev.verbs import orphans, teardown
 from tests.unit.fake_brev import sections
 from tests.unit.jobs import entry, expect_catalog, launched, state
 
@@ -62,15 +62,3 @@ def test_naming_an_instance_the_bundle_never_used_is_refused(ctx, fake_brev):
     answer, code = orphans.orphans(ctx, delete=True, names=["devbox"])
     assert code != 0 and answer["ok"] is False and answer["error"]["code"] == "NOT_AN_ORPHAN", answer
     assert answer["deleted"] == []
-
-
-def test_orphans_stop_stops_the_owned_idle_ones(ctx, fake_brev):
-    ended_job(ctx, fake_brev)
-    fake_brev.expect_ls(entry("box"), entry("devbox"))
-    fake_brev.expect_exec("box", remote.list_job_containers(), answer=no_containers())
-    fake_brev.expect_exec("devbox", remote.list_job_containers(), answer=no_containers())
-    stop = fake_brev.expect("stop", "box", stdout="box\n")
-    answer, code = stop_orphans.stop_orphans(ctx)
-    assert code == 0 and answer["ok"] is True and answer["stopped"] == ["box"] and stop.used == 1, answer
-    found = {o["instance"]: o for o in answer["orphans"]}
-    assert found["box"]["stop"]["stopped"] is True and "stop" not in found["devbox"]
