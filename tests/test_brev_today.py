@@ -184,7 +184,7 @@ def test_a_start_that_outlasts_the_wait_says_brev_started_it_and_it_bills(box, m
 
     box.sim.set_instance("box", status="STOPPED")
     box.sim.set_timing(start_delay_s=30)
-    monkeypatch.setattr(transport, "BREV_START_WAIT_S", 1.0)
+    monkeypatch.setattr(transport.remote_exec, "BREV_START_WAIT_S", 1.0)
     heard = []
     b = transport.Brev(env=box.env, on_started=heard.append, log=lambda m: None)
     b.ls()
