@@ -80,12 +80,21 @@ class CommandsMixin:
                                + redact.tail(text))
         return [row for row in data if isinstance(row, dict)]
 
-    def copy(self, src: str, dst: str, timeout: float | None = None) -> None:
+    def copy(self, src: str, dst: str, timeout: float | None = None, start: bool = False) -> None:
         """``brev copy SRC DST`` (scp), one side written ``NAME:path``, the other a local path.
 
         brev splits EVERY argument on ':' (brev-cli pkg/cmd/copy/copy.go parseWorkspacePath),
         so a local path with a colon (``runs-10:30/``) would be taken for an instance path:
         such a side is copied through a colon-free temporary path, then moved (:func:`safe_copy`).
-        A remote path with a colon cannot be copied at all (BAD_NAME)."""
+        A remote path with a colon cannot be copied at all (BAD_NAME).
+
+        brev copy starts a STOPPED instance (copy.go prepareWorkspace -> startWorkspaceIfStopped),
+        as brev exec does: one the last ``brev ls`` listed STOPPED is refused (INSTANCE_STOPPED)
+        unless ``start``."""
+        for side in (src, dst):
+            name = side.partition(":")[0] if ":" in side else None
+            if name and not start and self.statuses.get(name) == "STOPPED":
+                raise TaoBrevError("INSTANCE_STOPPED", f"{name} is STOPPED (brev ls); not started: brev copy "
+                                   "would start it", instance=name)
         safe_copy(lambda a, b: self._simple(["copy", a, b], "brev copy", timeout or FIRST_EXEC_TIMEOUT_S),
                   src, dst)
