@@ -10,7 +10,7 @@ from typing import Optional
 from .. import lazy_re
 from ..logcap import cut_redacted
 from .hints import (DISK_ADVICE, DRIVER_ADVICE, GPU_ACCESS_ADVICE, GPU_RESET_ADVICE, INFRA_ADVICE, PROGRAM_ADVICE,
-                    RESUME)
+                    RESUME, SHM_ADVICE, SHM_CODE)
 
 
 @dataclass(frozen=True)
@@ -21,16 +21,18 @@ class LogPattern:
     advice: str
     example: str     # a real message it must match (documented, and tested)
     detail: Optional[re.Pattern] = None   # its group 1 in the logs is added to the reason (e.g. the spec key)
+    code: Optional[str] = None            # a failure code of its own (the hint's ``code``); such rows win first
 
 
 # Runs only while the module is imported (it builds LOG_PATTERNS), before mutmut's workers
 # fork: none of its mutants could ever be active, so dev/mutation.py does not make them.
 # Its defaults (advice by class, case-insensitive) are tested through classify_logs.
 def _p(err_class: str, regex: str, reason: str, example: str, advice: Optional[str] = None,
-       flags: int = re.I, detail: Optional[str] = None) -> LogPattern:  # pragma: no mutate block
+       flags: int = re.I, detail: Optional[str] = None, code: Optional[str] = None
+       ) -> LogPattern:  # pragma: no mutate block
     default = INFRA_ADVICE if err_class == "ERR_INFRA" else PROGRAM_ADVICE
     return LogPattern(err_class, lazy_re.compile(regex, flags), reason, advice or default, example,
-                      lazy_re.compile(detail) if detail else None)
+                      lazy_re.compile(detail) if detail else None, code)
 
 
 # Log patterns. They must match the real messages (NVIDIA driver Xid lines,
@@ -38,6 +40,20 @@ def _p(err_class: str, regex: str, reason: str, example: str, advice: Optional[s
 # "loss: nan", "xid" in a file name or "ECCV" in a dataset name.
 # Infrastructure patterns win over program ones (an Xid often ends in a traceback too).
 LOG_PATTERNS: tuple[LogPattern, ...] = (
+    # /dev/shm exhausted by DataLoader workers (PyTorch's own words): torch/csrc/DataLoader.cpp
+    # handler_SIGBUS ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient
+    # shared memory (shm)."), torch/utils/data/_utils/signal_handling.py + DataLoader.cpp
+    # _error_if_any_worker_fails ("DataLoader worker (pid N) is killed by signal: Bus error."), and
+    # aten/src/ATen/MapAllocator.cpp / libshm ("unable to write to file </torch_N_...>: No space left on
+    # device (28)"). Checked before every other row: its "No space left on device" is not the disk.
+    _p("ERR_PROGRAM", r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|"
+       r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\) is killed by signal: Bus error|"
+       r"unable to (?:write to|open shared memory object|allocate shared memory)[^\n]*</?torch_|"
+       r"(?:/dev/shm|shared memory)[^\n]*(?:No space left on device|\[Errno 28\])|"
+       r"(?:No space left on device|\[Errno 28\])[^\n]*/dev/shm|\bBus error\b",
+       "the container's shared memory (/dev/shm) ran out in the DataLoader workers",
+       "RuntimeError: DataLoader worker (pid 77) is killed by signal: Bus error. It is possible that dataloader's "
+       "workers are out of shared memory. Please try to raise your shared memory limit.", SHM_ADVICE, code=SHM_CODE),
     _p("ERR_INFRA", r"NVRM: Xid|\bXid \(PCI:", "NVIDIA driver Xid error (GPU fault)",
        "NVRM: Xid (PCI:0000:00:04): 79, pid=1234, GPU has fallen off the bus.", GPU_RESET_ADVICE, flags=0),
     _p("ERR_INFRA", r"fallen off the bus|\bGPU is lost\b", "GPU has fallen off the bus",
@@ -88,9 +104,11 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
     _p("ERR_PROGRAM", r"device-side assert", "CUDA device-side assert",
        "RuntimeError: CUDA error: device-side assert triggered",
        "check the labels/classes in the data against the spec (an index out of range)"),
-    _p("ERR_PROGRAM", r"DataLoader worker .* (Bus error|killed by signal)|\bBus error\b",
-       "data loader ran out of shared memory", "RuntimeError: DataLoader worker (pid 77) is killed by signal: "
-       "Bus error.", "raise --shm-size (e.g. 32g) or lower num_workers"),
+    _p("ERR_PROGRAM", r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\) is killed by signal|"
+       r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\) exited unexpectedly",
+       "a DataLoader worker died (killed by a signal other than SIGBUS: most often the host's RAM)",
+       "RuntimeError: DataLoader worker (pid 77) is killed by signal: Killed.",
+       "lower num_workers or the batch size, or use an instance with more RAM, then resubmit with --retry-of"),
     # an NGC entrypoint wrapper's `exec "$@"` (exit 127), or docker's own start error
     _p("ERR_PROGRAM", r"exec: .*: not found|executable file not found in \$PATH",
        "the command is not in the image", "/opt/nvidia/nvidia_entrypoint.sh: line 67: exec: visual_changenet_v9: "
@@ -113,14 +131,15 @@ def classify_logs(log_text: str, max_evidence: int = MAX_EVIDENCE) -> Optional[d
     """A failure hint ``{"err_class", "reason", "advice", "evidence": [lines]}``
     from the logs, or None. Infrastructure patterns win over program patterns."""
     lines = log_text.splitlines()
-    for wanted in ("ERR_INFRA", "ERR_PROGRAM"):
+    for wanted in ("code", "ERR_INFRA", "ERR_PROGRAM"):   # a row with its own failure code wins first
         for item in LOG_PATTERNS:
-            if item.err_class != wanted:
+            if (item.code is not None) != (wanted == "code") or (item.code is None and item.err_class != wanted):
                 continue
             evidence = [_cut(ln.strip()) for ln in lines if item.pattern.search(ln)]
             if evidence:
-                return {"err_class": item.err_class, "reason": _detailed(item, lines), "advice": item.advice,
+                hint = {"err_class": item.err_class, "reason": _detailed(item, lines), "advice": item.advice,
                         "evidence": evidence[:max_evidence]}
+                return {**hint, "code": item.code} if item.code else hint
     return None
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .hints import KILL_ADVICE, LOGS_ADVICE, RESUME
+from .hints import KILL_ADVICE, LOGS_ADVICE, RESET_EITHER, RESUME
 
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
            9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
@@ -110,8 +110,8 @@ STATE_ROWS: tuple[StateRow, ...] = (
     StateRow("dead", "any (docker could not remove it)", _ANY, "ERROR", "ERR_INFRA",
              "docker marked the container dead (its removal failed); it will never run again",
              "its results dir on the instance is intact: teardown.py JOB_ID collects them (upload, or copy "
-             "home) and removes the container (docker rm -f); if that fails too, stop and start the instance "
-             f"(the storage driver holds it); resubmit: {RESUME}",
+             "home) and removes the container (docker rm -f); if that fails too, the storage driver holds it: "
+             f"{RESET_EITHER}; resubmit: {RESUME}",
              {"Status": "dead", "ExitCode": 137, "Dead": True}, hint=True),
     StateRow("*", "a status docker does not document", _ANY, "UNKNOWN", None, "", "",
              {"Status": "frozen"}),

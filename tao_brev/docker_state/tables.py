@@ -29,9 +29,9 @@ def markdown() -> str:
             klass += " (a log pattern wins)"
         out.append(f"| {row.status} | {_cell(row.when)} | {row.state} | {klass} | {_cell(row.reason) or '-'} | "
                    f"{_cell(row.advice) or '-'} | {_example_cell(row.example)} |")
-    out += ["", "### Log patterns -> failure class (first class wins: ERR_INFRA before ERR_PROGRAM)", "",
+    out += ["", "### Log patterns -> failure class (a row with its own code first, then ERR_INFRA before ERR_PROGRAM)", "",
             "| class | pattern (regex) | reason | advice | example evidence line |", "|---|---|---|---|---|"]
-    out += [f"| {p.err_class} | `{_cell(p.pattern.pattern)}` | {_cell(p.reason)} | {_cell(p.advice)} | "
+    out += [f"| {p.err_class}{f' (code {p.code})' if p.code else ''} | `{_cell(p.pattern.pattern)}` | {_cell(p.reason)} | {_cell(p.advice)} | "
             f"`{_cell(p.example)}` |" for p in LOG_PATTERNS]
     out += ["", "### Docker error messages -> error code (first match wins)", "",
             "| pattern (regex, case-insensitive) | code |", "|---|---|"]
