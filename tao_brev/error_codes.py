@@ -155,9 +155,9 @@ CODES: dict[str, Code] = {
                                    "or use a Brev GPU instance image that ships it."),
     "GPU_UNHEALTHY": Code(1, "The GPU is in a failed state (an Xid such as 79 'fallen off the bus', NVML 'GPU is lost' / "
                              "'Unknown Error', a driver/library version mismatch): the NVIDIA runtime refuses new containers.",
-                          "Reset the GPU: stop and start the instance (brev stop NAME, then brev start NAME) or use "
-                          "another instance, then submit again with --retry-of JOB_ID; reinstalling the NVIDIA "
-                          "Container Toolkit does not help."),
+                          "Reset the GPU: brev stop NAME, then brev start NAME, if its type can stop (else brev answers "
+                          "`does not support stop`: replace it, brev delete NAME, it bills until deleted) or use another "
+                          "instance, then submit again with --retry-of JOB_ID; reinstalling the toolkit does not help."),
     "IMAGE_PULL_UNAUTHORIZED": Code(1, "The registry refused the image pull (unauthorized / denied).",
                                     "Export NGC_KEY and run preflight.py --image IMAGE (it logs in safely and tells "
                                     "NOT_AUTHENTICATED from NOT_ENTITLED)."),

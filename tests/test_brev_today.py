@@ -184,7 +184,7 @@ def test_a_start_that_outlasts_the_wait_says_brev_started_it_and_it_bills(box, m
 
     box.sim.set_instance("box", status="STOPPED")
     box.sim.set_timing(start_delay_s=30)
-    monkeypatch.setattr(transport, "BREV_START_WAIT_S", 1.0)
+    monkeypatch.setattr(transport.remote_exec, "BREV_START_WAIT_S", 1.0)
     heard = []
     b = transport.Brev(env=box.env, on_started=heard.append, log=lambda m: None)
     b.ls()
@@ -316,3 +316,52 @@ def test_skill_md_logs_brev_in_with_a_script_before_any_plain_brev_command():
     first_brev = re.search(r"(?m)^brev [a-z]|`brev (ls|copy|stop|start|delete|refresh|exec [a-z])", text)
     assert login != -1 and first_brev is not None and login < first_brev.start()
     assert not re.search(r"(?m)^brev login", text) and "brev login --api-key" not in text   # nothing to type
+
+
+# -- 3b. a read that cannot read the status fails closed --------------------------------------------------
+# brev ls --json failing in any way (the API's EOF / 5xx / i/o timeout, a brev error that is not JSON)
+# leaves the instance's status unknown; brev exec (exec.go runExecCommand -> util/ssh.go
+# StartWorkspaceIfStopped) and brev copy (copy.go prepareWorkspace -> startWorkspaceIfStopped) start a
+# STOPPED one. So the read-only verb runs neither and answers the API as unreachable, exit 3, next = itself.
+LS_FAILURES = [api_eof(), api_status_error("502 Bad Gateway"), api_status_error("504 Gateway Timeout"),
+               f'Get "{api_eof()[5:-6]}": dial tcp 10.0.0.1:443: i/o timeout',
+               f'Get "{api_eof()[5:-6]}": net/http: TLS handshake timeout',
+               f'Get "{api_eof()[5:-6]}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)',
+               f'Get "{api_eof()[5:-6]}": dial tcp 10.0.0.1:443: connect: connection refused',
+               f'Get "{api_eof()[5:-6]}": unexpected EOF',
+               "invalid character '<' looking for beginning of value"]
+
+
+READS = [("poll_status.py", "JOB"), ("poll_status.py", "JOB", "--logs", "50"), ("poll_status.py", "--all"),
+         ("teardown.py", "JOB", "--keep-instance"), ("teardown.py", "JOB")]
+
+
+# each failure once, the read-only verbs in turn (every verb meets several kinds)
+@pytest.mark.parametrize("message,argv", [(m, READS[i % len(READS)]) for i, m in enumerate(LS_FAILURES)])
+def test_a_read_whose_brev_ls_fails_runs_nothing_and_says_the_api_is_unreachable(box, message, argv):
+    job = job_of(box, hang=True)
+    assert brev(box, "stop", "box").returncode == 0
+    box.sim.add_brev_fault("ls", message, times=50)
+    before = box.sim.exec_count()
+    args = [job if a == "JOB" else a for a in argv]
+    res = box.run(*args)
+    assert res.code == 3 and res.json["error"]["code"] == "BREV_API_UNREACHABLE", res
+    assert box.sim.exec_count() == before and calls(box, "copy") == [] and calls(box, "login") == []
+    assert box.sim.instance("box")["status"] == "STOPPED"
+    assert res.json["next"].endswith(" ".join(args[1:])) and f"scripts/{args[0]}" in res.json["next"]
+    assert box.run("tao_job_record.py", "show", job).json["terminal_state"] is None   # nothing closed
+
+
+def test_brev_copy_to_an_instance_listed_stopped_is_refused_before_brev_runs(box, tmp_path):
+    """copy.go startWorkspaceIfStopped: the transport refuses a copy as it refuses an exec."""
+    from tao_brev import transport
+
+    (tmp_path / "f").write_text("x")
+    box.sim.set_instance("box", status="STOPPED")
+    b = transport.Brev(env=box.env, log=lambda m: None)
+    b.ls()
+    for src, dst in ((str(tmp_path / "f"), "box:~/f"), ("box:~/f", str(tmp_path / "g"))):
+        with pytest.raises(transport.TaoBrevError) as refused:
+            b.copy(src, dst)
+        assert refused.value.code == "INSTANCE_STOPPED"
+    assert calls(box, "copy") == [] and box.sim.instance("box")["status"] == "STOPPED"

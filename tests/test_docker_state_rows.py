@@ -215,6 +215,7 @@ def test_evidence_is_bounded():
 
 
 # -- every alternative of every log pattern ------------------------------------------
+SHM_REASON = "the container's shared memory (/dev/shm) ran out in the DataLoader workers"
 PATTERN_LINES = [
     ("NVRM: Xid (PCI:0000:00:04): 79, pid=1234, GPU has fallen off the bus.", "NVIDIA driver Xid error (GPU fault)"),
     ("[ 812.3] Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error", "NVIDIA driver Xid error (GPU fault)"),
@@ -241,8 +242,10 @@ PATTERN_LINES = [
     ("RuntimeError: CUDA out of memory. Tried to allocate", "CUDA out of memory"),
     ("RuntimeError: CUDA error: device-side assert triggered", "CUDA device-side assert"),
     ("RuntimeError: DataLoader worker (pid 77) is killed by signal: Segmentation fault.",
-     "data loader ran out of shared memory"),
-    ("ERROR: Unexpected Bus error encountered in worker", "data loader ran out of shared memory"),
+     "a DataLoader worker died (killed by a signal other than SIGBUS: most often the host's RAM)"),
+    ("ERROR: Unexpected Bus error encountered in worker", SHM_REASON),
+    ("RuntimeError: DataLoader worker (pid 77) is killed by signal: Bus error.", SHM_REASON),
+    ("RuntimeError: unable to write to file </torch_3_2045_0>: No space left on device (28)", SHM_REASON),
     ("/opt/nvidia/nvidia_entrypoint.sh: line 67: exec: visual_changenet_v9: not found", "the command is not in the image"),
     ('exec: "dino": executable file not found in $PATH', "the command is not in the image"),
     ("FileNotFoundError: '/data/x'", "missing file"),
@@ -396,12 +399,13 @@ def test_markdown_headings_and_escaped_cells():
     assert lines[:4] == ["### Docker state -> status (first matching row of a status wins)", "",
                          "| `.State.Status` | ExitCode / OOMKilled / Error | state | hint class | reason | advice | "
                          "example `.State` |", "|---|---|---|---|---|---|---|"]
-    i = lines.index("### Log patterns -> failure class (first class wins: ERR_INFRA before ERR_PROGRAM)")
+    i = lines.index("### Log patterns -> failure class (a row with its own code first, then ERR_INFRA before ERR_PROGRAM)")
     assert lines[i - 1:i + 4] == ["", lines[i], "", "| class | pattern (regex) | reason | advice | example evidence line |",
                                   "|---|---|---|---|---|"]
     j = lines.index("### Docker error messages -> error code (first match wins)")
     assert lines[j - 1:j + 4] == ["", lines[j], "", "| pattern (regex, case-insensitive) | code |", "|---|---|"]
-    assert lines[i + 4].startswith("| ERR_INFRA | `NVRM: Xid\\|\\bXid \\(PCI:` | NVIDIA driver Xid error (GPU fault) |")
+    assert lines[i + 4].startswith("| ERR_PROGRAM (code SHM_EXHAUSTED) | `insufficient shared memory")
+    assert lines[i + 5].startswith("| ERR_INFRA | `NVRM: Xid\\|\\bXid \\(PCI:` | NVIDIA driver Xid error (GPU fault) |")
 
 
 def test_short_errors_are_kept_whole_up_to_the_limit_and_an_empty_one_stays_empty():

@@ -473,7 +473,7 @@ def test_an_interrupt_while_reading_kills_the_process_group(monkeypatch):
 
     def interrupted(fd, buf):
         raise KeyboardInterrupt
-    monkeypatch.setattr(transport, "_read_available", interrupted)
+    monkeypatch.setattr(transport.process, "_read_available", interrupted)
     monkeypatch.setattr(transport.os, "pidfd_open", lambda pid: (_ for _ in ()).throw(OSError(38, "no")))
     with pytest.raises(KeyboardInterrupt):
         transport.run_until_exit(proc, 20)

@@ -1,4 +1,4 @@
-"""transport.py against today's brev, one focused test per branch (a guarantee module):
+"""the transport package against today's brev, one focused test per branch (a guarantee module):
 the ssh-agent brev's exec would leak (exec.go runSSHWithTimeout), API keys (auth.go
 IsBrevAPIKey, PR #369; BREV_API_KEY from the environment, PR #464), the Brev API's
 transient errors (pkg/store/http.go HTTPResponseError; Go net/http), the NVIDIA-auth
@@ -327,7 +327,7 @@ def test_copies_brev_cannot_do_are_refused_before_brev_runs(src, dst, code, mess
 def test_the_staged_copy_lives_under_the_colon_free_directory_even_when_the_default_has_one(tmp_path, monkeypatch):
     colon = tmp_path / "t:mp"
     colon.mkdir()
-    monkeypatch.setattr(transport.tempfile, "tempdir", str(colon))   # what mkdtemp uses without dir=
+    monkeypatch.setattr(transport.copying.tempfile, "tempdir", str(colon))   # what mkdtemp uses without dir=
     target = tmp_path / "x:y"
     seen = []
     safe_copy(lambda src, dst: seen.append(dst) or open(dst, "w").write("1"), "box:~/f", str(target))
@@ -351,7 +351,7 @@ def test_an_instance_without_id_or_status_is_still_named():
 
 def test_the_temporary_directory_is_colon_free_even_when_tmpdir_is_not(tmp_path, monkeypatch):
     (tmp_path / "t:1").mkdir()
-    monkeypatch.setattr(transport.tempfile, "gettempdir", lambda: str(tmp_path / "t:1"))
+    monkeypatch.setattr(transport.copying.tempfile, "gettempdir", lambda: str(tmp_path / "t:1"))
     assert ":" not in transport.colon_free_tmp()
     monkeypatch.setattr(transport.os.path, "isdir", lambda p: p == "/tmp")
     assert transport.colon_free_tmp() == "/tmp"

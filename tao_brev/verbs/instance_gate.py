@@ -10,9 +10,11 @@ INSTANCE_STOPPED without exec; only ``--start`` wakes the instance, through one
 ``echo ok`` exec whose deadline covers brev's own start wait
 (``transport.BREV_START_WAIT_S``).
 
-When ``brev ls`` itself cannot answer (the Brev API unreachable, brev logged
-out), the verb goes on to its exec: brev can only start an instance through
-that same API (StartWorkspaceIfStopped calls it), so the exec cannot start one.
+When ``brev ls`` itself cannot answer (the Brev API unreachable, a timeout, output that is
+not its JSON), a read-only verb FAILS CLOSED: it does not exec (nor copy) on an instance whose
+status it could not read, and answers BREV_API_UNREACHABLE (exit 3: ``next`` is the same command
+again); an auth failure keeps its own code. A verb allowed to start the instance (``--start``,
+a teardown that deletes it) goes on.
 """
 
 from __future__ import annotations
@@ -23,31 +25,46 @@ from ..nextstep import command
 from ..transport import BREV_START_WAIT_S
 from ..vocabulary import InstanceStatus, JobState
 
-# brev ls failed in a way that also stops brev from starting anything (its API): the exec may go on
+# brev ls failed: the instance's status is unknown, so a read-only verb runs nothing on it
 NO_API = ("BREV_API_UNREACHABLE", "BREV_NOT_LOGGED_IN", "BREV_LOGIN_FAILED", "BREV_API_KEY_REJECTED",
-          "BREV_NVIDIA_LOGIN_REQUIRED", "BREV_FAILED", "TRANSPORT_TIMEOUT")
+          "BREV_NVIDIA_LOGIN_REQUIRED", "BREV_FAILED", "TRANSPORT_TIMEOUT", "TRANSPORT_FAILED")
+AUTH = ("BREV_NOT_LOGGED_IN", "BREV_LOGIN_FAILED", "BREV_API_KEY_REJECTED", "BREV_NVIDIA_LOGIN_REQUIRED")
 STOPPED_MEANS = ("nothing runs on it and it bills no GPU time; its disk is kept, so the job's results dir and "
                  "checkpoints on it are safe while it stays stopped")
 
 
+def unread(exc: TaoBrevError, instance: str | None = None) -> TaoBrevError:
+    """The error of a read-only verb whose ``brev ls --json`` failed with ``exc``: its auth code
+    as it is, else BREV_API_UNREACHABLE (exit 3) saying that nothing ran on the instance (brev exec
+    and brev copy start a STOPPED one: exec.go StartWorkspaceIfStopped, copy.go startWorkspaceIfStopped)."""
+    if exc.code in AUTH:
+        return exc
+    what = f"instance {instance}" if instance else "the instances"
+    return TaoBrevError("BREV_API_UNREACHABLE",
+                        f"brev ls --json did not answer ({exc.code}: {exc.message}); the status of {what} is unknown, "
+                        "so nothing was run on it (brev exec or copy would start a STOPPED instance, and bill)",
+                        "Wait a minute and rerun the same command (read-only, safe to repeat); do not log in again.",
+                        instance=instance)
+
+
 def read_all(ctx: Context) -> bool:
-    """One ``brev ls --json`` for every instance (``poll_status.py --all``); False when brev ls
-    could not answer (module doc: the execs may go on). Raises what else it raises."""
+    """One ``brev ls --json`` for every instance (``poll_status.py --all``). When brev ls cannot
+    answer, nothing is exec'd: :func:`unread` is raised (the module doc)."""
     try:
         ctx.brev.ls()
     except TaoBrevError as exc:
         if exc.code not in NO_API:
             raise
         ctx.brev.statuses = {}
-        say(f"brev ls did not answer ({exc.code}); brev cannot start an instance without its API either")
-        return False
+        raise unread(exc) from None
     return True
 
 
-def status_of(ctx: Context, instance: str, fresh: bool = True) -> str | None:
+def status_of(ctx: Context, instance: str, fresh: bool = True, may_start: bool = False) -> str | None:
     """The instance's ``brev ls --json`` status: read now (``fresh``), else the one the last
-    ``brev ls`` of this process listed (:func:`read_all`). None when it is not listed, or when brev
-    ls could not answer (see the module doc). Raises INSTANCE_AMBIGUOUS when several carry the name."""
+    ``brev ls`` of this process listed (:func:`read_all`). None when it is not listed. When brev ls
+    cannot answer, :func:`unread` is raised unless the verb ``may_start`` the instance (then None).
+    Raises INSTANCE_AMBIGUOUS when several carry the name."""
     if fresh:
         try:
             ctx.brev.instance(instance)
@@ -55,7 +72,9 @@ def status_of(ctx: Context, instance: str, fresh: bool = True) -> str | None:
             if exc.code not in NO_API:
                 raise
             ctx.brev.statuses.pop(instance, None)
-            say(f"brev ls did not answer ({exc.code}); brev cannot start {instance} without its API either")
+            if not may_start:
+                raise unread(exc, instance) from None
+            say(f"brev ls did not answer ({exc.code}); going on: this verb may start {instance}")
             return None
     return ctx.brev.statuses.get(instance)
 
@@ -63,7 +82,7 @@ def status_of(ctx: Context, instance: str, fresh: bool = True) -> str | None:
 def stopped(ctx: Context, instance: str, start: bool = False, fresh: bool = True) -> bool:
     """True when ``instance`` is STOPPED and may not be started (``start`` False). With
     ``start``, a STOPPED instance is woken here (brev starts it; its start wait is covered)."""
-    if status_of(ctx, instance, fresh) != InstanceStatus.STOPPED:
+    if status_of(ctx, instance, fresh, may_start=start) != InstanceStatus.STOPPED:
         return False
     if not start:
         return True

@@ -22,7 +22,9 @@ BROKEN_STATES = {
     InstanceStatus.FAILURE: "The instance failed to deploy or start: read its error in the Brev console, then "
                             "replace it with the official Brev agent skill (this bundle never provisions).",
     InstanceStatus.UNHEALTHY: "The instance runs but Brev reports it unhealthy: restart it (brev stop {name} && "
-                              "brev start {name}) or replace it with the official Brev agent skill.",
+                              "brev start {name}) if its type can stop; if brev answers `does not support stop`, "
+                              "replace it (brev delete {name}: it bills until deleted) with the official Brev agent "
+                              "skill.",
     InstanceStatus.DELETING: "The instance is being deleted: use another instance (the official Brev agent skill "
                              "provisions one).",
 }

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ... import cost, logcap, remote, resume_advice, tao_status
+from ... import cost, logcap, prices, remote, resume_advice, tao_status
 from ... import progress as progress_mod
 from ...context import Context, warn
-from ...docker_state import JobState as Observed
+from ...docker_state import JobState as Observed, gate_answer
 from ...errors import TaoBrevError
 from ...records import current_state, is_terminal
 from ...vocabulary import ErrClass, JobState, Source
@@ -167,7 +167,9 @@ def _answer(ctx: Context, record: dict, sidecar: dict, instance: str, answer: di
     if terminal:
         out["cost"] = cost.facts(ctx, job_id, owned=not deleted_at and owns(ctx, instance),
                                  price_per_hour=price_per_hour, lookup=False)   # polls add no brev call
-    return annotate(ctx, job_id, resume_advice.fill_answer(out, record, ctx.sidecars.load(job_id)))   # + the chain
+    sidecar = ctx.sidecars.load(job_id)   # a reset names brev stop only for a type that can stop (cached: no call)
+    out = gate_answer(out, prices.stoppable(ctx, (sidecar.get("cost") or {}).get("instance_type"), lookup=False))
+    return annotate(ctx, job_id, resume_advice.fill_answer(out, record, sidecar))   # + the chain
 
 
 def _add_logs(ctx: Context, out: dict, instance: str, job_id: str, observed: Observed,

@@ -1,0 +1,93 @@
+"""Two failure kinds the logs must not confuse, and the reset advice brev may refuse.
+
+* /dev/shm exhausted by PyTorch's DataLoader workers is SHM_EXHAUSTED, never "instance disk full"
+  (ERR_INFRA, which a resubmit with the same settings would "fix"): PyTorch's own words,
+  torch/csrc/DataLoader.cpp handler_SIGBUS ("ERROR: Unexpected bus error encountered in worker. This
+  might be caused by insufficient shared memory (shm)."), _error_if_any_worker_fails / torch/utils/data/
+  _utils/signal_handling.py ("DataLoader worker (pid N) is killed by signal: Bus error."), and ATen's
+  MapAllocator ("unable to write to file </torch_...>: No space left on device (28)").
+* brev-cli pkg/cmd/stop/stop.go (PR #416): `brev stop` of a type that cannot stop answers
+  `instance "NAME" does not support stop.`: a reset names brev stop only for a type that can stop."""
+
+from __future__ import annotations
+
+import pytest
+
+from tao_brev import docker_state
+from tao_brev.docker_state import classify_logs, from_inspect, gate_answer, gated
+
+SHM_LINES = [
+    "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible that dataloader's "
+    "workers are out of shared memory. Please try to raise your shared memory limit.",
+    "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+    "RuntimeError: unable to write to file </torch_77_1804289383_3>: No space left on device (28)",
+    "RuntimeError: unable to open shared memory object </torch_12_99_0> in read-write mode: "
+    "No space left on device (28)",
+    "OSError: [Errno 28] No space left on device: '/dev/shm/torch_123_0'",
+    "RuntimeError: DataLoader worker (pid(s) 311) is killed by signal: Bus error.",
+]
+DISK_LINES = [
+    "OSError: [Errno 28] No space left on device: '/results/train/model_epoch_003.pth'",
+    "write /var/lib/docker/overlay2/abc/diff/x: no space left on device",
+    "RuntimeError: [enforce fail at inline_container.cc:603] . PytorchStreamWriter failed writing file data/17",
+]
+
+
+@pytest.mark.parametrize("line", SHM_LINES)
+def test_shm_exhaustion_has_its_own_code_and_a_larger_shm_size(line):
+    for logs in (line, f"epoch 2\n{line}\nTraceback (most recent call last):\nOSError: No space left on device"):
+        hint = classify_logs(logs)
+        assert hint["code"] == "SHM_EXHAUSTED" and hint["err_class"] == "ERR_PROGRAM", hint
+        assert "--shm-size" in hint["advice"] and "--resume-from" in hint["advice"]
+        assert "disk" not in hint["reason"]
+
+
+@pytest.mark.parametrize("line", DISK_LINES)
+def test_a_real_full_disk_stays_the_disk(line):
+    hint = classify_logs(line)
+    assert hint["reason"] == "instance disk full" and hint["err_class"] == "ERR_INFRA" and "code" not in hint
+
+
+def test_a_container_killed_by_sigbus_with_shm_lines_is_shm_exhausted():
+    observed = from_inspect({"Status": "exited", "ExitCode": 135}, SHM_LINES[1])
+    assert observed.state == "ERROR" and observed.hint["code"] == "SHM_EXHAUSTED"
+
+
+def test_the_advice_names_the_exact_resubmit_with_a_larger_shm_size():
+    """resume_advice.fill replaces `submit.py ... --resume-from JOB_ID` with the job's own command."""
+    from tao_brev import resume_advice
+
+    hint = classify_logs(SHM_LINES[0])
+    record, sidecar = {"id": "j1", "action": "train"}, {"submit_argv": ["--instance", "box", "--shm-size", "16g"]}
+    text = resume_advice.fill(hint["advice"], record, sidecar)
+    assert "submit.py --instance box --shm-size 16g --resume-from j1 --shm-size 32g" in text
+
+
+RESET_HINTS = [classify_logs("NVRM: Xid (PCI:0000:00:04): 79, pid=1234, GPU has fallen off the bus."),
+               classify_logs("RuntimeError: CUDA error: uncorrectable ECC error encountered"),
+               from_inspect({"Status": "dead", "ExitCode": 137, "Dead": True}).hint]
+
+
+@pytest.mark.parametrize("hint", RESET_HINTS, ids=["xid", "ecc", "dead"])
+def test_a_reset_names_brev_stop_only_for_a_type_that_can_stop(hint):
+    answer = {"hint": hint, "observed": {"hint": hint}, "error": {"code": "X", "fix": hint["advice"]}}
+    cannot = gate_answer(answer, False)
+    for text in (cannot["hint"]["advice"], cannot["observed"]["hint"]["advice"], cannot["error"]["fix"]):
+        assert "brev stop" not in text and "replace the instance" in text and "bills" in text
+    can = gate_answer(answer, True)["hint"]["advice"]
+    assert "brev stop INSTANCE, then brev start INSTANCE" in can and "does not support stop" not in can
+    unknown = gate_answer(answer, None)["hint"]["advice"]
+    assert "brev stop" in unknown and "does not support stop" in unknown and "replace" in unknown
+
+
+def test_no_advice_text_names_brev_stop_without_its_condition():
+    """Every static text naming `brev stop` carries the replace branch (a type that cannot stop)."""
+    from tao_brev.errors import CODES
+
+    texts = [r.advice for r in docker_state.STATE_ROWS] + [p.advice for p in docker_state.LOG_PATTERNS]
+    texts += [CODES["GPU_UNHEALTHY"].fix]
+    for text in texts:
+        if "brev stop" in text:
+            assert "does not support stop" in text, text
+            assert "brev stop" not in gated(text, False) or "does not support stop" in text
+    assert gated("plain text", False) == "plain text"
