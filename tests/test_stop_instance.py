@@ -86,8 +86,6 @@ def test_a_stop_waits_for_the_other_live_jobs_on_the_instance(world):
 def test_stop_and_delete_flags_exclude_each_other(world):
     both = world.run("teardown.py", "some-job", "--stop-instance", "--delete-instance")
     assert both.code == 2
-    forced = world.run("teardown.py", "some-job", "--stop-instance", "--force")
-    assert forced.code == 2 and forced.json["error"]["code"] == "BAD_ARGUMENT"
     mixed = world.run("teardown.py", "--orphans", "--stop", "--delete")
     assert mixed.code == 2 and mixed.json["error"]["code"] == "BAD_ARGUMENT"
 
@@ -230,3 +228,34 @@ def test_a_start_by_submit_start_is_billed_to_the_job_too(world):
     down = world.run("teardown.py", job, "--stop-instance")
     parts = down.json["cost"]["billed_parts"]
     assert parts["start_s"] is not None and parts["until"] == "instance stopped by the bundle", down
+
+
+@pytest.mark.parametrize("flag", ["--stop-instance", "--delete-instance"])
+def test_a_live_job_another_state_dir_launched_refuses_the_stop_or_delete(world, flag):
+    """The records are one state dir's: a job another user or agent (another TAO_STATE_DIR) runs
+    on the same instance is seen only by asking the instance, in the teardown's own round trip."""
+    job = finished_job(world)
+    theirs = world.submit(spec=world.spec({"epoch_seconds": 30}), TAO_STATE_DIR=str(world.tmp_path / "alice"))
+    assert theirs.code == 0, theirs
+    execs = len([r for r in world.sim.audit() if r["tool"] == "brev" and r["argv"][:1] == ["exec"]])
+    down = world.run("teardown.py", job, flag)
+    validate("teardown", down.json)
+    verb = "STOP" if flag == "--stop-instance" else "DELETE"
+    assert down.code == 1 and down.json["error"]["code"] == f"INSTANCE_{verb}_REFUSED", down
+    other = theirs.json["job_id"]
+    assert [other in line for line in down.json["unknown_containers"]] == [True], down.json
+    assert "another state dir" in down.json["error"]["message"] and down.json["still_billing"] is True
+    force = down.json["force"]
+    assert force.endswith(f"teardown.py {job} {flag} --force") and force.startswith("/")
+    assert force in down.json["error"]["fix"] and "kills" in down.json["error"]["fix"]
+    assert world.sim.instance("box")["status"] == "RUNNING"
+    assert [r for r in world.sim.audit() if r["tool"] == "brev" and r["argv"][:1] in (["stop"], ["delete"])] == []
+    now = len([r for r in world.sim.audit() if r["tool"] == "brev" and r["argv"][:1] == ["exec"]])
+    assert now - execs == 1, "the containers are listed in the teardown's one round trip"
+    assert world.run("poll_status.py", other, TAO_STATE_DIR=str(world.tmp_path / "alice")).json["state"] == "RUNNING"
+    forced = world.run("teardown.py", job, flag, "--force")
+    assert forced.code == 0, forced
+    if flag == "--stop-instance":
+        assert forced.json["instance_stopped"] is True and world.sim.instance("box")["status"] == "STOPPED"
+    else:
+        assert forced.json["deleted"] == ["box"], forced.json

@@ -23,7 +23,8 @@ from .quoting import (NAME_RE, ENV_NAME_RE, GPUS_RE, SHM_RE, JOBS_ROOT, RESULTS_
                       job_dir, Section, section, new_token, parse_sections)  # noqa: F401
 from .files import (WRITE_FAILED_EXIT, heredoc_file, READABLE_WIDTH, readable_lines, verify_file)  # noqa: F401
 from .containers import (inspect_state, logs_tail, logs_if_exited, remove_container, own_results,
-                         archive_results, list_job_containers, instance_now, last_log_line)  # noqa: F401
+                         archive_results, LIVE_CONTAINER_STATES,
+                         list_job_containers, live_job_containers, instance_now, last_log_line)  # noqa: F401
 from .launch import (GPUS_BUSY_EXIT, gpus_flag, RunSpec, NO_GPUS_EXIT, check_gpu_key, count_gpus,
                      DOCKER_MISSING, submit_script, GPUS_LABEL, gpus_free, ABANDONED, LAUNCH_LOCK_WAIT_S,
                      launch_lock, abandon_launch, reconcile_launch, discard_job_credentials)  # noqa: F401

@@ -56,9 +56,19 @@ def archive_results(results_dir: str, archive: str) -> str:
             f"printf 'TAO_ARCHIVE %s %s\\n' \"${{sum%% *}}\" $size; fi")
 
 
+LIVE_CONTAINER_STATES = ("running", "paused", "restarting", "created")   # a container that holds or may hold GPUs
+
+
 def list_job_containers() -> str:
-    """Every container carrying a ``tao-job`` label: name and state, tab-separated."""
+    """Every container carrying a ``tao-job`` label (the launch of any state dir sets it:
+    :meth:`RunSpec.docker_run`): name and state, tab-separated. Read by :func:`live_job_containers`."""
     return "docker ps -a --filter label=tao-job --format '{{.Names}}\t{{.State}}'"
+
+
+def live_job_containers(output: str) -> list[str]:
+    """The names of the live (LIVE_CONTAINER_STATES) containers in :func:`list_job_containers`' answer."""
+    rows = [line.split("\t") for line in output.splitlines() if "\t" in line]
+    return sorted(name.strip() for name, state, *_ in rows if state.strip() in LIVE_CONTAINER_STATES)
 
 
 def instance_now() -> str:

@@ -55,7 +55,7 @@ from . import teardown as teardown_mod
 
 RUNNING_STATUSES = (InstanceStatus.RUNNING, InstanceStatus.UNHEALTHY)   # the instance runs and bills its GPU
 IDLE_OWNED_STATUSES = (InstanceStatus.STOPPED, InstanceStatus.FAILURE)   # no GPU billed, the disk is; orphan if owned
-LIVE_CONTAINER_STATES = ("running", "paused", "restarting", "created")
+LIVE_CONTAINER_STATES = remote.LIVE_CONTAINER_STATES
 MAX_WORKERS = 8
 # --orphans has no --force (by design): the only way past a blocker is to clear it
 ORPHAN_REFUSED_FIX = ("Clear the blockers first: run teardown.py JOB_ID for each job named in them (it uploads and "
@@ -203,8 +203,7 @@ def _live_containers(ctx: Context, instance: str) -> tuple[list[str], str | None
         return [], "incomplete answer"
     if ps.exit_code != 0:
         return [], redact.tail(ps.output, 300) if ps.output.strip() else f"docker ps exited {ps.exit_code}"
-    rows = [line.split("\t") for line in ps.output.splitlines() if "\t" in line]
-    return sorted(name for name, state, *_ in rows if state.strip() in LIVE_CONTAINER_STATES), None
+    return remote.live_job_containers(ps.output), None
 
 
 def _orphan(ctx: Context, entry: dict, jobs: list[dict], reason: str, price_per_hour: float | None) -> dict:
