@@ -259,3 +259,30 @@ def test_a_live_job_another_state_dir_launched_refuses_the_stop_or_delete(world,
         assert forced.json["instance_stopped"] is True and world.sim.instance("box")["status"] == "STOPPED"
     else:
         assert forced.json["deleted"] == ["box"], forced.json
+
+
+@pytest.mark.parametrize("bad", ["deep", "directory", "fifo", "wrong-shapes", "huge-number", "not-utf8"])
+def test_a_bad_instance_types_cache_is_treated_as_absent_and_read_again_from_brev(world, bad):
+    import os
+
+    ctx = Context(env=world.env)
+    path = prices.cache_path(ctx)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if bad == "deep":
+        path.write_text('{"types": ' + "[" * 100000 + "]" * 100000 + "}")
+    elif bad == "directory":
+        path.mkdir()
+    elif bad == "fifo":
+        os.mkfifo(path)
+    elif bad == "wrong-shapes":
+        path.write_text(json.dumps({"fetched_at": [], "types": {"a2-highgpu-1g": "cheap", "x": {"usd_per_hour": "1"}}}))
+    elif bad == "huge-number":
+        path.write_text('{"fetched_at": "' + "9" * 5000 + '", "types": {"a2-highgpu-1g": {"usd_per_hour": '
+                        + "9" * 5000 + ', "stoppable": true, "kind": "gpu"}}}')
+    else:
+        path.write_bytes(b'{"types": {"\xff": 1}}')
+    assert prices.price(ctx, None, "a2-highgpu-1g", lookup=False)[1] != "brev search"   # not used, no crash
+    assert prices.price(ctx, None, "a2-highgpu-1g")[:2] == (4.09, "brev search")
+    assert prices.stoppable(ctx, "a2-highgpu-1g") is True
+    cached = prices.price(ctx, None, "a2-highgpu-1g", lookup=False)[:2]   # a directory stays: nothing cached
+    assert cached == ((3.67, "prices.yaml") if bad == "directory" else (4.09, "brev search"))
