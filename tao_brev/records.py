@@ -26,14 +26,13 @@ what is running now is always read from the backend. Brev-specific state
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
 import uuid
 from pathlib import Path
 
-from . import lazy_re
+from . import instance_names, lazy_re
 from .errors import TaoBrevError
 from .fsio import atomic_write_json, create_json, locked, private_dir, read_bytes_or_error, read_text, sweep_temp
 from .vocabulary import ERR_CLASSES, SOURCES, STATES, STORAGE_TIERS, TERMINAL_STATES  # noqa: F401 (re-exported)
@@ -189,14 +188,6 @@ class RecordStore:
             record["retry_of"] = retry_of
         return record
 
-    def _unknown(self, job_id: str) -> TaoBrevError:
-        """UNKNOWN_JOB, with the closest known job id when one is a near miss (a typo): ``did_you_mean``."""
-        known = sorted(_json_stems(self.jobs_dir)) if self.jobs_dir.is_dir() else []
-        near = difflib.get_close_matches(job_id, known, n=1, cutoff=0.9)
-        hint = f"; did you mean {near[0]!r}?" if near else ""
-        return TaoBrevError("UNKNOWN_JOB", f"no job record for {job_id!r} in {self.jobs_dir}{hint}",
-                            answer={"did_you_mean": {job_id: near[0]}} if near else {})
-
     def load(self, job_id: str) -> dict:
         """Read one record. Raises BAD_JOB_ID, UNKNOWN_JOB, CORRUPT_RECORD (a damaged
         record is quarantined first: see the module doc)."""
@@ -207,7 +198,7 @@ class RecordStore:
             quarantined = self.quarantined(job_id) or self.closed_quarantine(job_id)
             if quarantined is not None:
                 raise _quarantine_error(job_id, quarantined, "it was damaged") from None
-            raise self._unknown(job_id) from None
+            raise instance_names.unknown_job(job_id, self.jobs_dir) from None
         try:
             return self._parse(path, text)
         except TaoBrevError as exc:
