@@ -38,8 +38,10 @@ Output: one JSON object on stdout:
 Guards (references/submit-guards.md), each before any GPU time is spent: the
 instance's status comes from `brev ls --json` before the first exec (STOPPED is
 refused, INSTANCE_NOT_RUNNING, unless --start); --network-arch/--action are
-checked against references/tao-pyt-archs.yaml (BAD_ARGUMENT with the closest
-match for TAO 7 -pyt images, a warning for others; --allow-unknown-arch skips);
+checked against references/tao-pyt-archs.yaml (on a TAO 7 -pyt image only an
+unmistakable typo of a known name - or bevfusion - is refused, BAD_ARGUMENT with
+the name meant; any other unknown name, or another image: a warning;
+--allow-unknown-arch skips);
 words after --inputs that look like key.path=value and --env NAME=value are
 refused with the corrected command; on the instance every launch step is checked
 (the spec's size and sha256 before docker run: SPEC_NOT_WRITTEN / DISK_FULL) and a
@@ -116,7 +118,8 @@ def build_parser():
                         "(default: refuse with GPUS_BUSY, naming that job)")
     p.add_argument("--allow-unknown-arch", action="store_true",
                    help="skip the check of --network-arch/--action against references/tao-pyt-archs.yaml "
-                        "(refused for TAO 7 -pyt images, a warning for other images)")
+                        "(on a TAO 7 -pyt image an unmistakable typo of a known name is refused; any other "
+                        "unknown name, or another image: a warning)")
     p.add_argument("--no-spec-check", action="store_true",
                    help="skip the check of the spec and overrides against TAO's schema of the image's version "
                         "(nvidia-tao-core; for a custom image with its own schema); the answer says it was skipped")

@@ -29,6 +29,11 @@ teardown.py JOB_ID [--delete-instance | --keep-instance | --stop-instance] [--fo
   (else INSTANCE_STOP_REFUSED, exit 1); a type brev cannot stop (brev search
   --json `stoppable` false, or brev's "does not support stop") is left running:
   `stop.why` says so and what bills. `instance_stopped`, `stop` in the answer.
+  Before a stop or delete, the same `brev exec` lists the job containers still
+  live on the instance (docker ps -a --filter label=tao-job): one that no job of
+  this state dir accounts for (another user's or agent's TAO_STATE_DIR launched
+  it) refuses the stop/delete (`unknown_containers`, what it would cost, and
+  `force`: the exact command that does it anyway: --force, which kills them).
 
 teardown.py --orphans [--delete | --stop [--instance NAME ...]] [--price-per-hour USD]
   Lists the instances of `brev ls --json` that bill for nothing: RUNNING with no
@@ -101,7 +106,9 @@ def build_parser():
                             "it (when brev search lists its type as stoppable; otherwise the answer says why and "
                             "what bills)")
     p.add_argument("--force", action="store_true",
-                   help="JOB_ID: delete the instance even with live jobs or unverified results on it (loses them)")
+                   help="JOB_ID: delete the instance even with live jobs or unverified results on it (loses them); "
+                        "with --stop-instance: stop it even though job containers another state dir launched "
+                        "run on it (kills them; this state dir's live jobs still refuse the stop)")
     p.add_argument("--discard-results", action="store_true",
                    help="JOB_ID: delete the instance without copying back results that exist only on it (loses them)")
     p.add_argument("--orphans", action="store_true",
@@ -145,9 +152,6 @@ def main(argv=None):
     if args.delete or args.instance or args.stop:
         raise cli.TaoBrevError("BAD_ARGUMENT", "--delete, --stop and --instance go with --orphans; for a job use "
                                "--delete-instance or --stop-instance")
-    if args.stop_instance and args.force:
-        raise cli.TaoBrevError("BAD_ARGUMENT", "--force goes with a delete; --stop-instance never stops past "
-                               "live jobs or unverified results")
     delete = True if args.delete_instance else (False if args.keep_instance or args.stop_instance else None)
     return teardown(cli.Context(), args.job_id, delete_instance=delete, force=args.force,
                     price_per_hour=args.price_per_hour, discard_results=args.discard_results,

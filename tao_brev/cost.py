@@ -50,7 +50,7 @@ Computing the facts never fails a verb: what cannot be known stays null.
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Optional
+from typing import Callable, Optional
 
 from . import prices
 from .context import Context
@@ -314,3 +314,42 @@ def _end_here(record: dict, submitted: Optional[datetime], running_mark: Optiona
 
 def _iso(ts: Optional[datetime]) -> Optional[str]:
     return ts.isoformat(timespec="milliseconds") if ts else None
+
+
+def chain_total(ctx: Context, job_ids: list[str], owned: Callable[[dict], bool]) -> dict:
+    """``{"billed_s", "estimated_cost_usd", "attempts"}`` of jobs that follow each other (a recovery
+    chain): each attempt's own time (its ``billed_s`` minus its ``idle_billed_s``: on an owned instance
+    the idle time after one attempt is the next one's time, counted once), plus the last attempt's idle
+    time; a live attempt counts from its submit. Each attempt is priced at its own price, else at the
+    price of another attempt on the same instance (one instance, one type), else of the chain's others:
+    a price known for one attempt prices them all. A sum is null only when a part's time is unknown
+    or no attempt has a price."""
+    parts = [_attempt(ctx, job_id, owned) for job_id in job_ids]
+    by_instance = {p["instance"]: p["price"] for p in parts if p["price"] is not None}
+    anyone = next((p["price"] for p in parts if p["price"] is not None), None)
+    billed, usd = 0.0, 0.0
+    for number, part in enumerate(parts, 1):
+        seconds_ = part["seconds"]
+        if seconds_ is not None and number == len(parts):
+            seconds_ += part["idle"]
+        price = part["price"] if part["price"] is not None else by_instance.get(part["instance"], anyone)
+        billed = None if billed is None or seconds_ is None else billed + seconds_
+        usd = None if usd is None or price is None or seconds_ is None else usd + seconds_ / 3600 * price
+    return {"billed_s": None if billed is None else round(billed, 3),
+            "estimated_cost_usd": None if usd is None else round(usd, 4), "attempts": len(parts)}
+
+
+def _attempt(ctx: Context, job_id: str, owned: Callable[[dict], bool]) -> dict:
+    """One attempt of :func:`chain_total`: its seconds, idle seconds after it, instance and hourly price."""
+    record, side = ctx.records.load(job_id), ctx.sidecars.load(job_id)
+    if record.get("terminal_state") not in TERMINAL_STATES:
+        stored = side.get("cost") or {}
+        start = parse_ts(stored.get("submitted_at")) or parse_ts(record.get("submitted_at"))
+        price, _source, _note = prices.price(ctx, stored.get("price_flag_usd"), stored.get("instance_type"), False)
+        return {"seconds": seconds(start, datetime.now(timezone.utc)) if start else None, "idle": 0.0,
+                "instance": side.get("instance"), "price": price}
+    out = facts(ctx, job_id, owned=owned(side), lookup=False)
+    idle = out.get("idle_billed_s") or 0.0
+    billed = out.get("billed_s")
+    return {"seconds": None if billed is None else max(0.0, billed - idle), "idle": idle,
+            "instance": side.get("instance"), "price": out.get("price_per_hour_usd")}

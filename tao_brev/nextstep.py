@@ -86,6 +86,12 @@ WAIT_TIMEOUT_S = 100
 POLL_KEPT = ("--interval", "--timeout", "--stall-after", "--price-per-hour")
 
 
+def corrected(script: str, argv: list[str], near: dict) -> str:
+    """This run's command with each misspelt job id / instance name replaced by its closest known one
+    (``did_you_mean``: ``{given: closest}``): all typos of one call corrected at once."""
+    return rerun(script, [near.get(word, word) for word in argv])
+
+
 def wait_command(job_id: str, argv: list[str], *extra) -> str:
     """``poll_status.py JOB --wait --interval S --timeout S`` (this run's --interval / --timeout /
     --stall-after / --price-per-hour, else WAIT_INTERVAL_S / WAIT_TIMEOUT_S) plus ``extra``."""
@@ -123,6 +129,8 @@ def common_error(script: str, argv: list[str], answer: dict) -> tuple[bool, str 
         return True, install_command(), None
     if code == "BAD_ARGUMENT":
         return True, command(script, "--help"), None
+    if code in ("BAD_JOB_ID", "UNKNOWN_JOB", "NOT_AN_ORPHAN") and answer.get("did_you_mean"):
+        return True, corrected(script, argv, answer["did_you_mean"]), None
     if code in ("BAD_JOB_ID", "UNKNOWN_JOB"):
         return True, command("tao_job_record.py", "list"), None
     if code == "INTERRUPTED":

@@ -15,14 +15,14 @@ Nothing here fails a verb: brev's errors become a line on stderr and an unknown 
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
 from .context import Context
 from .errors import TaoBrevError
-from .fsio import atomic_write_json, private_dir, read_text
+from .fsio import atomic_write_json, private_dir
+from .secrets import safe_read
 from .isotime import parse_ts
 from .run_state import warn
 
@@ -46,12 +46,25 @@ def _age_s(cache: dict) -> Optional[float]:
 
 
 def read_cache(ctx: Context) -> dict:
-    """The cached lists (``{"fetched_at", "types": {type: {usd_per_hour, stoppable, kind}}}``), or {}."""
+    """The cached lists (``{"fetched_at", "types": {type: {usd_per_hour, stoppable, kind}}}``), or {}:
+    read within its cap, a regular file only, JSON of bounded depth and integers (``safe_read``). A cache
+    that is not that (a directory, a FIFO, nested too deep, not UTF-8, a field of the wrong shape) is
+    treated as absent - brev is asked again - and its bad entries are never used."""
     try:
-        data = json.loads(read_text(cache_path(ctx)))
-    except (OSError, ValueError):
+        data = safe_read.loads(safe_read.read_text(cache_path(ctx), state_root=ctx.state_root))
+    except (OSError, ValueError, TaoBrevError):
         return {}
-    return data if isinstance(data, dict) and isinstance(data.get("types"), dict) else {}
+    if not isinstance(data, dict) or not isinstance(data.get("types"), dict) or \
+            not isinstance(data.get("fetched_at"), str) or parse_ts(data["fetched_at"]) is None:
+        return {}
+    types = {name: entry for name, entry in data["types"].items() if _good_entry(entry)}
+    return {**data, "types": types}
+
+
+def _good_entry(entry) -> bool:
+    price = entry.get("usd_per_hour") if isinstance(entry, dict) else None
+    return (isinstance(price, (int, float)) and not isinstance(price, bool) and 0 <= price < 1e6
+            and isinstance(entry.get("stoppable"), bool) and entry.get("kind") in KINDS)
 
 
 def types_from_rows(rows: list[dict], kind: str) -> dict[str, dict]:
@@ -87,8 +100,11 @@ def fetch(ctx: Context) -> dict:
         table.update({k: v for k, v in types_from_rows(ctx.brev.search(kind), kind).items() if k not in table})
     cache = {"fetched_at": _now().isoformat(timespec="seconds"), "source": "brev search gpu|cpu --json",
              "types": table}
-    private_dir(cache_path(ctx).parent)
-    atomic_write_json(cache_path(ctx), cache)
+    try:
+        private_dir(cache_path(ctx).parent)
+        atomic_write_json(cache_path(ctx), cache)
+    except OSError as exc:   # e.g. a directory in the cache's place: this answer uses the list all the same
+        warn(f"instance types: could not cache brev's list in {cache_path(ctx)} ({safe_read.describe(exc)})")
     return cache
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from datetime import datetime, timezone
 from typing import Iterator
 
-from . import record_schema
+from . import instance_names, record_schema
 from .errors import TaoBrevError
 from .fsio import atomic_write_json, create_json, locked, private_dir, read_bytes_or_error, read_text, sweep_temp
 from .model import JobRecord, Transition
@@ -172,7 +172,7 @@ class RecordStore(Quarantine):
             quarantined = self.quarantined(job_id) or self.closed_quarantine(job_id)
             if quarantined is not None:
                 raise _quarantine_error(job_id, quarantined, "it was damaged") from None
-            raise TaoBrevError("UNKNOWN_JOB", f"no job record for {job_id!r} in {self.jobs_dir}") from None
+            raise instance_names.unknown_job(job_id, self.jobs_dir) from None
         try:
             return self._parse(path, text)
         except TaoBrevError as exc:

@@ -354,7 +354,8 @@ def next_violations(script: str, argv: list[str], answer) -> list[str]:
     # a corrected call (BAD_ARGUMENT / UNKNOWN_INSTANCE naming the wrong value) changes that value on purpose
     dropped = [d for d in dropped_values(script, argv, named, args)
                if not (answer.get("error", {}).get("code") in ("BAD_ARGUMENT", "UNKNOWN_INSTANCE")
-                       and d.split(" ", 1)[1] in message)]
+                       and d.split(" ", 1)[1] in message)
+               and d.split(" ", 1)[-1] not in (answer.get("did_you_mean") or {})]   # a typo corrected on purpose
     if dropped:
         return [f"{where}: next {nxt!r} drops what this run was given: {dropped}"]
     rejected = rejection(named, args)

@@ -31,7 +31,6 @@ CLI = "tao_brev.cli"
 # DEBTS begin (python tests/test_architecture.py --write)
 DEBTS: dict = {'circles': [],
  'function_imports': {'tao_brev.cli': 2,
-                      'tao_brev.remote': 1,
                       'tao_brev.run_state': 1,
                       'tao_brev.tao_gpus': 1,
                       'tao_brev.tao_schema': 1,
@@ -41,7 +40,7 @@ DEBTS: dict = {'circles': [],
                       'tao_brev.verbs.submit.launch': 1,
                       'tao_brev.yaml_bounded': 1},
  'import_cli': [],
- 'long_modules': {'tao_brev.remote': 516},
+ 'long_modules': {},
  'long_verb_functions': {}}
 # DEBTS end
 

@@ -127,3 +127,27 @@ def test_billed_parts_name_each_part_the_bundle_caused(tmp_path):
     # a stop between that start and the submit: the start was not this job's
     ctx.sidecars.note_instance("box", stopped_at=(T0 - timedelta(seconds=10)).isoformat())
     assert cost.facts(ctx, job_id, owned=False, price_per_hour=2.0, lookup=False)["billed_parts"]["start_s"] is None
+
+
+@pytest.mark.parametrize("last_state", ["RUNNING", "ERROR"])
+def test_a_recovery_chain_is_priced_when_one_attempt_is(tmp_path, last_state):
+    """The chain's total adds up: a live attempt, or one whose type this state dir never learnt,
+    is priced like the attempt before it on the same instance (one instance, one type)."""
+    from tao_brev.verbs import recovery_chain
+    ctx = Context(env={"TAO_STATE_DIR": str(tmp_path)})
+    ids = [ctx.records.open(image="i", network_arch="visual_changenet", action="train", storage_tier="A",
+                            results_root="~/r")["id"] for _ in range(2)]
+    for job in ids:
+        ctx.sidecars.update(job, instance="box")
+        ctx.records.mark(job, "RUNNING", message="up", source="agent")
+    ctx.records.mark(ids[0], "ERROR", message="x", source="agent")
+    if last_state == "ERROR":
+        ctx.records.mark(ids[1], "ERROR", message="x", source="agent")
+    cost.note_price(ctx, ids[0], 3.6)
+    ctx.sidecars.update(ids[0], recovery={"chain": [{"job_id": ids[0], "attempt": 1},
+                                                    {"job_id": ids[1], "attempt": 2}]})
+    first = cost.facts(ctx, ids[0], owned=False, lookup=False)
+    assert first["estimated_cost_usd"] is not None
+    out = recovery_chain.chain_cost(ctx, ids[0])
+    assert out["billed_s"] is not None and out["estimated_cost_usd"] is not None, out
+    assert out["estimated_cost_usd"] == pytest.approx(out["billed_s"] / 3600 * 3.6, abs=1e-3)

@@ -47,3 +47,33 @@ def test_every_default_fix_names_commands_their_scripts_accept(code):
         why = rejection(script, argv)
         missing = "the following arguments are required" in (why or "")
         assert why is None or missing, f"{code}: `{script} {' '.join(argv)}` is rejected: {why}"
+
+
+def test_a_near_miss_job_id_or_instance_name_gets_the_corrected_command_as_next(world):
+    """Every place that takes a job id or an instance name suggests the closest known one, and
+    ``next`` is the whole command corrected."""
+    done = world.submit()
+    assert done.code == 0, done
+    job = done.json["job_id"]
+    typo = job[:-1] + ("0" if job[-1] != "0" else "1")
+    for argv in (("poll_status.py", typo, "--logs", "20"), ("teardown.py", typo, "--keep-instance")):
+        answer = world.run(*argv)
+        assert answer.json["error"]["code"] == "UNKNOWN_JOB" and f"did you mean {job!r}" in answer.json["error"]["message"]
+        assert answer.json["next"].endswith(" ".join([argv[0], job, *argv[2:]])), answer.json
+        assert answer.json["next"].startswith("/")
+    far = world.run("poll_status.py", "visual_changenet-train-zzzzzz")
+    assert far.json["error"]["code"] == "UNKNOWN_JOB" and "did you mean" not in far.json["error"]["message"]
+    world.run("teardown.py", job, "--keep-instance")
+    orphans = world.run("teardown.py", "--orphans", "--delete", "--instance", "bxo")
+    assert orphans.json["error"]["code"] == "NOT_AN_ORPHAN" and "did you mean 'box'" in orphans.json["error"]["message"]
+    assert orphans.json["next"].endswith("teardown.py --orphans --delete --instance box"), orphans.json
+
+
+def test_cost_for_a_misspelt_instance_suggests_the_closest_with_the_corrected_command(world):
+    done = world.submit()
+    assert done.code == 0, done
+    answer = world.run("tao_job_record.py", "cost", "--instance", "bxo")
+    assert answer.code == 0 and answer.json["did_you_mean"] == {"bxo": "box"}, answer.json
+    assert answer.json["next"].endswith("tao_job_record.py cost --instance box") and "did you mean" in \
+        answer.json["instance_note"]
+    world.run("teardown.py", done.json["job_id"], "--keep-instance")

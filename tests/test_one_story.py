@@ -111,3 +111,31 @@ def test_submit_and_poll_all_tell_each_jobs_record_state(world):
     for entry in everything.json["jobs"]:
         assert set(states(entry)) <= {"RUNNING", None}, entry
     world.run("teardown.py", ok.json["job_id"])
+
+
+@pytest.mark.parametrize("refusal", ["INPUT_NOT_FOUND", "GPUS_BUSY", "IMAGE_NOT_PULLED"])
+def test_a_submit_refused_before_launch_leaves_nothing_to_clean_up(world, refusal):
+    """A launch the instance refused before ``docker run`` closed its record itself: ``--all``
+    stays ok, the caller's own mistake is never ERR_INFRA, and the cost's times run forward."""
+    from tao_brev.isotime import parse_ts
+    extra, instance = [], "box"
+    if refusal == "GPUS_BUSY":
+        holder = world.submit(spec=world.spec({"epoch_seconds": 30}))
+        assert holder.code == 0, holder
+    elif refusal == "INPUT_NOT_FOUND":
+        extra = ["--inputs", "~/tao-data/not-there=levir_cd_tiny"]
+    else:
+        world.sim.add_instance("bare")
+        instance = "bare"
+    refused = world.submit(*extra, instance=instance) if not extra else world.run(
+        "submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt", "--network-arch", "visual_changenet",
+        "--action", "train", "--spec", str(world.spec()), *extra)
+    assert refused.code == 1 and refused.json["error"]["code"] == refusal, refused
+    job = refused.json["job_id"]
+    record = json.loads(world.run("tao_job_record.py", "show", job).stdout)
+    assert record["terminal_state"] == "ERROR" and record["err_class"] == "ERR_PROGRAM", record
+    everything = world.run("poll_status.py", "--all")
+    assert everything.code == 0 and everything.json["ok"] is True, everything
+    assert job not in [entry["job_id"] for entry in everything.json["jobs"]]
+    cost = world.run("poll_status.py", job).json["cost"]
+    assert parse_ts(cost["ended_at"]) >= parse_ts(cost["submitted_at"]), cost

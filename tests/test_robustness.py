@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -504,7 +505,7 @@ def test_failed_jobs_carry_their_failure_class_in_status_and_record(world):
     for key, line in lines.items():
         job_id = pending_record(world)
         brev.run("box", f"docker run -d --name {job_id} --label tao-job={job_id} ubuntu:22.04 "
-                        f"bash -c {remote.shlex.quote(f'echo {line!r} >&2; exit 1')}")
+                        f"bash -c {shlex.quote(f'echo {line!r} >&2; exit 1')}")
         records(world).mark(job_id, "RUNNING", backend_ref=f"box/{job_id}")
         world.sim.wait_container("box", job_id)
         jobs[key] = job_id

@@ -86,8 +86,6 @@ def test_a_stop_waits_for_the_other_live_jobs_on_the_instance(world):
 def test_stop_and_delete_flags_exclude_each_other(world):
     both = world.run("teardown.py", "some-job", "--stop-instance", "--delete-instance")
     assert both.code == 2
-    forced = world.run("teardown.py", "some-job", "--stop-instance", "--force")
-    assert forced.code == 2 and forced.json["error"]["code"] == "BAD_ARGUMENT"
     mixed = world.run("teardown.py", "--orphans", "--stop", "--delete")
     assert mixed.code == 2 and mixed.json["error"]["code"] == "BAD_ARGUMENT"
 
@@ -230,3 +228,61 @@ def test_a_start_by_submit_start_is_billed_to_the_job_too(world):
     down = world.run("teardown.py", job, "--stop-instance")
     parts = down.json["cost"]["billed_parts"]
     assert parts["start_s"] is not None and parts["until"] == "instance stopped by the bundle", down
+
+
+@pytest.mark.parametrize("flag", ["--stop-instance", "--delete-instance"])
+def test_a_live_job_another_state_dir_launched_refuses_the_stop_or_delete(world, flag):
+    """The records are one state dir's: a job another user or agent (another TAO_STATE_DIR) runs
+    on the same instance is seen only by asking the instance, in the teardown's own round trip."""
+    job = finished_job(world)
+    theirs = world.submit(spec=world.spec({"epoch_seconds": 30}), TAO_STATE_DIR=str(world.tmp_path / "alice"))
+    assert theirs.code == 0, theirs
+    execs = len([r for r in world.sim.audit() if r["tool"] == "brev" and r["argv"][:1] == ["exec"]])
+    down = world.run("teardown.py", job, flag)
+    validate("teardown", down.json)
+    verb = "STOP" if flag == "--stop-instance" else "DELETE"
+    assert down.code == 1 and down.json["error"]["code"] == f"INSTANCE_{verb}_REFUSED", down
+    other = theirs.json["job_id"]
+    assert [other in line for line in down.json["unknown_containers"]] == [True], down.json
+    assert "another state dir" in down.json["error"]["message"] and down.json["still_billing"] is True
+    force = down.json["force"]
+    assert force.endswith(f"teardown.py {job} {flag} --force") and force.startswith("/")
+    assert force in down.json["error"]["fix"] and "kills" in down.json["error"]["fix"]
+    assert world.sim.instance("box")["status"] == "RUNNING"
+    assert [r for r in world.sim.audit() if r["tool"] == "brev" and r["argv"][:1] in (["stop"], ["delete"])] == []
+    now = len([r for r in world.sim.audit() if r["tool"] == "brev" and r["argv"][:1] == ["exec"]])
+    assert now - execs == 1, "the containers are listed in the teardown's one round trip"
+    assert world.run("poll_status.py", other, TAO_STATE_DIR=str(world.tmp_path / "alice")).json["state"] == "RUNNING"
+    forced = world.run("teardown.py", job, flag, "--force")
+    assert forced.code == 0, forced
+    if flag == "--stop-instance":
+        assert forced.json["instance_stopped"] is True and world.sim.instance("box")["status"] == "STOPPED"
+    else:
+        assert forced.json["deleted"] == ["box"], forced.json
+
+
+@pytest.mark.parametrize("bad", ["deep", "directory", "fifo", "wrong-shapes", "huge-number", "not-utf8"])
+def test_a_bad_instance_types_cache_is_treated_as_absent_and_read_again_from_brev(world, bad):
+    import os
+
+    ctx = Context(env=world.env)
+    path = prices.cache_path(ctx)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if bad == "deep":
+        path.write_text('{"types": ' + "[" * 100000 + "]" * 100000 + "}")
+    elif bad == "directory":
+        path.mkdir()
+    elif bad == "fifo":
+        os.mkfifo(path)
+    elif bad == "wrong-shapes":
+        path.write_text(json.dumps({"fetched_at": [], "types": {"a2-highgpu-1g": "cheap", "x": {"usd_per_hour": "1"}}}))
+    elif bad == "huge-number":
+        path.write_text('{"fetched_at": "' + "9" * 5000 + '", "types": {"a2-highgpu-1g": {"usd_per_hour": '
+                        + "9" * 5000 + ', "stoppable": true, "kind": "gpu"}}}')
+    else:
+        path.write_bytes(b'{"types": {"\xff": 1}}')
+    assert prices.price(ctx, None, "a2-highgpu-1g", lookup=False)[1] != "brev search"   # not used, no crash
+    assert prices.price(ctx, None, "a2-highgpu-1g")[:2] == (4.09, "brev search")
+    assert prices.stoppable(ctx, "a2-highgpu-1g") is True
+    cached = prices.price(ctx, None, "a2-highgpu-1g", lookup=False)[:2]   # a directory stays: nothing cached
+    assert cached == ((3.67, "prices.yaml") if bad == "directory" else (4.09, "brev search"))

@@ -32,7 +32,7 @@ from .staging import DATA_DIR, INPUTS_PREFIX, Input
 from .uris import parse_s3_uri
 
 CARRIER_KEY = "images.s3_transfer"
-STAGE_FAILED_EXIT = 8          # the submit script's exit status when staging failed (6, 7: remote.py)
+STAGE_FAILED_EXIT = 8          # the submit script's exit status when staging failed (6, 7: remote/launch.py)
 CARRIER_CONFIG_DIR = "/tao-aws"  # where the carrier sees its AWS config (read-only mount)
 _CARRIER_CONFIG = "[default]\ns3 =\n    addressing_style = path\n"
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Optional
 
-from .. import cost, nextstep, prices
+from .. import cost, instance_names, nextstep, prices
 from ..context import Context
 from ..errors import TaoBrevError
 from ..records import current_state
@@ -111,6 +111,15 @@ def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = 
         now = [b for b in _billing_now(ctx, listing, ours) if instance is None or b["instance"] == instance]
         answer["billing_now"] = now
         answer["usd_per_hour_now"] = round(sum(b["usd_per_hour"] or 0 for b in now), 4)
+    known = sorted(ours | set(types) | {str(e.get("name")) for e in listing or [] if e.get("name")})
+    if instance is not None and not jobs and instance not in known:   # a typo: the closest name, the call corrected
+        near = instance_names.closest(instance, known, n=1)
+        answer["instance_note"] = instance_names.unknown_message(instance, known) + " (no job of this state dir ran on it)"
+        if near:
+            answer["did_you_mean"] = {instance: near[0]}
+            argv = ["cost", "--instance", near[0]] + (["--since", since] if since else [])
+            answer.update(next=nextstep.command("tao_job_record.py", *argv), next_note=answer["instance_note"])
+            return answer, 0
     answer.update(_next(answer))
     return answer, 0
 

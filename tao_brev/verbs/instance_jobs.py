@@ -1,9 +1,12 @@
 """The jobs on one instance as it is now, and what they say about deleting it: who owns it
 (:func:`owns`), which jobs are live, whose results are not safe yet. Read by the poll,
-teardown, orphans, cost and recovery verbs; it writes nothing."""
+teardown, orphans, cost and recovery verbs; it writes nothing. The records are this state dir's only:
+what another state dir (another user or agent) runs on the same instance, only the instance itself
+can say (:func:`unknown_containers`, from the teardown's own round trip)."""
 
 from __future__ import annotations
 
+from .. import remote
 from ..context import Context
 from ..errors import TaoBrevError
 from ..records import current_state, is_terminal
@@ -66,3 +69,21 @@ def unsaved_results(ctx: Context, instance: str) -> list[str]:
 def instance_blockers(ctx: Context, instance: str, except_job: str | None) -> list[str]:
     """Why ``instance`` must not be deleted: live jobs and unverified results on it."""
     return live_jobs(ctx, instance, except_job) + unverified_results(ctx, instance)
+
+
+def unknown_containers(ctx: Context, instance: str, job_id: str, listing: remote.Section | None) -> list[str]:
+    """Why a stop or delete of ``instance`` would kill a job this state dir does not know is live: each
+    live job container in ``listing`` (``remote.list_job_containers``, run after ``job_id``'s removal)
+    that is not ``job_id`` and no live job of this state dir accounts for (those are ``live_jobs``').
+    A listing missing or failed counts as one blocker: the instance could not say what runs on it."""
+    if listing is None:
+        return [f"{instance} did not say which job containers run on it (incomplete answer)"]
+    if listing.exit_code != 0:
+        return [f"could not list the job containers on {instance}: docker ps exited {listing.exit_code}"]
+    local = {side["job_id"] for side in jobs_on(ctx, instance)}
+    live_here = {job for job in local if any(f"job {job} on" in line for line in live_jobs(ctx, instance, job_id))}
+    return [f"container {name} is live on {instance}, launched "
+            + (f"as job {name} of this state dir, whose record says it ended" if name in local
+               else f"from another state dir than {ctx.state_root} (another user's or agent's job)")
+            for name in remote.live_job_containers(listing.output) if name != job_id and name not in live_here]
+

@@ -42,7 +42,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
-from .. import cost, prices, remote
+from .. import cost, instance_names, prices, remote
 from ..secrets import redact
 from ..context import Context, say
 from ..errors import TaoBrevError, TransportError
@@ -55,7 +55,7 @@ from . import teardown as teardown_mod
 
 RUNNING_STATUSES = (InstanceStatus.RUNNING, InstanceStatus.UNHEALTHY)   # the instance runs and bills its GPU
 IDLE_OWNED_STATUSES = (InstanceStatus.STOPPED, InstanceStatus.FAILURE)   # no GPU billed, the disk is; orphan if owned
-LIVE_CONTAINER_STATES = ("running", "paused", "restarting", "created")
+LIVE_CONTAINER_STATES = remote.LIVE_CONTAINER_STATES
 MAX_WORKERS = 8
 # --orphans has no --force (by design): the only way past a blocker is to clear it
 ORPHAN_REFUSED_FIX = ("Clear the blockers first: run teardown.py JOB_ID for each job named in them (it uploads and "
@@ -76,7 +76,9 @@ def orphans(ctx: Context, delete: bool = False, names: list[str] | None = None,
         return {"ok": True, **answer}, 0
 
     listed = {o["instance"]: o for o in found}
-    refused = [not_listed(name, kept) for name in names if name not in listed]
+    refused = [not_listed(name, kept, found) for name in names if name not in listed]
+    if near_names(names, found, kept):
+        answer["did_you_mean"] = near_names(names, found, kept)
     targets = [listed[n] for n in names if n in listed] if names else [o for o in found if o["owned"]]
     failure = None
     for orphan in targets:
@@ -110,12 +112,20 @@ RULE = ("--orphans deletes unasked only instances made for this bundle's jobs (a
         "that was not made for it, belongs to whoever created it")
 
 
-def not_listed(name: str, kept: list[dict]) -> tuple[str, str]:
+def not_listed(name: str, kept: list[dict], found: list[dict] = ()) -> tuple[str, str]:
     """NOT_AN_ORPHAN for a named instance that this run did not list as an orphan, with the reason
-    it was kept (or that brev ls does not list it)."""
+    it was kept (or that brev ls does not list it, and the closest names it lists)."""
     reason = next((k["reason"] for k in kept if k["instance"] == name), None)
+    listed = [o["instance"] for o in found] + [k["instance"] for k in kept]
     return "NOT_AN_ORPHAN", (f"{name}: not an orphan: {reason}" if reason
-                             else f"{name}: brev ls does not list an instance of that name")
+                             else f"{name}: {instance_names.unknown_message(name, listed)}")
+
+
+def near_names(names: list[str], found: list[dict], kept: list[dict]) -> dict:
+    """``{named: closest listed name}`` for each ``--instance`` name brev ls does not list (a typo)."""
+    listed = [o["instance"] for o in found] + [k["instance"] for k in kept]
+    near = {name: instance_names.closest(name, listed, n=1) for name in names if name not in listed}
+    return {name: best[0] for name, best in near.items() if best}
 
 
 def refusal_fix(code: str, names: list[str]) -> str | None:
@@ -203,8 +213,7 @@ def _live_containers(ctx: Context, instance: str) -> tuple[list[str], str | None
         return [], "incomplete answer"
     if ps.exit_code != 0:
         return [], redact.tail(ps.output, 300) if ps.output.strip() else f"docker ps exited {ps.exit_code}"
-    rows = [line.split("\t") for line in ps.output.splitlines() if "\t" in line]
-    return sorted(name for name, state, *_ in rows if state.strip() in LIVE_CONTAINER_STATES), None
+    return remote.live_job_containers(ps.output), None
 
 
 def _orphan(ctx: Context, entry: dict, jobs: list[dict], reason: str, price_per_hour: float | None) -> dict:

@@ -9,13 +9,13 @@ Read by every poll answer (:func:`annotate`); written only under :func:`lock_pat
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Optional
 
 from .. import cost
 from ..context import Context
 from ..errors import TaoBrevError
-from ..records import current_state, is_terminal
+from ..model import JobSidecar
+from ..records import current_state
 from ..transport import check_instance
 from . import reconcile
 from .instance_jobs import owns
@@ -96,34 +96,10 @@ def annotate(ctx: Context, job_id: str, out: dict) -> dict:
 
 
 def chain_cost(ctx: Context, root: str) -> dict:
-    """``{"billed_s", "estimated_cost_usd", "attempts"}`` summed over the chain: each attempt's own
-    time (``cost.facts`` ``billed_s`` minus its ``idle_billed_s``: on an owned instance the idle time
-    after one attempt is the next one's time, counted once), plus the last attempt's idle time; a
-    live attempt counts from its submit. A sum is null when one part is unknown."""
-    entries = chain(ctx, root)
-    billed, usd = 0.0, 0.0
-    for number, entry in enumerate(entries, 1):
-        seconds, idle, price = _billed(ctx, entry["job_id"])
-        if seconds is not None and number == len(entries):
-            seconds += idle
-        billed = None if billed is None or seconds is None else billed + seconds
-        usd = None if usd is None or price is None or seconds is None else usd + seconds / 3600 * price
-    return {"billed_s": None if billed is None else round(billed, 3),
-            "estimated_cost_usd": None if usd is None else round(usd, 4), "attempts": len(entries)}
-
-
-def _billed(ctx: Context, job_id: str) -> tuple[Optional[float], float, Optional[float]]:
-    """(seconds the attempt caused, idle seconds after it, USD per hour or None)."""
-    record = ctx.records.load(job_id)
-    if not is_terminal(record.get("terminal_state")):
-        start = cost.parse_ts(record.get("submitted_at"))
-        return (cost.seconds(start, datetime.now(timezone.utc)) if start else None), 0.0, None
-    side = ctx.sidecars.load(job_id)   # owned as a poll judges it (status.observe), so the facts agree
-    owned = not side.instance_deleted_at and bool(side.instance) and owns(ctx, side.instance)
-    facts = cost.facts(ctx, job_id, owned=owned, lookup=False)
-    idle = facts.get("idle_billed_s") or 0.0
-    billed = facts.get("billed_s")
-    return (None if billed is None else max(0.0, billed - idle)), idle, facts.get("price_per_hour_usd")
+    """``{"billed_s", "estimated_cost_usd", "attempts"}`` summed over the chain (``cost.chain_total``)."""
+    def owned(side: JobSidecar) -> bool:   # owned as a poll judges it (status.observe), so the facts agree
+        return not side.instance_deleted_at and bool(side.instance) and owns(ctx, side.instance)
+    return cost.chain_total(ctx, [entry["job_id"] for entry in chain(ctx, root)], owned)
 
 
 def adopt(ctx: Context, root: str, entries: list[dict], intent: Optional[dict]) -> Optional[dict]:

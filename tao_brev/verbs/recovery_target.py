@@ -4,7 +4,6 @@ resubmit), else the fallback instance."""
 
 from __future__ import annotations
 
-import shlex
 from typing import Optional
 
 from .. import remote
@@ -21,12 +20,12 @@ def gpu_check(ctx: Context, instance: str, image: str) -> Optional[str]:
     """None when ``docker run --rm --gpus all IMAGE nvidia-smi -L`` lists a GPU on ``instance`` (the
     NVIDIA Container Toolkit's NVML path, which an Xid or a lost GPU breaks), else why not."""
     token = remote.new_token()
-    check = remote.section(token, "gpu", f"docker run --rm --gpus all {shlex.quote(image)} nvidia-smi -L")
+    check = remote.section(token, "gpu", remote.gpu_smoke(image))
     try:
         sec = remote.parse_sections(ctx.brev.exec(instance, check, idempotent=True).stdout, token).get("gpu")
     except TaoBrevError as exc:
         return f"{exc.code}: {exc.message}"
-    if sec is not None and sec.exit_code == 0 and "GPU " in sec.output:
+    if sec is not None and remote.lists_gpu(sec.exit_code, sec.output):
         return None
     text = sec.output if sec is not None else "no answer"
     return f"{docker_error_code(text, default='GPU_UNHEALTHY')}: {text.strip()[-300:]}"

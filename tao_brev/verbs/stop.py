@@ -75,15 +75,34 @@ def instance_type(ctx: Context, job_id: str, instance: str) -> str | None:
     return found
 
 
+def unknown_refusal(ctx: Context, job_id: str, instance: str, unknown: list[str], verb: str) -> dict:
+    """The refusal's part for live job containers this state dir did not launch: what a ``verb``
+    (``stop`` / ``delete``) would cost, and the exact command that does it anyway."""
+    kind = instance_type(ctx, job_id, instance)
+    price, source, _note = prices.price(ctx, None, kind)
+    bills = (f"{instance} ({kind or 'type unknown'}) keeps billing " +
+             (f"{price:.2f} USD/h ({source})" if price is not None else "its hourly price (unknown here)"))
+    flag = "--stop-instance" if verb == "stop" else "--delete-instance"
+    loses = ("kills them: their jobs end, progress since their last checkpoint is lost (their results stay on "
+             "its disk)" if verb == "stop" else "kills them and deletes their results on its disk")
+    return {"unknown_containers": unknown, "still_billing": True,
+            "force": command("teardown.py", job_id, flag, "--force"),
+            "why": f"a {verb} {loses}; kept, {bills}. Ask whoever runs them, or to {verb} anyway: "
+                   + command("teardown.py", job_id, flag, "--force")}
+
+
 def after_teardown(ctx: Context, job_id: str, instance: str, answer: dict, blockers: list[str],
-                   job_ids: list[str]) -> tuple[dict, int]:
+                   job_ids: list[str], unknown: list[str] = ()) -> tuple[dict, int]:
     """``teardown.py JOB_ID --stop-instance`` once the container is removed and the results
-    handled: refuse while ``blockers`` (INSTANCE_STOP_REFUSED), else stop when the type can."""
-    if blockers:
-        err = TaoBrevError("INSTANCE_STOP_REFUSED", f"not stopping {instance}: " + "; ".join(blockers),
-                           STOP_REFUSED_FIX.format(poll=command("poll_status.py", job_id, "--wait"),
-                                                   again=command("teardown.py", job_id, "--stop-instance")))
-        return {"ok": False, **answer, "blockers": blockers, "instance_stopped": False,
+    handled: refuse while ``blockers`` or ``unknown`` (live containers another state dir launched:
+    ``instance_jobs.unknown_containers``) - INSTANCE_STOP_REFUSED - else stop when the type can."""
+    if blockers or unknown:
+        extra = unknown_refusal(ctx, job_id, instance, list(unknown), "stop") if unknown else {}
+        fix = STOP_REFUSED_FIX.format(poll=command("poll_status.py", job_id, "--wait"),
+                                      again=command("teardown.py", job_id, "--stop-instance"))
+        err = TaoBrevError("INSTANCE_STOP_REFUSED", f"not stopping {instance}: " + "; ".join([*blockers, *unknown]),
+                           f"{extra['why']}. {fix}" if extra else fix)
+        return {"ok": False, **answer, **extra, "blockers": [*blockers, *unknown], "instance_stopped": False,
                 "error": err.to_json()}, 1
     kind = instance_type(ctx, job_id, instance)
     done = stop_instance(ctx, instance, kind, job_ids, command("teardown.py", job_id, "--delete-instance"))

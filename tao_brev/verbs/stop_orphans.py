@@ -22,7 +22,7 @@ def stop_orphans(ctx: Context, names: list[str] | None = None,
     names = [check_instance(n) for n in names or []]
     found, kept = orphans_mod.survey(ctx, price_per_hour)
     listed = {o["instance"]: o for o in found}
-    refused = [orphans_mod.not_listed(name, kept) for name in names if name not in listed]
+    refused = [orphans_mod.not_listed(name, kept, found) for name in names if name not in listed]
     running = [o for o in found if str(o.get("status") or "").upper() in orphans_mod.RUNNING_STATUSES]
     targets = [listed[n] for n in names if n in listed] if names else [o for o in running if o["ours"] and o.get("owned")]
     stopped = []
@@ -53,6 +53,8 @@ def stop_orphans(ctx: Context, names: list[str] | None = None,
         else:
             orphan["advice"] = orphan["stop"]["why"]
     answer = {"orphans": found, "kept": kept, "deleted": [], "stopped": stopped}
+    if orphans_mod.near_names(names, found, kept):
+        answer["did_you_mean"] = orphans_mod.near_names(names, found, kept)
     if refused:
         code = refused[0][0]
         err = TaoBrevError(code, "not stopped: " + "; ".join(m for _c, m in refused),

@@ -18,7 +18,7 @@ ARCHIVE = b"\x1f\x8b tar.gz of the results dir " * 100
 def teardown_with_archive(job_id: str, archive: bytes = ARCHIVE):
     """The teardown round trip: the container removed, the results dir archived (``save:<job_id>``)."""
     line = f"TAO_ARCHIVE {hashlib.sha256(archive).hexdigest()} {len(archive)}"
-    return sections({"state": state("exited", 0), "logs": "", "rm": "", "own": "", f"save:{job_id}": line})
+    return sections({"state": state("exited", 0), "logs": "", "rm": "", "own": "", "others": "", f"save:{job_id}": line})
 
 
 def copy_writes(data: bytes):

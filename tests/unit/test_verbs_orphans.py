@@ -15,7 +15,7 @@ def ended_job(ctx, fake_brev, instance: str = "box", ephemeral: bool = True) -> 
     job_id = launched(ctx, fake_brev, instance=instance, ephemeral=ephemeral)
     fake_brev.expect_ls(entry(instance), times=2)
     fake_brev.expect_exec(instance, remote.remove_container(job_id), answer=sections(
-        {"state": state("exited", 0), "logs": "", "rm": "", "own": ""}))
+        {"state": state("exited", 0), "logs": "", "rm": "", "own": "", "others": ""}))
     expect_catalog(fake_brev)
     answer, code = teardown.teardown(ctx, job_id, delete_instance=False)
     assert code == 0 and answer["instance_deleted"] is False, answer

@@ -91,7 +91,7 @@ def test_a_lost_container_is_resumed_on_the_same_instance_once_its_gpus_answer(c
     fake_brev.expect_exec("box", f"{first}:state", answer=sections(
         poll_sections(first, "", **{f"{first}:state": gone})))
     fake_brev.expect_exec("box", remote.remove_container(first), answer=sections(
-        {"state": gone, "logs": "", "rm": gone, "own": ""}))                      # made safe: nothing left
+        {"state": gone, "logs": "", "rm": gone, "own": "", "others": ""}))                      # made safe: nothing left
     expect_catalog(fake_brev)
     fake_brev.expect_exec("box", "nvidia-smi -L", answer=sections({"gpu": "GPU 0: NVIDIA A10G (UUID: GPU-1)"}))
     launch = fake_brev.expect_exec("box", "docker run -d", stdout="d00d" * 16 + "\n")

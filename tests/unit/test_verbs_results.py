@@ -88,7 +88,7 @@ def test_a_teardown_deletes_an_owned_instance_only_while_its_verified_results_ar
         Bucket=bucket, Key=destination[len(f"s3://{bucket}/"):].rstrip("/") + "/train/model.pth")   # lost since
     fake_brev.expect_ls(entry())
     fake_brev.expect_exec("box", remote.remove_container(job_id), answer=sections(
-        {"state": state("exited", 0), "logs": "", "rm": "", "own": ""}))
+        {"state": state("exited", 0), "logs": "", "rm": "", "own": "", "others": ""}))
     fake_brev.expect_ls(entry())
     expect_catalog(fake_brev)
     answer, code = teardown.teardown(ctx, job_id)

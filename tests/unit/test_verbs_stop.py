@@ -9,7 +9,7 @@ from tests.unit.jobs import GPU_TYPES, entry, expect_catalog, launched, state
 
 
 def removed():
-    return sections({"state": state("exited", 0), "logs": "", "rm": "", "own": ""})
+    return sections({"state": state("exited", 0), "logs": "", "rm": "", "own": "", "others": ""})
 
 
 def test_a_stoppable_instance_is_stopped_after_the_teardown(ctx, fake_brev):

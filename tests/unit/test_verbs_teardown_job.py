@@ -10,7 +10,7 @@ from tests.unit.jobs import entry, expect_catalog, launched, state
 
 def removed(docker_state: str, logs: str = "epoch 1/2\nepoch 2/2", **more):
     """The answer of teardown's one round trip: state, logs, rm (and ``own`` of the results dir)."""
-    return sections({"state": docker_state, "logs": logs, "rm": "", "own": "", **more})
+    return sections({"state": docker_state, "logs": logs, "rm": "", "own": "", "others": "", **more})
 
 
 def test_teardown_of_a_running_job_on_a_reused_instance_keeps_the_instance(ctx, fake_brev):

@@ -10,9 +10,7 @@ this preflight again with ``--pull`` (and ``next`` names it).
 
 from __future__ import annotations
 
-import shlex
-
-from ... import bank, cost, docker_state
+from ... import bank, cost, docker_state, remote
 from ...secrets import redact
 from ...errors import TransportError
 from ...nextstep import command
@@ -37,7 +35,7 @@ def pull_carrier(report: Report, ctx: Context, req: PreflightRequest, carrier: s
     outcome (``elapsed_s``: the combined round trip's; ``data``: the check's facts so far)."""
     started = ctx.clock()
     try:
-        result = report.count("pull", ctx.brev.exec, req.instance, f"docker pull {shlex.quote(carrier)}",
+        result = report.count("pull", ctx.brev.exec, req.instance, remote.pull_image(carrier),
                               timeout=PULL_TIMEOUT_S, host=req.host)
     except TransportError as exc:
         report.error("s3_from_instance", exc, elapsed_s=elapsed_s, **data)

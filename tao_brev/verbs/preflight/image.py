@@ -5,9 +5,8 @@ registry states it (``docker manifest inspect``), and with ``--pull`` the pull
 from __future__ import annotations
 
 import json
-import shlex
 
-from ... import docker_state
+from ... import docker_state, remote
 from .ngc import NgcStatus
 from .pull import pull_image
 from .report import Check, Context, PreflightRequest, Report, section_tail
@@ -15,10 +14,8 @@ from .units import NO_MANIFEST, Answers, ImageFacts, Plan, RemoteCheck, Snippet
 
 EXTRACT_FACTOR = 2                   # registry layers are compressed; extracted takes ~2x (estimate)
 
-IMAGE = Snippet("image", lambda plan: (f"docker image inspect --format '{{{{.Size}}}}' {shlex.quote(plan.image)}"
-                                       if plan.image else None))
-MANIFEST = Snippet("manifest", lambda plan: (f"docker manifest inspect {shlex.quote(plan.image)}"
-                                             if plan.image else None))
+IMAGE = Snippet("image", lambda plan: remote.image_size(plan.image) if plan.image else None)
+MANIFEST = Snippet("manifest", lambda plan: remote.manifest_inspect(plan.image) if plan.image else None)
 
 
 def image_facts(answers: Answers, image: str) -> ImageFacts:

@@ -4,9 +4,7 @@ job's cost facts report it as ``image_pull_s``); a refusal mapped to a code by
 
 from __future__ import annotations
 
-import shlex
-
-from ... import bank, cost, docker_state
+from ... import bank, cost, docker_state, remote
 from ...secrets import redact
 from ...errors import TransportError
 from .report import Context, PreflightRequest, Report, code_fix, say
@@ -21,7 +19,7 @@ def pull_image(report: Report, ctx: Context, req: PreflightRequest, image: str, 
     say(f"preflight: pulling {image} on {req.instance} (up to {PULL_TIMEOUT_S:.0f} s)")
     started = ctx.clock()
     try:
-        result = report.count("pull", ctx.brev.exec, req.instance, f"docker pull {shlex.quote(image)}",
+        result = report.count("pull", ctx.brev.exec, req.instance, remote.pull_image(image),
                               timeout=PULL_TIMEOUT_S, host=req.host)
     except TransportError as exc:
         report.error("image", exc, image=image, present=False, pulled=False)

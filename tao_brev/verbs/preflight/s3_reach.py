@@ -4,15 +4,14 @@ carrier image there; with ``--pull`` a missing carrier is pulled (:mod:`.carrier
 
 from __future__ import annotations
 
-import shlex
-
+from ... import remote
 from .carrier_pull import pull_carrier, pull_fix, registry_of
 from .report import Context, PreflightRequest, Report, section_tail
 from .units import Answers, Plan, RemoteCheck, S3Target, Snippet
 
 S3_REACH = Snippet("s3_reach", lambda plan: plan.s3.reach_command() if plan.s3 is not None else None)
-CARRIER = Snippet("carrier", lambda plan: (f"docker image inspect --format '{{{{.Size}}}}' "
-                                           f"{shlex.quote(plan.s3.carrier)}" if plan.s3 is not None else None))
+CARRIER = Snippet("carrier", lambda plan: (remote.image_size(plan.s3.carrier) if plan.s3 is not None
+                                           else None))
 
 
 def check_s3_from_instance(report: Report, answers: Answers, target: S3Target, ctx: Context | None = None,

@@ -5,9 +5,8 @@ proves the NVIDIA Container Toolkit gives containers the GPUs, as its own round 
 from __future__ import annotations
 
 import re
-import shlex
 
-from ... import bank, docker_state
+from ... import bank, docker_state, remote
 from ...secrets import redact
 from ...errors import TaoBrevError, TransportError
 from .report import Check, Context, PreflightRequest, Report, code_fix
@@ -43,7 +42,7 @@ def check_gpu_smoke(report: Report, ctx: Context, req: PreflightRequest, docker:
         report.fail("gpu_smoke", docker.code, "not run: the docker check failed", docker.fix, image=image)
         return
     started = ctx.clock()
-    command = f"docker run --rm --gpus all {shlex.quote(image)} nvidia-smi -L"
+    command = remote.gpu_smoke(image)
     try:
         result = report.count("gpu_smoke", ctx.brev.exec, req.instance, command, timeout=SMOKE_TIMEOUT_S,
                               host=req.host)

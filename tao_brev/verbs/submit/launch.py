@@ -31,7 +31,8 @@ STAGE_TIMEOUT_S = 3600.0     # a launch round trip that first copies the inputs 
 REFUSED_BEFORE_RUN = ("INPUT_NOT_FOUND", "IMAGE_NOT_PULLED", "GPUS_BUSY", "DOCKER_NOT_FOUND", "SPEC_NOT_WRITTEN",
                       "DISK_FULL", "INPUT_STAGING_FAILED")
 # the caller's own input was wrong: retrying the same call cannot help (the TAO bank's ERR_PROGRAM), never ERR_INFRA
-USER_ERRORS = ("INPUT_NOT_FOUND",)
+# (a wrong path, no preflight --pull, GPUs the caller's other job holds); DOCKER_NOT_FOUND, DISK_FULL, ...: the instance's
+USER_ERRORS = ("INPUT_NOT_FOUND", "IMAGE_NOT_PULLED", "GPUS_BUSY")
 
 
 def prepare(ctx: Context, req: SubmitRequest, plan: Plan) -> dict:

@@ -21,17 +21,20 @@ from ..job_facts import job_instance, settle_interrupted_cancel
 SAVED_LOG_LINES = 500   # kept in $TAO_STATE_DIR/brev/logs/<id>.log when the container is removed
 # `docker rm -f` of a container that is already gone: Docker CLI >= 20.10 prints this and exits 0,
 # older CLIs exit 1 (docker/cli cli/command/container/rm.go): either way, already removed.
+OTHERS = "others"   # the section listing the job containers left on the instance after the rm
 NO_SUCH_CONTAINER = re.compile(r"No such container", re.IGNORECASE)
 
 
-def _script(token: str, job_id: str, owner: tuple[str, str] | None, saves: list[dict]) -> str:
-    """The sections of the teardown's one exec (``state``, ``logs``, ``rm``, ``own``, ``save:<id>``)."""
+def _script(token: str, job_id: str, owner: tuple[str, str] | None, saves: list[dict], others: bool = False) -> str:
+    """The sections of the teardown's one exec (``state``, ``logs``, ``rm``, ``others``, ``own``, ``save:<id>``)."""
     parts = [remote.abandon_launch(job_id),   # a launch still on its way now refuses
              remote.discard_job_credentials(job_id),   # none outlives the job
              remote.section(token, "state", remote.inspect_state(job_id)),
              remote.section(token, "logs", logcap.remote_command(remote.logs_tail(job_id, SAVED_LOG_LINES), token,
                                                                  total_bytes=logcap.SAVED_LOG_BYTES)),
              remote.section(token, "rm", remote.remove_container(job_id))]
+    if others:   # a stop or delete follows: which job containers (of any state dir) still run on it
+        parts.append(remote.section(token, OTHERS, remote.list_job_containers()))
     if owner:
         parts.append(remote.section(token, "own", remote.own_results(*owner)))
     parts += keep.sections(token, list(saves))
@@ -39,7 +42,7 @@ def _script(token: str, job_id: str, owner: tuple[str, str] | None, saves: list[
 
 
 def observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[str, str] | None = None,
-                       saves: list[dict] = ()) -> tuple[dict | None, bool, dict]:
+                       saves: list[dict] = (), others: bool = False) -> tuple[dict | None, bool, dict]:
     """(last docker .State or None, container was present, archive sections) in one round trip;
     the last SAVED_LOG_LINES log lines are kept locally (``poll_status --logs`` reads them).
     When brev had to start the STOPPED instance for it, the state carries
@@ -48,13 +51,14 @@ def observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[st
     results are handed to the instance user (:func:`remote.own_results`); a
     failure there is reported on stderr, never a failed teardown. ``saves``: sidecars of jobs whose
     results exist only on the instance: each results dir is archived after the rm
-    (``keep.sections``; their ``save:<job_id>`` sections are returned for ``keep.fetch``)."""
+    (``keep.sections``; their ``save:<job_id>`` sections are returned for ``keep.fetch``). ``others``: a stop
+    or delete follows, so the job containers left on the instance are listed too (returned as ``others``)."""
     token = remote.new_token()
     # archiving a whole results dir can outlast the default exec budget (180 s)
-    result = ctx.brev.exec(instance, _script(token, job_id, owner, saves), idempotent=True,
+    result = ctx.brev.exec(instance, _script(token, job_id, owner, saves, others), idempotent=True,
                            timeout=keep.ARCHIVE_TIMEOUT_S if saves else None)
     sections = remote.parse_sections(result.stdout, token)
-    archived = {name: sec for name, sec in sections.items() if name.startswith("save:")}
+    archived = {name: sec for name, sec in sections.items() if name.startswith("save:") or name == OTHERS}
     own = sections.get("own")
     if own is not None and own.exit_code != 0:
         warn(f"teardown {job_id}: could not hand the results to the instance user: {redact.tail(own.output, 300)}")
@@ -78,7 +82,8 @@ def observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[st
 
 
 def remove_container(ctx: Context, instance: str, job_id: str, sidecar: dict, answer: dict,
-                     image: str | None = None, saves: list[dict] = ()) -> tuple[dict | None, bool, dict]:
+                     image: str | None = None, saves: list[dict] = (),
+                     others: bool = False) -> tuple[dict | None, bool, dict]:
     """(the container's last docker .State or None, the instance is gone, archive sections).
     No round trip once a teardown deleted the instance: a rerun reaches nothing (and never a
     new instance of that name)."""
@@ -90,7 +95,7 @@ def remove_container(ctx: Context, instance: str, job_id: str, sidecar: dict, an
         results = sidecar.results or {}
         owner = (image, results["instance_dir"]) if image and results.get("instance_dir") else None
         docker_state, answer["container_removed"], archived = observe_and_remove(ctx, instance, job_id, owner,
-                                                                                 saves)
+                                                                                 saves, others)
     except TransportError:
         if ctx.brev.instance(instance) is not None:
             raise

@@ -8,7 +8,7 @@ from ... import cost
 from ...context import Context, say
 from ...errors import TaoBrevError
 from ...records import now_iso
-from .. import keep
+from .. import keep, stop
 from .. import results as results_mod
 from ..instance_jobs import jobs_on, live_jobs, unverified_results
 
@@ -62,7 +62,7 @@ def forget_pending_delete(ctx: Context, instance: str) -> None:
 
 
 def delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool, force: bool,
-           discard: bool = False, archived: dict | None = None) -> tuple[dict, int]:
+           discard: bool = False, archived: dict | None = None, unknown: list[str] = ()) -> tuple[dict, int]:
     """``brev delete`` the instance unless something on it would be lost.
 
     Unverified (or since lost) S3 results and, when asked by name, live jobs refuse
@@ -70,7 +70,8 @@ def delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool, 
     job still uses is kept without an error: the last job on it to end deletes it.
     Results that exist only on the instance are copied back and verified first
     (``keep.fetch``; ``results_saved_to``); any not verified refuses (RESULTS_ONLY_ON_INSTANCE,
-    exit 1, ``still_billing``) unless ``discard``."""
+    exit 1, ``still_billing``) unless ``discard``. ``unknown``: live job containers another state dir
+    launched (``instance_jobs.unknown_containers``): they refuse (never kept silently), unless ``force``."""
     lost = results_mod.recheck_instance(ctx, instance)   # a LIST per verified job: nothing lost since?
     if "results" in answer:
         answer["results"] = results_mod.summary(ctx.sidecars.load(job_id).results)
@@ -82,11 +83,13 @@ def delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool, 
                                   "to end deletes it (poll_status.py JOB_ID --wait --teardown --timeout S), or "
                                   "teardown.py --orphans --delete once all ended")
         return {"ok": True, **answer}, 0
-    blockers = live + lost
+    blockers = live + lost + list(unknown)
     if blockers and not force:
+        extra = stop.unknown_refusal(ctx, job_id, instance, list(unknown), "delete") if unknown else {}
+        fix = DELETE_REFUSED_FIX.format(job_id=job_id)
         err = TaoBrevError("INSTANCE_DELETE_REFUSED", f"not deleting {instance}: " + "; ".join(blockers),
-                           DELETE_REFUSED_FIX.format(job_id=job_id))
-        return {"ok": False, **answer, "blockers": blockers, "error": err.to_json()}, 1
+                           f"{extra['why']}. {fix}" if extra else fix)
+        return {"ok": False, **answer, **extra, "blockers": blockers, "error": err.to_json()}, 1
     refused = _save_or_discard(ctx, job_id, instance, answer, asked, discard, archived)
     if refused is not None:
         return refused

@@ -10,9 +10,9 @@ from ...errors import TaoBrevError
 from ...records import current_state, is_terminal, now_iso
 from .. import instance_gate, keep, reconcile, stop
 from .. import results as results_mod
-from ..instance_jobs import jobs_on, live_jobs, owns, unverified_results
+from ..instance_jobs import jobs_on, live_jobs, owns, unknown_containers, unverified_results
 from ..job_facts import job_instance
-from .container import close_record, note_times, remove_container
+from .container import OTHERS, close_record, note_times, remove_container
 from .instance import delete
 
 
@@ -54,7 +54,7 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
         ctx.sidecars.update(job_id, cancel={"requested_at": now_iso(), "by": "teardown"})
     saves = to_save(ctx, instance, job_id, sidecar, delete_instance, force, discard_results)
     docker_state, gone, archived = remove_container(ctx, instance, job_id, sidecar, answer, record.get("image"),
-                                                    saves)
+                                                    saves, others=stop_instance or deletes)
     present = answer["container_removed"]
     record = close_record(ctx, record, docker_state, "canceled by teardown" if present
                           else "container not found at teardown", earlier_cancel)
@@ -98,15 +98,19 @@ def _nothing_to_reach(ctx: Context, record: dict, sidecar: dict, instance: str |
 def _instance_end(ctx: Context, job_id: str, instance: str, answer: dict, gone: bool,
                   delete_instance: bool | None, force: bool, price_per_hour: float | None,
                   discard_results: bool, stop_instance: bool, archived: dict) -> tuple[dict, int]:
-    """After the container: the instance stopped (asked), deleted (asked or owned) or kept; + ``cost``."""
+    """After the container: the instance stopped (asked), deleted (asked or owned) or kept; + ``cost``.
+    A live job container this state dir did not launch (``unknown_containers``, listed in the
+    teardown's round trip) blocks a stop or delete like a live job of ours, unless ``force``."""
     owned = not gone and owns(ctx, instance)
+    listing = archived.pop(OTHERS, None)
+    unknown = [] if gone or force else unknown_containers(ctx, instance, job_id, listing)
     if stop_instance and not gone:
         out, code = stop.after_teardown(ctx, job_id, instance, answer,
                                         live_jobs(ctx, instance, job_id) + unverified_results(ctx, instance),
-                                        [side.job_id for side in jobs_on(ctx, instance)])
+                                        [side.job_id for side in jobs_on(ctx, instance)], unknown)
     elif not gone and (delete_instance is True or (delete_instance is None and owned)):
         out, code = delete(ctx, job_id, instance, answer, asked=delete_instance is True, force=force,
-                           discard=discard_results, archived=archived)
+                           discard=discard_results, archived=archived, unknown=unknown)
     else:
         out, code = {"ok": True, **answer}, 0
     out["cost"] = cost.facts(ctx, job_id, owned=owned, price_per_hour=price_per_hour, lookup=not gone)
