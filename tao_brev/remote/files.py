@@ -4,6 +4,7 @@ script as lines a person reads (``--dry-run``)."""
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 
 from .quoting import rpath

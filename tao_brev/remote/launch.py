@@ -3,6 +3,7 @@ GPU guard, and the launch lock its reconciliation shares."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
