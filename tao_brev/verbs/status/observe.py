@@ -16,7 +16,7 @@ from .. import instance_gate, reconcile
 from .. import results as results_mod
 from ..instance_jobs import owns
 from ..job_facts import job_instance, results_instance_dir, settle_interrupted_cancel
-from ..recovery_chain import annotate
+from ..recovery_chain import annotate, recovering_command
 from .probe import Probe, deleted, job_sections, read_backend, read_job
 
 
@@ -167,7 +167,8 @@ def _answer(ctx: Context, record: dict, sidecar: dict, instance: str, answer: di
     if terminal:
         out["cost"] = cost.facts(ctx, job_id, owned=not deleted_at and owns(ctx, instance),
                                  price_per_hour=price_per_hour, lookup=False)   # polls add no brev call
-    return annotate(ctx, job_id, resume_advice.fill_answer(out, record, ctx.sidecars.load(job_id)))   # + the chain
+    return annotate(ctx, job_id, resume_advice.fill_answer(out, record, ctx.sidecars.load(job_id),
+                                                           recovering_command(ctx, job_id)))   # + the chain
 
 
 def _add_logs(ctx: Context, out: dict, instance: str, job_id: str, observed: Observed,
