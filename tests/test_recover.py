@@ -454,9 +454,9 @@ def test_a_recovery_after_a_teardown_of_the_failed_job_resumes_it_once(world):
 # ---------------------------------------------------------------- /dev/shm exhausted: the failure class decides
 # The failure code docker_state gives a job that exhausted /dev/shm (torch DataLoader "Bus error", "No space
 # left on device" in shm): resume_advice.SHM_EXHAUSTED, the name agreed with docker_state's owner.
-def _shm_answer(job: str) -> dict:
+def _shm_answer(job: str, err_class: str = "ERR_PROGRAM") -> dict:   # the brev branch's row: ERR_PROGRAM
     return {"ok": False, "job_id": job, "state": "ERROR", "terminal_state": "ERROR",
-            "hint": {"err_class": "ERR_INFRA", "code": "SHM_EXHAUSTED", "reason": "/dev/shm exhausted",
+            "hint": {"err_class": err_class, "code": "SHM_EXHAUSTED", "reason": "/dev/shm exhausted",
                      "advice": "raise --shm-size (e.g. 32g) or lower num_workers", "evidence": []},
             "error": {"code": "JOB_FAILED", "message": "m"}}
 
@@ -471,12 +471,13 @@ def _loop_ctx(tmp_path, argv):
     return ctx, job
 
 
+@pytest.mark.parametrize("err_class", ["ERR_PROGRAM", "ERR_INFRA"])
 @pytest.mark.parametrize("given,larger", [([], "32g"), (["--shm-size", "24g"], "48g"), (["--shm-size=512m"], "1024m")])
-def test_shm_exhausted_is_never_recovered_with_the_same_settings(tmp_path, monkeypatch, given, larger):
+def test_shm_exhausted_is_never_recovered_with_the_same_settings(tmp_path, monkeypatch, given, larger, err_class):
     argv = ["--instance", "box", "--image", "img", "--network-arch", "visual_changenet", "--action", "train",
             "--spec", "/s.yaml", *given, "--", "train.num_epochs=4"]
     ctx, job = _loop_ctx(tmp_path, argv)
-    monkeypatch.setattr(recover.status, "poll", lambda *a, **k: (_shm_answer(job), 1))
+    monkeypatch.setattr(recover.status, "poll", lambda *a, **k: (_shm_answer(job, err_class), 1))
     launched = []
     out, code = recover.recover(ctx, job, launched.append, recover.policy(2, None, None), interval=0.01)
     assert not launched and code == 1, out                                    # nothing resubmitted
