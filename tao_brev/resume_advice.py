@@ -5,6 +5,12 @@ placeholder :data:`RESUME_WORDS`; a poll answer replaces it (:func:`fill_answer`
 job's own submit command, kept in its sidecar at submit (``submit_argv``: local paths absolute,
 one-off flags dropped, :func:`resubmit_words`), plus ``--resume-from JOB_ID`` for a train job
 (``tao_brev.resume``) or ``--retry-of JOB_ID`` for any other action (nothing to resume).
+
+Two exceptions: a job whose chain remembers a recovery (``--recover N``) is advised the recovering
+command (``recovery_chain.recovering_command``, handed in by the caller), never a manual resubmit
+beside it; and a job that exhausted ``/dev/shm`` (docker_state's failure code
+:data:`SHM_EXHAUSTED`) is advised its resubmit with a larger ``--shm-size`` (:func:`larger_shm`):
+the same settings fail the same way, so no recovery repeats them.
 """
 
 from __future__ import annotations
@@ -25,6 +31,49 @@ _NOT_REPEATED = {"--retry-of": True, "--resume-from": True, "--dry-run": False, 
 
 RESUME_WORDS = "submit.py ... --resume-from JOB_ID"   # the placeholder of the static advice texts
 
+# docker_state's failure code of a job that exhausted /dev/shm (torch DataLoader "Bus error", "No space
+# left on device" in shm): a hint's ``code``; its cure is a larger --shm-size, never the same settings
+SHM_EXHAUSTED = "SHM_EXHAUSTED"
+DEFAULT_SHM_SIZE = "16g"   # submit.py --shm-size's default (verbs/submit/plan.SubmitRequest, remote.RunSpec)
+_SIZE = re.compile(r"^([0-9]+)([bkmgBKMG]?)$")   # remote.SHM_RE's form
+
+
+def shm_exhausted(hint) -> bool:
+    """``hint`` (a poll answer's) says the job ran out of /dev/shm."""
+    return isinstance(hint, dict) and hint.get("code") == SHM_EXHAUSTED
+
+
+def shm_size(words: Sequence[str]) -> str:
+    """The ``--shm-size`` a submit's arguments ran with (the last one given, else the default)."""
+    found, head = DEFAULT_SHM_SIZE, list(words[:list(words).index("--")] if "--" in words else words)
+    for i, word in enumerate(head):
+        if word == "--shm-size" and i + 1 < len(head):
+            found = head[i + 1]
+        elif word.startswith("--shm-size="):
+            found = word.split("=", 1)[1]
+    return found
+
+
+def larger_shm(size: str) -> str:
+    """Twice ``size`` in its own unit (``16g`` -> ``32g``); twice the default when it does not parse."""
+    match = _SIZE.match(size or "") or _SIZE.match(DEFAULT_SHM_SIZE)
+    return f"{int(match.group(1)) * 2}{match.group(2)}"
+
+
+def with_shm_size(words: Sequence[str], size: str) -> list[str]:
+    """A submit's arguments with ``--shm-size size`` instead of the one they had (before ``--``)."""
+    cut = list(words).index("--") if "--" in words else len(words)
+    out, skip = [], False
+    for word in list(words)[:cut]:
+        if skip:
+            skip = False
+            continue
+        if word == "--shm-size" or word.startswith("--shm-size="):
+            skip = word == "--shm-size"
+            continue
+        out.append(word)
+    return [*out, "--shm-size", size, *list(words)[cut:]]
+
 
 def resubmit_words(argv: Sequence[str]) -> list[str]:
     """A submit's own arguments as a later resubmit repeats them: local paths absolute
@@ -42,13 +91,15 @@ def resubmit_words(argv: Sequence[str]) -> list[str]:
     return words
 
 
-def command(record: dict, sidecar: dict) -> Optional[str]:
+def command(record: dict, sidecar: dict, shm: Optional[str] = None) -> Optional[str]:
     """The exact command that continues ``record``'s job: its own submit with ``--resume-from``
-    (a train job) or ``--retry-of`` (any other action: nothing to resume). None when the submit's
-    arguments were not kept (a job submitted by an older bundle)."""
+    (a train job) or ``--retry-of`` (any other action: nothing to resume), with ``--shm-size shm``
+    when given. None when the submit's arguments were not kept (a job submitted by an older bundle)."""
     words = sidecar.get("submit_argv")
     if not words:
         return None
+    if shm:
+        words = with_shm_size(words, shm)
     if "--" in words:
         cut = words.index("--")
         head, tail = list(words[:cut]), list(words[cut:])
@@ -58,12 +109,16 @@ def command(record: dict, sidecar: dict) -> Optional[str]:
     return nextstep.command("submit.py", *head, flag, record["id"], *tail)
 
 
-def fill(text: Optional[str], record: dict, sidecar: dict) -> Optional[str]:
+def fill(text: Optional[str], record: dict, sidecar: dict, recovering: Optional[str] = None,
+         shm: Optional[str] = None) -> Optional[str]:
     """``text`` with the placeholder :data:`RESUME_WORDS` (and ``JOB_ID``) replaced by this job's
-    exact command (:func:`command`); the job id alone where the command is not known."""
+    exact command (:func:`command`; ``shm``: with that ``--shm-size``), or by ``recovering`` (the
+    chain's recovering command) when given; the job id alone where the command is not known."""
     if not text or RESUME_WORDS not in text:
         return text
-    exact = command(record, sidecar)
+    if recovering and not shm:
+        return text.replace(RESUME_WORDS, recovering).replace("JOB_ID", record["id"])
+    exact = command(record, sidecar, shm)
     if exact is None:
         flag = "--resume-from" if record.get("action") == "train" else "--retry-of"
         exact = f"submit.py (the same flags as {record['id']}'s submit) {flag} {record['id']}"
@@ -76,20 +131,25 @@ def fill(text: Optional[str], record: dict, sidecar: dict) -> Optional[str]:
     return text.replace(RESUME_WORDS, exact).replace("JOB_ID", record["id"])
 
 
-def fill_job(ctx, job_id: str, out: dict) -> dict:
+def fill_job(ctx, job_id: str, out: dict, recovering: Optional[str] = None, hint: Optional[dict] = None) -> dict:
     """:func:`fill_answer` for ``job_id`` (its record and sidecar read here); ``out`` as it was when
     they cannot be read (the answer says why elsewhere)."""
     try:
         record, sidecar = ctx.records.load(job_id), ctx.sidecars.load(job_id)
     except TaoBrevError:
         return out
-    return fill_answer(out, record, sidecar)
+    return fill_answer(out, record, sidecar, recovering, hint)
 
 
-def fill_answer(out: dict, record: dict, sidecar: dict) -> dict:
+def fill_answer(out: dict, record: dict, sidecar: dict, recovering: Optional[str] = None,
+                hint: Optional[dict] = None) -> dict:
     """Every resume advice of a poll answer (``hint.advice``, ``stall.advice``, the error's fix,
-    ``observed.hint.advice``) with the exact command, and the placeholder INSTANCE with the job's
-    instance; the parts changed are copies."""
+    ``observed.hint.advice``) with the exact command (``recovering``: the chain's recovering
+    command instead; a job out of /dev/shm: its resubmit with a larger ``--shm-size``), and the
+    placeholder INSTANCE with the job's instance; the parts changed are copies. ``hint``: the
+    answer's failure hint when ``out`` does not carry it."""
+    hint = hint or out.get("hint") or (out.get("observed") or {}).get("hint")
+    shm = larger_shm(shm_size(sidecar.get("submit_argv") or [])) if shm_exhausted(hint) else None
     instance = out.get("instance") or sidecar.get("instance")
     instance = instance if isinstance(instance, str) and instance else None
     for key in ("hint", "stall", "error", "observed"):
@@ -97,10 +157,14 @@ def fill_answer(out: dict, record: dict, sidecar: dict) -> dict:
         if not isinstance(part, dict):
             continue
         if key == "observed" and isinstance(part.get("hint"), dict):
-            part = out[key] = {**part, "hint": fill_answer({"hint": part["hint"]}, record, sidecar)["hint"]}
+            part = out[key] = {**part, "hint": fill_answer({"hint": part["hint"]}, record, sidecar, recovering,
+                                                           hint)["hint"]}
+        if shm and key == "hint" and isinstance(part.get("advice"), str) and RESUME_WORDS not in part["advice"]:
+            part = out[key] = {**part, "advice": f"{part['advice'].rstrip('. ')}; the resubmit with a larger "
+                               f"--shm-size: {RESUME_WORDS}"}
         for field in ("advice", "fix"):
             if isinstance(part.get(field), str) and RESUME_WORDS in part[field]:
-                part = out[key] = {**part, field: fill(part[field], record, sidecar)}
+                part = out[key] = {**part, field: fill(part[field], record, sidecar, recovering, shm)}
             if isinstance(part.get(field), str) and instance and _INSTANCE_WORD.search(part[field]):
                 part = out[key] = {**part, field: _INSTANCE_WORD.sub(instance, part[field])}
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import tao_schema, tao_schema_pkg
+from . import tao_schema, tao_schema_pkg, tao_schema_values
 from .remote import CONTAINER_RESULTS_DIR
 
 BUNDLE_OVERRIDE = f"results_dir={CONTAINER_RESULTS_DIR}"   # remote.RunSpec.docker_run passes it first
@@ -45,7 +45,8 @@ def bare_overrides(overrides: list) -> list:
         key, eq, _ = item.partition("=")
         if not eq and not key.startswith("~"):
             found.append(tao_schema.Finding(f"override {number}", key.strip()[:60] or "(empty)",
-                                            "has no '=VALUE' (Hydra reads KEY=VALUE; the container refuses a bare key)"))
+                                            "has no '=VALUE' (Hydra reads KEY=VALUE; the container refuses a bare key)",
+                                            override=number))
     return found
 
 
@@ -60,6 +61,9 @@ def check(*, network_arch: str, action: str, image: str, spec_path: str, spec_te
     bare = bare_overrides(overrides)
     if bare:
         raise tao_schema.refuse(bare, spec_path, "Hydra's override grammar", fix)
+    if not tao_schema.hydra_available():   # the one reading of an override is hydra-core's (no second one here)
+        return not_checked("hydra-core is not installed here, and the overrides are read only with its grammar: "
+                           "bash install.sh --local installs it")
     version = tao_schema_pkg.image_version(image)
     if version is None:
         return not_checked(f"image {image} is not a numbered TAO toolkit -pyt image, so its schema is unknown here "
@@ -80,7 +84,17 @@ def check(*, network_arch: str, action: str, image: str, spec_path: str, spec_te
     if merged is not None:
         def label_of(number: int) -> str:
             return f"the bundle's own {BUNDLE_OVERRIDE}" if number == 1 else f"override {number - 1}"
-        findings += tao_schema.apply_overrides(omegaconf, merged, [BUNDLE_OVERRIDE, *overrides], label_of)
+        findings += tao_schema.apply_overrides(omegaconf, merged, [BUNDLE_OVERRIDE, *overrides], label_of,
+                                               lambda number: number - 1 or None)
+    warnings: list = []
+    if merged is not None and not findings:   # the values the action reads: a ??? still missing, a ${...} dangling
+        positions = tao_schema.key_positions(spec_text)
+        def where_of(path: tuple) -> str:
+            return tao_schema._where(spec_path, positions, path)
+        findings += tao_schema_values.missing_values(omegaconf, merged, action, where_of)
+        dangling, warnings = tao_schema_values.dangling(omegaconf, merged, action, where_of)
+        findings += dangling
     if findings:
-        raise tao_schema.refuse(findings, spec_path, label, fix)
-    return tao_schema.SpecCheck(True, schema=label, config=merged, left_out=left_out)
+        raise tao_schema.refuse(findings[:tao_schema.MAX_FINDINGS], spec_path, label, fix)
+    return tao_schema.SpecCheck(True, schema=label, config=merged, left_out=left_out, warnings=warnings,
+                                resolved=tao_schema_values.resolved_strings(omegaconf, merged, action))

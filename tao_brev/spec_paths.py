@@ -13,8 +13,9 @@ which win) under ``/data/<NAME>/`` is:
   (``SPEC_PATH_MISSING``, naming the spec key and the path; :func:`describe`).
 
 Paths a network derives from one key are checked too where TAO's source says how
-(:data:`DERIVED`). A string with an OmegaConf interpolation (``${...}``), a ``..``
-segment or a glob pattern is left to TAO. ``--no-spec-check`` skips all of this.
+(:data:`DERIVED`). An OmegaConf interpolation (``${...}``) is checked as the string it resolves
+to in the merged spec (``tao_schema_values.resolved_strings``), else left to TAO; a glob pattern
+is left to TAO. ``--no-spec-check`` skips all of this.
 """
 
 from __future__ import annotations
@@ -97,13 +98,15 @@ def _derived(spec: dict, strings: dict, network_arch: str, action: str) -> dict:
 
 
 def named(spec: dict, overrides: Sequence[str], mounts: Sequence[tuple], network_arch: str = "",
-          action: str = "") -> list[tuple[str, str]]:
+          action: str = "", resolved: Optional[dict] = None) -> list[tuple[str, str]]:
     """[(spec key, container path)] of every path under ``/data/`` the spec and overrides name
-    (overrides win), with the paths :data:`DERIVED` from them. Raises SPEC_INPUT_UNKNOWN when a
-    path's ``/data/<NAME>`` is no input mount (never showing any other string of the spec)."""
+    (overrides win; ``resolved``: the interpolations the spec check resolved, ``{key: string}``, as
+    the container will read them), with the paths :data:`DERIVED` from them. Raises SPEC_INPUT_UNKNOWN
+    when a path's ``/data/<NAME>`` is no input mount (never showing any other string of the spec)."""
     strings: dict = {}
     _walk(spec, "", strings)
     strings.update(_override_values(overrides))
+    strings.update(resolved or {})
     strings.update(_derived(spec, strings, network_arch, action))
     mounted = {container for _host, container, _ro in mounts}
     found = []

@@ -33,10 +33,13 @@ from dataclasses import dataclass, field
 from .errors import TaoBrevError
 
 
-try:   # hydra-core's own override grammar (the image's pin, 1.3.2); imports omegaconf (spec checks only)
+# hydra-core's own override grammar (the image's pin, 1.3.2; a dependency: pyproject.toml), the one reading of
+# an override. A start never needs it (scripts/_bootstrap.py): without it the spec is not checked (spec_check).
+try:
     from hydra.core.override_parser.overrides_parser import OverridesParser as _HYDRA_PARSER
-except Exception:   # not installed (an install from before it was a dependency) or unusable here: our reading
+except ImportError:   # an install from before hydra-core was a dependency: install.sh installs it
     _HYDRA_PARSER = None
+
 _PARSER: list = []
 
 # Actions whose script takes another schema than ExperimentConfig (tao-pytorch
@@ -48,13 +51,15 @@ KEYS_SHOWN = 12           # valid keys listed when none is close
 
 @dataclass
 class Finding:
-    """One problem: where (``file:line:col`` or ``override N``), the key path, what, the closest key."""
+    """One problem: where (``file:line:col`` or ``override N``), the key path, what, the closest key;
+    ``override``: N (1-based) when it is the Nth override the user gave."""
 
     where: str
     key: str
     problem: str
     closest: str | None = None
     valid: list = field(default_factory=list)
+    override: int | None = None
 
     def text(self) -> str:
         hint = (f"; closest valid key: '{self.closest}'" if self.closest else
@@ -62,7 +67,8 @@ class Finding:
         return f"{self.where}: '{self.key}' {self.problem}{hint}"
 
     def to_json(self) -> dict:
-        return {"where": self.where, "key": self.key, "problem": self.problem, "closest": self.closest}
+        return {"where": self.where, "key": self.key, "problem": self.problem, "closest": self.closest,
+                "override": self.override}
 
 
 @dataclass
@@ -74,6 +80,8 @@ class SpecCheck:
     reason: str | None = None        # why not checked
     config: object = None            # the merged DictConfig (train.num_gpus, ...) when checked
     left_out: list = field(default_factory=list)   # top-level keys not checked ($TAO_BREV_SPEC_LEAVE_OUT)
+    warnings: list = field(default_factory=list)   # what was judged but not refused (tao_schema_values)
+    resolved: dict = field(default_factory=dict)   # {key: string} of the interpolations that resolve
 
     def to_json(self) -> dict:
         out = {"checked": self.checked, "schema": self.schema}
@@ -271,44 +279,28 @@ def merge_spec(omegaconf, schema, data: dict, label: str, text: str) -> tuple:
 
 # -- overrides (Hydra's grammar, the part TAO specs use) ---------------------
 
-_INT = re.compile(r"[+-]?(0|[1-9](_?[0-9])*)")
-_FLOAT = re.compile(r"[+-]?(([0-9](_?[0-9])*)?\.[0-9](_?[0-9])*([eE][+-]?[0-9]+)?|[0-9](_?[0-9])*\.?([eE][+-]?[0-9]+)"
-                         r"|[0-9](_?[0-9])*\.|inf|nan)", re.IGNORECASE)
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
-
-
-def override_value(text: str):
-    """A Hydra override value as hydra-core's grammar types it (hydra/core/override_parser/overrides_visitor.py
-    _createPrimitive: int, float, true/false, null, else a string; quoted: a string; [..] / {..}: a list / dict)."""
-    import yaml
-
-    value = text.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    if value[:1] in "[{":
-        try:
-            return yaml.safe_load(value)
-        except yaml.YAMLError:
-            return value
-    lower = value.lower()
-    if lower == "null":
-        return None
-    if lower in ("true", "false"):
-        return lower == "true"
-    if _INT.fullmatch(value):
-        return int(value.replace("_", ""))
-    if _FLOAT.fullmatch(value):
-        return float(value.replace("_", ""))
-    return value
+def hydra_available() -> bool:
+    """hydra-core's override grammar can be used here (the spec check needs it)."""
+    return _HYDRA_PARSER is not None
 
 
 def _hydra_parser():
-    """hydra-core's own override parser (``OverridesParser.create()``), None when hydra-core is not installed."""
-    if _HYDRA_PARSER is None:
-        return None
+    """hydra-core's own override parser (``OverridesParser.create()``), made once."""
     if not _PARSER:
         _PARSER.append(_HYDRA_PARSER.create())
     return _PARSER[0]
+
+
+def override_value(text: str):
+    """A Hydra override value as hydra-core's grammar types it (int, float, true/false, null, else a
+    string; quoted: a string; [..] / {..}: a list / dict); the text itself where Hydra refuses it (or
+    without hydra-core: no second reading)."""
+    if not hydra_available():
+        return text.strip()
+    try:
+        return _hydra_parser().parse_override(f"k={text.strip()}").value()
+    except Exception:   # OverrideParseException: the caller's check reports it
+        return text.strip()
 
 
 _PREFIX = {"ADD": "+", "FORCE_ADD": "++", "DEL": "~", "CHANGE": ""}
@@ -319,15 +311,9 @@ def parse_override(item: str, where: str):
     Hydra: ``int(3)`` is 3, ``{lr:0.1}`` a dict, ``k=`` the empty string), or a Finding where Hydra refuses it:
     a parse error (``k=a=b``, ``k=x,``), a sweep (``a,b``, ``choice()``, ``range()``, ``interval()``: "requires
     --multirun", ``config_loader_impl.py`` validate_sweep_overrides_legal), a config group or ``@package``
-    (line 338: TAO's specs have none). Without hydra-core: the bundle's reading (``override_value``)."""
+    (line 338: TAO's specs have none)."""
     parser = _hydra_parser()
-    raw_key, eq, raw_value = item.partition("=")
-    if parser is None:
-        prefix = raw_key[:len(raw_key) - len(raw_key.lstrip("+~"))]
-        key = raw_key[len(prefix):].strip()
-        if not _KEY.fullmatch(key):
-            return Finding(where, key[:60] or "(empty)", "is not a key path (Hydra: KEY=VALUE)")
-        return prefix, key, override_value(raw_value), bool(eq)
+    raw_key = item.partition("=")[0]
     try:
         parsed = parser.parse_override(item)
     except Exception:   # hydra's OverrideParseException; its message holds the value: never shown
@@ -344,51 +330,58 @@ def parse_override(item: str, where: str):
     return _PREFIX.get(parsed.type.name, ""), key, parsed.value(), parsed.value() is not None or "=" in item
 
 
-def apply_overrides(omegaconf, cfg, overrides: list, label_of) -> list:
-    """Findings of each override parsed and applied as Hydra applies it (``label_of(i)`` names override i):
-    hydra-core 1.3.2 ``config_loader_impl.py:336-395`` ``_apply_overrides_to_config``. ``hydra.*`` keys set
-    Hydra's own config (e.g. ``hydra.job.chdir``), not TAO's schema: not checked here."""
-    OmegaConf, errors = omegaconf.OmegaConf, omegaconf.errors
-    OmegaConf.set_struct(cfg, True)
+def apply_overrides(omegaconf, cfg, overrides: list, label_of, index_of=lambda number: number) -> list:
+    """Findings of each override parsed and applied as Hydra applies it (``label_of(i)`` names override i,
+    ``index_of(i)`` is its Finding's ``override``): hydra-core 1.3.2 ``config_loader_impl.py:336-395``
+    ``_apply_overrides_to_config``. ``hydra.*`` keys set Hydra's own config (e.g. ``hydra.job.chdir``),
+    not TAO's schema: not checked here."""
+    omegaconf.OmegaConf.set_struct(cfg, True)
     findings = []
     for number, item in enumerate(overrides, 1):
-        where = label_of(number)
-        parsed = parse_override(item, where)
-        if isinstance(parsed, Finding):
-            findings.append(parsed)
-            continue
-        prefix, key, value, has_value = parsed
-        if not has_value and prefix != "~":
-            findings.append(Finding(where, key, "has no '=VALUE' (Hydra reads KEY=VALUE; the container refuses a "
-                                    "bare key)"))
-            continue
-        if key == "hydra" or key.startswith("hydra."):
-            continue
-        path = tuple(key.split("."))
-        try:
-            current = OmegaConf.select(cfg, key, throw_on_missing=False)
-            if prefix == "~":
-                if current is None:
-                    raise errors.ConfigKeyError(f"no {key}")
-                if value is not None and value != current:   # line 355: only a matching value is deleted
-                    findings.append(Finding(where, key, "holds another value than the one named: Hydra deletes "
-                                            "only a match (drop '=VALUE')"))
-                    continue
-                try:
-                    with omegaconf.open_dict(cfg):
-                        parent = OmegaConf.select(cfg, ".".join(path[:-1])) if len(path) > 1 else cfg
-                        del parent[path[-1]]
-                except errors.OmegaConfBaseException:
-                    findings.append(Finding(where, key, "cannot be deleted: TAO's schema defines it"))
-            elif prefix == "+" and current is not None and not isinstance(value, (dict, list)):
-                findings.append(Finding(where, key, "already exists: '+' only adds (drop the '+' to set it)"))
-            else:
-                OmegaConf.update(cfg, key, value, merge=True, force_add=bool(prefix))
-        except errors.OmegaConfBaseException as exc:
-            found = _problem_of(exc, cfg, path)
-            found.where = where
+        found = _apply_one(omegaconf, cfg, item, label_of(number))
+        if found is not None:
+            found.override = index_of(number)
             findings.append(found)
     return findings
+
+
+def _apply_one(omegaconf, cfg, item: str, where: str):
+    """One override applied to ``cfg`` (a Finding where Hydra would refuse it, else None)."""
+    OmegaConf, errors = omegaconf.OmegaConf, omegaconf.errors
+    parsed = parse_override(item, where)
+    if isinstance(parsed, Finding):
+        return parsed
+    prefix, key, value, has_value = parsed
+    if not has_value and prefix != "~":
+        return Finding(where, key, "has no '=VALUE' (Hydra reads KEY=VALUE; the container refuses a bare key)")
+    if key == "hydra" or key.startswith("hydra."):
+        return None
+    path = tuple(key.split("."))
+    try:
+        # selected only where Hydra selects (lines 349, 371): a plain KEY=VALUE never reads the old value (an
+        # interpolation there is replaced, never resolved)
+        current = OmegaConf.select(cfg, key, throw_on_missing=False) if prefix in ("~", "+") else None
+        if prefix == "~":
+            if current is None:
+                raise errors.ConfigKeyError(f"no {key}")
+            if value is not None and value != current:   # line 355: only a matching value is deleted
+                return Finding(where, key, "holds another value than the one named: Hydra deletes only a match "
+                               "(drop '=VALUE')")
+            try:
+                with omegaconf.open_dict(cfg):
+                    parent = OmegaConf.select(cfg, ".".join(path[:-1])) if len(path) > 1 else cfg
+                    del parent[path[-1]]
+            except errors.OmegaConfBaseException:
+                return Finding(where, key, "cannot be deleted: TAO's schema defines it")
+        elif prefix == "+" and current is not None and not isinstance(value, (dict, list)):
+            return Finding(where, key, "already exists: '+' only adds (drop the '+' to set it)")
+        else:
+            OmegaConf.update(cfg, key, value, merge=True, force_add=bool(prefix))
+    except errors.OmegaConfBaseException as exc:
+        found = _problem_of(exc, cfg, path)
+        found.where = where
+        return found
+    return None
 
 
 def refuse(findings: list, spec_label: str, schema_name: str, fix: str) -> TaoBrevError:

@@ -369,3 +369,146 @@ def test_chain_cost_counts_an_owned_instance_s_idle_time_once(tmp_path, monkeypa
         "billed_s": facts[job][0], "idle_billed_s": facts[job][1], "price_per_hour_usd": 3.6})
     out = recovery_chain.chain_cost(ctx, ids[0])
     assert out == {"billed_s": 50.0 + 30.0, "estimated_cost_usd": 0.08, "attempts": 2}
+
+
+# ---------------------------------------------------------------- one chain, whoever launches its attempts
+def _advice_texts(answer: dict) -> str:
+    return " ".join(str((answer.get(k) or {}).get(f) or "") for k in ("hint", "error") for f in ("advice", "fix"))
+
+
+def test_a_remembered_recovery_is_advised_and_a_resume_by_hand_is_adopted_not_doubled(world):
+    """The double resume: the ended job's answer advises the recovering command (not a manual resubmit);
+    a resume the user launched by hand anyway is the chain's next attempt, never a second one beside it."""
+    sub = world.submit("--recover", "1", spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1]},
+                                                         num_epochs=3))
+    first = sub.json["job_id"]
+    ended = world.run("poll_status.py", first)
+    from conftest import wait_until
+    wait_until(lambda: world.run("poll_status.py", first).json.get("state") == "ERROR", "the Xid")
+    ended = world.run("poll_status.py", first)
+    advice = _advice_texts(ended.json)
+    assert ended.json["hint"]["err_class"] == "ERR_INFRA", ended
+    assert f"poll_status.py {first} --wait --recover 1" in advice and "--resume-from" not in advice, advice
+    words = sidecars(world).load(first)["submit_argv"]
+    by_hand = world.run("submit.py", *words, "--resume-from", first)              # the user resumes anyway
+    assert by_hand.code == 0, by_hand
+    done = world.run("poll_status.py", first, "--wait", *FAST)                     # the remembered recovery
+    assert done.code == 0 and done.json["state"] == "COMPLETE", done
+    assert done.json["job_id"] == by_hand.json["job_id"]
+    assert [a["job_id"] for a in done.json["attempts"]] == [first, by_hand.json["job_id"]]
+    assert len(_docker_runs(world.sim)) == 2                                       # no third launch
+
+
+def test_a_resume_or_retry_by_hand_beside_a_live_attempt_is_refused(world):
+    """A recovered attempt runs: a manual --resume-from / --retry-of of any job of the chain would be a
+    second live attempt; refused before anything is recorded, pointing at the chain."""
+    spec = world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1], "hang_after_epoch": 2}, num_epochs=4)
+    first = world.submit(spec=spec).json["job_id"]
+    live = world.run("poll_status.py", first, "--wait", "--recover", "1", "--interval", "0.2", "--timeout", "8",
+                     "--health-wait", "2")
+    assert live.json["error"]["code"] == "WAIT_TIMEOUT" and len(live.json["attempts"]) == 2, live
+    second = live.json["job_id"]
+    known = len(records(world).list())
+    words = sidecars(world).load(first)["submit_argv"]
+    for link in (["--resume-from", first], ["--retry-of", first], ["--resume-from", second]):
+        again = world.run("submit.py", *words, *link)
+        assert again.code == 2 and again.json["error"]["code"] == "RESUME_NOT_POSSIBLE", (link, again)
+        assert second in again.json["error"]["message"]
+    assert len(records(world).list()) == known and len(_docker_runs(world.sim)) == 2
+    assert world.run("teardown.py", second).code == 0
+
+
+def test_two_recovering_waits_and_a_wait_on_the_hand_made_attempt_launch_once(world):
+    """Three waits at once - two on the first job, one on an attempt resumed by hand - share one chain."""
+    import subprocess
+
+    from conftest import ROOT
+    spec = world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1, 2]}, num_epochs=4)
+    first = world.submit("--recover", "2", spec=spec).json["job_id"]
+    from conftest import wait_until
+    wait_until(lambda: world.run("poll_status.py", first).json.get("state") == "ERROR", "the first Xid")
+    by_hand = world.run("submit.py", *sidecars(world).load(first)["submit_argv"], "--resume-from", first)
+    assert by_hand.code == 0, by_hand
+    waits = [subprocess.Popen([sys.executable, str(ROOT / "scripts" / "poll_status.py"), job, "--wait", *FAST],
+                              env=world.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+             for job in (first, first, by_hand.json["job_id"])]
+    answers = [json.loads(w.communicate(timeout=150)[0]) for w in waits]
+    assert all(a["state"] == "COMPLETE" for a in answers), answers
+    assert len({a["job_id"] for a in answers}) == 1 and len(answers[0]["attempts"]) == 3
+    assert len(_docker_runs(world.sim)) == 3                                       # 1 + by hand + 1 recovery
+
+
+def test_a_recovery_after_a_teardown_of_the_failed_job_resumes_it_once(world):
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1]}, num_epochs=3))
+    first = sub.json["job_id"]
+    assert world.run("poll_status.py", first, "--wait", *FAST).code == 1
+    down = world.run("teardown.py", first)
+    assert down.code == 0, down
+    done = world.run("poll_status.py", first, "--wait", "--recover", "1", *FAST)
+    assert done.code == 0 and done.json["state"] == "COMPLETE", done
+    again = world.run("poll_status.py", first, "--wait", "--recover", "1", *FAST)   # a rerun launches nothing
+    assert again.json["job_id"] == done.json["job_id"] and len(_docker_runs(world.sim)) == 2
+
+
+# ---------------------------------------------------------------- /dev/shm exhausted: the failure class decides
+# The failure code docker_state gives a job that exhausted /dev/shm (torch DataLoader "Bus error", "No space
+# left on device" in shm): resume_advice.SHM_EXHAUSTED, the name agreed with docker_state's owner.
+def _shm_answer(job: str, err_class: str = "ERR_PROGRAM") -> dict:   # the brev branch's row: ERR_PROGRAM
+    return {"ok": False, "job_id": job, "state": "ERROR", "terminal_state": "ERROR",
+            "hint": {"err_class": err_class, "code": "SHM_EXHAUSTED", "reason": "/dev/shm exhausted",
+                     "advice": "raise --shm-size (e.g. 32g) or lower num_workers", "evidence": []},
+            "error": {"code": "JOB_FAILED", "message": "m"}}
+
+
+def _loop_ctx(tmp_path, argv):
+    from tao_brev.context import Context
+    ctx = Context(env={"TAO_STATE_DIR": str(tmp_path)})
+    job = ctx.records.open(image="img", network_arch="visual_changenet", action="train", storage_tier="A",
+                           results_root="~/tao-results")["id"]
+    ctx.sidecars.update(job, instance="box", submit_argv=argv)
+    ctx.records.mark(job, "ERROR", message="x", source="agent")
+    return ctx, job
+
+
+@pytest.mark.parametrize("err_class", ["ERR_PROGRAM", "ERR_INFRA"])
+@pytest.mark.parametrize("given,larger", [([], "32g"), (["--shm-size", "24g"], "48g"), (["--shm-size=512m"], "1024m")])
+def test_shm_exhausted_is_never_recovered_with_the_same_settings(tmp_path, monkeypatch, given, larger, err_class):
+    argv = ["--instance", "box", "--image", "img", "--network-arch", "visual_changenet", "--action", "train",
+            "--spec", "/s.yaml", *given, "--", "train.num_epochs=4"]
+    ctx, job = _loop_ctx(tmp_path, argv)
+    monkeypatch.setattr(recover.status, "poll", lambda *a, **k: (_shm_answer(job, err_class), 1))
+    launched = []
+    out, code = recover.recover(ctx, job, launched.append, recover.policy(2, None, None), interval=0.01)
+    assert not launched and code == 1, out                                    # nothing resubmitted
+    assert out["error"]["code"] == "RECOVERY_NOT_POSSIBLE" and out["recovery"]["stopped"] == "RECOVERY_NOT_POSSIBLE"
+    words = out["error"]["fix"].split(": ", 1)[1].split("; then ")[0].split()   # the exact resubmit
+    assert words[words.index("--shm-size") + 1] == larger and words.count("--shm-size") == 1, words
+    assert words[words.index("--resume-from") + 1] == job
+    assert words.index("--shm-size") < words.index("--") and words[-1] == "train.num_epochs=4"   # a flag, not an override
+
+
+def test_shm_exhausted_advice_is_the_larger_resubmit_even_with_a_remembered_recovery(tmp_path):
+    from tao_brev import resume_advice
+    from tao_brev.verbs.recovery_chain import recovering_command
+    ctx, job = _loop_ctx(tmp_path, ["--instance", "box", "--action", "train", "--recover", "2"])
+    ctx.sidecars.update(job, recovery_policy={"attempts": 2, "fallback_instance": None, "budget_s": None})
+    assert recovering_command(ctx, job).endswith(f"poll_status.py {job} --wait --recover 2")
+    out = resume_advice.fill_job(ctx, job, _shm_answer(job), recovering_command(ctx, job))
+    assert "--shm-size 32g" in out["hint"]["advice"] and f"--resume-from {job}" in out["hint"]["advice"]
+    assert "poll_status.py" not in out["hint"]["advice"]
+
+
+def test_a_recovery_after_a_larger_shm_resubmit_by_hand_keeps_the_larger_size(world):
+    """The chain's next attempt repeats the settings of the attempt it resumes, not the first job's."""
+    first = world.submit("--shm-size", "16g", spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1, 2]},
+                                                               num_epochs=4)).json["job_id"]
+    assert world.run("poll_status.py", first, "--wait", *FAST).code == 1
+    words = sidecars(world).load(first)["submit_argv"]
+    larger = world.run("submit.py", *[w if w != "16g" else "32g" for w in words], "--resume-from", first)
+    assert larger.code == 0, larger
+    done = world.run("poll_status.py", first, "--wait", "--recover", "1", *FAST)
+    assert done.code == 0 and done.json["state"] == "COMPLETE", done
+    assert [a["job_id"] for a in done.json["attempts"]][:2] == [first, larger.json["job_id"]]
+    runs = _docker_runs(world.sim)
+    assert len(runs) == 3 and runs[-1][runs[-1].index("--shm-size") + 1] == "32g", runs[-1]

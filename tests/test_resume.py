@@ -130,7 +130,8 @@ def test_refusals_name_the_reason_and_record_nothing(world):
 
     assert "has not ended" in refused()["message"]
     assert "teardown.py" in refused()["fix"]
-    assert "only a train job" in refused("--action", "evaluate")["message"]
+    # (an evaluate reads its mandatory evaluate.checkpoint: given, so that the resume refusal is what is left)
+    assert "only a train job" in refused("--action", "evaluate", "--", "evaluate.checkpoint=/results/m.pth")["message"]
     assert world.run("teardown.py", job).code == 0
     spec = world.spec({"epoch_seconds": 0.02}, resume_training_checkpoint_path="/data/levir_cd_tiny/x.pth")
     assert f"the spec sets {KEY}" in refused(spec=spec)["message"]

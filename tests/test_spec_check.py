@@ -59,9 +59,28 @@ def test_the_fixtures_cover_at_least_ten_networks_and_each_names_its_public_sour
         assert re.match(r"# Source: tao-pytorch 7\.0\.1 .*experiment_specs/", path.read_text()), path
 
 
+# Values TAO's public examples leave for the user's command line: evaluate / inference read their ??? checkpoint
+# (tao-pytorch core/initialize_experiments.py:123,152); classification_pyt's train data module reads
+# dataset.train_dataset.images_dir etc. (cv/classification_pyt/dataloader/pl_classification_data_module.py:54),
+# which the example writes as ${root_dir}/..., a key its schema (7.3.0) has only under dataset.
+VALUES_THE_EXAMPLE_LEAVES_OUT = {
+    "dino.evaluate.yaml": ["evaluate.checkpoint=/results/model.pth"],
+    "rtdetr.inference.yaml": ["inference.checkpoint=/results/model.pth"],
+    "classification_pyt.train.yaml": [f"dataset.{split}_dataset.images_dir=/data/images/{split}"
+                                      for split in ("train", "val", "test")],
+}
+
+
 @pytest.mark.parametrize("path,network,action", _repository_specs(), ids=lambda v: getattr(v, "name", v))
 def test_every_repository_spec_passes_the_real_schema(path, network, action):
-    result = _check(path, network, action)
+    needed = VALUES_THE_EXAMPLE_LEAVES_OUT.get(path.name, [])
+    if needed:   # as in TAO: the container stops on these (MissingMandatoryValue / InterpolationKeyError)
+        from tao_brev.errors import TaoBrevError
+        with pytest.raises(TaoBrevError) as info:
+            _check(path, network, action)
+        found = sorted(f["key"] for f in info.value.details["answer"]["findings"])
+        assert found == sorted(item.split("=", 1)[0] for item in needed), found
+    result = _check(path, network, action, overrides=needed)
     assert result.checked and result.schema.startswith(f"nvidia-tao-core 7.3.0 nvidia_tao_core.config.{network}.")
     assert result.config.results_dir == "/results"             # the bundle's own override applied too
 
@@ -335,3 +354,104 @@ def test_key_paths_read_list_indices():
 
     assert parts("dataset.train_data_sources[0].image_dir") == ("dataset", "train_data_sources", 0, "image_dir")
     assert dotted(("dataset", "sources", 2, "x")) == "dataset.sources[2].x" and parts("") == ()
+
+
+# -- the values the action reads (tao_brev/tao_schema_values.py): a ??? still missing, a ${...} that dangles ------
+def _edited_spec(tmp_path: Path, name: str, edit) -> Path:
+    data = yaml.safe_load(EXAMPLE_SPEC.read_text())
+    edit(data)
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_an_evaluate_without_its_mandatory_checkpoint_is_refused_with_the_key(tmp_path):
+    """nvidia-tao-core: evaluate.checkpoint is ??? (MISSING); tao-pytorch core/initialize_experiments.py
+    initialize_evaluation_experiment reads cfg["evaluate"]["checkpoint"] and nothing fills it."""
+    from tao_brev.errors import TaoBrevError
+    with pytest.raises(TaoBrevError) as info:
+        _check(EXAMPLE_SPEC, action="evaluate")
+    assert info.value.code == "BAD_SPEC"
+    keys = [f["key"] for f in info.value.details["answer"]["findings"]]
+    assert keys == ["evaluate.checkpoint"], keys                    # not export.*, inference.*: not read
+    assert "evaluate.checkpoint=VALUE" in info.value.message
+    ok = _check(EXAMPLE_SPEC, action="evaluate", overrides=["evaluate.checkpoint=/results/model.pth"])
+    assert ok.checked
+    assert _check(EXAMPLE_SPEC, action="train").checked             # train does not read evaluate.*
+
+
+def test_a_placeholder_in_the_spec_is_judged_as_tao_s_merge_judges_it(tmp_path):
+    """omegaconf's merge (hydra-core config_loader_impl.py:469) keeps the schema's value where the spec says
+    ???: a key with a default passes; one mandatory in the schema stays missing and is refused, at its line."""
+    from tao_brev.errors import TaoBrevError
+    spec = _edited_spec(tmp_path, "s.yaml", lambda d: (d["train"].update(pretrained_model_path="???"),
+                                                     d.update(evaluate={"checkpoint": "???"})))
+    assert _check(spec).checked                                        # train: the schema's null stands
+    with pytest.raises(TaoBrevError) as info:
+        _check(spec, action="evaluate")
+    finding = info.value.details["answer"]["findings"][0]
+    assert finding["key"] == "evaluate.checkpoint" and re.search(r"s\.yaml:\d+:\d+$", finding["where"]), finding
+
+
+def test_values_tao_fills_itself_are_not_refused(tmp_path):
+    """core/utilities.py update_results_dir derives <action>.results_dir; the bundle's override sets results_dir."""
+    spec = _edited_spec(tmp_path, "r.yaml", lambda d: (d.update(results_dir="???"), d["train"].update(results_dir="???")))
+    assert _check(spec).checked
+
+
+@pytest.mark.parametrize("target", ["${train.no_such_key}", "${nowhere}", "${evaluate.checkpoint}"])
+def test_a_dangling_interpolation_is_refused_without_its_text(tmp_path, target):
+    from tao_brev.errors import TaoBrevError
+    spec = _edited_spec(tmp_path, "i.yaml", lambda d: d["train"].update(pretrained_model_path=target))
+    with pytest.raises(TaoBrevError) as info:
+        _check(spec)
+    finding = info.value.details["answer"]["findings"][0]
+    assert info.value.code == "BAD_SPEC" and finding["key"] == "train.pretrained_model_path", finding
+    assert target not in str(info.value.details) + info.value.message
+
+
+def test_interpolations_that_resolve_or_call_a_resolver_pass_and_other_actions_only_warn(tmp_path):
+    def edit(d):
+        d["train"]["pretrained_model_path"] = "${results_dir}/pretrained.pth"       # resolves
+        d["train"]["seed"] = "${oc.env:SEED_FROM_THE_CONTAINER,7}"                 # the container's environment
+        d.setdefault("export", {})["onnx_file"] = "${export.no_such}"             # another action's section
+    result = _check(_edited_spec(tmp_path, "ok.yaml", edit))
+    assert result.checked and result.resolved["train.pretrained_model_path"].endswith("/pretrained.pth")
+    assert any("export.onnx_file" in w and "not refused" in w for w in result.warnings), result.warnings
+
+
+def test_a_path_inside_an_interpolation_is_checked_like_a_plain_spec_path(tmp_path):
+    from tao_brev import spec_paths
+    from tao_brev.errors import TaoBrevError
+
+    def edit(d):
+        d["dataset"]["segment"]["root_dir"] = "/data/levir_cd_tiny"
+        d["train"]["pretrained_model_path"] = "${dataset.segment.root_dir}/../elsewhere/model.pth"
+    spec = _edited_spec(tmp_path, "p.yaml", edit)
+    result = _check(spec)
+    data = yaml.safe_load(spec.read_text())
+    mounts = [("/h/levir", "/data/levir_cd_tiny", True)]
+    with pytest.raises(TaoBrevError) as info:   # /data/elsewhere is no input: refused like a plain path
+        spec_paths.named(data, [], mounts, "visual_changenet", "train", result.resolved)
+    assert info.value.code == "SPEC_INPUT_UNKNOWN" and "train.pretrained_model_path" in info.value.message
+    edit2 = dict(result.resolved, **{"train.pretrained_model_path": "/data/levir_cd_tiny/model.pth"})
+    found = spec_paths.named(data, [], mounts, "visual_changenet", "train", edit2)
+    assert ("train.pretrained_model_path", "/data/levir_cd_tiny/model.pth") in found
+
+
+# -- the override reading is hydra-core's alone; a finding names its override by number ------------------------
+def test_override_values_are_hydras_own_typing_without_a_second_reading():
+    from tao_brev import tao_schema
+    assert tao_schema.override_value("int(3)") == 3 and tao_schema.override_value("'a,b'") == "a,b"
+    assert not hasattr(tao_schema, "_KEY") and tao_schema._HYDRA_PARSER is not None
+
+
+def test_a_finding_names_its_override_by_index_not_by_text():
+    from tao_brev.errors import TaoBrevError
+    with pytest.raises(TaoBrevError) as info:
+        _check(EXAMPLE_SPEC, overrides=["train.seed=7", "train.num_epoch=3"])
+    finding = info.value.details["answer"]["findings"][0]
+    assert finding["override"] == 2 and finding["closest"] == "train.num_epochs", finding
+    with pytest.raises(TaoBrevError) as info:
+        _check(EXAMPLE_SPEC, overrides=["bare_key"])
+    assert info.value.details["answer"]["findings"][0]["override"] == 1

@@ -78,9 +78,13 @@ def test_parse_override_types_values_as_hydra_does(item, want):
     assert tao_schema.parse_override(item, "override 1") == want
 
 
-def test_without_hydra_core_the_bundles_own_reading_still_checks(monkeypatch):
-    """An install from before hydra-core was a dependency: the check still runs (less exact)."""
+def test_without_hydra_core_the_spec_is_not_checked_and_no_second_reading_runs(monkeypatch, tmp_path):
+    """hydra-core is a dependency; an install without it answers "not checked" (never a reading of its own)."""
+    from tao_brev import spec_check
     monkeypatch.setattr(tao_schema, "_HYDRA_PARSER", None)
     monkeypatch.setattr(tao_schema, "_PARSER", [])
-    assert tao_schema.parse_override("train.num_epochs=2", "override 1") == ("", "train.num_epochs", 2, True)
-    assert isinstance(tao_schema.parse_override("train..x=2", "override 1"), tao_schema.Finding)
+    result = spec_check.check(network_arch="visual_changenet", action="train", image="nvcr.io/nvidia/tao/tao-toolkit:"
+                              "7.3.0-pyt", spec_path="s.yaml", spec_text="train: {}\n", spec_data={"train": {}},
+                              overrides=["train.no_such_key=1"], state_root=tmp_path, env={}, skip=False, fix="F")
+    assert not result.checked and "hydra-core" in result.reason
+    assert tao_schema.override_value("3") == "3"                     # hydra's typing only

@@ -31,7 +31,7 @@ from __future__ import annotations
 import shlex
 from typing import Callable, Optional
 
-from .. import nextstep
+from .. import nextstep, resume_advice
 from ..context import Context, say
 from ..errors import TaoBrevError
 from ..fsio import locked
@@ -39,7 +39,7 @@ from ..records import check_job_id, is_terminal, now_iso
 from ..vocabulary import ErrClass, InstanceStatus, JobState, Source
 from . import checkpoint_sync, status
 from .recovery_chain import (adopt, append, attempts_view, chain_cost, lock_path, policy,  # noqa: F401
-                             remembered_policy, resume_source, root_of)
+                             remembered_policy, resume_source, root_of, sync, used_attempts)
 from .recovery_chain import chain as _chain
 from . import teardown as teardown_mod
 from .job_facts import job_instance
@@ -59,7 +59,8 @@ def cause_of(out: dict) -> Optional[dict]:
     hint = out.get("hint") or {}
     gone = (out.get("observed") or {}).get("gone")
     if out.get("state") in (JobState.COMPLETE, JobState.CANCELED) or error == "WAIT_TIMEOUT" or \
-            hint.get("err_class") == ErrClass.PROGRAM:
+            hint.get("err_class") == ErrClass.PROGRAM or resume_advice.shm_exhausted(hint):
+        # /dev/shm exhausted: the same --shm-size fails the same way (:func:`shm_stop` says what to run)
         return None   # a cancel (a teardown removed the container: gone, yet nobody's fault) is the user's
     if out.get("reconciled") == "never_launched":   # a launch that never happened (not one that was refused)
         return {"kind": "never_launched", "reason": out.get("message")} if error == "NEVER_LAUNCHED" else None
@@ -72,6 +73,23 @@ def cause_of(out: dict) -> Optional[dict]:
     if out.get("state") == JobState.ERROR and hint.get("err_class") == ErrClass.INFRA:
         return {"kind": "infra", "reason": hint.get("reason") or out.get("message")}
     return None
+
+
+def shm_stop(ctx: Context, job_id: str, out: dict) -> Optional["Stop"]:
+    """RECOVERY_NOT_POSSIBLE when ``job_id`` ended out of /dev/shm (docker_state's SHM_EXHAUSTED): a
+    recovery never repeats the failing settings, and a larger ``--shm-size`` is the user's to choose
+    (shared memory is the instance's RAM); the fix is the exact resubmit with twice the size and
+    ``--resume-from`` (it joins the chain: ``recovery_chain.joining``). None otherwise."""
+    if not resume_advice.shm_exhausted(out.get("hint")):
+        return None
+    record, side = ctx.records.load(job_id), ctx.sidecars.load(job_id)
+    size = resume_advice.shm_size(side.get("submit_argv") or [])
+    again = resume_advice.command(record, side, resume_advice.larger_shm(size))
+    return Stop("RECOVERY_NOT_POSSIBLE", f"{job_id} ran out of shared memory (/dev/shm, --shm-size {size}): "
+                "resubmitting it with the same settings fails the same way, so it was not recovered",
+                f"Resubmit with a larger --shm-size (it is the instance's RAM; or lower the data loader's "
+                f"num_workers in the spec): {again or 'submit.py with --shm-size ' + resume_advice.larger_shm(size)}"
+                f"; then {nextstep.command('poll_status.py', root_of(ctx, job_id), '--wait')} continues the chain.")
 
 
 # ---------------------------------------------------------------- the resubmit
@@ -111,14 +129,13 @@ def advance(ctx: Context, root: str, current: str, cause: dict, pol: dict, reque
     launched by another process meanwhile). Raises :class:`Stop`. Runs under the chain's lock."""
     lock = lock_path(ctx, root)
     with locked(lock):
-        chain = _chain(ctx, root)
-        state = ctx.sidecars.load(root).recovery or {}
-        if chain[-1]["job_id"] != current:   # another process advanced the chain meanwhile
+        before = _chain(ctx, root)
+        chain = sync(ctx, root)   # attempts launched meanwhile: by another process, a killed run, by hand
+        if chain[-1]["job_id"] != current:
+            if chain[-1]["job_id"] not in {entry["job_id"] for entry in before}:
+                say(f"recover: adopting {chain[-1]['job_id']} (it resumes {chain[-1].get('resume_from')}; launched "
+                    "outside this run)")
             return chain[-1]["job_id"]
-        adopted = adopt(ctx, root, chain, state.get("intent"))
-        if adopted:
-            say(f"recover: adopting {adopted['job_id']}, launched by an earlier run that was interrupted")
-            return adopted["job_id"]
         chain[-1]["cause"] = cause
         ctx.sidecars.update(root, recovery={"chain": chain})
         _check_limits(ctx, root, chain, pol, cause)
@@ -127,7 +144,7 @@ def advance(ctx: Context, root: str, current: str, cause: dict, pol: dict, reque
 
 
 def _check_limits(ctx: Context, root: str, chain: list[dict], pol: dict, cause: dict) -> None:
-    used = len(chain) - 1
+    used = used_attempts(chain)   # the attempts launched by hand are not the recovery's
     if used >= pol["attempts"]:
         raise Stop("RECOVERY_LIMIT", f"attempt {len(chain)} ({chain[-1]['job_id']}) ended by an infrastructure "
                    f"failure ({cause['reason']}) and all {pol['attempts']} recovery attempt(s) of --recover "
@@ -170,7 +187,7 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
                  health_wait_s: float, interval: float) -> str:
     current = chain[-1]["job_id"]
     side, record = ctx.sidecars.load(current), ctx.records.load(current)
-    words = ctx.sidecars.load(root).submit_argv
+    words = side.get("submit_argv") or ctx.sidecars.load(root).get("submit_argv")   # its settings (a larger --shm-size)
     if not words:
         raise Stop("RECOVERY_NOT_POSSIBLE", f"the submit arguments of {root} were not kept (an older bundle): "
                    "the resubmit cannot be built")
@@ -250,8 +267,9 @@ def recover(ctx: Context, job_id: str, request_of: Callable, pol: Optional[dict]
     root = root_of(ctx, job_id)
     pol = pol or remembered_policy(ctx, root) or policy(0, None, None)
     ctx.sidecars.update(root, recovery={"policy": pol})
+    with locked(lock_path(ctx, root)):
+        current = sync(ctx, root)[-1]["job_id"]   # a resume launched by hand is the attempt waited for
     started = ctx.clock()
-    current = _chain(ctx, root)[-1]["job_id"]
     while True:
         left = None if timeout is None else timeout - (ctx.clock() - started)
         budget_left = _budget_left(ctx, root, pol)
@@ -274,7 +292,7 @@ def recover(ctx: Context, job_id: str, request_of: Callable, pol: Optional[dict]
                                     "(the request to act); nothing was removed")
             cause = None
         if cause is None:
-            return _final(ctx, root, out, None, code)
+            return _final(ctx, root, out, shm_stop(ctx, current, out), code)
         say(f"recover: {current} ended by an infrastructure failure ({cause['kind']}: {cause['reason']})")
         try:
             current = advance(ctx, root, current, cause, pol, request_of, health_wait_s, interval)
@@ -317,7 +335,7 @@ def _final(ctx: Context, root: str, out: dict, stop: Optional[Stop], code: int =
     chain = _chain(ctx, root)
     pol = (ctx.sidecars.load(root).recovery or {}).get("policy") or {}
     out = {**out, "attempts": attempts_view(ctx, root), "chain_cost": chain_cost(ctx, root),
-           "recovery": {"first_job": root, "attempts_used": len(chain) - 1, "max_attempts": pol.get("attempts"),
+           "recovery": {"first_job": root, "attempts_used": used_attempts(chain), "max_attempts": pol.get("attempts"),
                         "fallback_instance": pol.get("fallback_instance"), "budget_s": pol.get("budget_s"),
                         "stopped": None}}
     if stop is not None:

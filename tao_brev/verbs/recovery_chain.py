@@ -5,17 +5,26 @@ The first job's sidecar holds ``recovery``: ``policy`` (``--recover N``, ``--fal
 the cause that ended it) and, while a resubmit is on its way, ``intent`` (written before the
 launch). Each attempt's sidecar names the first job (``recovery_root``) and its ``attempt``.
 Read by every poll answer (:func:`annotate`); written only under :func:`lock_path`'s lock.
+
+Every record that resumes or retries a member of the chain (its ``retry_of``, which submit sets
+from ``--resume-from`` too) belongs to the chain, whoever launched it: the recovery, an earlier
+recovering run that was killed, or the user by hand. :func:`sync` adopts such records (under the
+lock), and submit opens a record that names a member only under the same lock
+(:func:`joining`), refused while another attempt of the chain is live: two live attempts of one
+chain never exist.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional
 
-from .. import cost
+from .. import cost, nextstep
 from ..context import Context
 from ..errors import TaoBrevError
+from ..fsio import locked
 from ..model import JobSidecar
-from ..records import current_state
+from ..records import current_state, is_terminal
 from ..transport import check_instance
 from . import reconcile
 from .instance_jobs import owns
@@ -39,9 +48,30 @@ def policy(attempts: Optional[int], fallback: Optional[str], budget_s: Optional[
     return {"attempts": attempts, "fallback_instance": fallback or None, "budget_s": budget_s}
 
 
+_MAX_LINKS = 1000   # retry_of links followed to a chain's first job (ids are minted later: no circle)
+
+
 def root_of(ctx: Context, job_id: str) -> str:
-    """The first job of the chain ``job_id`` belongs to (itself when it is no recovery attempt)."""
-    return ctx.sidecars.load(job_id).recovery_root or job_id
+    """The first job of the chain ``job_id`` belongs to: its sidecar's ``recovery_root``, else the
+    root of the job its record's ``retry_of`` names (a resume or retry launched by hand, or a
+    record a killed run opened before it was chained), else itself."""
+    seen = job_id
+    for _ in range(_MAX_LINKS):
+        root = ctx.sidecars.load(seen).get("recovery_root")
+        if root:
+            return root
+        parent = _record(ctx, seen).get("retry_of")
+        if not parent or parent == seen:
+            return seen
+        seen = parent
+    return seen
+
+
+def _record(ctx: Context, job_id: str) -> dict:
+    try:
+        return ctx.records.load(job_id)
+    except TaoBrevError:
+        return {}
 
 
 def remembered_policy(ctx: Context, job_id: str) -> Optional[dict]:
@@ -102,24 +132,120 @@ def chain_cost(ctx: Context, root: str) -> dict:
     return cost.chain_total(ctx, [entry["job_id"] for entry in chain(ctx, root)], owned)
 
 
-def adopt(ctx: Context, root: str, entries: list[dict], intent: Optional[dict]) -> Optional[dict]:
-    """A record that a killed resubmit opened for ``intent`` (its ``retry_of`` is the attempt it
-    resumes, opened after the intent, not in the chain yet), appended to the chain; else None."""
-    if not intent:
-        return None
+def linked(ctx: Context, entries: list[dict]) -> list[dict]:
+    """The records that resume or retry a member of ``entries`` (``retry_of``) and are not in it,
+    oldest first: attempts launched outside the chain (by hand, or by a run killed before it
+    chained them)."""
     known = {entry["job_id"] for entry in entries}
-    for record in ctx.records.list():
-        if (record.get("retry_of") == intent["resume_from"] and record.get("id") not in known
-                and str(record.get("submitted_at") or "") >= intent["at"]):
-            return append(ctx, root, entries, record["id"], intent)
-    return None
+    found = [record for record in ctx.records.list()
+             if record.get("retry_of") in known and record.get("id") not in known]
+    return sorted(found, key=lambda record: (str(record.get("submitted_at") or ""), record["id"]))
 
 
-def append(ctx: Context, root: str, entries: list[dict], job_id: str, intent: dict) -> dict:
-    """Add ``job_id`` to the chain as ``intent``'s attempt and clear the intent (one sidecar write)."""
-    entry = {"job_id": job_id, "attempt": intent["attempt"], "resume_from": intent["resume_from"]}
-    ctx.sidecars.update(job_id, recovery_root=root, attempt=intent["attempt"], previous_attempt=intent["after"])
-    ctx.sidecars.update(root, recovery={"chain": [*entries, entry], "intent": None})
+def sync(ctx: Context, root: str) -> list[dict]:
+    """``root``'s chain with every :func:`linked` record adopted as its next attempt (in the order
+    they were submitted, a record linked to an adopted one included); call under the chain's lock."""
+    entries = chain(ctx, root)
+    while True:
+        found = linked(ctx, entries)
+        if not found:
+            return entries
+        _chain_in(ctx, root, entries, found[0]["id"], found[0]["retry_of"])
+        entries = chain(ctx, root)
+
+
+def _chain_in(ctx: Context, root: str, entries: list[dict], job_id: str, parent: str) -> None:
+    """``job_id`` (which resumes or retries ``parent``) as the chain's next attempt; the intent it
+    fulfils (a resubmit of ``parent`` on its way) cleared."""
+    intent = (ctx.sidecars.load(root).get("recovery") or {}).get("intent") or {}
+    mine = intent.get("resume_from") == parent   # the recovery's own resubmit (or a killed run's)
+    append(ctx, root, entries, job_id, {"attempt": len(entries) + 1, "after": entries[-1]["job_id"],
+                                        "resume_from": parent, **({} if mine else {"by_hand": True})},
+           clear_intent=mine)
+
+
+def used_attempts(entries: list[dict]) -> int:
+    """The recovery attempts of ``--recover N`` the chain used: its resubmits, not the attempts launched by hand."""
+    return sum(1 for entry in entries[1:] if not entry.get("by_hand"))
+
+
+def adopt(ctx: Context, root: str, entries: list[dict], intent: Optional[dict] = None) -> Optional[dict]:
+    """The newest attempt :func:`sync` adopted (None when the chain was complete)."""
+    before = {entry["job_id"] for entry in entries}
+    after = sync(ctx, root)
+    return after[-1] if after[-1]["job_id"] not in before else None
+
+
+def live_attempts(ctx: Context, entries: list[dict]) -> list[str]:
+    """The attempts of ``entries`` whose record has not ended."""
+    records = [_record(ctx, entry["job_id"]) for entry in entries]
+    return [record["id"] for record in records if record and not is_terminal(record.get("terminal_state"))]
+
+
+@contextmanager
+def joining(ctx: Context, parent: Optional[str]) -> Iterator[Callable[[str], None]]:
+    """Around submit's record opening for a job that resumes or retries ``parent`` (None: a job of
+    its own): under the chain's lock (the recovery launches under it too), the chain adopted
+    (:func:`sync`), RESUME_NOT_POSSIBLE while an attempt of it is live (a second live attempt);
+    the function yielded chains the opened record at once. Re-entrant: the recovery's own resubmit
+    runs inside its lock."""
+    if not parent:
+        yield lambda job_id: None
+        return
+    root = root_of(ctx, parent)
+    if not lock_path(ctx, root).parent.is_dir():   # no sidecar here at all (no job of this bundle's): no chain
+        yield lambda job_id: None
+        return
+    with locked(lock_path(ctx, root)):
+        entries = sync(ctx, root)
+        live = live_attempts(ctx, entries)
+        if live:
+            wait = recovering_command(ctx, root) or nextstep.command("poll_status.py", live[-1], "--wait")
+            raise TaoBrevError("RESUME_NOT_POSSIBLE", f"{parent} belongs to the chain of {root}, whose attempt "
+                               f"{live[-1]} has not ended: a second live attempt of one job is never launched; "
+                               "nothing was recorded or launched",
+                               f"Follow the chain instead: {wait} (it continues from the last checkpoint "
+                               f"when the attempt fails); to stop it: {nextstep.command('teardown.py', live[-1])}.")
+
+        def join(job_id: str) -> None:
+            current = chain(ctx, root)
+            if job_id not in {entry["job_id"] for entry in current}:
+                _chain_in(ctx, root, current, job_id, parent)
+        yield join
+
+
+def recovering_command(ctx: Context, job_id: str) -> Optional[str]:
+    """The command that recovers ``job_id``'s chain when a recovery is remembered (``--recover N``,
+    N > 0, at submit or by an earlier recovering poll): ``poll_status.py ROOT --wait --recover N``
+    with the remembered fallback and budget, N raised to one more than the attempts used when they
+    are; None without a remembered recovery."""
+    try:
+        root = root_of(ctx, job_id)
+        pol = remembered_policy(ctx, root) or {}
+        if not pol.get("attempts"):
+            return None
+        used = used_attempts(chain(ctx, root))
+    except TaoBrevError:
+        return None
+    words = [root, "--wait", "--recover", str(max(int(pol["attempts"]), used + 1))]
+    if pol.get("fallback_instance"):
+        words += ["--fallback-instance", pol["fallback_instance"]]
+    if pol.get("budget_s") is not None:
+        words += ["--budget-s", f"{pol['budget_s']:g}"]
+    return nextstep.command("poll_status.py", *words)
+
+
+def append(ctx: Context, root: str, entries: list[dict], job_id: str, intent: dict,
+           clear_intent: bool = True) -> dict:
+    """Add ``job_id`` to the chain as ``intent``'s attempt (once: an entry already there is
+    replaced) and clear the intent (one sidecar write)."""
+    entry = {"job_id": job_id, "attempt": intent["attempt"], "resume_from": intent["resume_from"],
+             **({"by_hand": True} if intent.get("by_hand") else {})}
+    kept = [item for item in entries if item["job_id"] != job_id]
+    if len(kept) < len(entries):
+        entry["attempt"] = next(item["attempt"] for item in entries if item["job_id"] == job_id)
+    ctx.sidecars.update(job_id, recovery_root=root, attempt=entry["attempt"], previous_attempt=intent["after"])
+    ctx.sidecars.update(root, recovery={"chain": [*kept, entry], **({"intent": None} if clear_intent else {})})
     return entry
 
 

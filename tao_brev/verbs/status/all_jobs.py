@@ -17,6 +17,7 @@ from ...vocabulary import InstanceStatus, JobState
 from .. import instance_gate, reconcile
 from .. import results as results_mod
 from ..job_facts import job_instance
+from ..recovery_chain import recovering_command
 from .observe import apply, interrupted_end, observe, watch_fields
 from .probe import Probe, from_probe, instance_clock
 
@@ -92,7 +93,8 @@ def _job_answer(ctx: Context, instance: str, record: dict, probe, now: float | N
         return resume_advice.fill_answer({
             "job_id": record["id"], "instance": instance, "ok": True, "state": terminal or observed.state,
             "message": observed.message, **({"hint": observed.hint} if observed.hint else {}),
-            **watched, **({"results": results} if results else {})}, record, ctx.sidecars.load(record["id"]))
+            **watched, **({"results": results} if results else {})}, record, ctx.sidecars.load(record["id"]),
+            recovering_command(ctx, record["id"]))
     except TaoBrevError as exc:
         return {"job_id": record["id"], "instance": instance, "ok": False, "error": exc.to_json()}
 

@@ -16,7 +16,7 @@ from .. import instance_gate, reconcile
 from .. import results as results_mod
 from ..instance_jobs import owns
 from ..job_facts import job_instance, results_instance_dir, settle_interrupted_cancel
-from ..recovery_chain import annotate
+from ..recovery_chain import annotate, recovering_command
 from .probe import Probe, deleted, job_sections, read_backend, read_job
 
 
@@ -169,7 +169,8 @@ def _answer(ctx: Context, record: dict, sidecar: dict, instance: str, answer: di
                                  price_per_hour=price_per_hour, lookup=False)   # polls add no brev call
     sidecar = ctx.sidecars.load(job_id)   # a reset names brev stop only for a type that can stop (cached: no call)
     out = gate_answer(out, prices.stoppable(ctx, (sidecar.get("cost") or {}).get("instance_type"), lookup=False))
-    return annotate(ctx, job_id, resume_advice.fill_answer(out, record, sidecar))   # + the chain
+    return annotate(ctx, job_id, resume_advice.fill_answer(out, record, sidecar,
+                                                           recovering_command(ctx, job_id)))   # + the chain
 
 
 def _add_logs(ctx: Context, out: dict, instance: str, job_id: str, observed: Observed,

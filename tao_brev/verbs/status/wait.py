@@ -10,6 +10,7 @@ from ...errors import CODES, TaoBrevError
 from ...records import check_job_id, current_state, is_terminal
 from ...vocabulary import ErrClass, JobState
 from .. import results as results_mod
+from ..recovery_chain import recovering_command
 from .observe import observe
 
 
@@ -61,7 +62,7 @@ def _ended(ctx: Context, job_id: str, out: dict, polls: int, wait: bool, started
     err = _wait_error(ctx, job_id, out, started, timeout, interval)
     if err is None:
         return None
-    return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err)}, 1
+    return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err, out)}, 1
 
 
 def _terminal(ctx: Context, job_id: str, out: dict, polls: int) -> tuple[dict, int]:
@@ -76,7 +77,7 @@ def _terminal(ctx: Context, job_id: str, out: dict, polls: int) -> tuple[dict, i
     code = "JOB_FAILED" if state == JobState.ERROR else "JOB_CANCELED"
     err = TaoBrevError(code, f"job {job_id} ended {state}: {out.get('message', '')}",
                        failed_fix(job_id, out) if state == JobState.ERROR else None)
-    return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err)}, 1
+    return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err, out)}, 1
 
 
 def _wait_error(ctx: Context, job_id: str, out: dict, started: float, timeout: float | None,
@@ -97,9 +98,11 @@ def _wait_error(ctx: Context, job_id: str, out: dict, started: float, timeout: f
     return None
 
 
-def _with_resume(ctx: Context, job_id: str, err: TaoBrevError) -> dict:
-    """The error as JSON, its fix naming the exact resume command (``resume_advice.fill``)."""
-    return resume_advice.fill_job(ctx, job_id, {"error": err.to_json()})["error"]
+def _with_resume(ctx: Context, job_id: str, err: TaoBrevError, out: dict) -> dict:
+    """The error as JSON, its fix naming the exact resume command (``resume_advice.fill``; the
+    recovering command when the chain remembers one)."""
+    return resume_advice.fill_job(ctx, job_id, {"error": err.to_json()}, recovering_command(ctx, job_id),
+                                  out.get("hint"))["error"]
 
 
 def failed_fix(job_id: str, out: dict) -> str:

@@ -76,13 +76,15 @@ def _where(ctx: Context, req: SubmitRequest, plan: Plan) -> None:
     plan.stage = Staging.plan(ctx, req)
     plan.mounts = plan.stage.mounts(req.placeholder) if plan.stage else _input_mounts(req.inputs)
     plan.named = [] if req.no_spec_check else spec_paths.named(
-        plan.spec_data, req.overrides, plan.mounts, req.network_arch, req.action)   # SPEC_INPUT_UNKNOWN
+        plan.spec_data, req.overrides, plan.mounts, req.network_arch, req.action,
+        plan.checked.resolved if plan.checked else None)   # SPEC_INPUT_UNKNOWN
 
 
 def _warnings(ctx: Context, req: SubmitRequest, plan: Plan) -> None:
     checked = plan.checked
     plan.warnings = list(plan.routing.warnings) + credential_warnings(ctx, plan.routing, plan.stage) + \
         plan.arch_warnings + ([f"spec not checked: {checked.reason}"] if not checked.checked else []) + \
+        list(checked.warnings) + \
         plan.gpu_plan.warnings + [
             f"--env {name} reaches the container: `docker inspect` on the instance shows it while the container "
             "exists (until teardown.py)" for name in req.env_names if name in known_secrets.BUNDLE_CREDENTIALS]
@@ -215,14 +217,13 @@ def _check_spec(ctx: Context, req: SubmitRequest, image: str, spec_text: str, sp
 
 def _corrected_overrides(req: SubmitRequest, findings: list) -> dict:
     """{override word: the word with its key replaced by the closest valid key} when every finding is an
-    override's unknown key that has one (``override N``: the Nth override), else {}."""
+    override's unknown key that has one (its ``override``: N, the Nth override), else {}."""
     renamed = {}
     for found in findings:
-        where, key, closest = found.get("where") or "", found.get("key"), found.get("closest")
-        number = where[len("override "):] if where.startswith("override ") else ""
-        if not (number.isdigit() and closest and 0 < int(number) <= len(req.overrides)):
+        number, key, closest = found.get("override"), found.get("key"), found.get("closest")
+        if not (isinstance(number, int) and closest and 0 < number <= len(req.overrides)):
             return {}
-        word = req.overrides[int(number) - 1]
+        word = req.overrides[number - 1]
         name, sep, value = word.partition("=")
         bare = name.lstrip("+~")
         if not sep or bare != key:

@@ -20,7 +20,7 @@ from ...records import now_iso
 from ...secrets import proof as env_proof
 from ...transport import FIRST_EXEC_TIMEOUT_S
 from ...vocabulary import ErrClass, InstanceStatus, JobState, LaunchState, Source
-from .. import reconcile
+from .. import reconcile, recovery_chain
 from .outcome import LaunchOutcome, parse
 from .plan import Plan, SubmitRequest, launch_parts, script
 
@@ -44,8 +44,8 @@ def prepare(ctx: Context, req: SubmitRequest, plan: Plan) -> dict:
     instance_running(ctx, req)   # before the first exec: brev exec would start a STOPPED instance
     if plan.stage:
         plan.stage.prepare()
-    names, values = proved_env(ctx, req, plan)
-    return env_proof.proof(ctx.state_root, values, names)   # digests, kept: later verbs prove values
+    plan.proved_env, values = proved_env(ctx, req, plan)
+    return env_proof.proof(ctx.state_root, values, plan.proved_env)   # digests, kept: later verbs prove values
 
 
 def proved_env(ctx: Context, req: SubmitRequest, plan: Plan) -> tuple[list[str], dict[str, str]]:
@@ -82,15 +82,18 @@ def instance_running(ctx: Context, req: SubmitRequest) -> None:
 def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: dict) -> tuple[dict, dict]:
     """Mint the job id (PENDING) and write its sidecar; returns (record, the answer so far)."""
     routing, stage, resumed = plan.routing, plan.stage, plan.resumed
-    with deferred_interrupts():   # the record and the note that names it in every answer appear together
+    parent = req.retry_of or req.resume_from   # a later attempt of parent's chain, chained as it opens
+    with deferred_interrupts(), recovery_chain.joining(ctx, parent) as join:
+        # the record and the note that names it in every answer appear together
         record = ctx.records.open(image=plan.image, network_arch=req.network_arch, action=req.action,
                                   storage_tier=req.storage_tier, results_dir=None,
                                   results_root=routing.record_root, upload_excludes=req.upload_excludes,
-                                  retry_of=req.retry_of or req.resume_from)
+                                  retry_of=parent)
         job_id = record["id"]
+        join(job_id)
         note_job(job_id, interrupted_fix=interrupted_fix(job_id))
         note_state(JobState.PENDING)
-    ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral, env_names=proved_env(ctx, req, plan)[0],
+    ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral, env_names=plan.proved_env,
                         env_proof=proof,
                         results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
                                  "destination": routing.destination(job_id)},

@@ -113,6 +113,7 @@ class Plan:
     gpu_plan: tao_gpus.GpuPlan | None = None
     resumed: resume.ResumePlan | None = None
     secret_values: dict = field(default_factory=dict, repr=False)   # the --env values: never shown
+    proved_env: list = field(default_factory=list)      # launch.proved_env: the names a later verb proves
     routing: Routing | None = None
     stage: Staging | None = None         # tiers B/C, else None
     mounts: list = field(default_factory=list)          # the placeholder job's (tier A: the instance paths)
