@@ -10,7 +10,10 @@ searches each reading (a *view*) for every form of every known value, with
 whitespace, quotes, backslashes and control characters dropped on both sides.
 
 Decoders (each linear in the text's length; at most :data:`MAX_VIEWS` views, each at
-most :data:`MAX_VIEW_CHARS` characters, so the whole check is linear):
+most :data:`MAX_VIEW_CHARS` characters, so the whole check is linear). A text whose readings
+exceed a cap (too many, too long, escapes nested deeper than :data:`MAX_BACKSLASH_DEPTH`) is
+not passed: :meth:`Matcher.hit` answers :data:`UNCHECKED` and the caller withholds or refuses
+it (fail closed):
 
 * terminal escapes (CSI, OSC, DCS, single-character ESC sequences, C1 controls) removed;
 * lines joined where a token is broken (newline and indentation dropped);
@@ -41,8 +44,8 @@ from urllib.parse import unquote, unquote_plus
 
 from .. import lazy_re
 
-MAX_VIEWS = 96                 # readings of one text, at most
-MAX_VIEW_CHARS = 1 << 20       # characters of one reading (1 MiB), at most
+MAX_VIEWS = 256                # readings of one text, at most (more: the text is withheld)
+MAX_VIEW_CHARS = 1 << 20       # characters of one reading (1 MiB), at most (more: withheld)
 MAX_BACKSLASH_DEPTH = 8        # JSON inside JSON ..., layers decoded
 MIN_FORM = 8                   # names.MIN_VALUE_LENGTH
 
@@ -111,18 +114,23 @@ def _backslash_once(text: str) -> str:
     return out
 
 
-def _backslashes(text: str) -> list[str]:
-    """Each layer of backslash escapes decoded, outermost first (JSON nested N deep: N layers)."""
+def _backslashes(text: str) -> tuple[list[str], bool]:
+    """(each layer of backslash escapes decoded, outermost first (JSON nested N deep: N layers),
+    True when no layer is left undecoded: False when :data:`MAX_BACKSLASH_DEPTH` layers were
+    decoded and one more would still change the text)."""
     layers = []
     for _ in range(MAX_BACKSLASH_DEPTH):
         if "\\" not in text:
-            break
-        text = _backslash_once(text)
+            return layers, True
+        decoded = _backslash_once(text)
+        if decoded == text:   # only a lone trailing backslash: nothing more to decode
+            return layers, True
+        text = decoded
         layers.append(text)
         latin = _as_bytes_repr(text)
         if latin is not None:
             layers.append(latin)
-    return layers
+    return layers, "\\" not in text or _backslash_once(text) == text
 
 
 def _as_bytes_repr(text: str) -> str | None:
@@ -143,7 +151,7 @@ def _readings(chunks: list[bytes]) -> list[str]:
     out = [_SEP.join(c.decode("utf-8", "ignore") for c in chunks),
            _SEP.join(c.decode("utf-16-le", "ignore") for c in chunks),
            _SEP.join(c[1:].decode("utf-16-le", "ignore") for c in chunks)]
-    if any(b >= 0x80 for c in chunks for b in c[:256]):
+    if not all(c.isascii() for c in chunks):   # every byte of every chunk looked at, never a prefix
         out.append(_SEP.join(c.decode("latin-1") for c in chunks))
     return out
 
@@ -175,9 +183,14 @@ def _hex_runs(text: str, shortest: int = MIN_FORM) -> list[str]:
             part = digits[skip:]
             chunks.append(bytes.fromhex(part[:len(part) // 2 * 2]))
     for m in _DEC_LIST_RE.finditer(text) if text.count(",") + text.count(";") >= 7 else ():
-        numbers = [int(n) for n in re.findall(r"\d+", m.group())]
-        if all(n < 256 for n in numbers):
-            chunks.append(bytes(numbers))
+        run: list[int] = []   # a number above 255 ends a run of bytes, never hides the list
+        for number in [int(n) for n in re.findall(r"\d+", m.group())] + [256]:
+            if number < 256:
+                run.append(number)
+                continue
+            if len(run) >= shortest:
+                chunks.append(bytes(run))
+            run = []
     return _readings(chunks)
 
 
@@ -196,8 +209,11 @@ def _decoders(text: str, shortest: int = MIN_FORM) -> Iterable[tuple[str, str]]:
         if "+" in text:
             yield "URL-decoded", unquote_plus(text)
     if "\\" in text:
-        for layer in _backslashes(text):
+        layers, complete = _backslashes(text)
+        for layer in layers:
             yield "escapes decoded", layer
+        if not complete:
+            yield "escapes nested deeper than the check decodes", None
     if "&" in text:
         yield "HTML-decoded", html.unescape(text)
     if "+" in text and _CODE_POINT_RE.search(text):
@@ -214,36 +230,50 @@ def _decoders(text: str, shortest: int = MIN_FORM) -> Iterable[tuple[str, str]]:
 
 
 def views(text: str, shortest: int = MIN_FORM) -> list[tuple[str, str]]:
-    """[(how, reading), ...] of ``text``: itself with terminal escapes removed, its lines joined,
-    and each decoder's reading, two layers deep (``%2541`` -> ``%41`` -> ``A``; base64 of a
-    URL-encoded value), at most :data:`MAX_VIEWS`, each cut at :data:`MAX_VIEW_CHARS`."""
-    first = strip_terminal(text)[:MAX_VIEW_CHARS]
+    """[(how, reading), ...] of ``text`` (:func:`examine`'s readings)."""
+    return examine(text, shortest)[0]
+
+
+def examine(text: str, shortest: int = MIN_FORM) -> tuple[list[tuple[str, str]], str | None]:
+    """([(how, reading), ...], why not all): the readings of ``text``: itself with terminal
+    escapes removed, its lines joined, and each decoder's reading, two layers deep (``%2541`` ->
+    ``%41`` -> ``A``; base64 of a URL-encoded value), at most :data:`MAX_VIEWS`, each at most
+    :data:`MAX_VIEW_CHARS`. ``why not all`` is None when every reading the decoders give was
+    listed, else why one was not (too many, too long, escapes nested too deep): the caller
+    withholds or refuses the text (fail closed), it never passes one it could not examine whole."""
+    if len(text) > MAX_VIEW_CHARS:
+        return [("as written", text[:MAX_VIEW_CHARS])], f"longer than the {MAX_VIEW_CHARS} characters the check reads"
+    first = strip_terminal(text)
     seen = {first}
     out = [("as written", first)]
-    if first != text[:MAX_VIEW_CHARS]:   # a value inside an escape sequence (an OSC window title)
-        seen.add(text[:MAX_VIEW_CHARS])
-        out.append(("inside terminal escapes", text[:MAX_VIEW_CHARS]))
+    if first != text:   # a value inside an escape sequence (an OSC window title)
+        seen.add(text)
+        out.append(("inside terminal escapes", text))
     joined = _BREAK_RE.sub("", first)
     if joined != first:
         seen.add(joined)
         out.append(("lines joined", joined))
     level = list(out)
-    for depth in range(2):
+    for _depth in range(2):
         below = []
         for how, reading in level:
             for step, decoded in _decoders(reading, shortest):
-                decoded = strip_terminal(decoded)[:MAX_VIEW_CHARS]
+                if decoded is None:
+                    return out, step
+                decoded = strip_terminal(decoded)
                 if len(decoded) < shortest or decoded in seen:
                     continue
+                if len(decoded) > MAX_VIEW_CHARS:
+                    return out, f"a reading longer than the {MAX_VIEW_CHARS} characters the check reads"
+                if len(out) >= MAX_VIEWS:
+                    return out, f"more than the {MAX_VIEWS} readings the check examines"
                 seen.add(decoded)
                 item = (step if how in ("as written", "lines joined", "inside terminal escapes") else f"{how}, {step}",
                         decoded)
                 out.append(item)
                 below.append(item)
-                if len(out) >= MAX_VIEWS:
-                    return out
         level = below
-    return out
+    return out, None
 
 
 class Matcher:
@@ -283,14 +313,21 @@ class Matcher:
         return self.owners[m.group()] if m else None
 
     def hit(self, text: str) -> tuple[object, str] | None:
+        """(owner, how) of the first known value a reading of ``text`` holds; (:data:`UNCHECKED`,
+        why) when none does but not every reading could be examined (fail closed); else None."""
         if not self.owners or not text or len(text) < self.shortest:
             return None
-        for how, reading in views(text, self.shortest):
+        readings, incomplete = examine(text, self.shortest)
+        for how, reading in readings:
             owner = self._in(canon(reading))
             if owner is not None:
                 return owner, how
-        return None
+        return None if incomplete is None else (UNCHECKED, incomplete)
 
+
+# The owner of a hit that is no value found but a text not examined whole: it is withheld or
+# refused as if it held one (the guarantee rests on certainty, never on a budget).
+UNCHECKED = "a credential variable, not ruled out"
 
 NOTE = "[tao-brev: withheld: this line held the value of {name} ({how}); the rest of the output is shown]"
 
