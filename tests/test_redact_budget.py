@@ -112,8 +112,17 @@ def test_unchecked_is_a_hit_with_a_reason_and_ordinary_text_is_complete():
     views, why = taint.examine(ATTACKS["noise, then base64 of entities"])
     assert why and len(views) <= taint.MAX_VIEWS
     assert taint.examine("x" * (taint.MAX_VIEW_CHARS + 1))[1].startswith("longer than")
-    many = " ".join(_b64(f"fragment {i} &amp; %41 \\x41 more") for i in range(300))
-    assert "readings" in (taint.examine(many)[1] or "")
+    assert taint.examine(_NOISE.replace("\\\\" * 300, "\\\\" * 32))[1] is None   # within every cap
+
+
+def test_the_readings_cap_fails_closed(monkeypatch):
+    text = _NOISE.replace("\\\\" * 300, "\\\\" * 32) + " " + _b64(_entities(VALUE))
+    assert known_secrets.matcher(ENV).hit(text)[0] == NAME   # all readings examined: the value is found
+    monkeypatch.setattr(taint, "MAX_VIEWS", 40)
+    views, why = taint.examine(text)
+    assert len(views) == 40 and "readings" in why
+    assert known_secrets.matcher(ENV).hit(text) == (taint.UNCHECKED, why)
+    assert known_secrets.redactor(ENV)("ok line\n" + text).startswith("ok line\n[tao-brev: withheld")
     hit = known_secrets.matcher(ENV).hit("x " * (taint.MAX_VIEW_CHARS // 2 + 8))
     assert hit is not None and hit[0] == taint.UNCHECKED
     for ordinary in ("epoch 3/80: loss=0.4312 acc=0.91 lr=1e-4 [00:12<01:40, 7.2it/s]",

@@ -57,6 +57,9 @@ _CONTROL_RE = lazy_re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 # zero-width characters.
 _IGNORED_RE = lazy_re.compile(r"[\s'\"`\\\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u2060\ufeff]+")
 _BREAK_RE = lazy_re.compile(r"\\?\r?\n[ \t]*")
+# A line break with the next line's comment marker (YAML/shell ``#``, C ``//``, SQL ``--``, ``;``, ``*``, ``>``):
+# a value wrapped over comment lines.
+_COMMENT_BREAK_RE = lazy_re.compile(r"\\?\r?\n[ \t]*(?:#+|//+|--|;+|\*+|>+)?[ \t]*")
 _BACKSLASH_RE = lazy_re.compile(r"\\(?:[uUxX]\{([0-9a-fA-F]{1,6})\}|[uU]\+?([0-9a-fA-F]{4})(?![0-9a-fA-F]{4})|U([0-9a-fA-F]{8})"
                                 r"|u([0-9a-fA-F]{4})|[xX]([0-9a-fA-F]{1,2})|([0-7]{1,3})|(.))", re.S)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "a": "\a", "0": "\0", "e": "\x1b"}
@@ -249,10 +252,10 @@ def examine(text: str, shortest: int = MIN_FORM) -> tuple[list[tuple[str, str]],
     if first != text:   # a value inside an escape sequence (an OSC window title)
         seen.add(text)
         out.append(("inside terminal escapes", text))
-    joined = _BREAK_RE.sub("", first)
-    if joined != first:
-        seen.add(joined)
-        out.append(("lines joined", joined))
+    for joined in (_BREAK_RE.sub("", first), _COMMENT_BREAK_RE.sub("", first)):
+        if joined not in seen:
+            seen.add(joined)
+            out.append(("lines joined", joined))
     level = list(out)
     for _depth in range(2):
         below = []

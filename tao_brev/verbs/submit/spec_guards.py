@@ -49,6 +49,10 @@ def _read_spec(path: str) -> tuple[str, dict]:
     if not isinstance(data, dict):
         raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not a YAML mapping",
                            "A TAO spec is a mapping of sections (train:, model:, dataset:, ...).")
+    # The raw text travels to the instance as spec.yaml, comments and all: every reading the
+    # normaliser gives of it is searched (base64 in a comment), and a text it cannot examine whole
+    # is refused, before the parsed strings are.
+    known_secrets.refuse(text, f"spec {path}", decoded=True)
     refuse_secrets(text, f"spec {path}")   # known values (any encoding), then the lint
     known_secrets.refuse_parsed(data, f"spec {path}")   # ... and every key and string YAML decodes
     nodes = _node_counts(data)
@@ -159,7 +163,7 @@ def _refuse_secret_overrides(overrides: list[str], env: dict) -> None:
     known secret values first (as written, then as parsed: :func:`_override_views`),
     then the lint."""
     for number, item in enumerate(overrides, 1):
-        known_secrets.refuse(item, f"override {number}", env)
+        known_secrets.refuse(item, f"override {number}", env, decoded=True)   # every reading of its raw text
         key, views = _override_views(item)
         for view in views:
             known_secrets.refuse_parsed({key: view}, f"override {number}", env)
