@@ -83,6 +83,18 @@ def strip_terminal(text: str) -> str:
     return _CONTROL_RE.sub("", text)
 
 
+def backspaced(text: str) -> str:
+    """``text`` as a terminal shows it after its backspaces (``x\\b`` erases ``x``). Linear."""
+    out: list[str] = []
+    for char in text:
+        if char == "\b":
+            if out and out[-1] != "\n":
+                out.pop()
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 def canon(text: str) -> str:
     """``text`` as compared: blanks, line breaks, quotes, backslashes, controls (ESC and BEL
     too: what is left of an escape sequence stays) and zero-width characters dropped."""
@@ -232,6 +244,9 @@ def _decoders(text: str, shortest: int = MIN_FORM) -> Iterable[tuple[str, str]]:
         yield "NFKC", unicodedata.normalize("NFKC", text)
 
 
+_FIRST_VIEWS = ("as written", "lines joined", "inside terminal escapes", "backspaces applied")
+
+
 def views(text: str, shortest: int = MIN_FORM) -> list[tuple[str, str]]:
     """[(how, reading), ...] of ``text`` (:func:`examine`'s readings)."""
     return examine(text, shortest)[0]
@@ -252,6 +267,11 @@ def examine(text: str, shortest: int = MIN_FORM) -> tuple[list[tuple[str, str]],
     if first != text:   # a value inside an escape sequence (an OSC window title)
         seen.add(text)
         out.append(("inside terminal escapes", text))
+    if "\b" in text:   # what a terminal shows once the backspaces erased what they follow
+        shown = strip_terminal(backspaced(text))
+        if shown not in seen:
+            seen.add(shown)
+            out.append(("backspaces applied", shown))
     for joined in (_BREAK_RE.sub("", first), _COMMENT_BREAK_RE.sub("", first)):
         if joined not in seen:
             seen.add(joined)
@@ -271,7 +291,7 @@ def examine(text: str, shortest: int = MIN_FORM) -> tuple[list[tuple[str, str]],
                 if len(out) >= MAX_VIEWS:
                     return out, f"more than the {MAX_VIEWS} readings the check examines"
                 seen.add(decoded)
-                item = (step if how in ("as written", "lines joined", "inside terminal escapes") else f"{how}, {step}",
+                item = (step if how in _FIRST_VIEWS else f"{how}, {step}",
                         decoded)
                 out.append(item)
                 below.append(item)
