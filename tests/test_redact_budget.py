@@ -147,3 +147,79 @@ def test_backslash_layers_report_when_more_are_left():
 
 def test_entities_helper_is_not_the_value():
     assert html.unescape(_entities(VALUE)) == VALUE and VALUE not in _entities(VALUE)
+
+
+# -- file names: every one checked, however many (tao_brev/secrets/file_names.py) -------------
+
+NAME_FORMS = {"verbatim": VALUE, "base64 of entities": _b64(_entities(VALUE)),
+              "URL-encoded": quote(VALUE, safe=""), "hex": VALUE.encode().hex()}
+
+
+def _many_names(tainted: str, before_bytes: int) -> list[str]:
+    names = [f"images/train/{i:07d}_frame_with_a_long_descriptive_name.jpg" for i in range(before_bytes // 50 + 1)]
+    return [*names, f"labels/{tainted.replace('/', '_')}.txt", "z/last.txt"]
+
+
+@pytest.mark.parametrize("form", sorted(NAME_FORMS))
+def test_a_tainted_name_after_more_names_than_the_normaliser_reads_is_refused_and_never_kept(monkeypatch, form):
+    """The normaliser's size cap scaled down (1 MiB of names costs ~20 s a search on 2 cores):
+    the same code path as a tainted name after 1 MiB of names."""
+    monkeypatch.setattr(taint, "MAX_VIEW_CHARS", 16384)
+    monkeypatch.setattr(file_names, "CHUNK_CHARS", 4096)
+    names = _many_names(NAME_FORMS[form].replace("/", "_") if form == "verbatim" else NAME_FORMS[form], 40_000)
+    env = {NAME: VALUE.replace("/", "_")} if form == "verbatim" else ENV
+    assert sum(map(len, names)) > 2 * taint.MAX_VIEW_CHARS
+    with pytest.raises(TaoBrevError) as err:
+        file_names.refuse_names(names, "input data", env)
+    assert err.value.code == "SECRET_IN_IDENTIFIER" and f"file {len(names) - 1} of {len(names)}" in err.value.message
+    stored = file_names.stored_names(names, env)
+    assert stored[-2].startswith(file_names.DIGEST_PREFIX) and stored[:-2] == names[:-2] and stored[-1] == names[-1]
+    assert names[-2] not in file_names.without_tainted({n: 1 for n in names}, env)
+    assert file_names.tainted(names, env) == [names[-2]]
+
+
+def test_chunks_cover_every_name_once_and_a_name_longer_than_a_chunk_alone():
+    names = ["a" * 10, None, "b" * file_names.CHUNK_CHARS, "c", "d" * (file_names.CHUNK_CHARS // 2),
+             "e" * (file_names.CHUNK_CHARS // 2)]
+    runs = list(file_names._chunks(names))
+    assert sorted(i for r in runs for i in r) == [0, 2, 3, 4, 5]
+    assert [2] in runs and all(sum(len(names[i]) + 1 for i in r) <= file_names.CHUNK_CHARS or len(r) == 1
+                               for r in runs)
+
+
+def test_a_name_the_normaliser_cannot_examine_whole_counts_as_tainted():
+    deep = "x" * 20
+    for _ in range(taint.MAX_BACKSLASH_DEPTH + 3):
+        deep = json.dumps(deep)
+    assert file_names.tainted(["ok.jpg", deep], ENV) == [deep]
+    assert file_names.stored_name(deep, ENV).startswith(file_names.DIGEST_PREFIX)
+
+
+def test_results_archive_member_names_holding_a_value_are_kept_as_digests(tmp_path):
+    import io
+    import tarfile
+
+    from tao_brev.secrets import archive_names
+
+    src, out = tmp_path / "r.tar.gz", tmp_path / "clean.tar.gz"
+    bad = f"ckpt_{VALUE.replace('/', '_')}.pth"
+    env = {NAME: VALUE.replace("/", "_")}
+    with tarfile.open(src, "w:gz") as tar:
+        for name, data in ((f"train/{bad}", b"weights"), ("train/ok.pth", b"ok"),
+                           *((f"train/f{i}.txt", b"x") for i in range(50))):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        link = tarfile.TarInfo("train/latest.pth")
+        link.type, link.linkname = tarfile.SYMTYPE, bad
+        tar.addfile(link)
+    assert archive_names.tainted_members(src, env) == 2
+    assert archive_names.rewrite_without_tainted(src, out, env) == 2
+    with tarfile.open(out, "r:gz") as tar:
+        names = tar.getnames()
+        assert not any(env[NAME] in n for n in names) and "train/ok.pth" in names
+        digest = file_names.stored_name(bad, env)
+        assert tar.extractfile(f"train/{digest}").read() == b"weights"
+        assert tar.getmember("train/latest.pth").linkname == digest
+    assert archive_names.rewrite_without_tainted(out, tmp_path / "again.tar.gz", env) == 0
+    assert not (tmp_path / "again.tar.gz").exists()

@@ -10,7 +10,7 @@ replaced by :func:`stored_name` (``sha256:<hex of the name>``) or left out
 Every name is checked, however many there are: the names are searched in chunks of whole
 names, each short enough for the normaliser to examine every reading of it
 (:data:`CHUNK_CHARS`); a chunk that hits, or that the normaliser could not examine whole, is
-searched name by name, and a name it cannot examine whole counts as holding a value (fail
+halved until each hit is one name, and a name it cannot examine whole counts as holding a value (fail
 closed: refused at staging, kept as its digest elsewhere). Linear in the names' total length.
 """
 
@@ -47,11 +47,21 @@ def _chunks(names: Sequence[str]) -> Iterable[list[int]]:
 def _hits(names: Sequence[str], env: Mapping[str, str] | None) -> list[int]:
     """Indexes of ``names`` that hold a known value (in any form or reading), or that the
     normaliser could not examine whole (fail closed)."""
-    hits = []
+    hits: list[int] = []
     for run in _chunks(names):
-        if find("\n".join(names[i] for i in run), env, decoded=True):
-            hits += [i for i in run if find(names[i], env, decoded=True)]
+        hits += _narrow(names, run, env)
     return hits
+
+
+def _narrow(names: Sequence[str], run: list[int], env: Mapping[str, str] | None) -> list[int]:
+    """The names of ``run`` that hit, halving a run that hits until each hit is one name
+    (a few searches per hit, each over fewer names)."""
+    if not find("\n".join(names[i] for i in run), env, decoded=True):
+        return []
+    if len(run) == 1:
+        return run
+    middle = len(run) // 2
+    return _narrow(names, run[:middle], env) + _narrow(names, run[middle:], env)
 
 
 def refuse_names(names: Sequence[str], where: str, env: Mapping[str, str] | None = None) -> None:
