@@ -163,10 +163,11 @@ def _refuse_secret_overrides(overrides: list[str], env: dict) -> None:
     known secret values first (as written, then as parsed: :func:`_override_views`),
     then the lint."""
     for number, item in enumerate(overrides, 1):
-        known_secrets.refuse(item, f"override {number}", env, decoded=True)   # every reading of its raw text
+        known_secrets.refuse(item, f"override {number}", env)
         key, views = _override_views(item)
         for view in views:
             known_secrets.refuse_parsed({key: view}, f"override {number}", env)
+        known_secrets.refuse(item, f"override {number}", env, decoded=True)   # every reading of its raw text
         findings = redact.lint(item)
         if findings:
             raise TaoBrevError("SECRET_IN_COMMAND", f"override {number} ({findings[0].name}) holds a literal "
