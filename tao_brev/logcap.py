@@ -228,32 +228,36 @@ def bound(text: str | None, *, lines: int | None = None, line_bytes: int = LINE_
 
 def _line(text: str, start: int, end: int, line_bytes: int, margin: int, cut_tag: str | None, cut: Cut,
           forms: tuple[str, ...]) -> str:
-    """One kept line: the instance's cut marker read, progress collapsed, the line cap applied."""
+    """One kept line: the instance's cut marker read, the line redacted AS RECEIVED (a value split
+    by ``\r``, a backspace or an escape is whole only there), then progress collapsed and the line
+    cap applied, the kept edge stripped of any partial form."""
     remote_cut = 0
     if cut_tag and text.startswith(cut_tag, start):
         space = text.find(" ", start + len(cut_tag), end)
         if space > 0 and text[start + len(cut_tag):space].isdigit():
             remote_cut = int(text[start + len(cut_tag):space])
             start = space + 1
-    while end > start and text[end - 1] == "\r":
-        end -= 1
-    cr = text.rfind("\r", start, end)
+    # Redaction first, on the line as received: a value holding (or split by) a carriage return,
+    # a backspace or an escape sequence is whole here, and would not be after the collapse or a cut.
+    first = max(start, end - line_bytes - 16 * margin - 64)   # controls inside a value make it longer
+    line = redacted(text[first:end])
+    edge = remote_cut > 0 or first > start   # the kept text does not start at the line's start
+    trimmed = line.rstrip("\r")
+    cr = trimmed.rfind("\r")
+    skipped = 0   # bytes before the window that the line cap drops (a collapse drops them too)
+    if cr < 0 and first > start:
+        cr_before = text.rfind("\r", start, first)
+        skipped = _utf8_size(text, (cr_before + 1) if cr_before >= 0 else start, first)
+        cut.progress_collapsed += cr_before >= 0
     if cr >= 0:
         cut.progress_collapsed += 1
-        start = cr + 1
-    chars = end - start   # a character is 1 to 4 UTF-8 bytes: fewer than line_bytes / 4 always fit
-    if chars > line_bytes or (chars * 4 > line_bytes and _utf8_size(text, start, end) > line_bytes):
-        # cut here: redact first (end + margin), then keep the last line_bytes BYTES, whole characters
-        first = max(start, end - line_bytes - margin)
-        window = redacted(text[first:end])
-        kept = _tail_bytes(window, line_bytes)
-        local_cut = _utf8_size(text, start, first) + _utf8_size(window, 0, len(window)) - _utf8_size(kept, 0, len(kept))
-        piece = strip_partial_prefix(kept, forms)
-        remote_cut += local_cut
-    else:
-        piece = text[start:end]
-        if remote_cut:
-            piece = strip_partial_prefix(piece, forms)
+        trimmed, edge = trimmed[cr + 1:], True   # what a terminal shows; a value's tail is stripped below
+    if _utf8_size(trimmed, 0, len(trimmed)) > line_bytes:
+        kept = _tail_bytes(trimmed, line_bytes)
+        skipped += _utf8_size(trimmed, 0, len(trimmed)) - _utf8_size(kept, 0, len(kept))
+        trimmed, edge = kept, True
+    remote_cut += skipped
+    piece = strip_partial_prefix(trimmed, forms) if edge else trimmed
     if remote_cut:
         cut.lines_cut += 1
         cut.bytes_cut += remote_cut

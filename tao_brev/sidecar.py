@@ -109,7 +109,12 @@ class SidecarStore:
             text = (f"[tao-brev: the log was not saved: the job was given {', '.join(missing)} by --env and "
                     "the shell that ran teardown had not their values (or not the same ones), so it could not "
                     "be redacted]\n")
-        atomic_write_text(path, redact.redact_values(redact.redact(strip_terminal(text))))
+        def hide(part: str) -> str:
+            return redact.redact_values(redact.redact(part))
+
+        # redacted as received (a value holding an escape or a control is whole only there), then
+        # stripped of escapes, then redacted again (a value an escape sequence split is whole now)
+        atomic_write_text(path, hide(strip_terminal(hide(text))))
         return path
 
     def saved_logs(self, job_id: str) -> str | None:

@@ -249,7 +249,7 @@ def test_backslash_layers_decode_surrogate_pairs_and_bad_escapes():
     assert taint._backslash_once("\\u{110000}") == ""
     assert taint._as_bytes_repr("\xc3\xb6") == "\u00f6" and taint._as_bytes_repr("abc") is None
     assert taint._as_bytes_repr("\u00f6\u4e00") is None
-    assert len(taint._backslashes("\\\\" * 300)) <= 2 * taint.MAX_BACKSLASH_DEPTH
+    assert len(taint._backslashes("\\\\" * 300)[0]) <= 2 * taint.MAX_BACKSLASH_DEPTH
 
 
 def test_quoted_printable_and_hex_and_decimal_readings():

@@ -13,6 +13,7 @@ checked at. One job per module, in dependency order (no module imports one liste
 - ``safe_read``: every read bounded (regular files only, size caps)
 - ``proof``: keyed digests of a job's ``--env`` values, verdicts of a later verb
 - ``file_names``: file names holding a known value (refused, stored as digests)
+- ``archive_names``: a kept results archive's member names holding a value, rewritten as digests
 - ``interpolation``: what a spec string may become once OmegaConf evaluates it
 
 Nothing is imported here: a caller imports the module it needs.

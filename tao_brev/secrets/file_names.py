@@ -7,8 +7,11 @@ input and the file's place in its listing, never the name). A result file name, 
 name a state file would keep (``hash-cache.json``, ``s3-index/*.json``, manifests), is
 replaced by :func:`stored_name` (``sha256:<hex of the name>``) or left out
 (:func:`without_tainted`): a state file never holds the value, not even redacted.
-One search over all names joined (a manifest may list 100,000 files); names are searched
-one by one only when that search hits.
+Every name is checked, however many there are: the names are searched in chunks of whole
+names, each short enough for the normaliser to examine every reading of it
+(:data:`CHUNK_CHARS`); a chunk that hits, or that the normaliser could not examine whole, is
+halved until each hit is one name, and a name it cannot examine whole counts as holding a value (fail
+closed: refused at staging, kept as its digest elsewhere). Linear in the names' total length.
 """
 
 from __future__ import annotations
@@ -18,16 +21,47 @@ from typing import Iterable, Mapping, Sequence
 
 from ..errors import TaoBrevError
 from .search import find
+from .taint import MAX_VIEW_CHARS
 
 DIGEST_PREFIX = "sha256:"
+CHUNK_CHARS = MAX_VIEW_CHARS // 4   # names joined per search: every reading of them fits the normaliser's cap
+
+
+def _chunks(names: Sequence[str]) -> Iterable[list[int]]:
+    """Indexes of ``names`` (strings only) in runs whose names joined are at most CHUNK_CHARS
+    long (a longer name alone); every string is in exactly one run."""
+    run: list[int] = []
+    size = 0
+    for i, name in enumerate(names):
+        if not isinstance(name, str):
+            continue
+        if run and size + len(name) + 1 > CHUNK_CHARS:
+            yield run
+            run, size = [], 0
+        run.append(i)
+        size += len(name) + 1
+    if run:
+        yield run
 
 
 def _hits(names: Sequence[str], env: Mapping[str, str] | None) -> list[int]:
-    """Indexes of ``names`` that hold a known value (in any form or reading)."""
-    texts = [n for n in names if isinstance(n, str)]
-    if not texts or not find("\n".join(texts), env, decoded=True):
+    """Indexes of ``names`` that hold a known value (in any form or reading), or that the
+    normaliser could not examine whole (fail closed)."""
+    hits: list[int] = []
+    for run in _chunks(names):
+        hits += _narrow(names, run, env)
+    return hits
+
+
+def _narrow(names: Sequence[str], run: list[int], env: Mapping[str, str] | None) -> list[int]:
+    """The names of ``run`` that hit, halving a run that hits until each hit is one name
+    (a few searches per hit, each over fewer names)."""
+    if not find("\n".join(names[i] for i in run), env, decoded=True):
         return []
-    return [i for i, name in enumerate(names) if isinstance(name, str) and find(name, env, decoded=True)]
+    if len(run) == 1:
+        return run
+    middle = len(run) // 2
+    return _narrow(names, run[:middle], env) + _narrow(names, run[middle:], env)
 
 
 def refuse_names(names: Sequence[str], where: str, env: Mapping[str, str] | None = None) -> None:

@@ -25,6 +25,7 @@ from ..errors import TaoBrevError
 from .forms import LONG_TEXT, encodings  # noqa: F401  (handed on)
 from .names import BUNDLE_CREDENTIALS, MIN_VALUE_LENGTH  # noqa: F401  (handed on)
 from .parsed import find_parsed, parsed_strings, refuse_parsed  # noqa: F401  (handed on)
+from .taint import UNCHECKED
 from .search import find, json_forms_pattern, matcher, redact_text, redactor  # noqa: F401  (handed on)
 from .values import (DEFAULT, Registry, held_value, is_credential_env_name, minted,  # noqa: F401  (handed on)
                      observe_env, reset, unprove, unproven, unset_watched, values, watch)
@@ -32,15 +33,19 @@ from .values import (DEFAULT, Registry, held_value, is_credential_env_name, mint
 
 def describe(hits: list[tuple[str, str, int]], limit: int = 5) -> str:
     """``the value of HF_TOKEN (verbatim, line 3)``, ... (names and places, never values)."""
-    parts = [f"the value of {name} ({how}, line {line})" for name, how, line in hits[:limit]]
+    parts = [f"the value of {name} ({how}, line {line})" if name != UNCHECKED else
+             f"text the check could not examine whole ({how}, line {line}: refused, not passed)"
+             for name, how, line in hits[:limit]]
     more = f" and {len(hits) - limit} more" if len(hits) > limit else ""
     return ", ".join(parts) + more
 
 
-def refuse(text: str, where: str, env: Mapping[str, str] | None = None, registry: Registry | None = None) -> None:
+def refuse(text: str, where: str, env: Mapping[str, str] | None = None, registry: Registry | None = None,
+           decoded: bool = False) -> None:
     """Raise SECRET_IN_COMMAND when ``text`` (about to leave this process as
-    ``where``) holds a known secret value, in any encoding."""
-    hits = find(text, env, registry=registry)
+    ``where``) holds a known secret value, in any encoding; ``decoded``: also in any reading
+    the normaliser gives (``taint.examine``), and a text it cannot examine whole is refused."""
+    hits = find(text, env, registry=registry, decoded=decoded)
     if hits:
         raise TaoBrevError("SECRET_IN_COMMAND", f"{where} holds {describe(hits)}",
                            "Refer to a credential by name only (--env NAME; ${oc.env:NAME} or $NAME in a spec); "

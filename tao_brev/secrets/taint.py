@@ -10,7 +10,10 @@ searches each reading (a *view*) for every form of every known value, with
 whitespace, quotes, backslashes and control characters dropped on both sides.
 
 Decoders (each linear in the text's length; at most :data:`MAX_VIEWS` views, each at
-most :data:`MAX_VIEW_CHARS` characters, so the whole check is linear):
+most :data:`MAX_VIEW_CHARS` characters, so the whole check is linear). A text whose readings
+exceed a cap (too many, too long, escapes nested deeper than :data:`MAX_BACKSLASH_DEPTH`) is
+not passed: :meth:`Matcher.hit` answers :data:`UNCHECKED` and the caller withholds or refuses
+it (fail closed):
 
 * terminal escapes (CSI, OSC, DCS, single-character ESC sequences, C1 controls) removed;
 * lines joined where a token is broken (newline and indentation dropped);
@@ -40,8 +43,8 @@ from typing import Callable, Iterable
 from urllib.parse import unquote, unquote_plus
 
 
-MAX_VIEWS = 96                 # readings of one text, at most
-MAX_VIEW_CHARS = 1 << 20       # characters of one reading (1 MiB), at most
+MAX_VIEWS = 256                # readings of one text, at most (more: the text is withheld)
+MAX_VIEW_CHARS = 1 << 20       # characters of one reading (1 MiB), at most (more: withheld)
 MAX_BACKSLASH_DEPTH = 8        # JSON inside JSON ..., layers decoded
 MIN_FORM = 8                   # names.MIN_VALUE_LENGTH
 
@@ -53,6 +56,9 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 # zero-width characters.
 _IGNORED_RE = re.compile(r"[\s'\"`\\\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u2060\ufeff]+")
 _BREAK_RE = re.compile(r"\\?\r?\n[ \t]*")
+# A line break with the next line's comment marker (YAML/shell ``#``, C ``//``, SQL ``--``, ``;``, ``*``, ``>``):
+# a value wrapped over comment lines.
+_COMMENT_BREAK_RE = re.compile(r"\\?\r?\n[ \t]*(?:#+|//+|--|;+|\*+|>+)?[ \t]*")
 _BACKSLASH_RE = re.compile(r"\\(?:[uUxX]\{([0-9a-fA-F]{1,6})\}|[uU]\+?([0-9a-fA-F]{4})(?![0-9a-fA-F]{4})|U([0-9a-fA-F]{8})"
                                 r"|u([0-9a-fA-F]{4})|[xX]([0-9a-fA-F]{1,2})|([0-7]{1,3})|(.))", re.S)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "a": "\a", "0": "\0", "e": "\x1b"}
@@ -74,6 +80,18 @@ def strip_terminal(text: str) -> str:
     if "\x1b" in text or "\x9b" in text:
         text = _TERMINAL_RE.sub("", text)
     return _CONTROL_RE.sub("", text)
+
+
+def backspaced(text: str) -> str:
+    """``text`` as a terminal shows it after its backspaces (``x\\b`` erases ``x``). Linear."""
+    out: list[str] = []
+    for char in text:
+        if char == "\b":
+            if out and out[-1] != "\n":
+                out.pop()
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def canon(text: str) -> str:
@@ -110,18 +128,23 @@ def _backslash_once(text: str) -> str:
     return out
 
 
-def _backslashes(text: str) -> list[str]:
-    """Each layer of backslash escapes decoded, outermost first (JSON nested N deep: N layers)."""
+def _backslashes(text: str) -> tuple[list[str], bool]:
+    """(each layer of backslash escapes decoded, outermost first (JSON nested N deep: N layers),
+    True when no layer is left undecoded: False when :data:`MAX_BACKSLASH_DEPTH` layers were
+    decoded and one more would still change the text)."""
     layers = []
     for _ in range(MAX_BACKSLASH_DEPTH):
         if "\\" not in text:
-            break
-        text = _backslash_once(text)
+            return layers, True
+        decoded = _backslash_once(text)
+        if decoded == text:   # only a lone trailing backslash: nothing more to decode
+            return layers, True
+        text = decoded
         layers.append(text)
         latin = _as_bytes_repr(text)
         if latin is not None:
             layers.append(latin)
-    return layers
+    return layers, "\\" not in text or _backslash_once(text) == text
 
 
 def _as_bytes_repr(text: str) -> str | None:
@@ -142,7 +165,7 @@ def _readings(chunks: list[bytes]) -> list[str]:
     out = [_SEP.join(c.decode("utf-8", "ignore") for c in chunks),
            _SEP.join(c.decode("utf-16-le", "ignore") for c in chunks),
            _SEP.join(c[1:].decode("utf-16-le", "ignore") for c in chunks)]
-    if any(b >= 0x80 for c in chunks for b in c[:256]):
+    if not all(c.isascii() for c in chunks):   # every byte of every chunk looked at, never a prefix
         out.append(_SEP.join(c.decode("latin-1") for c in chunks))
     return out
 
@@ -174,9 +197,14 @@ def _hex_runs(text: str, shortest: int = MIN_FORM) -> list[str]:
             part = digits[skip:]
             chunks.append(bytes.fromhex(part[:len(part) // 2 * 2]))
     for m in _DEC_LIST_RE.finditer(text) if text.count(",") + text.count(";") >= 7 else ():
-        numbers = [int(n) for n in re.findall(r"\d+", m.group())]
-        if all(n < 256 for n in numbers):
-            chunks.append(bytes(numbers))
+        run: list[int] = []   # a number above 255 ends a run of bytes, never hides the list
+        for number in [int(n) for n in re.findall(r"\d+", m.group())] + [256]:
+            if number < 256:
+                run.append(number)
+                continue
+            if len(run) >= shortest:
+                chunks.append(bytes(run))
+            run = []
     return _readings(chunks)
 
 
@@ -195,8 +223,11 @@ def _decoders(text: str, shortest: int = MIN_FORM) -> Iterable[tuple[str, str]]:
         if "+" in text:
             yield "URL-decoded", unquote_plus(text)
     if "\\" in text:
-        for layer in _backslashes(text):
+        layers, complete = _backslashes(text)
+        for layer in layers:
             yield "escapes decoded", layer
+        if not complete:
+            yield "escapes nested deeper than the check decodes", None
     if "&" in text:
         yield "HTML-decoded", html.unescape(text)
     if "+" in text and _CODE_POINT_RE.search(text):
@@ -212,37 +243,59 @@ def _decoders(text: str, shortest: int = MIN_FORM) -> Iterable[tuple[str, str]]:
         yield "NFKC", unicodedata.normalize("NFKC", text)
 
 
+_FIRST_VIEWS = ("as written", "lines joined", "inside terminal escapes", "backspaces applied")
+
+
 def views(text: str, shortest: int = MIN_FORM) -> list[tuple[str, str]]:
-    """[(how, reading), ...] of ``text``: itself with terminal escapes removed, its lines joined,
-    and each decoder's reading, two layers deep (``%2541`` -> ``%41`` -> ``A``; base64 of a
-    URL-encoded value), at most :data:`MAX_VIEWS`, each cut at :data:`MAX_VIEW_CHARS`."""
-    first = strip_terminal(text)[:MAX_VIEW_CHARS]
+    """[(how, reading), ...] of ``text`` (:func:`examine`'s readings)."""
+    return examine(text, shortest)[0]
+
+
+def examine(text: str, shortest: int = MIN_FORM) -> tuple[list[tuple[str, str]], str | None]:
+    """([(how, reading), ...], why not all): the readings of ``text``: itself with terminal
+    escapes removed, its lines joined, and each decoder's reading, two layers deep (``%2541`` ->
+    ``%41`` -> ``A``; base64 of a URL-encoded value), at most :data:`MAX_VIEWS`, each at most
+    :data:`MAX_VIEW_CHARS`. ``why not all`` is None when every reading the decoders give was
+    listed, else why one was not (too many, too long, escapes nested too deep): the caller
+    withholds or refuses the text (fail closed), it never passes one it could not examine whole."""
+    if len(text) > MAX_VIEW_CHARS:
+        return [("as written", text[:MAX_VIEW_CHARS])], f"longer than the {MAX_VIEW_CHARS} characters the check reads"
+    first = strip_terminal(text)
     seen = {first}
     out = [("as written", first)]
-    if first != text[:MAX_VIEW_CHARS]:   # a value inside an escape sequence (an OSC window title)
-        seen.add(text[:MAX_VIEW_CHARS])
-        out.append(("inside terminal escapes", text[:MAX_VIEW_CHARS]))
-    joined = _BREAK_RE.sub("", first)
-    if joined != first:
-        seen.add(joined)
-        out.append(("lines joined", joined))
+    if first != text:   # a value inside an escape sequence (an OSC window title)
+        seen.add(text)
+        out.append(("inside terminal escapes", text))
+    if "\b" in text:   # what a terminal shows once the backspaces erased what they follow
+        shown = strip_terminal(backspaced(text))
+        if shown not in seen:
+            seen.add(shown)
+            out.append(("backspaces applied", shown))
+    for joined in (_BREAK_RE.sub("", first), _COMMENT_BREAK_RE.sub("", first)):
+        if joined not in seen:
+            seen.add(joined)
+            out.append(("lines joined", joined))
     level = list(out)
-    for depth in range(2):
+    for _depth in range(2):
         below = []
         for how, reading in level:
             for step, decoded in _decoders(reading, shortest):
-                decoded = strip_terminal(decoded)[:MAX_VIEW_CHARS]
+                if decoded is None:
+                    return out, step
+                decoded = strip_terminal(decoded)
                 if len(decoded) < shortest or decoded in seen:
                     continue
+                if len(decoded) > MAX_VIEW_CHARS:
+                    return out, f"a reading longer than the {MAX_VIEW_CHARS} characters the check reads"
+                if len(out) >= MAX_VIEWS:
+                    return out, f"more than the {MAX_VIEWS} readings the check examines"
                 seen.add(decoded)
-                item = (step if how in ("as written", "lines joined", "inside terminal escapes") else f"{how}, {step}",
+                item = (step if how in _FIRST_VIEWS else f"{how}, {step}",
                         decoded)
                 out.append(item)
                 below.append(item)
-                if len(out) >= MAX_VIEWS:
-                    return out
         level = below
-    return out
+    return out, None
 
 
 class Matcher:
@@ -282,14 +335,21 @@ class Matcher:
         return self.owners[m.group()] if m else None
 
     def hit(self, text: str) -> tuple[object, str] | None:
+        """(owner, how) of the first known value a reading of ``text`` holds; (:data:`UNCHECKED`,
+        why) when none does but not every reading could be examined (fail closed); else None."""
         if not self.owners or not text or len(text) < self.shortest:
             return None
-        for how, reading in views(text, self.shortest):
+        readings, incomplete = examine(text, self.shortest)
+        for how, reading in readings:
             owner = self._in(canon(reading))
             if owner is not None:
                 return owner, how
-        return None
+        return None if incomplete is None else (UNCHECKED, incomplete)
 
+
+# The owner of a hit that is no value found but a text not examined whole: it is withheld or
+# refused as if it held one (the guarantee rests on certainty, never on a budget).
+UNCHECKED = "a credential variable, not ruled out"
 
 NOTE = "[tao-brev: withheld: this line held the value of {name} ({how}); the rest of the output is shown]"
 

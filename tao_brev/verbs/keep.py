@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 
 from .. import nextstep, remote, s3 as storage
-from ..secrets import redact
+from ..secrets import archive_names, redact
 from ..context import Context, say
 from ..errors import TaoBrevError
 from ..fsio import private_dir
@@ -115,8 +115,26 @@ def _fetch_one(ctx: Context, instance: str, job_id: str, section) -> dict:
                            f"({got_size} bytes, sha256 {got_sha[:12]}... here; {size} bytes, sha256 "
                            f"{sha256[:12]}... there)")
     os.chmod(part, 0o600)   # what the job wrote, unredacted: the owner's only (scp keeps the remote mode)
+    renamed = _names_as_digests(part)   # a member name holding a known value: kept as its digest only
+    if renamed:
+        size, sha256 = part.stat().st_size, storage.file_checksum(part)
     os.replace(part, target)
-    return {"path": str(target), "sha256": sha256, "bytes": size, "at": now_iso()}
+    return {"path": str(target), "sha256": sha256, "bytes": size, "at": now_iso(),
+            **({"names_as_digests": renamed} if renamed else {})}
+
+
+def _names_as_digests(part: Path) -> int:
+    """Rewrite the copied archive with each member name holding a known value as its digest
+    (``secrets.archive_names``); how many were renamed."""
+    clean = part.with_name(part.name + ".names")
+    try:
+        renamed = archive_names.rewrite_without_tainted(part, clean)
+        if renamed:
+            os.chmod(clean, 0o600)
+            os.replace(clean, part)
+        return renamed
+    finally:
+        clean.unlink(missing_ok=True)
 
 
 def save_from(ctx: Context, instance: str, sidecars: list[dict]) -> tuple[list[dict], list[str]]:

@@ -97,8 +97,6 @@ def _script(ctx: Context, req: SubmitRequest, plan: Plan) -> None:
     refuse_long_script(plan.script, len(req.overrides))
 
 
-GUARDS = (_env_values, _credentials, _names, _image, guard_spec_file, guard_overrides, _schema, _history, _where,
-          _warnings, _script)
 
 
 def _input_mounts(inputs: list[str]) -> list[tuple[str, str, bool]]:
@@ -126,13 +124,45 @@ def _refuse_unsafe_credentials(ctx: Context, req: SubmitRequest) -> None:
         raise TaoBrevError("BUNDLE_CREDENTIAL_ENV", f"--env {', '.join(own)}: the bundle's own credential never "
                            "reaches a container unless --allow-bundle-credential-env says the job needs it")
     known_secrets.refuse_short([*req.env_names, *redact.SECRET_ENV_NAMES], ctx.env)
+    known_secrets.refuse_in_identifiers(stored_identifiers(req), ctx.env)
+    known_secrets.refuse_in_env_identifiers(ctx.env)
+
+
+def stored_identifiers(req: SubmitRequest) -> dict[str, str]:
+    """{label: text} of every name the record, the sidecar or the job's later commands keep from the
+    request: each flag's value, the --env names, the job id's prefix (arch-action) and every word
+    of the argv before ``--`` (the sidecar's ``submit_argv``, which recovery runs again). Overrides
+    (after ``--``) are checked as spec text (SECRET_IN_COMMAND)."""
     names = {"--instance": req.instance, "--network-arch": req.network_arch, "--action": req.action,
-             "--image": req.image, "--results-root": req.results_root, "--bucket": req.bucket,
-             "--retry-of": req.retry_of, "--resume-from": req.resume_from}
+             "--image": req.image, "--spec": req.spec, "--storage-tier": req.storage_tier,
+             "--results-root": req.results_root, "--bucket": req.bucket, "--gpus": req.gpus,
+             "--shm-size": req.shm_size, "--retry-of": req.retry_of, "--resume-from": req.resume_from,
+             "the job id (network arch-action)": f"{req.network_arch}-{req.action}"}
     names.update({f"--inputs {i}": item for i, item in enumerate(req.inputs, 1)})
     names.update({f"--upload-exclude {i}": item for i, item in enumerate(req.upload_excludes, 1)})
-    known_secrets.refuse_in_identifiers(names, ctx.env)
-    known_secrets.refuse_in_env_identifiers(ctx.env)
+    names.update({f"--env {i} (its name)": item for i, item in enumerate(req.env_names, 1)})
+    if req.recover:
+        names["--recover"] = " ".join(f"{k}={v}" for k, v in sorted(req.recover.items(), key=str))
+    words = list(req.argv or [])
+    words = words[:words.index("--")] if "--" in words else words
+    names.update({f"argument {i}": word for i, word in enumerate(words, 1)})
+    return {label: text for label, text in names.items() if isinstance(text, str) and text}
+
+
+def _routed_identifiers(ctx: Context, req: SubmitRequest, plan: Plan) -> None:
+    """The names worked out from the request and the environment that the record and the sidecar
+    keep (the image the bank resolved, the results root and dir, the bucket, each staged input's
+    URI): one holding a known value is refused (SECRET_IN_IDENTIFIER) before a record opens."""
+    routing = plan.routing
+    names = {"the image": plan.image, "the results root": routing.record_root, "the bucket": routing.bucket,
+             "the instance results dir": routing.instance_root, "the results dir": routing.results_dir("JOB")}
+    if plan.stage is not None:
+        settings = plan.stage.settings
+        names.update({"the S3 endpoint": settings.endpoint_url, "the S3 region": settings.region,
+                      "the S3 bucket": settings.bucket, "the carrier image": plan.stage.carrier_image})
+    for number, inp in enumerate(getattr(plan.stage, "inputs", None) or [], 1):
+        names.update({f"input {number} name": getattr(inp, "name", None), f"input {number} URI": getattr(inp, "uri", None)})
+    known_secrets.refuse_in_identifiers({k: v for k, v in names.items() if isinstance(v, str) and v}, ctx.env)
 
 
 # An override typed where an input was expected: ``train.num_epochs=3`` (a key path, then =).
@@ -236,3 +266,7 @@ def _gpu_plan(req: SubmitRequest, checked, spec_data: dict):
     """--gpus and the spec's num_gpus / gpu_ids agree (:mod:`tao_brev.tao_gpus`), or BAD_ARGUMENT."""
     return tao_gpus.plan(gpus=req.gpus, action=req.action, config=checked.config, spec_data=spec_data,
                          overrides=list(req.overrides), rerun=req.rerun)
+
+
+GUARDS = (_env_values, _credentials, _names, _image, guard_spec_file, guard_overrides, _schema, _history, _where,
+          _routed_identifiers, _warnings, _script)

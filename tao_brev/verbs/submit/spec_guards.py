@@ -50,6 +50,10 @@ def _read_spec(path: str) -> tuple[str, dict]:
     if not isinstance(data, dict):
         raise TaoBrevError("BAD_SPEC", f"spec {path!r} is not a YAML mapping",
                            "A TAO spec is a mapping of sections (train:, model:, dataset:, ...).")
+    # The raw text travels to the instance as spec.yaml, comments and all: every reading the
+    # normaliser gives of it is searched (base64 in a comment), and a text it cannot examine whole
+    # is refused, before the parsed strings are.
+    known_secrets.refuse(text, f"spec {path}", decoded=True)
     refuse_secrets(text, f"spec {path}")   # known values (any encoding), then the lint
     known_secrets.refuse_parsed(data, f"spec {path}")   # ... and every key and string YAML decodes
     nodes = _node_counts(data)
@@ -164,6 +168,7 @@ def _refuse_secret_overrides(overrides: list[str], env: dict) -> None:
         key, views = _override_views(item)
         for view in views:
             known_secrets.refuse_parsed({key: view}, f"override {number}", env)
+        known_secrets.refuse(item, f"override {number}", env, decoded=True)   # every reading of its raw text
         findings = redact.lint(item)
         if findings:
             raise TaoBrevError("SECRET_IN_COMMAND", f"override {number} ({findings[0].name}) holds a literal "
