@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import TaoBrevError
+from .tao_schema import override_value
 
 GPU_TASKS = {"train": "train", "distill": "train", "evaluate": "evaluate", "inference": "inference"}
 KEYS = ("num_gpus", "gpu_ids")
@@ -59,8 +60,6 @@ def _count(key: str, value) -> int | None:
 
 
 def _user_overrides(overrides: list, section: str) -> dict:
-    from .tao_schema import override_value
-
     found = {}
     for item in overrides:
         key, eq, value = item.partition("=")

@@ -26,6 +26,7 @@ names file:line:column (or the override), the key path and the closest valid key
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
 from dataclasses import dataclass, field
@@ -249,8 +250,6 @@ def _drop(data: dict, path: tuple) -> bool:
 def merge_spec(omegaconf, schema, data: dict, label: str, text: str) -> tuple:
     """(merged DictConfig or None, findings) of ``OmegaConf.merge(schema, spec)``; each failing key
     is dropped and the merge repeated, so one refusal lists every problem (at most MAX_FINDINGS)."""
-    import copy
-
     data = copy.deepcopy(data)
     data.pop("hydra", None)   # hydra-core config_loader_impl.py:455-466: a primary config's hydra node is set aside
     positions = key_positions(text)

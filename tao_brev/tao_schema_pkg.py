@@ -15,12 +15,17 @@ installed with ``--no-deps``:
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+from importlib import metadata
+from importlib.util import find_spec
 from pathlib import Path
+
+from . import tao_schema
 
 
 PACKAGE = "nvidia-tao-core"
@@ -53,12 +58,8 @@ def image_version(image: str) -> str | None:
 def installed_version() -> str | None:
     """The ``nvidia-tao-core`` of this environment (read from its metadata, not imported), or None."""
     try:
-        from importlib.metadata import PackageNotFoundError, version
-    except ImportError:   # pragma: no cover - Python < 3.8
-        return None
-    try:
-        return version(PACKAGE)
-    except PackageNotFoundError:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
         return None
 
 
@@ -116,10 +117,6 @@ def locate(version: str, state_root: Path, env: dict, install: bool = True) -> s
 def import_schema(network_arch: str, version: str, where: str | None):
     """(the schema dataclass, its dotted name) of ``network_arch`` in nvidia-tao-core ``version``.
     Raises Unavailable (no omegaconf, or no schema for the network in that version)."""
-    import importlib
-
-    from . import tao_schema
-
     if where is not None and where not in sys.path:
         sys.path.insert(0, where)
     loaded = sys.modules.get("nvidia_tao_core")
@@ -152,8 +149,6 @@ def import_schema(network_arch: str, version: str, where: str | None):
 
 def networks(version: str, where: str | None) -> list:
     """The networks with a ``default_config`` in nvidia-tao-core ``version`` (directory names, not imported)."""
-    from importlib.util import find_spec
-
     if where is not None:
         base = Path(where) / "nvidia_tao_core" / "config"
     else:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 
+from .logcap import cut_redacted
 from .vocabulary import TaoStatus
 
 MAX_WARNINGS = 5                 # FAILURE lines kept in an answer (the newest)
@@ -117,8 +118,6 @@ def finished(items: list[dict]) -> bool:
 
 def warnings(items: list[dict]) -> list[str]:
     """The messages of the FAILURE lines read (the newest MAX_WARNINGS), each cut to WARNING_CHARS."""
-    from .logcap import cut_redacted
-
     found = [cut_redacted(str(x.get("message") or "FAILURE line without a message"), WARNING_CHARS)
              for x in items if x.get("status") == TaoStatus.FAILURE]   # redacted, then cut
     return found[-MAX_WARNINGS:]
@@ -129,8 +128,6 @@ def resumed_from(items: list[dict]) -> str | None:
     for item in reversed(items):
         match = _RESUMING.match(str(item.get("message") or ""))
         if match:
-            from .logcap import cut_redacted
-
             return cut_redacted(match.group(1), 300)
     return None
 

@@ -17,13 +17,13 @@ gigabytes. Errors give the file, line and column, never the text there.
 
 from __future__ import annotations
 
+from .errors import TaoBrevError
+
 MAX_NODES = 100_000      # expanded nodes of one spec (a large real TAO spec has a few hundred)
 MAX_DEPTH = 200          # nesting of collections
 
 
-def _problem(label: str, what: str, mark=None) -> "TaoBrevError":
-    from .errors import TaoBrevError
-
+def _problem(label: str, what: str, mark=None) -> TaoBrevError:
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
     return TaoBrevError("BAD_SPEC", f"{label}: {what}{where} (the text there is not repeated here)",
                         "Fix the YAML at that line and column of the spec file.")

@@ -44,6 +44,7 @@ from .recovery_chain import chain as _chain
 from . import teardown as teardown_mod
 from .job_facts import job_instance
 from .recovery_target import HEALTH_INTERVAL_S, HEALTH_WAIT_S, choose_instance
+from .submit import submit
 
 # flags of the first submit that a resubmit does not repeat (the policy lives in the chain)
 _POLICY_FLAGS = ("--recover", "--fallback-instance", "--budget-s")
@@ -244,8 +245,6 @@ def _refuse_out_of_reach(ctx: Context, source: str, here: str, target: str, foun
 
 
 def _submit(ctx: Context, request_of: Callable, argv: list[str]) -> tuple[dict, int]:
-    from .submit import submit
-
     try:
         req = request_of(argv)
     except SystemExit:   # argparse: the stored arguments no longer parse

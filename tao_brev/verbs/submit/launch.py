@@ -21,6 +21,7 @@ from ...secrets import proof as env_proof
 from ...transport import FIRST_EXEC_TIMEOUT_S
 from ...vocabulary import ErrClass, InstanceStatus, JobState, LaunchState, Source
 from .. import reconcile, recovery_chain
+from ..preflight import PreflightRequest, settle_instance
 from .outcome import LaunchOutcome, parse
 from .plan import Plan, SubmitRequest, launch_parts, script
 
@@ -62,8 +63,6 @@ def instance_running(ctx: Context, req: SubmitRequest) -> None:
     exec would start a STOPPED instance by itself (billing resumes). STOPPED is
     refused (INSTANCE_NOT_RUNNING) unless ``--start``, exactly like
     preflight.py; a starting instance is waited for; a broken one is refused."""
-    from ..preflight import PreflightRequest, settle_instance
-
     entry = ctx.brev.instance(req.instance)
     if entry is not None and str(entry.get("status") or "").upper() == InstanceStatus.RUNNING:
         return
