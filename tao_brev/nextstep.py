@@ -26,7 +26,7 @@ import shlex
 from pathlib import Path
 
 from .errors import CODES
-from .vocabulary import TERMINAL_STATES, InstanceStatus, JobState
+from .vocabulary import TERMINAL_STATES, InstanceStatus, JobState, LaunchState, StorageTier
 
 BUNDLE_ROOT = Path(__file__).absolute().parent.parent
 SCRIPTS_DIR = BUNDLE_ROOT / "scripts"
@@ -63,7 +63,7 @@ def rerun(script: str, argv: list[str]) -> str:
 
 
 def _absolute_paths(argv: list[str]) -> list[str]:
-    local_inputs = _flag(argv, "--storage-tier") in ("B", "C")
+    local_inputs = _flag(argv, "--storage-tier") in (StorageTier.B, StorageTier.C)
     out = []
     for i, word in enumerate(argv):
         flag = argv[i - 1] if i else ""
@@ -288,7 +288,7 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
     if err in ("RESULTS_UPLOAD_FAILED", "S3_VERIFY_FAILED"):
         return _set(answer, command("poll_status.py", job_id))
     if state in TERMINAL or state == JobState.UNKNOWN:
-        never_ran = answer.get("reconciled") == "never_launched"   # nothing ran: no logs to read
+        never_ran = answer.get("reconciled") == LaunchState.NEVER_LAUNCHED   # nothing ran: no logs to read
         if state == JobState.ERROR and answer.get("logs") is None and "--logs" not in argv and not never_ran:
             return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES))
         if closed(job_id) or answer.get("closed_at"):

@@ -294,4 +294,4 @@ def record_problem(record: dict) -> str | None:
 def current_state(record: dict) -> str:
     """The last transition's state (the record's view, not the backend's)."""
     transitions = record.get("transitions") or []
-    return transitions[-1]["state"] if transitions else "UNKNOWN"
+    return transitions[-1]["state"] if transitions else JobState.UNKNOWN

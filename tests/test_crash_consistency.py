@@ -25,7 +25,7 @@ import pytest
 
 from conftest import ROOT, TAO_IMAGE, validate
 from tao_brev import credentials, fsio
-from tao_brev.docker_state import JobState, from_inspect
+from tao_brev.docker_state import Observed, from_inspect
 from tao_brev.records import RecordStore
 from tao_brev.sidecar import SidecarStore
 from tao_brev.transport import Brev
@@ -344,7 +344,7 @@ def test_only_an_interrupted_cancels_leftovers_become_canceled():
     assert settled({"Status": "exited", "ExitCode": 1}) == "ERROR"      # the job's own failure
     assert settled({"Status": "exited", "ExitCode": 0}) == "COMPLETE"
     assert settled({"Status": "running"}) == "RUNNING"
-    lost = JobState("UNKNOWN", "instance deleted", gone="instance")
+    lost = Observed("UNKNOWN", "instance deleted", gone="instance")
     settle_interrupted_cancel(lost, cancel)
     assert lost.state == "UNKNOWN"
 

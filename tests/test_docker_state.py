@@ -103,7 +103,7 @@ def test_after_an_xid_the_runtime_refusal_advises_a_reset_not_the_toolkit():
     text = ("failed to create task for container: OCI runtime create failed: error running hook #0: stderr: "
             "nvidia-container-cli: initialization error: nvml error: unknown error: unknown")
     assert docker_error_code(text) == "GPU_UNHEALTHY"
-    assert "stop and start" in CODES["GPU_UNHEALTHY"].fix and "brev stop" in CODES["GPU_UNHEALTHY"].fix
+    assert "brev stop" in CODES["GPU_UNHEALTHY"].fix and "does not support stop" in CODES["GPU_UNHEALTHY"].fix
     hint = from_inspect({"Status": "created", "ExitCode": 128, "Error": text}).hint
     assert hint["advice"] == CODES["GPU_UNHEALTHY"].fix and "nvidia-ctk" not in hint["advice"]
     for line in ("NVRM: Xid (PCI:0000:00:04): 79, pid=1234, GPU has fallen off the bus.",

@@ -39,7 +39,7 @@ from .docker_errors import DOCKER_ERRORS, NGC_REGISTRY, docker_error_code, regis
 from .hints import (DISK_ADVICE, DRIVER_ADVICE, GPU_ACCESS_ADVICE, GPU_RESET_ADVICE, INFRA_ADVICE, KILL_ADVICE,
                     LOGS_ADVICE, PROGRAM_ADVICE, RESET_BY_REPLACE, RESET_BY_STOP, RESET_EITHER, RESUME,
                     SHM_ADVICE, SHM_CODE, STATES, gate_answer, gated)
-from .observe import JobState, _short, after_instance_start, from_inspect
+from .observe import Observed, _short, after_instance_start, from_inspect
 from .patterns import (EVIDENCE_CHARS, LOG_PATTERNS, MAX_EVIDENCE, OOM_HINT_REASON, STOP_EXIT_CODES, LogPattern, _cut,
                        classify_logs)
 from .rows import DOCKER_STATUSES, SIGNALS, STATE_ROWS, Facts, StateRow, row_for

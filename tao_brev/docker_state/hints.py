@@ -3,7 +3,7 @@ the job's own resume command)."""
 
 from __future__ import annotations
 
-STATES = ("PENDING", "RUNNING", "COMPLETE", "ERROR", "CANCELED", "UNKNOWN")
+from ..vocabulary import STATES  # noqa: F401 (docker_state.STATES, the status vocabulary)
 
 # The resume command of an advice: the poll answer replaces it with the job's exact submit command
 # (tao_brev.resume_advice.fill: the job's own flags, then --resume-from for a train job, --retry-of otherwise).

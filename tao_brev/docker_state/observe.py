@@ -9,6 +9,7 @@ from typing import Optional
 
 from ..errors import CODES
 from ..logcap import redacted
+from ..vocabulary import ErrClass, JobState
 from .docker_errors import docker_error_code
 from .hints import RESUME
 from .patterns import EVIDENCE_CHARS, STOP_EXIT_CODES, _cut, classify_logs
@@ -16,10 +17,10 @@ from .rows import Facts, StateRow, _code, _signal_name, row_for
 
 
 @dataclass
-class JobState:
+class Observed:
     """One job's state read from the backend."""
 
-    state: str
+    state: JobState
     message: str
     docker_status: Optional[str] = None
     exit_code: Optional[int] = None
@@ -35,7 +36,7 @@ class JobState:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
-def from_inspect(state: Optional[dict], logs: Optional[str] = None) -> JobState:
+def from_inspect(state: Optional[dict], logs: Optional[str] = None) -> Observed:
     """Map ``docker inspect --format '{{json .State}}'`` (None: no container) by :data:`STATE_ROWS`.
 
     ``logs``: the last log lines of an exited container, when read; a known
@@ -44,14 +45,14 @@ def from_inspect(state: Optional[dict], logs: Optional[str] = None) -> JobState:
     """
     row, facts = row_for(state)
     if state is None or not state:
-        return JobState("UNKNOWN", "no such container on the instance (removed, or never launched)",
+        return Observed(JobState.UNKNOWN, "no such container on the instance (removed, or never launched)",
                         gone="container")
     common = dict(docker_status=facts.status or None, exit_code=facts.exit_code, oom_killed=facts.oom_killed,
                   started_at=_ts(state.get("StartedAt")), finished_at=_ts(state.get("FinishedAt")),
                   docker_error=facts.error or None)
     message = _message(row, facts)
     hint = _hint(row, facts, logs) if row.hint else None   # every ERROR row has one
-    return JobState(row.state, message, hint=hint, **common)
+    return Observed(row.state, message, hint=hint, **common)
 
 
 def _message(row: StateRow, f: Facts) -> str:
@@ -59,11 +60,11 @@ def _message(row: StateRow, f: Facts) -> str:
     if row.status == "*":
         return f"docker status {f.status or '?'}; confirm with docker ps -a"
     base = f"docker status {f.status}"
-    if row.state == "COMPLETE":
+    if row.state == JobState.COMPLETE:
         text = f"{base}, exit code 0"
         return text + ("; note: OOMKilled is true (a process inside was OOM-killed), the job still exited 0"
                        if f.oom_killed else "")
-    if row.status == "created" and row.state == "ERROR":
+    if row.status == "created" and row.state == JobState.ERROR:
         return f"{base}, exit code {code}: docker could not start the container (failed launch): {_short(f.error)}"
     if row.status == "created":
         return f"{base}: not started yet"
@@ -123,7 +124,7 @@ def _short(text: str) -> str:
     return text if len(text) <= EVIDENCE_CHARS else text[:EVIDENCE_CHARS - 3] + "..."
 
 
-def after_instance_start(observed: JobState, instance: str) -> JobState:
+def after_instance_start(observed: Observed, instance: str) -> Observed:
     """The state read right after brev started the STOPPED ``instance`` to answer.
 
     A VM stop kills every container (exit 137/143, or 255 after a daemon
@@ -132,7 +133,7 @@ def after_instance_start(observed: JobState, instance: str) -> JobState:
     Any other state only gains a note that the instance bills again.
     """
     note = f"instance {instance} was STOPPED; brev started it again to answer this poll (it bills again)"
-    killed_by_stop = (observed.state == "ERROR" and not observed.oom_killed
+    killed_by_stop = (observed.state == JobState.ERROR and not observed.oom_killed
                       and observed.exit_code in STOP_EXIT_CODES)
     if not killed_by_stop:
         return dataclasses.replace(observed, message=f"{observed.message}; note: {note}")
@@ -140,7 +141,7 @@ def after_instance_start(observed: JobState, instance: str) -> JobState:
         observed,
         message=(f"{note}. The stop killed the job's container (exit code {observed.exit_code}); its work "
                  "since the last checkpoint is lost, files on the instance disk survive"),
-        hint={"err_class": "ERR_INFRA", "reason": "instance stopped while the job ran",
+        hint={"err_class": ErrClass.INFRA, "reason": "instance stopped while the job ran",
               "advice": f"resubmit: {RESUME} (checkpoints on the instance disk survive a stop); if nothing else "
                         f"needs {instance}, stop it again (brev stop {instance}) or delete it with teardown.py",
               "evidence": [f"ExitCode={observed.exit_code}", f"OOMKilled={str(observed.oom_killed).lower()}",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..logcap import cut_redacted
+from ..vocabulary import ErrClass
 from .hints import (DISK_ADVICE, DRIVER_ADVICE, GPU_ACCESS_ADVICE, GPU_RESET_ADVICE, INFRA_ADVICE, PROGRAM_ADVICE,
                     RESUME, SHM_ADVICE, SHM_CODE)
 
@@ -29,7 +30,7 @@ class LogPattern:
 def _p(err_class: str, regex: str, reason: str, example: str, advice: Optional[str] = None,
        flags: int = re.I, detail: Optional[str] = None, code: Optional[str] = None
        ) -> LogPattern:  # pragma: no mutate block
-    default = INFRA_ADVICE if err_class == "ERR_INFRA" else PROGRAM_ADVICE
+    default = INFRA_ADVICE if err_class == ErrClass.INFRA else PROGRAM_ADVICE
     return LogPattern(err_class, re.compile(regex, flags), reason, advice or default, example,
                       re.compile(detail) if detail else None, code)
 
@@ -45,7 +46,7 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
     # _error_if_any_worker_fails ("DataLoader worker (pid N) is killed by signal: Bus error."), and
     # aten/src/ATen/MapAllocator.cpp / libshm ("unable to write to file </torch_N_...>: No space left on
     # device (28)"). Checked before every other row: its "No space left on device" is not the disk.
-    _p("ERR_PROGRAM", r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|"
+    _p(ErrClass.PROGRAM, r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|"
        r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\) is killed by signal: Bus error|"
        r"unable to (?:write to|open shared memory object|allocate shared memory)[^\n]*</?torch_|"
        r"(?:/dev/shm|shared memory)[^\n]*(?:No space left on device|\[Errno 28\])|"
@@ -53,38 +54,38 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
        "the container's shared memory (/dev/shm) ran out in the DataLoader workers",
        "RuntimeError: DataLoader worker (pid 77) is killed by signal: Bus error. It is possible that dataloader's "
        "workers are out of shared memory. Please try to raise your shared memory limit.", SHM_ADVICE, code=SHM_CODE),
-    _p("ERR_INFRA", r"NVRM: Xid|\bXid \(PCI:", "NVIDIA driver Xid error (GPU fault)",
+    _p(ErrClass.INFRA, r"NVRM: Xid|\bXid \(PCI:", "NVIDIA driver Xid error (GPU fault)",
        "NVRM: Xid (PCI:0000:00:04): 79, pid=1234, GPU has fallen off the bus.", GPU_RESET_ADVICE, flags=0),
-    _p("ERR_INFRA", r"fallen off the bus|\bGPU is lost\b", "GPU has fallen off the bus",
+    _p(ErrClass.INFRA, r"fallen off the bus|\bGPU is lost\b", "GPU has fallen off the bus",
        "RuntimeError: CUDA error: GPU has fallen off the bus", GPU_RESET_ADVICE),
-    _p("ERR_INFRA", r"uncorrectable ECC|\bECC error", "GPU ECC error",
+    _p(ErrClass.INFRA, r"uncorrectable ECC|\bECC error", "GPU ECC error",
        "RuntimeError: CUDA error: uncorrectable ECC error encountered", GPU_RESET_ADVICE),
-    _p("ERR_INFRA", r"Failed to initialize NVML: Unknown Error|CUDA error: unknown error",
+    _p(ErrClass.INFRA, r"Failed to initialize NVML: Unknown Error|CUDA error: unknown error",
        "the container lost its GPUs (NVML/CUDA: unknown error) while the job ran",
        "RuntimeError: CUDA error: unknown error", GPU_ACCESS_ADVICE),
-    _p("ERR_INFRA", r"nvml error: driver not loaded|couldn't communicate with the NVIDIA driver",
+    _p(ErrClass.INFRA, r"nvml error: driver not loaded|couldn't communicate with the NVIDIA driver",
        "the NVIDIA driver is not loaded on the instance",
        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", DRIVER_ADVICE),
-    _p("ERR_INFRA", r"CUDA driver version is insufficient|driver version is insufficient",
+    _p(ErrClass.INFRA, r"CUDA driver version is insufficient|driver version is insufficient",
        "NVIDIA driver too old for the container's CUDA",
        "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version",
        "use an instance whose NVIDIA driver supports the image's CUDA version"),
-    _p("ERR_INFRA", r"No CUDA GPUs are available|CUDA-capable device\(s\) is/are busy or unavailable",
+    _p(ErrClass.INFRA, r"No CUDA GPUs are available|CUDA-capable device\(s\) is/are busy or unavailable",
        "no usable GPU in the container", "RuntimeError: No CUDA GPUs are available",
        f"check the instance's GPUs with preflight.py, then resubmit: {RESUME}"),
-    _p("ERR_INFRA", r"NCCL (WARN|error).*(transport|socket|timeout|unhandled system error)",
+    _p(ErrClass.INFRA, r"NCCL (WARN|error).*(transport|socket|timeout|unhandled system error)",
        "NCCL transport fault", "NCCL WARN NET/Socket : socket timeout, unhandled system error"),
     # A full disk: the OS says ENOSPC, but PyTorch's checkpoint writer (caffe2
     # serialize/inline_container.cc) reports only "file write failed" or
     # "unexpected pos N vs M" when a write came up short.
-    _p("ERR_INFRA", r"No space left on device|\[Errno 28\]|\bENOSPC\b|Disk quota exceeded|"
+    _p(ErrClass.INFRA, r"No space left on device|\[Errno 28\]|\bENOSPC\b|Disk quota exceeded|"
        r"PytorchStreamWriter failed writing|inline_container\.cc.*unexpected pos|unexpected pos \d+ vs \d+",
        "instance disk full",
        "RuntimeError: [enforce fail at inline_container.cc:603] . PytorchStreamWriter failed writing file "
        "data/17: file write failed", DISK_ADVICE),
     # hydra-core 1.3.2 config_loader_impl.py:478 ("Error merging '<spec>' with schema") and :393 ("Could not
     # override"), with omegaconf's cause ("Key 'X' not in 'Y'" and its "full_key: a.b.X" line)
-    _p("ERR_PROGRAM", r"Error merging '[^']*' with schema|Error merging override |Could not override '|"
+    _p(ErrClass.PROGRAM, r"Error merging '[^']*' with schema|Error merging override |Could not override '|"
        r"Key '[^']+' not in '[^']+'", "the spec does not merge with TAO's schema",
        "omegaconf.errors.ConfigKeyError: Key 'betas' not in 'CNOptimConfig'",
        "fix the spec: the key named is not in TAO's schema for this network and image version (or its value "
@@ -92,31 +93,31 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
        "spec fixed", detail=r"full_key: (\S+)|Key '([^']+)' not in|Could not override '([^']+)'"),
     # lightning fabric utilities/device_parser.py _sanitize_gpu_ids; torch's message when a rank's
     # device does not exist (the torchrun networks: tao-pytorch core/entrypoint.py:24-27)
-    _p("ERR_PROGRAM", r"You requested gpu: |But your machine only has: |CUDA error: invalid device ordinal",
+    _p(ErrClass.PROGRAM, r"You requested gpu: |But your machine only has: |CUDA error: invalid device ordinal",
        "num_gpus / gpu_ids ask for more GPUs than the container sees",
        "lightning_fabric.utilities.exceptions.MisconfigurationException: You requested gpu: [0, 1]",
        "the spec's (or an override's) num_gpus / gpu_ids name more GPUs than --gpus handed the container: "
        "resubmit without them (submit.py sets them from --gpus) or with --gpus naming that many GPUs"),
-    _p("ERR_PROGRAM", r"CUDA out of memory|OutOfMemoryError", "CUDA out of memory",
+    _p(ErrClass.PROGRAM, r"CUDA out of memory|OutOfMemoryError", "CUDA out of memory",
        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
        "reduce the batch size or the input size, or use a GPU with more memory"),
-    _p("ERR_PROGRAM", r"device-side assert", "CUDA device-side assert",
+    _p(ErrClass.PROGRAM, r"device-side assert", "CUDA device-side assert",
        "RuntimeError: CUDA error: device-side assert triggered",
        "check the labels/classes in the data against the spec (an index out of range)"),
-    _p("ERR_PROGRAM", r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\) is killed by signal|"
+    _p(ErrClass.PROGRAM, r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\) is killed by signal|"
        r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\) exited unexpectedly",
        "a DataLoader worker died (killed by a signal other than SIGBUS: most often the host's RAM)",
        "RuntimeError: DataLoader worker (pid 77) is killed by signal: Killed.",
        "lower num_workers or the batch size, or use an instance with more RAM, then resubmit with --retry-of"),
     # an NGC entrypoint wrapper's `exec "$@"` (exit 127), or docker's own start error
-    _p("ERR_PROGRAM", r"exec: .*: not found|executable file not found in \$PATH",
+    _p(ErrClass.PROGRAM, r"exec: .*: not found|executable file not found in \$PATH",
        "the command is not in the image", "/opt/nvidia/nvidia_entrypoint.sh: line 67: exec: visual_changenet_v9: "
        "not found", "check --network-arch/--action against the TAO image (each network arch is an executable in "
        "it) and the image tag"),
-    _p("ERR_PROGRAM", r"FileNotFoundError|No such file or directory", "missing file",
+    _p(ErrClass.PROGRAM, r"FileNotFoundError|No such file or directory", "missing file",
        "FileNotFoundError: [Errno 2] No such file or directory: '/data/x'",
        "check the dataset paths in the spec against the mounts (/data/NAME)"),
-    _p("ERR_PROGRAM", r"^Traceback \(most recent call last\)", "Python traceback",
+    _p(ErrClass.PROGRAM, r"^Traceback \(most recent call last\)", "Python traceback",
        "Traceback (most recent call last):", flags=re.M),
 )
 

@@ -73,6 +73,7 @@ from typing import Callable
 from ..errors import TaoBrevError, TransportError
 from ..secrets import redact
 from ..secrets import guard as known_secrets
+from ..vocabulary import InstanceStatus
 from .auth import API_KEY_PREFIX, NO_AGENT_SOCKET, LoginMixin, api_key, brev_environment
 from .commands import CommandsMixin
 from .copying import STAGED_NAME, colon_free_tmp, safe_copy
@@ -147,7 +148,7 @@ class Brev(LoginMixin, ExecMixin, CommandsMixin):
         the message says it did and that the instance bills, and ``on_started`` is told."""
         name = args[-2] if args[0] == "exec" else args[-1] if args[0] == "start" else None   # exec [--host] NAME S
         message = f"`brev {args[0]}` did not answer within {timeout:.0f} s"
-        if name and (args[0] == "start" or _auto_started(name, partial) or self.statuses.get(name) == "STOPPED"):
+        if name and (args[0] == "start" or _auto_started(name, partial) or self.statuses.get(name) == InstanceStatus.STOPPED):
             self.started.add(name)
             if self.on_started:
                 self.on_started(name)

@@ -6,6 +6,7 @@ import json
 
 from ..errors import TaoBrevError
 from ..secrets import redact
+from ..vocabulary import InstanceStatus
 from .copying import safe_copy
 from .names import check_instance, pick_instance
 from .settings import BREV_TIMEOUT_S, FIRST_EXEC_TIMEOUT_S
@@ -93,7 +94,7 @@ class CommandsMixin:
         unless ``start``."""
         for side in (src, dst):
             name = side.partition(":")[0] if ":" in side else None
-            if name and not start and self.statuses.get(name) == "STOPPED":
+            if name and not start and self.statuses.get(name) == InstanceStatus.STOPPED:
                 raise TaoBrevError("INSTANCE_STOPPED", f"{name} is STOPPED (brev ls); not started: brev copy "
                                    "would start it", instance=name)
         safe_copy(lambda a, b: self._simple(["copy", a, b], "brev copy", timeout or FIRST_EXEC_TIMEOUT_S),

@@ -6,6 +6,7 @@ import uuid
 
 from ..errors import RemoteCommandError, TaoBrevError, TransportError
 from ..secrets import redact
+from ..vocabulary import InstanceStatus
 from .diagnosis import _auto_started, _no_answer
 from .framing import RemoteResult, _last_frame, frame
 from .names import check_instance, refuse_secrets
@@ -39,7 +40,7 @@ class ExecMixin:
         if self.statuses.get(instance) == "AMBIGUOUS":   # brev would pick one by name: maybe a teammate's
             raise TaoBrevError("INSTANCE_AMBIGUOUS", f"several instances are named {instance} in `brev ls --json`; "
                                "not run on any", instance=instance)
-        if self.statuses.get(instance) == "STOPPED":
+        if self.statuses.get(instance) == InstanceStatus.STOPPED:
             if not start:
                 raise TaoBrevError("INSTANCE_STOPPED", f"{instance} is STOPPED (brev ls); not started: brev exec "
                                    "would start it", instance=instance)
@@ -62,8 +63,8 @@ class ExecMixin:
                     if instance not in self.ready_instances and self.on_ready:
                         self.on_ready(instance)
                     self.ready_instances.add(instance)
-                    if self.statuses.get(instance) == "STOPPED":   # it answered: brev started it (start=True)
-                        self.statuses[instance] = "RUNNING"
+                    if self.statuses.get(instance) == InstanceStatus.STOPPED:   # it answered: brev started it (start=True)
+                        self.statuses[instance] = InstanceStatus.RUNNING
                     offset, (code, out, err) = found
                     restarted = _auto_started(instance, stdout[:offset] + (done.stderr or ""))
                     if restarted:

@@ -3,7 +3,7 @@ on the instance, and the CANCELED that an interrupted teardown leaves behind."""
 
 from __future__ import annotations
 
-from ..docker_state import JobState as Observed
+from ..docker_state import Observed
 from ..vocabulary import JobState
 
 

@@ -153,7 +153,7 @@ def start_failed(ctx: Context, job_id: str, instance: str, source: str, observed
     ctx.sidecars.update(job_id, launch={"state": LaunchState.START_FAILED, "finished_at": now_iso(), "reconciled": True,
                                         "error": error.to_json(), "hint": observed.hint})
     say(f"reconcile {job_id}: {error.message}")
-    return {"answer": {"ok": False, "state": JobState.ERROR, "backend_ref": backend_ref, "reconciled": "never_launched",
+    return {"answer": {"ok": False, "state": JobState.ERROR, "backend_ref": backend_ref, "reconciled": LaunchState.NEVER_LAUNCHED,
                        "message": observed.message, "hint": observed.hint, "error": error.to_json()},
             "exit_code": error.exit_code}
 
@@ -232,7 +232,7 @@ def launch_failure_answer(ctx: Context, record: dict, sidecar: dict) -> dict:
     hint = launch.get("hint") or {"err_class": ErrClass.INFRA, "reason": "never launched: nothing ran under this id",
                                   "advice": error["fix"], "evidence": [why]}
     out = {"ok": False, "state": JobState.ERROR, "terminal_state": record.get("terminal_state"),
-           "backend_ref": record.get("backend_ref"), "reconciled": "never_launched", "message": why,
+           "backend_ref": record.get("backend_ref"), "reconciled": LaunchState.NEVER_LAUNCHED, "message": why,
            "hint": hint, "error": error}
     if sidecar.teardown:
         out["closed_at"] = sidecar.teardown.get("at")

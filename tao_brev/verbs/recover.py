@@ -36,7 +36,7 @@ from ..context import Context, say
 from ..errors import TaoBrevError
 from ..fsio import locked
 from ..records import check_job_id, is_terminal, now_iso
-from ..vocabulary import ErrClass, InstanceStatus, JobState, Source
+from ..vocabulary import ErrClass, InstanceStatus, JobState, LaunchState, Source
 from . import checkpoint_sync, status
 from .recovery_chain import (adopt, append, attempts_view, chain_cost, lock_path, policy,  # noqa: F401
                              remembered_policy, resume_source, root_of, sync, used_attempts)
@@ -63,8 +63,8 @@ def cause_of(out: dict) -> Optional[dict]:
             hint.get("err_class") == ErrClass.PROGRAM or resume_advice.shm_exhausted(hint):
         # /dev/shm exhausted: the same --shm-size fails the same way (:func:`shm_stop` says what to run)
         return None   # a cancel (a teardown removed the container: gone, yet nobody's fault) is the user's
-    if out.get("reconciled") == "never_launched":   # a launch that never happened (not one that was refused)
-        return {"kind": "never_launched", "reason": out.get("message")} if error == "NEVER_LAUNCHED" else None
+    if out.get("reconciled") == LaunchState.NEVER_LAUNCHED:   # a launch that never happened (not one that was refused)
+        return {"kind": LaunchState.NEVER_LAUNCHED, "reason": out.get("message")} if error == "NEVER_LAUNCHED" else None
     if out.get("stalled") or error == "JOB_STALLED":
         return {"kind": "stalled", "reason": f"no sign of life for {(out.get('stall') or {}).get('idle_s')} s"}
     if gone == "instance" or error in ("INSTANCE_LOST", "INSTANCE_STOPPED"):

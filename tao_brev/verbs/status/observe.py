@@ -8,7 +8,7 @@ import dataclasses
 from ... import cost, logcap, prices, remote, resume_advice, tao_status
 from ... import progress as progress_mod
 from ...context import Context, warn
-from ...docker_state import JobState as Observed, gate_answer
+from ...docker_state import Observed, gate_answer
 from ...errors import TaoBrevError
 from ...records import current_state, is_terminal
 from ...vocabulary import ErrClass, JobState, Source

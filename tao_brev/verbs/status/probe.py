@@ -11,7 +11,7 @@ from ... import docker_state, logcap, remote
 from ...secrets import redact
 from ... import progress as progress_mod
 from ...context import Context
-from ...docker_state import JobState as Observed
+from ...docker_state import Observed
 from ...docker_state import after_instance_start, docker_error_code, from_inspect
 from ...errors import TaoBrevError, TransportError
 from ...vocabulary import ErrClass, InstanceStatus, JobState
