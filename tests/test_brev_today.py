@@ -21,7 +21,6 @@ import os
 import re
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -292,8 +291,7 @@ def test_preflight_refuses_an_instance_still_building_at_the_end_of_its_wait(box
 
 
 def test_preflight_waits_for_the_build_and_reports_the_wait(box):
-    box.sim.set_instance("box", build_status="PENDING")
-    threading.Timer(1.5, lambda: box.sim.set_instance("box", build_status="COMPLETED")).start()
+    box.sim.set_instance("box", build_status="PENDING", build_done_after_ls=3)   # the build ends at the 3rd listing
     res = box.run("preflight.py", "--instance", "box", "--exec-timeout", "60")
     assert res.code == 0, res
     instance = next(c for c in res.json["checks"] if c["name"] == "instance")

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import os
 import re
+import tarfile
+import zlib
 from pathlib import Path
 
 from .. import nextstep, remote, s3 as storage
@@ -128,7 +130,12 @@ def _names_as_digests(part: Path) -> int:
     (``secrets.archive_names``); how many were renamed."""
     clean = part.with_name(part.name + ".names")
     try:
-        renamed = archive_names.rewrite_without_tainted(part, clean)
+        try:
+            renamed = archive_names.rewrite_without_tainted(part, clean)
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:   # names unchecked: keep nothing
+            part.unlink(missing_ok=True)
+            raise TaoBrevError("RESULTS_ONLY_ON_INSTANCE", f"the copied archive is no readable tar.gz, so its "
+                               f"file names cannot be checked ({type(exc).__name__})") from None
         if renamed:
             os.chmod(clean, 0o600)
             os.replace(clean, part)

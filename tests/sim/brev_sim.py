@@ -399,6 +399,12 @@ class Brev:
         rows = []
         for name in self.world.instance_names():
             inst = self.world.instance(name)
+            if inst.get("build_done_after_ls") is not None:   # a build a test lets finish after N listings
+                with self.world.edit_instance(name) as data:
+                    left = data["build_done_after_ls"] - 1
+                    data.update(build_done_after_ls=left if left > 0 else None,
+                                **({} if left > 0 else {"build_status": "COMPLETED"}))
+                inst = self.world.instance(name)
             status = inst["status"]
             if status == "RUNNING" and inst.get("health_status") == "UNHEALTHY":
                 status = "UNHEALTHY"

@@ -14,7 +14,7 @@ from tests.unit.jobs import entry, expect_catalog, launched, state
 def expect_removal(fake_brev, job_id, docker_state=None, listings: int = 2):
     fake_brev.expect_ls(entry(), times=listings)   # the gate, the instance type
     fake_brev.expect_exec("box", remote.remove_container(job_id), answer=sections(
-        {"state": docker_state or state("exited", 0), "logs": "", "rm": "", "own": ""}))
+        {"state": docker_state or state("exited", 0), "logs": "", "rm": "", "own": "", "others": ""}))
 
 
 def test_an_owned_instance_is_kept_while_another_job_lives_on_it(ctx, fake_brev):
