@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tao_brev import docker_state
@@ -91,6 +93,36 @@ def test_no_advice_text_names_brev_stop_without_its_condition():
             assert "does not support stop" in text, text
             assert "brev stop" not in gated(text, False) or "does not support stop" in text
     assert gated("plain text", False) == "plain text"
+
+
+def _package_texts():
+    """(module, text) of every string the package can say (f-strings with their fields as {}), docstrings out."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "tao_brev"
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))
+                and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                yield path.name, "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+                  and id(node) not in parts):
+                yield path.name, node.value
+
+
+def test_no_text_of_the_package_names_brev_stop_without_its_condition():
+    """A text that tells the user to run `brev stop` says it needs a type that can stop (brev-cli
+    pkg/cmd/stop/stop.go refuses the others: `does not support stop`), or is gated (RESET_EITHER)."""
+    bare = re.compile(r"^brev stop \{\}$")   # the command itself (transport's label, answers' joined command)
+    said = [(name, text) for name, text in _package_texts() if "brev stop" in text and not bare.match(text)
+            and text != docker_state.RESET_BY_STOP]   # the branch gated() picks for a type that can stop
+    assert said, "the sweep found no text at all"
+    ungated = [(name, text) for name, text in said if "can stop" not in text and "does not support stop" not in text]
+    assert ungated == [], ungated
 
 
 # /dev/shm out of space in its other spellings: CPython Lib/multiprocessing/heap.py Arena._make_fd (the arena
