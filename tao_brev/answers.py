@@ -151,7 +151,7 @@ def instance_started_answer(names: list[str]) -> dict:
     return {"instances": list(names), "billing": True,
             "message": f"brev started the STOPPED instance(s) {', '.join(names)} by itself to run a command: "
                        "RUNNING and billing again; containers that ran before the stop were killed by it",
-            "fix": f"If nothing should run there now, stop it: {stop}"}
+            "fix": f"If nothing should run there now, stop it (its type can stop: it was stopped): {stop}"}
 
 
 def merge_warnings(result: dict) -> None:

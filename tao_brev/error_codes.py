@@ -251,7 +251,7 @@ CODES: dict[str, Code] = {
                              "bundle may delete: in use, not found, or never used by this bundle (someone else's).",
                           "Run teardown.py --orphans to see why (kept, ours). Unasked it deletes only instances made "
                           "for its jobs (--ephemeral); named, an idle RUNNING one it ran a job on; any other instance "
-                          "belongs to whoever created it, who can run brev stop NAME or brev delete NAME."),
+                          "belongs to whoever created it, who can run brev stop NAME (if its type can stop) or brev delete NAME."),
     "INTERNAL_ERROR": Code(1, "An unexpected exception: a bug in tao-run-on-brev.",
                            "Report it with the stderr output; records already written are intact."),
     "INTERRUPTED": Code(130, "The script was interrupted (Ctrl-C / SIGINT / SIGTERM); the answer names the job "

@@ -399,13 +399,14 @@ def test_markdown_headings_and_escaped_cells():
     assert lines[:4] == ["### Docker state -> status (first matching row of a status wins)", "",
                          "| `.State.Status` | ExitCode / OOMKilled / Error | state | hint class | reason | advice | "
                          "example `.State` |", "|---|---|---|---|---|---|---|"]
-    i = lines.index("### Log patterns -> failure class (a row with its own code first, then ERR_INFRA before ERR_PROGRAM)")
+    i = lines.index("### Log patterns -> failure class (GPU faults first, then a row with its own code, then ERR_INFRA "
+                    "before ERR_PROGRAM; a row with a context counts only when its context is in the log too)")
     assert lines[i - 1:i + 4] == ["", lines[i], "", "| class | pattern (regex) | reason | advice | example evidence line |",
                                   "|---|---|---|---|---|"]
     j = lines.index("### Docker error messages -> error code (first match wins)")
     assert lines[j - 1:j + 4] == ["", lines[j], "", "| pattern (regex, case-insensitive) | code |", "|---|---|"]
-    assert lines[i + 4].startswith("| ERR_PROGRAM (code SHM_EXHAUSTED) | `insufficient shared memory")
-    assert lines[i + 5].startswith("| ERR_INFRA | `NVRM: Xid\\|\\bXid \\(PCI:` | NVIDIA driver Xid error (GPU fault) |")
+    assert lines[i + 4].startswith("| ERR_INFRA (first) | `NVRM: Xid\\|\\bXid \\(PCI:` | NVIDIA driver Xid error (GPU fault) |")
+    assert any(line.startswith("| ERR_PROGRAM (code SHM_EXHAUSTED) | `insufficient shared memory") for line in lines)
 
 
 def test_short_errors_are_kept_whole_up_to_the_limit_and_an_empty_one_stays_empty():

@@ -512,3 +512,21 @@ def test_a_recovery_after_a_larger_shm_resubmit_by_hand_keeps_the_larger_size(wo
     assert [a["job_id"] for a in done.json["attempts"]][:2] == [first, larger.json["job_id"]]
     runs = _docker_runs(world.sim)
     assert len(runs) == 3 and runs[-1][runs[-1].index("--shm-size") + 1] == "32g", runs[-1]
+
+
+def test_recovery_not_possible_names_brev_stop_only_for_a_type_that_can_stop(world):
+    """RECOVERY_NOT_POSSIBLE's reset is gated like every reset advice (docker_state.gated): brev-cli
+    pkg/cmd/stop/stop.go refuses `brev stop` of a type brev search lists as not stoppable."""
+    from tao_brev import prices
+    from tao_brev.context import Context
+
+    world.sim.set_instance("box", instance_type="hyperstack_H100", stoppable=False)
+    assert prices.stoppable(Context(env=world.env), "hyperstack_H100") is False   # brev search, cached
+    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1]}, num_epochs=3))
+    job = sub.json["job_id"]
+    world.run("poll_status.py", job, "--wait", *FAST)
+    world.sim.set_instance("box", gpu_lost=True)
+    done = world.run("poll_status.py", job, "--wait", "--recover", "1", *FAST)
+    assert done.json["error"]["code"] == "RECOVERY_NOT_POSSIBLE", done
+    fix = done.json["error"]["fix"]
+    assert "brev stop" not in fix and "does not support stop" in fix and "brev delete box" in fix, fix

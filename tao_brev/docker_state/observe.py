@@ -143,7 +143,7 @@ def after_instance_start(observed: Observed, instance: str) -> Observed:
                  "since the last checkpoint is lost, files on the instance disk survive"),
         hint={"err_class": ErrClass.INFRA, "reason": "instance stopped while the job ran",
               "advice": f"resubmit: {RESUME} (checkpoints on the instance disk survive a stop); if nothing else "
-                        f"needs {instance}, stop it again (brev stop {instance}) or delete it with teardown.py",
+                        f"needs {instance}, stop it again (brev stop {instance}: its type can stop, it was stopped) or delete it with teardown.py",
               "evidence": [f"ExitCode={observed.exit_code}", f"OOMKilled={str(observed.oom_killed).lower()}",
                            f"brev: instance {instance} is starting"]})
 

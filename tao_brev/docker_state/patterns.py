@@ -21,48 +21,76 @@ class LogPattern:
     advice: str
     example: str     # a real message it must match (documented, and tested)
     detail: Optional[re.Pattern] = None   # its group 1 in the logs is added to the reason (e.g. the spec key)
-    code: Optional[str] = None            # a failure code of its own (the hint's ``code``); such rows win first
+    code: Optional[str] = None            # a failure code of its own (the hint's ``code``); such rows win next
+    first: bool = False                   # GPU-fault evidence: wins over every other row (a SIGBUS after it is not shm)
+    context: Optional[re.Pattern] = None  # the row counts only when this also matches the whole log
 
 
 # Runs only while the module is imported (it builds LOG_PATTERNS), before mutmut's workers
 # fork: none of its mutants could ever be active, so dev/mutation.py does not make them.
 # Its defaults (advice by class, case-insensitive) are tested through classify_logs.
 def _p(err_class: str, regex: str, reason: str, example: str, advice: Optional[str] = None,
-       flags: int = re.I, detail: Optional[str] = None, code: Optional[str] = None
-       ) -> LogPattern:  # pragma: no mutate block
+       flags: int = re.I, detail: Optional[str] = None, code: Optional[str] = None, first: bool = False,
+       context: Optional[str] = None) -> LogPattern:  # pragma: no mutate block
     default = INFRA_ADVICE if err_class == ErrClass.INFRA else PROGRAM_ADVICE
     return LogPattern(err_class, re.compile(regex, flags), reason, advice or default, example,
-                      re.compile(detail) if detail else None, code)
+                      re.compile(detail) if detail else None, code, first, re.compile(context, flags) if context else None)
 
 
 # Log patterns. They must match the real messages (NVIDIA driver Xid lines,
 # CUDA/NCCL/PyTorch errors) and not ordinary training output such as
 # "loss: nan", "xid" in a file name or "ECCV" in a dataset name.
-# Infrastructure patterns win over program ones (an Xid often ends in a traceback too).
+# GPU faults win first, then rows with a code of their own, then infrastructure over program rows
+# (an Xid often ends in a traceback or a SIGBUS too).
+# /dev/shm as a path of its own (not "/results/dev/shm_copy.bin"), and ENOSPC in any of its spellings
+_SHM_PATH = r"(?<![\w.-])/dev/shm(?![\w.-])"
+_ENOSPC = r"(?:No space left on device|\[Errno 28\]|\bENOSPC\b)"
+
 LOG_PATTERNS: tuple[LogPattern, ...] = (
-    # /dev/shm exhausted by DataLoader workers (PyTorch's own words): torch/csrc/DataLoader.cpp
-    # handler_SIGBUS ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient
-    # shared memory (shm)."), torch/utils/data/_utils/signal_handling.py + DataLoader.cpp
-    # _error_if_any_worker_fails ("DataLoader worker (pid N) is killed by signal: Bus error."), and
-    # aten/src/ATen/MapAllocator.cpp / libshm ("unable to write to file </torch_N_...>: No space left on
-    # device (28)"). Checked before every other row: its "No space left on device" is not the disk.
+    # GPU faults first (``first``): the GPU lost takes the job's processes down with it, so a SIGBUS or a
+    # traceback that follows is its consequence, never the cause (not shm, not the program)
+    _p(ErrClass.INFRA, r"NVRM: Xid|\bXid \(PCI:", "NVIDIA driver Xid error (GPU fault)",
+       "NVRM: Xid (PCI:0000:00:04): 79, pid=1234, GPU has fallen off the bus.", GPU_RESET_ADVICE, flags=0, first=True),
+    _p(ErrClass.INFRA, r"fallen off the bus|\bGPU is lost\b", "GPU has fallen off the bus",
+       "RuntimeError: CUDA error: GPU has fallen off the bus", GPU_RESET_ADVICE, first=True),
+    _p(ErrClass.INFRA, r"uncorrectable ECC|\bECC error", "GPU ECC error",
+       "RuntimeError: CUDA error: uncorrectable ECC error encountered", GPU_RESET_ADVICE, first=True),
+    _p(ErrClass.INFRA, r"Failed to initialize NVML: Unknown Error|CUDA error: unknown error",
+       "the container lost its GPUs (NVML/CUDA: unknown error) while the job ran",
+       "RuntimeError: CUDA error: unknown error", GPU_ACCESS_ADVICE, first=True),
+    # the Linux kernel's PCIe AER report (drivers/pci/pcie/aer.c aer_print_error: "PCIe Bus Error:
+    # severity=%s, type=%s"): a PCIe link fault, nothing to do with shared memory
+    _p(ErrClass.INFRA, r"\bAER: .*PCIe Bus Error|PCIe Bus Error: severity=", "PCIe bus error (AER) on the GPU's link",
+       "pcieport 0000:00:03.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer",
+       GPU_RESET_ADVICE, first=True),
+    # /dev/shm exhausted, on shm-specific evidence only (then checked before the disk: its ENOSPC is not the
+    # disk). PyTorch: torch/csrc/DataLoader.cpp handler_SIGBUS ("ERROR: Unexpected bus error encountered in
+    # worker. This might be caused by insufficient shared memory (shm)."), _error_if_any_worker_fails /
+    # torch/utils/data/_utils/signal_handling.py ("DataLoader worker (pid N) is killed by signal: Bus error."),
+    # aten/src/ATen/MapAllocator.cpp / libshm ("unable to write to file </torch_N_...>: No space left on device
+    # (28)", "unable to open shared memory object <...>", "unable to resize file <...>", "unable to mmap N bytes
+    # from file <...>: Cannot allocate memory (12)"); NCCL src/misc/shmutils.cc ncclShmOpen ("Error while
+    # creating shared memory segment /dev/shm/nccl-XXXXXX (size N)"); ENOSPC on a /dev/shm path.
     _p(ErrClass.PROGRAM, r"insufficient shared memory \(shm\)|Unexpected bus error encountered in worker|"
        r"DataLoader worker \(pid\(?s?\)? ?[\d, ]+\) is killed by signal: Bus error|"
-       r"unable to (?:write to|open shared memory object|allocate shared memory)[^\n]*</?torch_|"
-       r"(?:/dev/shm|shared memory)[^\n]*(?:No space left on device|\[Errno 28\])|"
-       r"(?:No space left on device|\[Errno 28\])[^\n]*/dev/shm|\bBus error\b",
+       r"unable to (?:write to file|open shared memory object|allocate shared memory|resize file|"
+       r"mmap \d+ bytes from file)[^\n]*</?torch_|"
+       r"Error while (?:creating|attaching to) shared memory segment|"
+       rf"(?:{_SHM_PATH}|shared memory)[^\n]*{_ENOSPC}|{_ENOSPC}[^\n]*{_SHM_PATH}",
        "the container's shared memory (/dev/shm) ran out in the DataLoader workers",
        "RuntimeError: DataLoader worker (pid 77) is killed by signal: Bus error. It is possible that dataloader's "
        "workers are out of shared memory. Please try to raise your shared memory limit.", SHM_ADVICE, code=SHM_CODE),
-    _p(ErrClass.INFRA, r"NVRM: Xid|\bXid \(PCI:", "NVIDIA driver Xid error (GPU fault)",
-       "NVRM: Xid (PCI:0000:00:04): 79, pid=1234, GPU has fallen off the bus.", GPU_RESET_ADVICE, flags=0),
-    _p(ErrClass.INFRA, r"fallen off the bus|\bGPU is lost\b", "GPU has fallen off the bus",
-       "RuntimeError: CUDA error: GPU has fallen off the bus", GPU_RESET_ADVICE),
-    _p(ErrClass.INFRA, r"uncorrectable ECC|\bECC error", "GPU ECC error",
-       "RuntimeError: CUDA error: uncorrectable ECC error encountered", GPU_RESET_ADVICE),
-    _p(ErrClass.INFRA, r"Failed to initialize NVML: Unknown Error|CUDA error: unknown error",
-       "the container lost its GPUs (NVML/CUDA: unknown error) while the job ran",
-       "RuntimeError: CUDA error: unknown error", GPU_ACCESS_ADVICE),
+    # CPython Lib/multiprocessing/heap.py Arena._make_fd: the arena file lives in /dev/shm (_dir_candidates)
+    # and os.ftruncate / os.posix_fallocate there raise ENOSPC: the ENOSPC line counts only after that frame
+    _p(ErrClass.PROGRAM, _ENOSPC, "the container's shared memory (/dev/shm) ran out (a multiprocessing arena)",
+       '  File "/usr/lib/python3.10/multiprocessing/heap.py", line 94, in _make_fd\n'
+       "OSError: [Errno 28] No space left on device", SHM_ADVICE, code=SHM_CODE,
+       context=rf"multiprocessing/heap\.py[^\n]*\n(?:[^\n]*\n){{0,6}}?[^\n]*{_ENOSPC}"),
+    # a bare "Bus error" (SIGBUS) is shm only with the DataLoader's own frames or words beside it
+    _p(ErrClass.PROGRAM, r"\bBus error\b", "a DataLoader worker died of SIGBUS (the shared memory /dev/shm)",
+       '  File "/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py", line 308, in _worker_loop\n'
+       "Bus error (core dumped)", SHM_ADVICE, code=SHM_CODE,
+       context=r"torch/utils/data/|\bDataLoader\b|_worker_loop"),
     _p(ErrClass.INFRA, r"nvml error: driver not loaded|couldn't communicate with the NVIDIA driver",
        "the NVIDIA driver is not loaded on the instance",
        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", DRIVER_ADVICE),
@@ -129,11 +157,12 @@ EVIDENCE_CHARS = 400
 
 def classify_logs(log_text: str, max_evidence: int = MAX_EVIDENCE) -> Optional[dict]:
     """A failure hint ``{"err_class", "reason", "advice", "evidence": [lines]}``
-    from the logs, or None. Infrastructure patterns win over program patterns."""
+    from the logs, or None. GPU faults win first, then a row with its own code, then infrastructure
+    patterns over program patterns; a row with a ``context`` counts only when the log holds it."""
     lines = log_text.splitlines()
-    for wanted in ("code", "ERR_INFRA", "ERR_PROGRAM"):   # a row with its own failure code wins first
+    for wanted in ("first", "code", "ERR_INFRA", "ERR_PROGRAM"):   # GPU faults, then a row with its own code
         for item in LOG_PATTERNS:
-            if (item.code is not None) != (wanted == "code") or (item.code is None and item.err_class != wanted):
+            if _tier(item) != wanted or (item.context is not None and not item.context.search(log_text)):
                 continue
             evidence = [_cut(ln.strip()) for ln in lines if item.pattern.search(ln)]
             if evidence:
@@ -141,6 +170,10 @@ def classify_logs(log_text: str, max_evidence: int = MAX_EVIDENCE) -> Optional[d
                         "evidence": evidence[:max_evidence]}
                 return {**hint, "code": item.code} if item.code else hint
     return None
+
+
+def _tier(item: LogPattern) -> str:
+    return "first" if item.first else "code" if item.code is not None else item.err_class
 
 
 def _detailed(item: LogPattern, lines: list) -> str:

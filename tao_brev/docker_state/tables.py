@@ -11,7 +11,7 @@ from .rows import STATE_ROWS
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+    return text.replace("|", "\\|").replace("\n", "<br>")   # a multi-line example stays in its cell
 
 
 def _example_cell(example: Optional[dict]) -> str:
@@ -29,9 +29,10 @@ def markdown() -> str:
             klass += " (a log pattern wins)"
         out.append(f"| {row.status} | {_cell(row.when)} | {row.state} | {klass} | {_cell(row.reason) or '-'} | "
                    f"{_cell(row.advice) or '-'} | {_example_cell(row.example)} |")
-    out += ["", "### Log patterns -> failure class (a row with its own code first, then ERR_INFRA before ERR_PROGRAM)", "",
+    out += ["", "### Log patterns -> failure class (GPU faults first, then a row with its own code, then ERR_INFRA before ERR_PROGRAM; a row with a context counts only when its context is in the log too)", "",
             "| class | pattern (regex) | reason | advice | example evidence line |", "|---|---|---|---|---|"]
-    out += [f"| {p.err_class}{f' (code {p.code})' if p.code else ''} | `{_cell(p.pattern.pattern)}` | {_cell(p.reason)} | {_cell(p.advice)} | "
+    out += [f"| {p.err_class}{f' (code {p.code})' if p.code else ''}{' (first)' if p.first else ''} | "
+            f"`{_cell(p.pattern.pattern)}`{f' with context `{_cell(p.context.pattern)}`' if p.context else ''} | {_cell(p.reason)} | {_cell(p.advice)} | "
             f"`{_cell(p.example)}` |" for p in LOG_PATTERNS]
     out += ["", "### Docker error messages -> error code (first match wins)", "",
             "| pattern (regex, case-insensitive) | code |", "|---|---|"]

@@ -135,7 +135,7 @@ def refusal_fix(code: str, names: list[str]) -> str | None:
     if code != "NOT_AN_ORPHAN":
         return None
     return (f"Run {command('teardown.py', '--orphans')} to see why each was kept. The rule: {RULE} - its creator "
-            "stops or deletes it (brev stop NAME / brev delete NAME).")
+            "stops it (brev stop NAME, if its type can stop) or deletes it (brev delete NAME).")
 
 
 def survey(ctx: Context, price_per_hour: float | None = None) -> tuple[list[dict], list[dict]]:

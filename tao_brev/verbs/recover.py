@@ -31,8 +31,9 @@ from __future__ import annotations
 import shlex
 from typing import Callable, Optional
 
-from .. import nextstep, resume_advice
+from .. import nextstep, prices, resume_advice
 from ..context import Context, say
+from ..docker_state import RESET_EITHER, gated
 from ..errors import TaoBrevError
 from ..fsio import locked
 from ..records import check_job_id, is_terminal, now_iso
@@ -196,9 +197,11 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
     target, extra, found = choose_instance(ctx, here, record.get("image") or "", pol.get("fallback_instance"),
                                            health_wait_s, min(interval, HEALTH_INTERVAL_S))
     if target is None:
+        can_stop = prices.stoppable(ctx, (side.get("cost") or {}).get("instance_type"), lookup=False)
+        reset = gated(RESET_EITHER, can_stop).replace("INSTANCE", here).replace("JOB_ID", current)
         raise Stop("RECOVERY_NOT_POSSIBLE", f"no instance for attempt {len(chain) + 1}: {found}",
                    f"Pass --fallback-instance NAME (a RUNNING instance with the image pulled) and rerun, or fix "
-                   f"{here} (an Xid needs a reset: brev stop {here}, then brev start {here}) and rerun.")
+                   f"{here} (an Xid needs a reset: {reset}) and rerun.")
     source = resume_source(ctx, chain)
     train = record.get("action") == "train"
     if train:   # another action has no checkpoint to carry

@@ -29,11 +29,13 @@ STAGE_TIMEOUT_S = 3600.0     # a launch round trip that first copies the inputs 
 
 # refusals decided by the submit script's checks BEFORE `docker run` (remote.submit_script): nothing was
 # created on the instance, so the refusal closes the job itself (no teardown is left to do)
+# (outcome.py's rules: every code they give; the launch outcome's ``before_run`` is the fact used)
 REFUSED_BEFORE_RUN = ("INPUT_NOT_FOUND", "IMAGE_NOT_PULLED", "GPUS_BUSY", "DOCKER_NOT_FOUND", "SPEC_NOT_WRITTEN",
-                      "DISK_FULL", "INPUT_STAGING_FAILED")
+                      "DISK_FULL", "INPUT_STAGING_FAILED", "SPEC_PATH_MISSING", "RESUME_CHECKPOINT_MISSING",
+                      "GPU_NOT_FOUND", "GPU_DRIVER_NOT_LOADED", "DOCKER_DAEMON_DOWN")
 # the caller's own input was wrong: retrying the same call cannot help (the TAO bank's ERR_PROGRAM), never ERR_INFRA
 # (a wrong path, no preflight --pull, GPUs the caller's other job holds); DOCKER_NOT_FOUND, DISK_FULL, ...: the instance's
-USER_ERRORS = ("INPUT_NOT_FOUND", "IMAGE_NOT_PULLED", "GPUS_BUSY")
+USER_ERRORS = ("INPUT_NOT_FOUND", "IMAGE_NOT_PULLED", "GPUS_BUSY", "SPEC_PATH_MISSING", "RESUME_CHECKPOINT_MISSING")
 
 
 def prepare(ctx: Context, req: SubmitRequest, plan: Plan) -> dict:
@@ -127,10 +129,10 @@ def push_credentials(ctx: Context, req: SubmitRequest, plan: Plan, answer: dict)
                                         credentials.env_file_text(plan.secret_values)).path
         carrier_file = resume.push(ctx, plan.resumed, req.instance, job_id, carrier_file)   # --resume-from's copies
     except TaoBrevError as exc:   # nothing was launched: the record is closed, the answer names it
-        mark_never_launched(ctx, job_id, f"credential copy failed: {exc.message}")
+        fix = f"{exc.fix} Then submit again with --retry-of {job_id}; nothing runs under {job_id}."
+        mark_never_launched(ctx, job_id, f"credential copy failed: {exc.message}", exc.code, fix, before_run=True)
         raise TaoBrevError(exc.code, f"submit of {job_id}: copying the credentials to {req.instance} failed, "
-                           f"nothing was launched (the record is closed as ERROR): {exc.message}",
-                           f"{exc.fix} Then submit again with --retry-of {job_id}; nothing runs under {job_id}.",
+                           f"nothing was launched (the record is closed as ERROR): {exc.message}", fix,
                            answer={**answer, "state": JobState.ERROR, "backend_ref": None}) from None
     except KeyboardInterrupt:
         raise _interrupted(answer) from None
@@ -156,7 +158,7 @@ def run_once(ctx: Context, req: SubmitRequest, plan: Plan, record: dict, answer:
         raise _interrupted(answer) from None
     found = parse(result, req, job_id, plan.image, plan.named, plan.resumed)
     if not found.ok:
-        mark_never_launched(ctx, job_id, found.why, found.code, found.fix)
+        mark_never_launched(ctx, job_id, found.why, found.code, found.fix, before_run=found.before_run)
         raise TaoBrevError(found.code, f"submit refused: {found.why}", found.fix,
                            answer={**answer, "state": JobState.ERROR, "backend_ref": None})
     if found.failed_start is not None:   # brev's own retry found the container a first run created, not started
@@ -193,18 +195,20 @@ def _interrupted(answer: dict) -> TaoBrevError:
 
 
 def mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None = None,
-                        fix: str | None = None) -> None:
-    """Close a launch that was refused (``code``: the answer's error code; later polls repeat it,
-    with its class: ERR_PROGRAM for the caller's own mistake, else ERR_INFRA). A refusal before
-    ``docker run`` (REFUSED_BEFORE_RUN) left nothing on the instance: it is closed here too."""
+                        fix: str | None = None, before_run: bool = False) -> None:
+    """Close a launch that was refused (``code``: the answer's error code; later polls repeat it
+    and its fix, with its class: ERR_PROGRAM for the caller's own mistake, else ERR_INFRA). A refusal
+    before ``docker run`` (``before_run``: nothing was created on the instance) is closed here too."""
     err_class = ErrClass.PROGRAM if code in USER_ERRORS or (code in CODES and CODES[code].exit_code == 2) \
         else ErrClass.INFRA
     ctx.records.mark(job_id, JobState.ERROR, message=f"never launched: {why}", source=Source.AGENT,
                      err_class=err_class)
+    advice = fix or CODES[code if code in CODES else "NEVER_LAUNCHED"].fix
     hint = {"err_class": err_class, "reason": f"refused before launch ({code or 'NEVER_LAUNCHED'}): nothing ran",
-            "advice": fix or CODES[code if code in CODES else "NEVER_LAUNCHED"].fix, "evidence": [why]}
+            "advice": advice, "evidence": [why]}
+    error = {"code": code or "NEVER_LAUNCHED", "message": f"job {job_id} never ran: {why}", "fix": advice}
     ctx.sidecars.update(job_id, launch={"state": LaunchState.REFUSED, "finished_at": now_iso(), "hint": hint,
-                                        **({"code": code} if code else {})})
-    if code in REFUSED_BEFORE_RUN:
+                                        "error": error, **({"code": code} if code else {})})
+    if before_run or code in REFUSED_BEFORE_RUN:
         ctx.sidecars.update(job_id, teardown={"at": now_iso(), "container_removed": False,
                                               "closed_by": "the submit's refusal (nothing was launched)"})

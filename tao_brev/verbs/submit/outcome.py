@@ -57,6 +57,7 @@ class LaunchOutcome:
     code: str | None = None
     why: str = ""
     fix: str | None = None
+    before_run: bool = False   # a rule of _RULES decided it: the launch script stopped before `docker run`
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def parse(result, req, job_id: str, image: str, named: list, resumed) -> LaunchO
         found = rule(reply)
         if found is not None:
             code, why, fix = found
-            return LaunchOutcome(ok=False, code=code, why=why, fix=fix)
+            return LaunchOutcome(ok=False, code=code, why=why, fix=fix, before_run=True)
     return LaunchOutcome(ok=False, code=reply.docker_code, why=f"docker run failed (exit {reply.exit_code}): "
                          f"{redact.tail(reply.err or out, 500)}")
 
