@@ -153,6 +153,10 @@ CODES: dict[str, Code] = {
                                    "Install/configure the NVIDIA Container Toolkit on the instance "
                                    "(sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker), "
                                    "or use a Brev GPU instance image that ships it."),
+    "SHM_EXHAUSTED": Code(1, "The job's shared memory ran out (/dev/shm, docker --shm-size): torch DataLoader workers "
+                             "died of a bus error or could not write their shared-memory files; not the instance disk.",
+                          "Resubmit with a larger --shm-size (twice the job's, e.g. 32g for the default 16g) or fewer "
+                          "num_workers, with --resume-from JOB_ID; the same settings fail again, so it is not recovered."),
     "GPU_UNHEALTHY": Code(1, "The GPU is in a failed state (an Xid such as 79 'fallen off the bus', NVML 'GPU is lost' / "
                              "'Unknown Error', a driver/library version mismatch): the NVIDIA runtime refuses new containers.",
                           "Reset the GPU: brev stop NAME, then brev start NAME, if its type can stop (else brev answers "
