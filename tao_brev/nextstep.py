@@ -129,7 +129,8 @@ def common_error(script: str, argv: list[str], answer: dict) -> tuple[bool, str 
         return True, install_command(), None
     if code == "BAD_ARGUMENT":
         return True, command(script, "--help"), None
-    if code in ("BAD_JOB_ID", "UNKNOWN_JOB", "NOT_AN_ORPHAN") and answer.get("did_you_mean"):
+    if code in ("BAD_JOB_ID", "UNKNOWN_JOB", "NOT_AN_ORPHAN", "UNKNOWN_INSTANCE") \
+            and isinstance(answer.get("did_you_mean"), dict) and answer["did_you_mean"]:
         return True, corrected(script, argv, answer["did_you_mean"]), None
     if code in ("BAD_JOB_ID", "UNKNOWN_JOB"):
         return True, command("tao_job_record.py", "list"), None

@@ -21,7 +21,8 @@ Judged as TAO does (tao-pytorch, the hydra runner and the action scripts):
   (the bundle's own override sets it: ``spec_check.BUNDLE_OVERRIDE``).
 * An interpolation is judged only when it names keys (``${a.b}``): one that calls a resolver
   (``${oc.env:X}``, ``${hydra:...}``, ``${now:...}``) resolves in the container's environment, never
-  here. One that cannot resolve is refused outside another action's section (a warning there: that
+  here; a string holding both (``${oc.env:HOME}/${a.b}``) has each key-only interpolation in it judged
+  on its own (OmegaConf resolves every one of them: a dangling one stops the container). One that cannot resolve is refused outside another action's section (a warning there: that
   action is not run). One that resolves to a string is handed on (:func:`resolved_strings`) so that
   the paths it names are checked like plain spec paths (``spec_paths.named``).
 
@@ -30,6 +31,7 @@ No value is ever shown: a finding names the key, never the value or the interpol
 
 from __future__ import annotations
 
+import copy
 import re
 
 from .tao_schema import Finding, dotted
@@ -41,6 +43,7 @@ ACTION_SECTIONS = ("train", "evaluate", "inference", "export", "gen_trt_engine",
                    "analyze", "validate", "default_specs")
 FILLED_BY_TAO = ("results_dir",)   # <action>.results_dir: update_results_dir; results_dir: the bundle's override
 _RESOLVER = re.compile(r"\$\{\s*[A-Za-z_][\w.-]*\s*:")   # ${name: ...}: a resolver call, judged in the container
+_KEY_ONLY = re.compile(r"\$\{\s*(\.*[A-Za-z_][\w.\[\]-]*)\s*\}")   # ${a.b}, ${.sibling}: names keys only
 
 
 def _children(node):
@@ -75,6 +78,21 @@ def _resolve(omegaconf, cfg, path: tuple):
         return None, type(exc).__name__
 
 
+def _each_key_only(omegaconf, cfg, path: tuple, text: str):
+    """The omegaconf error's class name of the first key-only interpolation in ``text`` (a string that
+    also calls a resolver) that cannot resolve where ``text`` stands, else None: each is set alone at
+    ``path`` in a copy of ``cfg`` and resolved there (relative ones keep their meaning)."""
+    for ref in _KEY_ONLY.findall(text):
+        probe = copy.deepcopy(cfg)
+        parent = probe if len(path) == 1 else omegaconf.OmegaConf.select(probe, dotted(path[:-1]))
+        with omegaconf.open_dict(parent):
+            parent[path[-1]] = "${" + ref + "}"
+        _value, error = _resolve(omegaconf, probe, path)
+        if error is not None:
+            return error
+    return None
+
+
 def missing_values(omegaconf, cfg, action: str, where_of) -> list:
     """Findings for each mandatory ``???`` ``action`` reads that is still missing (module doc)."""
     found = []
@@ -97,9 +115,9 @@ def dangling(omegaconf, cfg, action: str, where_of) -> tuple[list, list]:
     refused where ``action`` reads it, a warning in another action's section."""
     findings, warnings = [], []
     for path, child in _interpolations(cfg):
-        if _RESOLVER.search(str(child._value())):
-            continue
-        _value, error = _resolve(omegaconf, cfg, path)
+        text = str(child._value())
+        error = (_each_key_only(omegaconf, cfg, path, text) if _RESOLVER.search(text) else
+                 _resolve(omegaconf, cfg, path)[1])
         if error is None:
             continue
         key = dotted(path)

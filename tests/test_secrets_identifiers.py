@@ -42,7 +42,9 @@ CASES = {   # flag -> (extra argv, replaced argv) builder: (tmp_path, word) -> {
     "--gpus": lambda tmp, w: {"--gpus": f"device={w}"},
     "--upload-exclude": lambda tmp, w: {"--upload-exclude": f"*{w}*"},
     "--inputs": lambda tmp, w: {"--inputs": f"~/data-{w}=data"},
+    "--fallback-instance": lambda tmp, w: {"--fallback-instance": f"fb@{w}", "--recover": "1"},
 }
+SPELLINGS["percent-encoded"] = "".join(f"%{b:02X}" for b in VALUE.encode())
 
 
 def _argv(tmp_path: Path, flags: dict) -> list[str]:
@@ -63,6 +65,28 @@ def test_a_flag_holding_an_env_value_is_refused_before_anything_is_recorded(stat
     assert "<redacted>" not in res.stdout
     state = Path(state_env["TAO_STATE_DIR"])
     assert not (state / "jobs").exists() or not any((state / "jobs").iterdir())
+
+
+# Answers printed before a verb runs (argparse's, a bad name's): the --env values are known by then.
+EARLY = {   # argv words (after the common ones) -> the refusal's code
+    "price": (["--price-per-hour", VALUE], "BAD_ARGUMENT"),
+    "storage tier": (["--storage-tier", VALUE], "BAD_ARGUMENT"),
+    "budget": (["--budget-s", VALUE], "BAD_ARGUMENT"),
+    "recover": (["--recover", VALUE], "BAD_ARGUMENT"),
+    "env given as --env=": (["--env=" + NAME, "--budget-s", "x" + VALUE], "BAD_ARGUMENT"),
+    "fallback at": (["--fallback-instance", f"fb@{VALUE}", "--recover", "1"], "SECRET_IN_IDENTIFIER"),
+    "fallback percent": (["--fallback-instance", "fb-" + SPELLINGS["percent-encoded"], "--recover", "1"],
+                         "SECRET_IN_IDENTIFIER"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EARLY))
+def test_no_early_refusal_echoes_an_env_value(state_env, tmp_path, case):
+    words, code = EARLY[case]
+    res = run_script("submit.py", *_argv(tmp_path, {}), *words, env={**state_env, NAME: VALUE})
+    assert res.code == 2 and res.json["error"]["code"] == code, res.stdout[-600:]
+    out = res.stdout + res.stderr
+    assert VALUE not in out and SPELLINGS["percent-encoded"] not in out, out[-600:]
 
 
 @pytest.fixture

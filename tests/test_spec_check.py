@@ -399,7 +399,10 @@ def test_values_tao_fills_itself_are_not_refused(tmp_path):
     assert _check(spec).checked
 
 
-@pytest.mark.parametrize("target", ["${train.no_such_key}", "${nowhere}", "${evaluate.checkpoint}"])
+@pytest.mark.parametrize("target", ["${train.no_such_key}", "${nowhere}", "${evaluate.checkpoint}",
+                                    # beside a resolver call: OmegaConf resolves every interpolation of a string
+                                    "${oc.env:HOME}/${nowhere.key}", "${nowhere.key}/${oc.env:HOME}",
+                                    "${now:%Y}-${.no_such_sibling}", "${oc.env:A,b}${results_dir}/${train.nope}"])
 def test_a_dangling_interpolation_is_refused_without_its_text(tmp_path, target):
     from tao_brev.errors import TaoBrevError
     spec = _edited_spec(tmp_path, "i.yaml", lambda d: d["train"].update(pretrained_model_path=target))
@@ -414,6 +417,7 @@ def test_interpolations_that_resolve_or_call_a_resolver_pass_and_other_actions_o
     def edit(d):
         d["train"]["pretrained_model_path"] = "${results_dir}/pretrained.pth"       # resolves
         d["train"]["seed"] = "${oc.env:SEED_FROM_THE_CONTAINER,7}"                 # the container's environment
+        d["train"]["resume_training_checkpoint_path"] = "${oc.env:HOME}/${results_dir}/${.seed}.pth"   # both kinds
         d.setdefault("export", {})["onnx_file"] = "${export.no_such}"             # another action's section
     result = _check(_edited_spec(tmp_path, "ok.yaml", edit))
     assert result.checked and result.resolved["train.pretrained_model_path"].endswith("/pretrained.pth")

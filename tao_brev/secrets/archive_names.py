@@ -4,6 +4,11 @@ state file keeps a tainted file name (:func:`file_names.stored_name`). Every mem
 link target is checked (:func:`file_names.tainted`: all of them, fail closed); when one holds a
 value the archive is written again with each such path component replaced by
 ``sha256:<hex>`` (contents unchanged), and the caller records the new archive's sha256.
+A PAX member carries its long name again in its extended header (``path``, ``linkpath``), which
+``tarfile`` writes back in priority over the new name: the rewritten member's extended header is
+rebuilt from the cleaned name, and any other extended record whose key or text holds a value is
+dropped, so no original header text survives (GNU long names and ustar prefixes are rewritten
+from the name alike).
 """
 
 from __future__ import annotations
@@ -15,8 +20,12 @@ from typing import Mapping
 from .file_names import stored_name, tainted
 
 
+_PATH_RECORDS = ("path", "linkpath")   # PAX records of the name and link target (POSIX pax)
+
+
 def _parts(member: tarfile.TarInfo) -> list[str]:
-    return [*member.name.split("/"), *((member.linkname.split("/")) if member.linkname else [])]
+    return [*member.name.split("/"), *((member.linkname.split("/")) if member.linkname else []),
+            *(f"{k}={v}" for k, v in member.pax_headers.items() if k not in _PATH_RECORDS)]
 
 
 def tainted_members(archive: Path, env: Mapping[str, str] | None = None) -> int:
@@ -47,6 +56,8 @@ def rewrite_without_tainted(archive: Path, out: Path, env: Mapping[str, str] | N
                 if member_changed:
                     new = clean(member.name)
                     member.linkname = clean(member.linkname) if member.linkname else member.linkname
+                    member.pax_headers = {k: v for k, v in member.pax_headers.items()
+                                          if k not in _PATH_RECORDS and f"{k}={v}" not in held}
                     renamed += 1
                 member.name = new
                 dst.addfile(member, tar.extractfile(member) if member.isfile() else None)

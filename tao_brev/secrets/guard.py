@@ -90,7 +90,7 @@ def refuse_in_identifiers(identifiers: Mapping[str, str | None], env: Mapping[st
 # one it does not hold stops at UNKNOWN_JOB before anything is sent.
 IDENTIFIER_FLAGS = ("--instance", "--image", "--network-arch", "--action", "--results-root", "--results-dir", "--spec",
                     "--bucket", "--host", "--platform", "--upload-exclude", "--backend-ref", "--parent-job",
-                    "--shm-size", "--gpus", "--message")
+                    "--shm-size", "--gpus", "--message", "--fallback-instance")
 # Names the bundle reads from the environment and stores or sends (the bucket is in the record's
 # results root, the endpoint and region in every carrier command): a known value there is refused.
 IDENTIFIER_ENV = ("S3_BUCKET_NAME", "TAO_RESULTS_ROOT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "S3_ENDPOINT_URL",
@@ -106,12 +106,26 @@ def refuse_in_env_identifiers(env: Mapping[str, str]) -> None:
             refuse_in_identifiers({name: env[name]}, {k: v for k, v in env.items() if k != name})
 
 
+def env_names_in_argv(words: list[str]) -> list[str]:
+    """The names given with ``--env NAME`` / ``--env=NAME`` in ``words`` (a script's argv, read
+    before argparse runs: their values, from this process's environment, are then known to every
+    exit, an argparse error echoing one included)."""
+    names = []
+    for i, word in enumerate(words):
+        if word == "--env" and i + 1 < len(words):
+            names.append(words[i + 1])
+        elif word.startswith("--env="):
+            names.append(word[len("--env="):])
+    return [n for n in names if n and not n.startswith("-")]
+
+
 def refuse_in_argv(argv: Iterable[str], env: Mapping[str, str] | None = None) -> None:
     """:func:`refuse_in_identifiers` for the IDENTIFIER_FLAGS of a script's ``argv``
     (``--flag value`` and ``--flag=value``), and the IDENTIFIER_ENV names of ``env``: a credential's
     value given as a name stops the verb before anything is sent, with an error naming the flag (or
     variable) and the variable whose value it holds."""
     words = [w for w in argv if isinstance(w, str)]
+    DEFAULT.watch(env_names_in_argv(words))   # known before any answer (an argparse error) is printed
     for i, word in enumerate(words):
         flag, eq, value = word.partition("=")
         if flag in IDENTIFIER_FLAGS and (eq or i + 1 < len(words)):

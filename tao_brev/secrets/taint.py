@@ -42,6 +42,8 @@ import unicodedata
 from typing import Callable, Iterable
 from urllib.parse import unquote, unquote_plus
 
+from .invisible import INVISIBLE_CLASS
+
 
 MAX_VIEWS = 256                # readings of one text, at most (more: the text is withheld)
 MAX_VIEW_CHARS = 1 << 20       # characters of one reading (1 MiB), at most (more: withheld)
@@ -52,9 +54,10 @@ MIN_FORM = 8                   # names.MIN_VALUE_LENGTH
 _TERMINAL_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x9b[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
                                r"|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?|\x1b[ -/]*[0-~]?")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
 # What the comparison ignores on both sides: blanks, line breaks, quotes, backslashes, controls,
-# zero-width characters.
-_IGNORED_RE = re.compile(r"[\s'\"`\\\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u2060\ufeff]+")
+# invisible characters (:mod:`.invisible`: format characters, variation selectors, ... by property).
+_IGNORED_RE = re.compile(r"[\s'\"`\\\x00-\x1f\x7f-\x9f\u2028\u2029" + INVISIBLE_CLASS + "]+")
 _BREAK_RE = re.compile(r"\\?\r?\n[ \t]*")
 # A line break with the next line's comment marker (YAML/shell ``#``, C ``//``, SQL ``--``, ``;``, ``*``, ``>``):
 # a value wrapped over comment lines.
@@ -96,7 +99,7 @@ def backspaced(text: str) -> str:
 
 def canon(text: str) -> str:
     """``text`` as compared: blanks, line breaks, quotes, backslashes, controls (ESC and BEL
-    too: what is left of an escape sequence stays) and zero-width characters dropped."""
+    too: what is left of an escape sequence stays) and invisible characters (:mod:`.invisible`) dropped."""
     return _IGNORED_RE.sub("", text)
 
 

@@ -44,8 +44,9 @@ def settle_instance(ctx: Context, req: PreflightRequest, entry: dict | None,
     while True:
         if entry is None:
             listed = [str(w.get("name") or "") for w in ctx.brev.ls()]
-            raise TaoBrevError("UNKNOWN_INSTANCE", unknown_message(name, listed),
-                               did_you_mean=closest(name, listed))
+            near = closest(name, listed)   # one close name: every verb's next is the corrected call
+            raise TaoBrevError("UNKNOWN_INSTANCE", unknown_message(name, listed), did_you_mean=near,
+                               answer={"did_you_mean": {name: near[0]}} if len(near) == 1 else {})
         status = str(entry.get("status") or "").upper()
         kind = InstanceStatus.parse(status)
         build = building(entry) if kind is InstanceStatus.RUNNING else None
