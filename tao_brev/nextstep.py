@@ -82,6 +82,10 @@ def _absolute_paths(argv: list[str]) -> list[str]:
 # run win; these are the defaults (the example of SKILL.md section 6).
 WAIT_INTERVAL_S = 20
 WAIT_TIMEOUT_S = 100
+# A suggested --timeout covers the job's known ETA (``progress.eta_s``) plus a margin (a quarter of
+# it, at least two intervals), at most WAIT_TIMEOUT_MAX_S (references/answers.md); a larger value the
+# user gave is kept.
+WAIT_TIMEOUT_MAX_S = 3600
 # poll_status.py flags a following poll keeps (the values the user gave this run)
 POLL_KEPT = ("--interval", "--timeout", "--stall-after", "--price-per-hour")
 
@@ -92,16 +96,54 @@ def corrected(script: str, argv: list[str], near: dict) -> str:
     return rerun(script, [near.get(word, word) for word in argv])
 
 
-def wait_command(job_id: str, argv: list[str], *extra) -> str:
+def wait_command(job_id: str, argv: list[str], *extra, eta_s=None) -> str:
     """``poll_status.py JOB --wait --interval S --timeout S`` (this run's --interval / --timeout /
-    --stall-after / --price-per-hour, else WAIT_INTERVAL_S / WAIT_TIMEOUT_S) plus ``extra``."""
+    --stall-after / --price-per-hour, else WAIT_INTERVAL_S / WAIT_TIMEOUT_S; the --timeout raised to
+    cover ``eta_s``: :func:`covering_timeout`) plus ``extra``."""
     kept = _kept(argv, POLL_KEPT)
-    names = {word.split("=", 1)[0] for word in kept}
-    if "--interval" not in names:
+    if "--interval" not in {word.split("=", 1)[0] for word in kept}:
         kept += ["--interval", str(WAIT_INTERVAL_S)]
-    if "--timeout" not in names:
-        kept += ["--timeout", str(WAIT_TIMEOUT_S)]
+    kept = _with_timeout(kept, eta_s)
     return command("poll_status.py", job_id, "--wait", *kept, *extra)
+
+
+def covering_timeout(given, eta_s, interval=None) -> int:
+    """The --timeout to suggest: ``given`` (else WAIT_TIMEOUT_S), raised to the known ETA plus a
+    margin (a quarter of it, at least two intervals), that raise at most WAIT_TIMEOUT_MAX_S."""
+    base = _number(given) or WAIT_TIMEOUT_S
+    eta, step = _number(eta_s), _number(interval) or WAIT_INTERVAL_S
+    if eta is None:
+        return int(base)
+    need = min(WAIT_TIMEOUT_MAX_S, -(-(eta + max(eta / 4, 2 * step)) // 1))
+    return int(max(base, need))
+
+
+def _number(value):
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if out >= 0 else None
+
+
+def _with_timeout(argv: list[str], eta_s) -> list[str]:
+    """``argv`` with its --timeout (added at the end when missing) set to :func:`covering_timeout`."""
+    timeout = str(covering_timeout(_flag(argv, "--timeout"), eta_s, _flag(argv, "--interval")))
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--timeout" and i + 1 < len(argv):
+            out += ["--timeout", timeout]
+            i += 2
+            continue
+        out.append(f"--timeout={timeout}" if argv[i].startswith("--timeout=") else argv[i])
+        i += 1
+    return out if "--timeout" in out or f"--timeout={timeout}" in out else [*out, "--timeout", timeout]
+
+
+def eta_of(answer: dict):
+    """The answer's known ETA in seconds (``progress.eta_s``), else None."""
+    progress = answer.get("progress")
+    return progress.get("eta_s") if isinstance(progress, dict) else None
 
 
 def _kept(argv: list[str], flags) -> list[str]:
@@ -272,8 +314,10 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
     if "teardown" in answer:   # --wait --teardown: the teardown's own next decides
         down = teardown(answer["teardown"], code, [job_id, *_kept(argv, ("--price-per-hour",))])
         return _set(answer, down.get("next"), down.get("next_note"))
-    if err == "WAIT_TIMEOUT":
-        return _set(answer, rerun("poll_status.py", argv))
+    if err == "WAIT_TIMEOUT":   # the same wait, its --timeout covering the ETA; the fix names that command
+        again = rerun("poll_status.py", _with_timeout(argv, eta_of(answer)))
+        answer["error"] = {**answer["error"], "fix": f"The job keeps running: wait again - {again}"}
+        return _set(answer, again)
     if err in RECOVERY_STOPS:   # --recover: the user decides (more attempts, budget, a fallback) or cleans up
         return _set(answer, None, f"the recovery stopped ({err}): {answer['error'].get('fix')} To stop here "
                                   f"instead: {command('teardown.py', job_id)}")
@@ -296,7 +340,7 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
                                                   if never_ran else " (teardown ran)"))
         return _set(answer, command("teardown.py", job_id))
     if state in (JobState.PENDING, JobState.RUNNING):
-        return _set(answer, wait_command(job_id, argv))
+        return _set(answer, wait_command(job_id, argv, eta_s=eta_of(answer)))
     return _set(answer, None)
 
 
