@@ -26,6 +26,8 @@ import shlex
 from pathlib import Path
 
 from .errors import CODES
+from .next_words import WAIT_INTERVAL_S, WAIT_TIMEOUT_MAX_S, WAIT_TIMEOUT_S, covering_timeout, eta_of  # noqa: F401
+from .next_words import flag as _flag, kept as _kept, with_timeout as _with_timeout, without as _without
 from .vocabulary import TERMINAL_STATES, InstanceStatus, JobState, LaunchState, StorageTier
 
 BUNDLE_ROOT = Path(__file__).absolute().parent.parent
@@ -77,15 +79,6 @@ def _absolute_paths(argv: list[str]) -> list[str]:
     return out
 
 
-# A --wait in a ``next`` always has a --timeout: an agent with no memory that runs it must get its
-# shell back (SKILL.md section 6: keep --timeout below the tool-call limit). The values given to this
-# run win; these are the defaults (the example of SKILL.md section 6).
-WAIT_INTERVAL_S = 20
-WAIT_TIMEOUT_S = 100
-# A suggested --timeout covers the job's known ETA (``progress.eta_s``) plus a margin (a quarter of
-# it, at least two intervals), at most WAIT_TIMEOUT_MAX_S (references/answers.md); a larger value the
-# user gave is kept.
-WAIT_TIMEOUT_MAX_S = 3600
 # poll_status.py flags a following poll keeps (the values the user gave this run)
 POLL_KEPT = ("--interval", "--timeout", "--stall-after", "--price-per-hour")
 
@@ -105,55 +98,6 @@ def wait_command(job_id: str, argv: list[str], *extra, eta_s=None) -> str:
         kept += ["--interval", str(WAIT_INTERVAL_S)]
     kept = _with_timeout(kept, eta_s)
     return command("poll_status.py", job_id, "--wait", *kept, *extra)
-
-
-def covering_timeout(given, eta_s, interval=None) -> int:
-    """The --timeout to suggest: ``given`` (else WAIT_TIMEOUT_S), raised to the known ETA plus a
-    margin (a quarter of it, at least two intervals), that raise at most WAIT_TIMEOUT_MAX_S."""
-    base = _number(given) or WAIT_TIMEOUT_S
-    eta, step = _number(eta_s), _number(interval) or WAIT_INTERVAL_S
-    if eta is None:
-        return int(base)
-    need = min(WAIT_TIMEOUT_MAX_S, -(-(eta + max(eta / 4, 2 * step)) // 1))
-    return int(max(base, need))
-
-
-def _number(value):
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if out >= 0 else None
-
-
-def _with_timeout(argv: list[str], eta_s) -> list[str]:
-    """``argv`` with its --timeout (added at the end when missing) set to :func:`covering_timeout`."""
-    timeout = str(covering_timeout(_flag(argv, "--timeout"), eta_s, _flag(argv, "--interval")))
-    out, i = [], 0
-    while i < len(argv):
-        if argv[i] == "--timeout" and i + 1 < len(argv):
-            out += ["--timeout", timeout]
-            i += 2
-            continue
-        out.append(f"--timeout={timeout}" if argv[i].startswith("--timeout=") else argv[i])
-        i += 1
-    return out if "--timeout" in out or f"--timeout={timeout}" in out else [*out, "--timeout", timeout]
-
-
-def eta_of(answer: dict):
-    """The answer's known ETA in seconds (``progress.eta_s``), else None."""
-    progress = answer.get("progress")
-    return progress.get("eta_s") if isinstance(progress, dict) else None
-
-
-def _kept(argv: list[str], flags) -> list[str]:
-    """The ``flags`` (each with its value) that ``argv`` gave, in its order."""
-    out = []
-    for i, word in enumerate(argv):
-        name = word.split("=", 1)[0]
-        if name in flags:
-            out += [word] if "=" in word else argv[i:i + 2]
-    return out
 
 
 def _set(answer: dict, nxt: str | None, note: str | None = None) -> dict:
@@ -290,15 +234,6 @@ def submit(answer: dict, code: int, argv: list[str]) -> dict:
     return _set(answer, None)
 
 
-def _flag(argv: list[str], flag: str) -> str | None:
-    for i, word in enumerate(argv):
-        if word == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if word.startswith(flag + "="):
-            return word.split("=", 1)[1]
-    return None
-
-
 def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) -> dict:
     """``closed(job_id)``: a teardown already closed the job (nothing left to tear down)."""
     if "jobs" in answer and not answer.get("job_id"):
@@ -342,19 +277,6 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
     if state in (JobState.PENDING, JobState.RUNNING):
         return _set(answer, wait_command(job_id, argv, eta_s=eta_of(answer)))
     return _set(answer, None)
-
-
-def _without(argv: list[str], flag: str) -> list[str]:
-    """``argv`` without ``flag`` and its value."""
-    out, skip = [], False
-    for word in argv:
-        if skip:
-            skip = False
-        elif word == flag:
-            skip = True
-        elif not word.startswith(flag + "="):
-            out.append(word)
-    return out
 
 
 def poll_all(answer: dict, code: int, argv: list[str]) -> dict:
