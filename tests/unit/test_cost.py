@@ -34,7 +34,7 @@ def test_a_reused_instance_bills_the_job_its_run_at_the_price_given(ctx, fake_br
 
 
 def test_without_a_price_the_dollars_are_unknown_and_the_note_says_how_to_give_one(ctx, fake_brev):
-    _, facts = finished(ctx, fake_brev)
+    _, facts = finished(ctx, fake_brev, instance_type="x9.unlisted")   # neither brev search nor prices.yaml
     assert facts["billed_s"] == 2700.0 and facts["estimated_cost_usd"] is None, facts
     assert "--price-per-hour" in facts["price_note"]
 
