@@ -28,6 +28,7 @@ teardown, and in the sidecar under ``cost``), every value null when unknown:
 ``clock_skew_s``         instance clock minus this machine's, when docker's times prove a skew (a bound)
 ``idle_billed_s``        job ended -> instance deleted by teardown, or -> now while it still bills
                          (``still_billing``); null for a reused instance this bundle does not own
+``instance_owned``       the bundle created the instance (an ephemeral job): a delete never changes it
 ``still_billing``        owned instance: the job ended and the instance is not deleted yet (tear it
                          down); null for a reused instance (it bills its owner while RUNNING, job
                          or not: ``teardown.py --orphans`` lists it when idle)
@@ -266,10 +267,11 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     never_existed = (sidecar.launch or {}).get("instance_missing") is True   # brev ls: no such instance
     if ended is not None and submitted is not None and finished is None and ended < submitted:
         ended = submitted   # a mark has whole seconds (truncated): never before the submit
-    owned = (owned or deleted_at is not None) and not never_existed
+    owned = owned and not never_existed   # who created the instance: a delete never changes it
     stopped_at = parse_ts(sidecar.instance_stopped_at)
     start_s = None if never_existed else _bundle_start_seconds(ctx, sidecar.instance, submitted)
-    caused = owned or start_s is not None   # the bundle caused the instance's time around the job
+    # the bundle caused the instance's time around the job: it owns it, started it, or deleted it
+    caused = (owned or deleted_at is not None or start_s is not None) and not never_existed
     stop_end = deleted_at or stopped_at
     # a reused instance bills its owner whatever the job did: not this bundle's to say (null)
     still_billing = (caused and stop_end is None and end_here is not None) if caused or never_existed else None
