@@ -21,7 +21,9 @@ Subcommands:
          -> what the jobs cost (a Brev addition, JSON): {"ok", "jobs": [{job_id, instance,
             state, billed_s, billed_parts, price_per_hour_usd, price_source, price_note,
             estimated_cost_usd, still_billing, ...}], "total": {jobs, billed_s,
-            estimated_cost_usd, unpriced_jobs, still_billing_jobs, price_sources},
+            estimated_cost_usd, instances: [{instance, jobs, billed_s (union: shared
+            time once), jobs_billed_s, usd_per_hour, ...}], unpriced_jobs, still_billing_jobs,
+            price_sources},
             "billing_now": [{instance, status, bills, usd_per_hour, ours, ...}],
             "usd_per_hour_now"}; seconds and US dollars. DATE: YYYY-MM-DD or ISO 8601
             (UTC), jobs submitted since then. Prices: brev search gpu|cpu --json (cached a

@@ -28,6 +28,7 @@ teardown, and in the sidecar under ``cost``), every value null when unknown:
 ``clock_skew_s``         instance clock minus this machine's, when docker's times prove a skew (a bound)
 ``idle_billed_s``        job ended -> instance deleted by teardown, or -> now while it still bills
                          (``still_billing``); null for a reused instance this bundle does not own
+``instance_owned``       the bundle created the instance (an ephemeral job): a delete never changes it
 ``still_billing``        owned instance: the job ended and the instance is not deleted yet (tear it
                          down); null for a reused instance (it bills its owner while RUNNING, job
                          or not: ``teardown.py --orphans`` lists it when idle)
@@ -99,6 +100,24 @@ def note_pull(ctx: Context, instance: str, image: str, took_s: float) -> None:
     """Remember a finished image pull on ``instance`` (for ``image_pull_s``); for preflight --pull."""
     ctx.sidecars.note_instance(instance, last_pull_s=round(took_s, 3), last_pull_image=image,
                                last_pull_at=now_precise())
+
+
+def note_instance_type(ctx: Context, instance: Optional[str], entry: Optional[dict]) -> None:
+    """Remember the ``brev ls`` type of ``instance`` (preflight, submit): the jobs on it are priced
+    from it with no brev call of their own (:func:`known_instance_type`)."""
+    kind = (entry or {}).get("instance_type") if isinstance(entry, dict) else None
+    if instance and isinstance(kind, str) and kind and ctx.sidecars.instance(instance).instance_type != kind:
+        ctx.sidecars.note_instance(instance, instance_type=kind)
+
+
+def known_instance_type(ctx: Context, job_id: str) -> Optional[str]:
+    """The job's instance type: its own (sidecar ``cost.instance_type``), else the one preflight /
+    submit saw for its instance."""
+    side = ctx.sidecars.load(job_id)
+    stored = side.cost or {}
+    if stored.get("instance_type") or not side.instance:
+        return stored.get("instance_type")
+    return ctx.sidecars.instance(side.instance).instance_type
 
 
 def remember_instance_type(ctx: Context, job_id: str, instance_type: Optional[str]) -> None:
@@ -248,10 +267,11 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     never_existed = (sidecar.launch or {}).get("instance_missing") is True   # brev ls: no such instance
     if ended is not None and submitted is not None and finished is None and ended < submitted:
         ended = submitted   # a mark has whole seconds (truncated): never before the submit
-    owned = (owned or deleted_at is not None) and not never_existed
+    owned = owned and not never_existed   # who created the instance: a delete never changes it
     stopped_at = parse_ts(sidecar.instance_stopped_at)
     start_s = None if never_existed else _bundle_start_seconds(ctx, sidecar.instance, submitted)
-    caused = owned or start_s is not None   # the bundle caused the instance's time around the job
+    # the bundle caused the instance's time around the job: it owns it, started it, or deleted it
+    caused = (owned or deleted_at is not None or start_s is not None) and not never_existed
     stop_end = deleted_at or stopped_at
     # a reused instance bills its owner whatever the job did: not this bundle's to say (null)
     still_billing = (caused and stop_end is None and end_here is not None) if caused or never_existed else None
@@ -260,7 +280,8 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     billed = 0.0 if never_existed else seconds(submitted, billing_end)
     if billed is not None and caused:
         billed = round(billed + (pull_s or 0) + (start_s or 0), 3)
-    price, source, price_note = prices.price(ctx, explicit, stored.get("instance_type"), lookup)
+    kind = stored.get("instance_type") or known_instance_type(ctx, job_id)
+    price, source, price_note = prices.price(ctx, explicit, kind, lookup)
     idle_s = seconds(end_here, billing_end) if caused else None
     out = {
         "submitted_at": _iso(submitted), "running_at": _iso(running), "ended_at": _iso(ended),
@@ -268,7 +289,7 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
         "submit_to_running_s": seconds(submitted, running_mark), "image_pull_s": pull_s,
         "run_s": run_s, "idle_billed_s": idle_s,
         "billed_s": billed, "instance_owned": owned, "still_billing": still_billing,
-        "instance_type": stored.get("instance_type"), "price_per_hour_usd": price, "price_source": source,
+        "instance_type": kind, "price_per_hour_usd": price, "price_source": source,
         "estimated_cost_usd": round(billed / 3600 * price, 4) if billed is not None and price is not None else None,
         "clock_skew_s": clock_skew(submitted, record, started, finished),
         "price_note": price_note, "instance_stopped_at": _iso(stopped_at),
@@ -277,7 +298,9 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     }
     if stored.get("stalled_s") is not None:   # torn down as stalled (poll_status --wait --teardown --stall-after)
         out["stalled_s"] = stored["stalled_s"]
-    ctx.sidecars.update(job_id, cost=out)
+    # the job's own type stays what brev ls said of it (teardown still learns it once); the answer
+    # is priced from the instance's remembered type meanwhile
+    ctx.sidecars.update(job_id, cost={**out, "instance_type": stored.get("instance_type")})
     return out
 
 
@@ -345,7 +368,8 @@ def _attempt(ctx: Context, job_id: str, owned: Callable[[dict], bool]) -> dict:
     if record.get("terminal_state") not in TERMINAL_STATES:
         stored = side.get("cost") or {}
         start = parse_ts(stored.get("submitted_at")) or parse_ts(record.get("submitted_at"))
-        price, _source, _note = prices.price(ctx, stored.get("price_flag_usd"), stored.get("instance_type"), False)
+        price, _source, _note = prices.price(ctx, stored.get("price_flag_usd"),
+                                             stored.get("instance_type") or known_instance_type(ctx, job_id), False)
         return {"seconds": seconds(start, datetime.now(timezone.utc)) if start else None, "idle": 0.0,
                 "instance": side.get("instance"), "price": price}
     out = facts(ctx, job_id, owned=owned(side), lookup=False)

@@ -26,6 +26,8 @@ import shlex
 from pathlib import Path
 
 from .errors import CODES
+from .next_words import WAIT_INTERVAL_S, WAIT_TIMEOUT_MAX_S, WAIT_TIMEOUT_S, covering_timeout, eta_of  # noqa: F401
+from .next_words import flag as _flag, kept as _kept, with_timeout as _with_timeout, without as _without
 from .vocabulary import TERMINAL_STATES, InstanceStatus, JobState, LaunchState, StorageTier
 
 BUNDLE_ROOT = Path(__file__).absolute().parent.parent
@@ -77,11 +79,6 @@ def _absolute_paths(argv: list[str]) -> list[str]:
     return out
 
 
-# A --wait in a ``next`` always has a --timeout: an agent with no memory that runs it must get its
-# shell back (SKILL.md section 6: keep --timeout below the tool-call limit). The values given to this
-# run win; these are the defaults (the example of SKILL.md section 6).
-WAIT_INTERVAL_S = 20
-WAIT_TIMEOUT_S = 100
 # poll_status.py flags a following poll keeps (the values the user gave this run)
 POLL_KEPT = ("--interval", "--timeout", "--stall-after", "--price-per-hour")
 
@@ -92,26 +89,15 @@ def corrected(script: str, argv: list[str], near: dict) -> str:
     return rerun(script, [near.get(word, word) for word in argv])
 
 
-def wait_command(job_id: str, argv: list[str], *extra) -> str:
+def wait_command(job_id: str, argv: list[str], *extra, eta_s=None) -> str:
     """``poll_status.py JOB --wait --interval S --timeout S`` (this run's --interval / --timeout /
-    --stall-after / --price-per-hour, else WAIT_INTERVAL_S / WAIT_TIMEOUT_S) plus ``extra``."""
+    --stall-after / --price-per-hour, else WAIT_INTERVAL_S / WAIT_TIMEOUT_S; the --timeout raised to
+    cover ``eta_s``: :func:`covering_timeout`) plus ``extra``."""
     kept = _kept(argv, POLL_KEPT)
-    names = {word.split("=", 1)[0] for word in kept}
-    if "--interval" not in names:
+    if "--interval" not in {word.split("=", 1)[0] for word in kept}:
         kept += ["--interval", str(WAIT_INTERVAL_S)]
-    if "--timeout" not in names:
-        kept += ["--timeout", str(WAIT_TIMEOUT_S)]
+    kept = _with_timeout(kept, eta_s)
     return command("poll_status.py", job_id, "--wait", *kept, *extra)
-
-
-def _kept(argv: list[str], flags) -> list[str]:
-    """The ``flags`` (each with its value) that ``argv`` gave, in its order."""
-    out = []
-    for i, word in enumerate(argv):
-        name = word.split("=", 1)[0]
-        if name in flags:
-            out += [word] if "=" in word else argv[i:i + 2]
-    return out
 
 
 def _set(answer: dict, nxt: str | None, note: str | None = None) -> dict:
@@ -249,15 +235,6 @@ def submit(answer: dict, code: int, argv: list[str]) -> dict:
     return _set(answer, None)
 
 
-def _flag(argv: list[str], flag: str) -> str | None:
-    for i, word in enumerate(argv):
-        if word == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if word.startswith(flag + "="):
-            return word.split("=", 1)[1]
-    return None
-
-
 def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) -> dict:
     """``closed(job_id)``: a teardown already closed the job (nothing left to tear down)."""
     if "jobs" in answer and not answer.get("job_id"):
@@ -273,8 +250,10 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
     if "teardown" in answer:   # --wait --teardown: the teardown's own next decides
         down = teardown(answer["teardown"], code, [job_id, *_kept(argv, ("--price-per-hour",))])
         return _set(answer, down.get("next"), down.get("next_note"))
-    if err == "WAIT_TIMEOUT":
-        return _set(answer, rerun("poll_status.py", argv))
+    if err == "WAIT_TIMEOUT":   # the same wait, its --timeout covering the ETA; the fix names that command
+        again = rerun("poll_status.py", _with_timeout(argv, eta_of(answer)))
+        answer["error"] = {**answer["error"], "fix": f"The job keeps running: wait again - {again}"}
+        return _set(answer, again)
     if err in RECOVERY_STOPS:   # --recover: the user decides (more attempts, budget, a fallback) or cleans up
         return _set(answer, None, f"the recovery stopped ({err}): {answer['error'].get('fix')} To stop here "
                                   f"instead: {command('teardown.py', job_id)}")
@@ -297,21 +276,8 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
                                                   if never_ran else " (teardown ran)"))
         return _set(answer, command("teardown.py", job_id))
     if state in (JobState.PENDING, JobState.RUNNING):
-        return _set(answer, wait_command(job_id, argv))
+        return _set(answer, wait_command(job_id, argv, eta_s=eta_of(answer)))
     return _set(answer, None)
-
-
-def _without(argv: list[str], flag: str) -> list[str]:
-    """``argv`` without ``flag`` and its value."""
-    out, skip = [], False
-    for word in argv:
-        if skip:
-            skip = False
-        elif word == flag:
-            skip = True
-        elif not word.startswith(flag + "="):
-            out.append(word)
-    return out
 
 
 def poll_all(answer: dict, code: int, argv: list[str]) -> dict:

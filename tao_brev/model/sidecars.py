@@ -59,6 +59,7 @@ class InstanceSidecar(JsonObject):
     last_pull_at: Optional[str] = None
     last_start_s: Optional[float] = None
     last_start_at: Optional[str] = None
+    instance_type: Optional[str] = None        # brev ls's type, seen by preflight / submit (prices every answer)
     extra: dict = field(default_factory=dict, metadata={"json": False})
 
     def __bool__(self) -> bool:

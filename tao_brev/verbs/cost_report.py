@@ -2,8 +2,10 @@
 what still bills now.
 
 Each job's figures are its ``cost`` facts (tao_brev/cost.py: ``billed_s``, ``billed_parts``, the
-price and where it came from); the total adds them up. Jobs that shared an owned instance each
-count the instance time around them, so their sum can count an overlap twice (``total.note``).
+price and where it came from). Each job's figures count the instance time around it, so jobs that
+shared an instance overlap; the total counts an instance's time once: ``total.instances`` has, per
+instance, the union of its jobs' billed intervals (each job's ``billed_s`` ending where its billing
+ended), priced at that instance's hourly price, and the total adds the instances up.
 Two brev calls at most: ``brev search gpu|cpu --json`` when the cached prices are older than a
 day (tao_brev/prices.py) and one ``brev ls --json``, for the instance types not known yet and
 for ``billing_now``: every instance of the account that bills at this moment (RUNNING: compute
@@ -13,7 +15,7 @@ still totalled from what is known here, and ``billing_now`` is null with the rea
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Optional
 
 from .. import cost, instance_names, nextstep, prices
@@ -78,6 +80,47 @@ def _billing_now(ctx: Context, listing: list[dict], ours: set) -> list[dict]:
     return out
 
 
+def _interval(job: dict) -> Optional[tuple[datetime, datetime]]:
+    """The instance time a job's ``billed_s`` counts, as one interval on this machine's clock: it
+    ends where its billing ended (submit + billed_s - the start and pull parts before the submit)."""
+    submitted, billed = cost.parse_ts(job["submitted_at"]), job["billed_s"]
+    if submitted is None or billed is None:
+        return None
+    parts = job.get("billed_parts") or {}
+    before = (parts.get("start_s") or 0) + (parts.get("image_pull_s") or 0)
+    end = submitted + timedelta(seconds=billed - before)
+    return end - timedelta(seconds=billed), end
+
+
+def _union_s(intervals: list[tuple[datetime, datetime]]) -> float:
+    out, reach = 0.0, None
+    for start, end in sorted(intervals):
+        if reach is not None and start < reach:
+            start = reach
+        if end > start:
+            out += (end - start).total_seconds()
+            reach = end
+    return round(out, 3)
+
+
+def per_instance(jobs: list[dict]) -> list[dict]:
+    """Per instance: its jobs, the union of their billed intervals (``billed_s``: overlapping time
+    counted once), the sum of their own figures (``jobs_billed_s``) and the price of the instance
+    (a job's explicit price, else brev's of its type: one instance, one price)."""
+    out = []
+    for name in sorted({j["instance"] or "" for j in jobs}):
+        mine = [j for j in jobs if (j["instance"] or "") == name]
+        spans = [span for span in map(_interval, mine) if span is not None]
+        billed = _union_s(spans)
+        priced = next((j for j in mine if j["price_per_hour_usd"] is not None), None)
+        price = priced["price_per_hour_usd"] if priced else None
+        out.append({"instance": name or None, "jobs": [j["job_id"] for j in mine], "billed_s": billed,
+                    "jobs_billed_s": round(sum(j["billed_s"] or 0 for j in mine), 3),
+                    "usd_per_hour": price, "price_source": priced["price_source"] if priced else None,
+                    "estimated_cost_usd": round(billed / 3600 * price, 4) if price is not None else None})
+    return out
+
+
 def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = None) -> tuple[dict, int]:
     """The answer (see the module doc); exit 0 (also when brev could not be reached)."""
     start = parse_since(since)
@@ -94,14 +137,16 @@ def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = 
         if line is None or (start is not None and (cost.parse_ts(line["submitted_at"]) or start) < start):
             continue
         jobs.append(line)
-    priced = [j for j in jobs if j["estimated_cost_usd"] is not None]
-    total = {"jobs": len(jobs), "billed_s": round(sum(j["billed_s"] or 0 for j in jobs), 3),
-             "estimated_cost_usd": round(sum(j["estimated_cost_usd"] for j in priced), 4),
+    instances = per_instance(jobs)
+    priced = [i for i in instances if i["estimated_cost_usd"] is not None]
+    total = {"jobs": len(jobs), "billed_s": round(sum(i["billed_s"] for i in instances), 3),
+             "estimated_cost_usd": round(sum(i["estimated_cost_usd"] for i in priced), 4),
+             "instances": instances,
              "unpriced_jobs": [j["job_id"] for j in jobs if j["estimated_cost_usd"] is None],
              "still_billing_jobs": [j["job_id"] for j in jobs if j["still_billing"]],
-             "price_sources": sorted({j["price_source"] for j in priced}),
-             "note": "estimates from brev's listed hourly prices (the Brev console is authoritative); jobs sharing "
-                     "an instance each count the instance time around them"}
+             "price_sources": sorted({i["price_source"] for i in priced}),
+             "note": "estimates from brev's listed hourly prices (the Brev console is authoritative); an "
+                     "instance's time is counted once however many jobs shared it (total.instances)"}
     answer = {"ok": True, "since": start.isoformat() if start else None, "instance": instance, "jobs": jobs,
               "total": total}
     ours = {j.instance for j in ctx.sidecars.all() if j.instance}

@@ -29,10 +29,10 @@ def state(status: str = "running", exit_code: int = 0, **extra) -> str:
     return json.dumps(data)
 
 
-def launched(ctx, fake_brev, instance: str = "box", **kw) -> str:
-    """A job submitted on ``instance`` and RUNNING there; returns its job id. The calls it
-    took are checked here, so the test's own calls start clean."""
-    fake_brev.expect_ls(entry(instance))
+def launched(ctx, fake_brev, instance: str = "box", instance_type: str = "g5.xlarge", **kw) -> str:
+    """A job submitted on ``instance`` (brev ls lists it as ``instance_type``) and RUNNING there;
+    returns its job id. The calls it took are checked here, so the test's own calls start clean."""
+    fake_brev.expect_ls(entry(instance, instance_type=instance_type))
     fake_brev.expect_exec(instance, "docker run -d", stdout="c0ffee" * 10 + "\n")
     base = dict(instance=instance, image="images.tao_toolkit.pyt", network_arch="visual_changenet",
                 action="train", spec=str(SPEC), inputs=["~/tao-data/levir_cd_tiny=levir_cd_tiny"])

@@ -34,7 +34,7 @@ def test_a_reused_instance_bills_the_job_its_run_at_the_price_given(ctx, fake_br
 
 
 def test_without_a_price_the_dollars_are_unknown_and_the_note_says_how_to_give_one(ctx, fake_brev):
-    _, facts = finished(ctx, fake_brev)
+    _, facts = finished(ctx, fake_brev, instance_type="x9.unlisted")   # neither brev search nor prices.yaml
     assert facts["billed_s"] == 2700.0 and facts["estimated_cost_usd"] is None, facts
     assert "--price-per-hour" in facts["price_note"]
 
@@ -51,3 +51,14 @@ def test_seconds_between_two_times_is_never_negative_and_none_when_one_is_missin
 
     a, b = parse_ts("2026-12-01T10:00:00Z"), parse_ts("2026-12-01T10:00:30.250Z")
     assert cost.seconds(a, b) == 30.25 and cost.seconds(a, None) is None and cost.seconds(b, a) == 0.0
+
+
+def test_a_delete_never_makes_a_reused_instance_owned(ctx, fake_brev):
+    """Ownership is who created the instance: a user's instance the bundle deleted stays not owned,
+    though its time up to the delete is billed to the job."""
+    job_id, facts = finished(ctx, fake_brev, price_per_hour=2.0)
+    assert facts["instance_owned"] is False
+    ctx.sidecars.update(job_id, instance_deleted_at="2026-12-01T11:00:00.000+00:00")
+    after = cost.facts(ctx, job_id, owned=False, lookup=False)
+    assert after["instance_owned"] is False, after
+    assert after["billed_parts"]["until"] == "instance deleted by the bundle"

@@ -38,3 +38,35 @@ def test_a_bad_since_is_bad_input(ctx, fake_brev):
     with pytest.raises(TaoBrevError) as raised:
         cost_report.report(ctx, since="last tuesday-ish")
     assert raised.value.exit_code == 2 and fake_brev.calls == []
+
+
+def _at(seconds: float) -> str:
+    from datetime import datetime, timedelta, timezone
+
+    base = datetime(2026, 12, 1, 10, 0, tzinfo=timezone.utc)
+    return (base + timedelta(seconds=seconds)).isoformat(timespec="milliseconds")
+
+
+def test_jobs_sharing_an_owned_instance_bill_its_time_once(ctx, fake_brev):
+    """Three jobs on one owned instance, submitted 0 / 60 / 120 s after its start, deleted at 217 s:
+    the total is the instance's 217 s, not each job's submit -> delete summed (217 + 157 + 97);
+    a job on another instance adds its own time."""
+    ids = [launched(ctx, fake_brev, ephemeral=True) for _ in range(3)]
+    other = launched(ctx, fake_brev, instance="gpu2", ephemeral=True)
+    for job_id, submitted in zip(ids, (0, 60, 120)):
+        ctx.sidecars.update(job_id, cost={"submitted_at": _at(submitted), "price_flag_usd": 3.6},
+                            instance_deleted_at=_at(217))
+    ctx.sidecars.update(other, cost={"submitted_at": _at(100), "price_flag_usd": 3.6}, instance_deleted_at=_at(200))
+    fake_brev.expect_ls()
+    expect_catalog(fake_brev)
+    answer, code = cost_report.report(ctx)
+    assert code == 0, answer
+    assert sorted(j["billed_s"] for j in answer["jobs"] if j["instance"] == "box") == [97.0, 157.0, 217.0]
+    per = {i["instance"]: i for i in answer["total"]["instances"]}
+    assert per["box"]["billed_s"] == 217.0 and sorted(per["box"]["jobs"]) == sorted(ids)
+    assert per["gpu2"]["billed_s"] == 100.0
+    assert answer["total"]["billed_s"] == 317.0
+    assert answer["total"]["estimated_cost_usd"] == round(317 / 3600 * 3.6, 4)
+    fake_brev.expect_ls()
+    single, _ = cost_report.report(ctx, instance="box")
+    assert single["total"]["billed_s"] == 217.0

@@ -61,3 +61,22 @@ def test_an_instance_brev_no_longer_knows_is_a_lost_job_after_one_listing(ctx, f
     assert out["state"] == JobState.UNKNOWN and out["hint"]["err_class"] == "ERR_INFRA", out
     assert out["hint"]["reason"] == "instance box deleted" and "no longer exists" in out["message"]
     assert ctx.records.load(job_id).get("terminal_state") is None
+
+
+def test_a_poll_is_priced_from_the_type_submit_saw_with_no_brev_call(ctx, fake_brev):
+    """submit's brev ls saw the instance type; with brev search's prices cached, the poll's cost
+    names brev's price - no brev call beyond the poll's own listing and round trip."""
+    from tao_brev import prices
+    from tests.unit.jobs import expect_catalog
+
+    job_id = launched(ctx, fake_brev, no_spec_check=True)
+    expect_catalog(fake_brev)
+    prices.catalog(ctx, lookup=True)
+    fake_brev.verify()
+    fake_brev.expect_ls(entry())
+    fake_brev.expect_exec("box", f"{job_id}:state", answer=sections(poll_sections(job_id, state("exited", 0))))
+    out = status.observe(ctx, job_id)
+    fake_brev.verify()
+    assert out["cost"]["instance_type"] == "g5.xlarge", out["cost"]
+    assert out["cost"]["price_per_hour_usd"] == 1.006 and out["cost"]["price_source"] == "brev search", out["cost"]
+    assert out["cost"]["estimated_cost_usd"] is not None

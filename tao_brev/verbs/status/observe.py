@@ -168,7 +168,7 @@ def _answer(ctx: Context, record: dict, sidecar: dict, instance: str, answer: di
         out["cost"] = cost.facts(ctx, job_id, owned=not deleted_at and owns(ctx, instance),
                                  price_per_hour=price_per_hour, lookup=False)   # polls add no brev call
     sidecar = ctx.sidecars.load(job_id)   # a reset names brev stop only for a type that can stop (cached: no call)
-    out = gate_answer(out, prices.stoppable(ctx, (sidecar.get("cost") or {}).get("instance_type"), lookup=False))
+    out = gate_answer(out, prices.stoppable(ctx, cost.known_instance_type(ctx, job_id), lookup=False))
     return annotate(ctx, job_id, resume_advice.fill_answer(out, record, sidecar,
                                                            recovering_command(ctx, job_id)))   # + the chain
 

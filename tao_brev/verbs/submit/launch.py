@@ -66,6 +66,7 @@ def instance_running(ctx: Context, req: SubmitRequest) -> None:
     refused (INSTANCE_NOT_RUNNING) unless ``--start``, exactly like
     preflight.py; a starting instance is waited for; a broken one is refused."""
     entry = ctx.brev.instance(req.instance)
+    cost.note_instance_type(ctx, req.instance, entry)   # every later answer of the job is priced from it
     if entry is not None and str(entry.get("status") or "").upper() == InstanceStatus.RUNNING:
         return
     try:

@@ -132,7 +132,7 @@ def _gpus_busy(r: _Reply):
     live = ", ".join(f"{name} (GPUs {gpus or 'all'})" for name, _, gpus in holders)
     scripts = os.path.dirname(req.prog)
     poll = shlex.join([os.path.join(scripts, "poll_status.py"), names[0], "--wait", "--interval",
-                       str(nextstep.WAIT_INTERVAL_S), "--timeout", str(nextstep.WAIT_TIMEOUT_S)])
+                       str(nextstep.WAIT_INTERVAL_S), "--timeout", str(nextstep.covering_timeout(None, None))])
     cancel = shlex.join([os.path.join(scripts, "teardown.py"), names[0]])
     again = req.rerun(set_flags={"--retry-of": r.job_id})
     why = (f"GPUs busy: live job {live} on {req.instance} holds GPUs that this job (--gpus {req.gpus}) asks for; "
