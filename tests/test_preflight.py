@@ -205,7 +205,9 @@ def test_unhealthy_instance_fails_with_its_reason(box):
     inst = answer["checks"][-1]
     assert code == 1 and inst["detail"] == "box is UNHEALTHY (build_status COMPLETED, health_status UNHEALTHY)"
     assert inst["fix"] == ("The instance runs but Brev reports it unhealthy: restart it (brev stop box && brev start "
-                           "box) or replace it with the official Brev agent skill.")
+                           "box) if its type can stop; if brev answers `does not support stop`, replace it with the "
+                           "official Brev agent skill (brev delete box once its results are safe: it bills until "
+                           "deleted).")
 
 
 # -- exec readiness ------------------------------------------------------------------------------

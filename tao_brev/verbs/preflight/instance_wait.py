@@ -23,8 +23,8 @@ BROKEN_STATES = {
                             "replace it with the official Brev agent skill (this bundle never provisions).",
     InstanceStatus.UNHEALTHY: "The instance runs but Brev reports it unhealthy: restart it (brev stop {name} && "
                               "brev start {name}) if its type can stop; if brev answers `does not support stop`, "
-                              "replace it (brev delete {name}: it bills until deleted) with the official Brev agent "
-                              "skill.",
+                              "replace it with the official Brev agent skill (brev delete {name} once its results "
+                              "are safe: it bills until deleted).",
     InstanceStatus.DELETING: "The instance is being deleted: use another instance (the official Brev agent skill "
                              "provisions one).",
 }
