@@ -62,6 +62,18 @@ class ScriptResult:
         return f"<exit {self.code} stdout={self.stdout[:2000]!r} stderr={self.stderr[-2000:]!r}>"
 
 
+def watching(monkeypatch, name: str, value: str):
+    """A generator fixture's body: ``name`` holds ``value`` in this environment and the secrets
+    registry watches it (as ``--env NAME`` makes it), reset before and after the test."""
+    from tao_brev.secrets import guard as known_secrets
+
+    known_secrets.reset()
+    monkeypatch.setenv(name, value)
+    known_secrets.watch([name])
+    yield
+    known_secrets.reset()
+
+
 def wait_until(predicate, what: str, timeout: float = 120.0) -> None:
     """Poll until ``predicate()`` (an observable event) holds. The timeout only stops a hung
     test; it is generous so that no test depends on how fast or loaded the machine is."""

@@ -12,6 +12,7 @@ import tarfile
 import pytest
 
 from tao_brev.secrets import archive_names, guard as known_secrets
+from tests.conftest import watching
 
 VALUE = "Kq7Wm2Zt9Rx4Lp8Vn3Hd6"
 NAME = "ARCHIVE_API_KEY"
@@ -27,11 +28,7 @@ MEMBERS = {   # (name, link target or None); each holds the value once
 
 @pytest.fixture(autouse=True)
 def _known(monkeypatch):
-    known_secrets.reset()
-    monkeypatch.setenv(NAME, VALUE)
-    known_secrets.watch([NAME])
-    yield
-    known_secrets.reset()
+    yield from watching(monkeypatch, NAME, VALUE)
 
 
 # ustar holds a name of at most 155 (prefix) + 100 characters split at a slash, a link target of 100

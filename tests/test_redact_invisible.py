@@ -12,6 +12,7 @@ import pytest
 
 from tao_brev.secrets import guard as known_secrets
 from tao_brev.verbs.submit import spec_guards
+from tests.conftest import watching
 from tests.test_redact_taint import EXITS
 
 VALUE = "Kq7Wm2Zt9Rx4Lp8Vn3Hd6"
@@ -40,11 +41,7 @@ def _inside(cp: int) -> str:
 
 @pytest.fixture(autouse=True)
 def _known(monkeypatch):
-    known_secrets.reset()
-    monkeypatch.setenv(NAME, VALUE)
-    known_secrets.watch([NAME])
-    yield
-    known_secrets.reset()
+    yield from watching(monkeypatch, NAME, VALUE)
 
 
 def test_the_class_is_the_property_not_a_list():

@@ -17,6 +17,7 @@ import pytest
 from tao_brev.errors import TaoBrevError
 from tao_brev.secrets import guard as known_secrets
 from tao_brev.verbs.submit import spec_guards
+from tests.conftest import watching
 
 VALUE = "Hz4/Mq+Tn8Wc2&Lp6Rv1Xk9Bd5"
 NAME = "SPECRAW_API_KEY"
@@ -44,11 +45,7 @@ PLACES = {
 
 @pytest.fixture(autouse=True)
 def _known(monkeypatch):
-    known_secrets.reset()
-    monkeypatch.setenv(NAME, VALUE)
-    known_secrets.watch([NAME])
-    yield
-    known_secrets.reset()
+    yield from watching(monkeypatch, NAME, VALUE)
 
 
 def test_the_encodings_are_decoder_only():
