@@ -470,6 +470,20 @@ def test_foreground_run_streams_and_returns_exit_code(sim):
     assert "cannot set both Count and DeviceIDs" in unquoted.stderr and "rc=125" in unquoted.stdout
 
 
+def test_foreground_run_belongs_to_the_daemon_once_the_cli_is_gone(sim):
+    """moby AutoRemove: a ``--rm`` container killed away from its CLI still runs to its end and is
+    removed by the daemon; docker/cli ForwardAllSignals: a SIGTERM the CLI gets reaches the container."""
+    killed = remote(sim, "docker run --rm ubuntu:22.04 bash -c 'sleep 4; echo done' & pid=$!; sleep 0.5; "
+                         "kill -9 $pid; echo killed")
+    assert "killed" in killed.stdout
+    assert [c["State"]["Status"] for c in sim.containers("box")] == ["running"]
+    wait_until(lambda: sim.containers("box") == [], "the daemon removed the --rm container")
+    proxied = remote(sim, "docker run --rm ubuntu:22.04 bash -c 'trap \"echo got-term; exit 7\" TERM; "
+                          "sleep 5 & wait' & pid=$!; sleep 0.8; kill -TERM $pid; wait $pid; echo rc=$?")
+    assert "got-term" in proxied.stdout and "rc=7" in proxied.stdout, proxied
+    assert sim.containers("box") == []
+
+
 def test_docker_cli_argument_rules(sim):
     bad_flag = remote(sim, "docker run --bogus ubuntu:22.04 true; echo rc=$?")
     assert "unknown flag: --bogus" in bad_flag.stderr and "rc=125" in bad_flag.stdout

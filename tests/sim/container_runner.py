@@ -7,8 +7,9 @@ stderr into the json-file log, waits, and writes the final ``.State``
 (``Status: exited``, ``ExitCode`` = 128 + signal when killed, ``OOMKilled`` when
 the entrypoint left the oom marker before being SIGKILLed) atomically.
 
-``docker run`` without ``-d`` calls :func:`supervise` in-process with
-``echo=True`` so the output also streams to the caller.
+``docker run`` without ``-d`` forks a supervisor in its own session (the daemon's side: it runs
+the container to its end and removes it with ``--rm`` whoever is still attached, as moby's
+AutoRemove does) and passes it pipes, so the output also streams to the attached CLI while it lives.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from containers import ContainerStore, empty_state
 from simstate import now_iso as sim_now_iso, world_from_home, write_json_atomic
 
 
-def supervise(cdir: Path, echo: bool = False) -> int:
-    """Run the container's entrypoint to completion; return its Docker exit code."""
+def supervise(cdir: Path, out=None, err=None) -> int:
+    """Run the container's entrypoint to completion; return its Docker exit code. ``out``/``err``:
+    binary streams of an attached CLI that get each line too (dropped once the CLI is gone)."""
     cdir = Path(cdir)
     store = ContainerStore(cdir.parent.parent)
     cid = cdir.name
@@ -54,7 +56,7 @@ def supervise(cdir: Path, echo: bool = False) -> int:
         return 126
     write_json_atomic(cdir / "proc.json", {
         "supervisor_pid": os.getpid(),
-        "supervisor_pgid": None if echo else os.getpgid(0),
+        "supervisor_pgid": os.getpgid(0),
         "pid": child.pid, "pgid": child.pid})
     state = empty_state("running")
     state.update(Pid=child.pid, StartedAt=now_iso())
@@ -69,11 +71,14 @@ def supervise(cdir: Path, echo: bool = False) -> int:
                 log.write((json.dumps(record) + "\n").encode("utf-8"))
                 log.flush()
             if target is not None:
-                target.write(line)
-                target.flush()
+                try:
+                    target.write(line)
+                    target.flush()
+                except OSError:   # the attached CLI went away: the container runs on, logged
+                    target = None
 
-    threads = [threading.Thread(target=pump, args=(child.stdout, "stdout", echo and sys.stdout.buffer or None)),
-               threading.Thread(target=pump, args=(child.stderr, "stderr", echo and sys.stderr.buffer or None))]
+    threads = [threading.Thread(target=pump, args=(child.stdout, "stdout", out)),
+               threading.Thread(target=pump, args=(child.stderr, "stderr", err))]
     for thread in threads:
         thread.start()
     returncode = child.wait()
@@ -89,12 +94,17 @@ def supervise(cdir: Path, echo: bool = False) -> int:
     return exit_code
 
 
-def main(argv: list[str]) -> int:
-    cdir = Path(argv[0])
-    supervise(cdir)
+def remove_if_auto(cdir: Path) -> None:
+    """moby's AutoRemove (``--rm``): the daemon deletes the container once it has exited."""
     config = ContainerStore(cdir.parent.parent).config(cdir.name)
     if (config.get("HostConfig") or {}).get("AutoRemove"):
         shutil.rmtree(cdir, ignore_errors=True)
+
+
+def main(argv: list[str]) -> int:
+    cdir = Path(argv[0])
+    supervise(cdir)
+    remove_if_auto(cdir)
     return 0
 
 

@@ -48,6 +48,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -74,6 +75,17 @@ CONTAINER_NAME = re.compile(r"^/?[a-zA-Z0-9][a-zA-Z0-9_.-]+$")
 # go-units RAMInBytes: "64m", "2g", "1.5GB", "1024".
 RAM_SIZE = re.compile(r"^(\d+(?:\.\d+)?) ?([kKmMgGtTpP])?[iI]?[bB]?$")
 
+
+
+def copy_fd(fd: int, target) -> None:
+    """Copy what arrives on ``fd`` to the binary stream ``target`` until end of file."""
+    with open(fd, "rb", 0) as source:
+        for chunk in iter(lambda: source.read(65536), b""):
+            try:
+                target.write(chunk)
+                target.flush()
+            except OSError:
+                return
 
 class StartError(Exception):
     """The daemon failed to start a created container (its ``State.Error``)."""
@@ -640,11 +652,48 @@ class Docker:
                 time.sleep(0.005)
             self.out(cid)
             return 0
-        import container_runner  # in-process supervisor: the output streams to our stdout/stderr
-        code = container_runner.supervise(cdir, echo=True)
-        if flags.get("rm"):
-            shutil.rmtree(cdir, ignore_errors=True)
-        return code
+        return self.attached(cdir)
+
+    # docker/cli cli/command/container/signals.go ForwardAllSignals: all but these reach the container
+    # (SIGWINCH resizes a tty; SIGKILL and SIGSTOP cannot be caught)
+    UNPROXIED = {signal.SIGCHLD, signal.SIGPIPE, signal.SIGURG, signal.SIGWINCH, signal.SIGKILL, signal.SIGSTOP}
+
+    def attached(self, cdir: Path) -> int:
+        """``docker run`` without ``-d``. The daemon runs the container: a supervisor forked into its
+        own session, which removes it at its end with ``--rm`` (moby AutoRemove) even when this CLI is
+        gone. The CLI copies the output while it lives, proxies the signals it receives to the
+        container (``--sig-proxy``, on by default) and exits with the container's status."""
+        import container_runner
+        (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:   # the daemon's side
+            code = 125
+            try:
+                os.setsid()
+                os.close(out_r)
+                os.close(err_r)
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                code = container_runner.supervise(cdir, open(out_w, "wb", 0), open(err_w, "wb", 0))
+                container_runner.remove_if_auto(cdir)
+            finally:
+                os._exit(code & 0xFF)
+        os.close(out_w)
+        os.close(err_w)
+        for sig in set(signal.Signals) - self.UNPROXIED:
+            signal.signal(sig, lambda signum, _frame: self.store.signal(cdir.name, signum))
+        copies = [threading.Thread(target=copy_fd, args=(out_r, sys.stdout.buffer)),
+                  threading.Thread(target=copy_fd, args=(err_r, sys.stderr.buffer))]
+        for copy in copies:
+            copy.start()
+        for copy in copies:
+            copy.join()
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        return code if code >= 0 else 128 - code
 
     # inspect / ps / logs ---------------------------------------------------
     INSPECT = FlagSpec.make(bools="size help", values="format type", short="f=format s=size")
