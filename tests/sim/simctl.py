@@ -458,7 +458,12 @@ class Simulator:
 
 
 def _cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="simctl.py", description="brev/docker simulator control")
+    parser = argparse.ArgumentParser(
+        prog="simctl.py", description="brev/docker simulator control", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Faults are injected by the job's spec: a `simulate:` block (removed before TAO's schema merge) with\n"
+               "e.g. `epoch_seconds: 20` (a job long enough to watch), `xid_after_epochs: [2]` (a GPU fault),\n"
+               "`hang: true` (runs until killed), `oom: true`, `exit_code: N`; tests/sim/tao_standin.py's\n"
+               "docstring lists them all.")
     sub = parser.add_subparsers(dest="command", required=True)
     init = sub.add_parser("init", help="create a simulated world and print the env to export (JSON)")
     init.add_argument("root")
@@ -467,7 +472,8 @@ def _cli(argv: list[str]) -> int:
     init.add_argument("--ssh-delay", type=float, default=0.0)
     init.add_argument("--token", default="tok-valid", help="the token `brev login --token` accepts")
     init.add_argument("--logged-out", action="store_true")
-    init.add_argument("--ngc-key", default=None, help="the key docker login nvcr.io accepts")
+    init.add_argument("--ngc-key-env", default=None, metavar="NAME",
+                      help="the environment variable holding the key docker login nvcr.io accepts (never on argv)")
     init.add_argument("--banner", default="")
     init.add_argument("--shell", action="store_true", help="print `export NAME=value` lines for eval, not JSON")
     init.add_argument("--state-dir", default=None, help="also export TAO_STATE_DIR=this (a private rehearsal)")
@@ -485,8 +491,10 @@ def _cli(argv: list[str]) -> int:
         sim.close()
         return 0
     sim.set_auth(token=args.token, logged_in=not args.logged_out)
-    if args.ngc_key is not None:
-        sim.set_ngc_key(args.ngc_key)
+    if args.ngc_key_env is not None:
+        if not os.environ.get(args.ngc_key_env):
+            parser.error(f"--ngc-key-env {args.ngc_key_env}: that variable is not set (export it first)")
+        sim.set_ngc_key(os.environ[args.ngc_key_env])
     for name in args.instance:
         home = sim.add_instance(name, gpus=args.gpu or ("NVIDIA A100-SXM4-80GB",), ssh_delay_s=args.ssh_delay,
                                 banner=args.banner)
