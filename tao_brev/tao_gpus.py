@@ -44,8 +44,13 @@ class GpuPlan:
     warnings: list = field(default_factory=list)
 
     def to_json(self) -> dict:
-        shown = list(self.overrides) + [f"{k}=<the instance's GPU count / ids>" for k in self.host_keys]
-        return {"overrides": shown}
+        """``{"overrides": [...]}``: the fixed ones as given, the host keys with what the instance sets."""
+        host = [f"{key}={HOST_VALUE[key.rsplit('.', 1)[-1]]}" for key in self.host_keys]
+        return {"overrides": list(self.overrides) + host}
+
+
+# what the instance puts in a host key (remote/launch.py: its GPU count N, ids 0..N-1)
+HOST_VALUE = {"num_gpus": "<the instance's GPU count N>", "gpu_ids": "<[0,...,N-1] for its N GPUs>"}
 
 
 def _ids(count: int) -> str:

@@ -26,6 +26,9 @@ def test_all_gpus_set_from_the_instance_replacing_the_spec_with_a_warning():
     plan = _plan("all")
     assert plan.host_keys == ("train.num_gpus", "train.gpu_ids") and plan.overrides == []
     assert "train.num_gpus, train.gpu_ids of the spec replaced" in plan.warnings[0]
+    # the answer shows what the instance sets in each key, a count for one, a list of ids for the other
+    assert plan.to_json()["overrides"] == ["train.num_gpus=<the instance's GPU count N>",
+                                           "train.gpu_ids=<[0,...,N-1] for its N GPUs>"]
 
 
 def test_named_gpus_that_agree_are_passed_as_overrides():
