@@ -338,10 +338,21 @@ def orphans(answer: dict, code: int, argv: list[str]) -> dict:
     if "--delete" not in argv and any(o.get("owned") for o in answer.get("orphans") or []):
         return _set(answer, rerun("teardown.py", [*argv, "--delete"]))   # its --instance / --price-per-hour kept
     if answer.get("orphans") and "--delete" not in argv:
-        return _set(answer, None, "no orphan this bundle owns: deleting one of its reused instances is your "
-                                  "choice - teardown.py --orphans --delete --instance with its name; or stop the "
-                                  "idle ones of ours that can stop: " + command("teardown.py", "--orphans", "--stop"))
+        return _set(answer, None, reused_orphans_note(answer))
     return _set(answer, None, orphans_note(answer))
+
+
+def reused_orphans_note(answer: dict) -> str:
+    """No orphan is the bundle's to delete: the complete commands that stop or delete the reused ones
+    of ours (the user's choice, so no ``next``), or why none is ours to touch."""
+    reused = [o["instance"] for o in answer.get("orphans") or [] if o.get("ours") and not o.get("owned")]
+    if not reused:
+        return "no orphan is this bundle's: none was used by it, so their owners decide (each advice says how)"
+    stop = command("teardown.py", "--orphans", "--stop", *[w for name in reused for w in ("--instance", name)])
+    delete = command("teardown.py", "--orphans", "--delete", "--instance", reused[0])
+    return (f"no orphan this bundle owns; idle and billing, reused (yours): {', '.join(reused)}. Stopping or "
+            f"deleting is your choice - stop (disks still bill): {stop}; or delete one (its files are lost; "
+            f"results of ours are copied home first): {delete}")
 
 
 def orphans_note(answer: dict) -> str:

@@ -181,6 +181,20 @@ def test_the_next_of_other_verbs_keeps_the_values_given():
     assert down["next"] == cmd("teardown.py", "--orphans", "--price-per-hour", "1.5")
 
 
+def test_reused_orphans_get_complete_stop_and_delete_commands_and_no_next():
+    listed = {"ok": True, "orphans": [{"instance": "mine-a", "ours": True, "owned": False},
+                                      {"instance": "mine b", "ours": True, "owned": False},
+                                      {"instance": "theirs", "ours": False, "owned": False}]}
+    answer = nextstep.teardown(dict(listed), 0, ["--orphans"])
+    assert answer["next"] is None   # the user's instances: stopping or deleting one is their choice
+    note = answer["next_note"]
+    assert cmd("teardown.py", "--orphans", "--stop", "--instance", "mine-a", "--instance", "mine b") in note
+    assert cmd("teardown.py", "--orphans", "--delete", "--instance", "mine-a") in note and "theirs" not in note
+    strangers = nextstep.teardown({"ok": True, "orphans": [{"instance": "theirs", "ours": False}]}, 0, ["--orphans"])
+    assert strangers["next"] is None and "none was used by it" in strangers["next_note"]
+    assert "teardown.py" not in strangers["next_note"]
+
+
 @pytest.mark.parametrize("storage", [[], ["--storage-tier", "C", "--bucket", "bk-1"], ["--results-root", "/data/r"]])
 def test_an_image_not_pulled_names_the_preflight_that_pulls_it_with_the_storage_given(storage):
     argv = ["--instance", "gpu-a", "--image", "img:1", "--network-arch", "dino", "--action", "train", *storage]
