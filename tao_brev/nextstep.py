@@ -358,10 +358,12 @@ def reused_orphans_note(answer: dict) -> str:
 def orphans_note(answer: dict) -> str:
     """What is left after ``--orphans [--delete]``: true of every instance the answer lists."""
     deleted = answer.get("deleted") or []
-    left = [o["instance"] for o in answer.get("orphans") or [] if not o.get("deleted")
-            and not (o.get("stop") or {}).get("stopped")]
+    left = [o for o in answer.get("orphans") or [] if not o.get("deleted") and not (o.get("stop") or {}).get("stopped")]
     done = f"deleted {', '.join(deleted)}; " if deleted else ""
     if not left:
         return done + "no orphan is left: nothing of this bundle's bills for nothing"
-    return (done + f"still idle and billing: {', '.join(left)} (not this bundle's to delete unasked: its reason "
-            "says why; after saving what is on it, teardown.py --orphans --delete --instance NAME deletes one)")
+    ours = [o["instance"] for o in left if o.get("ours")]
+    how = (f"after saving what is on it, {command('teardown.py', '--orphans', '--delete', '--instance', ours[0])} "
+           f"deletes {ours[0]}" if ours else "none was used by this bundle: their owners decide")
+    return (done + f"still idle and billing: {', '.join(o['instance'] for o in left)} (not this bundle's to delete "
+            f"unasked: each reason says why; {how})")

@@ -193,6 +193,15 @@ def test_reused_orphans_get_complete_stop_and_delete_commands_and_no_next():
     strangers = nextstep.teardown({"ok": True, "orphans": [{"instance": "theirs", "ours": False}]}, 0, ["--orphans"])
     assert strangers["next"] is None and "none was used by it" in strangers["next_note"]
     assert "teardown.py" not in strangers["next_note"]
+    after = nextstep.teardown({"ok": True, "deleted": ["eph"], "orphans": [
+        {"instance": "eph", "ours": True, "owned": True, "deleted": True},
+        {"instance": "theirs", "ours": False}, {"instance": "mine-a", "ours": True, "owned": False}]}, 0,
+        ["--orphans", "--delete"])
+    assert after["next_note"].startswith("deleted eph; still idle and billing: theirs, mine-a (")
+    assert cmd("teardown.py", "--orphans", "--delete", "--instance", "mine-a") in after["next_note"]
+    only_theirs = nextstep.teardown({"ok": True, "deleted": [], "orphans": [{"instance": "theirs", "ours": False}]},
+                                    0, ["--orphans", "--delete"])
+    assert "their owners decide" in only_theirs["next_note"] and "teardown.py" not in only_theirs["next_note"]
 
 
 @pytest.mark.parametrize("storage", [[], ["--storage-tier", "C", "--bucket", "bk-1"], ["--results-root", "/data/r"]])
