@@ -76,7 +76,6 @@ CONTAINER_NAME = re.compile(r"^/?[a-zA-Z0-9][a-zA-Z0-9_.-]+$")
 RAM_SIZE = re.compile(r"^(\d+(?:\.\d+)?) ?([kKmMgGtTpP])?[iI]?[bB]?$")
 
 
-
 def copy_fd(fd: int, target) -> None:
     """Copy what arrives on ``fd`` to the binary stream ``target`` until end of file."""
     with open(fd, "rb", 0) as source:
@@ -86,6 +85,7 @@ def copy_fd(fd: int, target) -> None:
                 target.flush()
             except OSError:
                 return
+
 
 class StartError(Exception):
     """The daemon failed to start a created container (its ``State.Error``)."""
