@@ -459,13 +459,14 @@ class Simulator:
 
 def _cli(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="simctl.py", description="brev/docker simulator control", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="simctl.py", description="brev/docker simulator control",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Faults are injected by the job's spec: a `simulate:` block (removed before TAO's schema merge) with\n"
                "e.g. `epoch_seconds: 20` (a job long enough to watch), `xid_after_epochs: [2]` (a GPU fault),\n"
                "`hang: true` (runs until killed), `oom: true`, `exit_code: N`; tests/sim/tao_standin.py's\n"
                "docstring lists them all.")
     sub = parser.add_subparsers(dest="command", required=True)
-    init = sub.add_parser("init", help="create a simulated world and print the env to export (JSON)")
+    init = sub.add_parser("init", help="create a simulated world and print the env to export (JSON; --shell: export lines)")
     init.add_argument("root")
     init.add_argument("--instance", action="append", default=[], help="instance name (repeatable)")
     init.add_argument("--gpu", action="append", default=None, help="GPU name (repeatable)")
