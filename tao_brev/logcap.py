@@ -27,8 +27,10 @@ values only) cannot recognise. Where this process cuts, it redacts first (the
 kept end plus a margin as long as the longest known form, so every value that
 reaches into the kept end is whole in what is redacted); where the instance cut
 (it knows no secrets), the kept text is stripped of the longest suffix of any
-known form it starts with (:func:`strip_partial_prefix`). The one cut edge is a
-line's start: the end of a kept line, and whole dropped lines, cut nothing.
+known form it starts with (:func:`strip_partial_prefix`) before it is redacted;
+what is left of a value in a form not known here withholds the line
+(``secrets.withhold.PART``). The one cut edge is a line's start: the end of a
+kept line, and whole dropped lines, cut nothing.
 """
 
 from __future__ import annotations
@@ -237,6 +239,10 @@ def _line(text: str, start: int, end: int, line_bytes: int, margin: int, cut_tag
         if space > 0 and text[start + len(cut_tag):space].isdigit():
             remote_cut = int(text[start + len(cut_tag):space])
             start = space + 1
+            # the instance cut here: the rest of a known form it cut is dropped before redaction
+            # (a part of a value left would withhold the whole line, secrets.withhold.PART)
+            head = text[start:min(end, start + margin)]
+            start += len(head) - len(strip_partial_prefix(head, forms))
     # Redaction first, on the line as received: a value holding (or split by) a carriage return,
     # a backspace or an escape sequence is whole here, and would not be after the collapse or a cut.
     first = max(start, end - line_bytes - 16 * margin - 64)   # controls inside a value make it longer

@@ -259,8 +259,10 @@ def test_redact_values_catches_quoted_and_escaped_forms():
 def test_redact_values_defaults_to_os_environ(monkeypatch):
     monkeypatch.setenv("NGC_KEY", "FAKEenvvalue1")
     assert redact_values("x FAKEenvvalue1 y") == "x <redacted> y"
-    monkeypatch.setenv("NGC_KEY", "FAKEenvvalue2")  # a new snapshot, not a stale cache
-    assert redact_values("FAKEenvvalue1 FAKEenvvalue2") == "FAKEenvvalue1 <redacted>"
+    monkeypatch.setenv("NGC_KEY", "OTHERsnapshot2")  # a new snapshot, not a stale cache
+    assert redact_values("FAKEenvvalue1 OTHERsnapshot2") == "FAKEenvvalue1 <redacted>"
+    # eight characters of the value held make the line the value's (secrets.withhold.PART)
+    assert redact_values("FAKEenvvalue1 OTHERsna").startswith("[tao-brev: withheld: this line held the value of NGC_KEY")
 
 
 def test_redact_values_empty_and_no_secrets():

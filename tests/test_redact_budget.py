@@ -16,7 +16,7 @@ from urllib.parse import quote
 import pytest
 
 from tao_brev.errors import TaoBrevError
-from tao_brev.secrets import file_names, guard as known_secrets, taint
+from tao_brev.secrets import file_names, guard as known_secrets, taint, withhold
 
 VALUE = "Rb8/Kt+Mw3Zp7Qs1Vx5Lc9Hn2Jd4"
 LATIN = "Gr\u00fc\u00dfe-Kt8Mw3Zp7Qs1Vx5-\u00e9t\u00e9"
@@ -121,10 +121,10 @@ def test_the_readings_cap_fails_closed(monkeypatch):
     monkeypatch.setattr(taint, "MAX_VIEWS", 40)
     views, why = taint.examine(text)
     assert len(views) == 40 and "readings" in why
-    assert known_secrets.matcher(ENV).hit(text) == (taint.UNCHECKED, why)
+    assert known_secrets.matcher(ENV).hit(text) == (withhold.UNCHECKED, why)
     assert known_secrets.redactor(ENV)("ok line\n" + text).startswith("ok line\n[tao-brev: withheld")
     hit = known_secrets.matcher(ENV).hit("x " * (taint.MAX_VIEW_CHARS // 2 + 8))
-    assert hit is not None and hit[0] == taint.UNCHECKED
+    assert hit is not None and hit[0] == withhold.UNCHECKED
     for ordinary in ("epoch 3/80: loss=0.4312 acc=0.91 lr=1e-4 [00:12<01:40, 7.2it/s]",
                      'C:\\data\\train\\', '{"msg": "saved \\"model.pth\\" to /results/train"}',
                      "\\\\" * 20 + " path", "=" * 80, "x" * 4096):

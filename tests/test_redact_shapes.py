@@ -216,10 +216,10 @@ def test_long_names_are_shown_bounded():
 
 def test_objects_are_redacted_string_by_string_paths_gently(monkeypatch):
     monkeypatch.delenv("NGC_KEY", raising=False)
-    env = {"NGC_KEY": "ngc-known-value-0123456789"}
-    obj = {"msg": "token=abcdefgh12345678 and ngc-known-value-0123456789", "n": 3, "ok": True, "none": None,
+    env = {"NGC_KEY": "ngc-known-value-9f3e7a1c5b"}
+    obj = {"msg": "token=abcdefgh12345678 and ngc-known-value-9f3e7a1c5b", "n": 3, "ok": True, "none": None,
            "dir": "s3://bucket/token=abcdefgh12345678/run", "list": ["token=abcdefgh12345678", 7],
-           "tuple": ("token=abcdefgh12345678", "/data/ngc-known-value-0123456789/x"),
+           "tuple": ("token=abcdefgh12345678", "/data/ngc-known-value-9f3e7a1c5b/x"),
            "nested": {"inner": ["export HF_TOKEN=" + LIT]}}
     want = {"msg": "token=<redacted> and <redacted>", "n": 3, "ok": True, "none": None,
             "dir": "s3://bucket/token=abcdefgh12345678/run", "list": ["token=<redacted>", 7],
@@ -228,7 +228,7 @@ def test_objects_are_redacted_string_by_string_paths_gently(monkeypatch):
     assert redact.redact_obj(obj, env) == want
     many = redact.obj_redactor(env)
     assert [many(obj), many(obj)] == [want, want] and many("plain") == "plain"
-    assert many("ngc-known-value-0123456789") == "<redacted>"
+    assert many("ngc-known-value-9f3e7a1c5b") == "<redacted>"
 
 
 def test_a_tail_is_the_end_of_the_text_redacted_first():

@@ -18,7 +18,7 @@ from urllib.parse import quote
 import pytest
 
 from tao_brev import cli
-from tao_brev.secrets import guard as known_secrets, redact, search, taint
+from tao_brev.secrets import guard as known_secrets, redact, search, taint, withhold
 from tests.sim.leaky_job import forms
 
 VALUE = "Qx7/Hm+Lk2&Vw9!Np4\u00f6Tz6Bc8Hd3Jf~"
@@ -210,7 +210,7 @@ def test_no_value_known_changes_nothing():
 
 def test_short_texts_and_texts_without_triggers_skip_the_normaliser(monkeypatch):
     calls = []
-    monkeypatch.setattr(taint, "withhold_lines", lambda text, m, note=taint.NOTE, needs=None: calls.append(text) or text)
+    monkeypatch.setattr(withhold, "withhold_lines", lambda text, m, note=withhold.NOTE, needs=None: calls.append(text) or text)
     redactor = known_secrets.redactor(ENV)
     assert redactor("short") == "short" and redactor("plain_identifier.v1") == "plain_identifier.v1"
     assert calls == []
@@ -315,5 +315,5 @@ def test_short_base64_and_hex_runs_are_not_decoded_for_a_longer_value():
 def test_lines_the_caller_says_need_no_decoding_are_not_decoded():
     m = known_secrets.matcher(ENV)
     text = f"plain\n[go] {ENCODINGS['go-json']}"
-    assert taint.withhold_lines(text, m, needs=lambda line: False).startswith("[tao-brev: withheld")   # whole text
-    assert taint.withhold_lines(text, m, needs=lambda line: True).startswith("plain\n[tao-brev: withheld")
+    assert withhold.withhold_lines(text, m, needs=lambda line: False).startswith("[tao-brev: withheld")   # whole text
+    assert withhold.withhold_lines(text, m, needs=lambda line: True).startswith("plain\n[tao-brev: withheld")

@@ -1,7 +1,8 @@
 """Taint end to end on the simulator: a job leaks its --env values in the encodings red teams
 used (``tests/sim/leaky_job.py``: encodeURIComponent, printf %q, declare -p, Go JSON, upper-case
 JSON escapes, JSON three deep, MIME base64, base64 of UTF-16LE, raw UTF-16LE, URL twice, HTML
-entities, quoted-printable, colour codes inside, split over two lines, a Python bytes repr, ...),
+entities, quoted-printable, colour codes inside, split over two lines (with a line between, as
+stdout and stderr interleave), a Python bytes repr, ...),
 names KPIs after them and puts them past the 80th character of a KPI string.
 
 Exits checked, in each case below: stdout and stderr of every script, the saved log, the record,
@@ -41,7 +42,7 @@ def pieces(name: str, value: str) -> dict[str, str]:
     out = {"verbatim": value, "base64": base64.b64encode(value.encode()).decode(), "url": quote(value, safe="")}
     for how, text in forms(name, value).items():
         for number, line in enumerate(text.replace("\x1b", "\n").split("\n")):
-            if len(line.strip()) >= 8 and not line.startswith(("declare -x", "key: ")):
+            if len(line.strip()) >= 8 and not line.startswith("declare -x"):
                 out[f"{how}:{number}"] = line.strip()
         out[f"{how}:tail"] = text[-12:]
     out["first-10"] = value[:10]   # what a cut before redaction leaves (80 + 10 characters)

@@ -4,7 +4,8 @@ checked at. One job per module, in dependency order (no module imports one liste
 - ``names``: credential names (``is_secret_name``), the bundle's credential variables
 - ``forms``: the encodings a value is searched in, and the one pattern of all of them
 - ``invisible``: the characters a text holds without showing them (by Unicode property)
-- ``taint``: the decoders: a job's text read as a decoder would, each line holding a value withheld
+- ``taint``: the decoders: a job's text read as a decoder would (its readings)
+- ``withhold``: known values and their parts found in those readings, each line holding one withheld
 - ``values``: the registry (:class:`values.Registry`, ``values.DEFAULT``): the known values
 - ``search``: where known values occur in a text, and the text with them replaced
 - ``parsed``: a parsed spec or override searched key by key, string by string

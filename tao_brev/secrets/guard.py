@@ -25,7 +25,7 @@ from ..errors import TaoBrevError
 from .forms import LONG_TEXT, encodings  # noqa: F401  (handed on)
 from .names import BUNDLE_CREDENTIALS, MIN_VALUE_LENGTH  # noqa: F401  (handed on)
 from .parsed import find_parsed, parsed_strings, refuse_parsed  # noqa: F401  (handed on)
-from .taint import UNCHECKED
+from .withhold import UNCHECKED
 from .search import find, json_forms_pattern, matcher, redact_text, redactor  # noqa: F401  (handed on)
 from .values import (DEFAULT, Registry, held_value, is_credential_env_name, minted,  # noqa: F401  (handed on)
                      observe_env, reset, unprove, unproven, unset_watched, values, watch)

@@ -1,8 +1,9 @@
 """Where the known values occur in a text, and the text with them replaced (inbound: answers,
 stderr, records, sidecars, saved logs): :func:`redactor` / :func:`redact_text` replace each form
-with ``<redacted>`` and withhold each line that holds a value only a decoder finds
-(:mod:`tao_brev.secrets.taint`); :func:`find` names the variable, encoding and line, never the
-value. Every function takes an optional ``registry`` (default: ``values.DEFAULT``).
+with ``<redacted>`` and withhold each line that holds a value only a decoder finds, or a part of
+one (:mod:`tao_brev.secrets.withhold` over :mod:`tao_brev.secrets.taint`); :func:`find` names the
+variable, encoding and line, never the value. Every function takes an optional ``registry``
+(default: ``values.DEFAULT``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from functools import lru_cache
 from json.encoder import encode_basestring_ascii
 from typing import Callable, Mapping
 
-from . import taint
+from . import taint, withhold
 from .forms import LONG_TEXT, narrowed, pattern_of
 from .names import PLACEHOLDER
 from .values import DEFAULT, Registry
@@ -24,7 +25,7 @@ def index(env: Mapping[str, str] | None = None, registry: Registry | None = None
 
 
 def owners_matcher(owners: dict):
-    """The :class:`taint.Matcher` of the forms of an index (``{form: (name, encoding)}``)."""
+    """The :class:`withhold.Matcher` of the forms of an index (``{form: (name, encoding)}``)."""
     return _matcher_of(_owners_key(owners))
 
 
@@ -35,8 +36,8 @@ def redactor(env: Mapping[str, str] | None = None, registry: Registry | None = N
     if pattern is None:
         return _unchanged
     sub, placeholder = pattern.sub, PLACEHOLDER
-    shortest = min(map(len, owners))   # a shorter text holds no form (most fields of a record)
-    untaint = _untainter(owners)
+    shortest = min(min(map(len, owners)), withhold.PART)   # a shorter text holds no form nor part (most fields of a record)
+    untaint = _untainter(owners, _minted(registry))
 
     def redact_one(text):
         if not text or not isinstance(text, str) or len(text) < shortest:
@@ -50,19 +51,33 @@ def redactor(env: Mapping[str, str] | None = None, registry: Registry | None = N
 
 
 def matcher(env: Mapping[str, str] | None = None, registry: Registry | None = None):
-    """The :class:`taint.Matcher` of every form of every known value (None: no value known):
-    finds a value in the readings a decoder gives of a text (``taint.views``)."""
+    """The :class:`withhold.Matcher` the redactor withholds lines by (None: no value known): every
+    form of every known value, in the readings a decoder gives of a text (``taint.views``), and
+    their parts (``withhold.PART``)."""
     pattern, owners = index(env, registry)
-    return None if pattern is None else _matcher_of(_owners_key(owners))
+    if pattern is None:
+        return None
+    return _matcher_of(_owners_key(owners), _verbatim_key(owners), _minted(registry))
 
 
 def _owners_key(owners: dict) -> tuple:
     return tuple((form, name) for form, (name, _how) in owners.items())
 
 
+def _minted(registry: Registry | None) -> tuple[str, ...]:
+    return (DEFAULT if registry is None else registry).minted_ids()
+
+
+def _verbatim_key(owners: dict) -> tuple:
+    return tuple((form, name) for form, (name, how) in owners.items() if how == "verbatim")
+
+
 @lru_cache(maxsize=16)
-def _matcher_of(forms: tuple):
-    return taint.Matcher(dict(forms), pattern_of)
+def _matcher_of(forms: tuple, parts: tuple = (), exempt: tuple = ()):
+    """The matcher of ``forms`` ((form, owner), ...); ``parts`` ((value, owner), ...): values of which
+    a part counts as the value, except inside ``exempt`` (``withhold.Matcher``; for what comes from a
+    job, never for the user's input)."""
+    return withhold.Matcher(dict(forms), pattern_of, dict(parts), exempt)
 
 
 @lru_cache(maxsize=16)
@@ -74,16 +89,20 @@ def _taint_trigger(shortest: int) -> re.Pattern:
                       r"(?:[0-9a-fA-F]{2}[:.,;_-]?){%d}" % (max(12, -(-4 * shortest // 3)), shortest))
 
 
-def _untainter(owners: dict) -> Callable[[str], str]:
-    """``text`` with each line that holds a known value in a reading only a decoder finds
-    withheld (``taint.withhold_lines``): the forms were replaced before."""
-    found = _matcher_of(_owners_key(owners))
-    search = _taint_trigger(max(found.shortest, taint.MIN_FORM)).search
+def _untainter(owners: dict, exempt: tuple[str, ...] = ()) -> Callable[[str], str]:
+    """``text`` with each line that holds a known value in a reading only a decoder finds, or a
+    part of one (``withhold.PART`` characters, outside the ids in ``exempt``), withheld
+    (``withhold.withhold_lines``): the forms were replaced before."""
+    found = _matcher_of(_owners_key(owners), _verbatim_key(owners), exempt)
+    trigger = _taint_trigger(max(found.shortest, taint.MIN_FORM)).search
+
+    def search(text: str) -> object:
+        return trigger(text) or found.part_in(text)
 
     def untaint(text: str) -> str:
         if len(text) < taint.MIN_FORM or not search(text):
             return text
-        return taint.withhold_lines(text, found, needs=search)
+        return withhold.withhold_lines(text, found, needs=search)
 
     return untaint
 

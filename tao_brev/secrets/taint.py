@@ -254,13 +254,16 @@ def views(text: str, shortest: int = MIN_FORM) -> list[tuple[str, str]]:
     return examine(text, shortest)[0]
 
 
-def examine(text: str, shortest: int = MIN_FORM) -> tuple[list[tuple[str, str]], str | None]:
+def examine(text: str, shortest: int = MIN_FORM, least: int | None = None) -> tuple[list[tuple[str, str]], str | None]:
     """([(how, reading), ...], why not all): the readings of ``text``: itself with terminal
     escapes removed, its lines joined, and each decoder's reading, two layers deep (``%2541`` ->
     ``%41`` -> ``A``; base64 of a URL-encoded value), at most :data:`MAX_VIEWS`, each at most
     :data:`MAX_VIEW_CHARS`. ``why not all`` is None when every reading the decoders give was
     listed, else why one was not (too many, too long, escapes nested too deep): the caller
-    withholds or refuses the text (fail closed), it never passes one it could not examine whole."""
+    withholds or refuses the text (fail closed), it never passes one it could not examine whole.
+    ``shortest``: the shortest text searched for (base64 and hex runs that cannot spell it are not
+    decoded); ``least`` (default ``shortest``): a decoded reading shorter than this is left out."""
+    least = shortest if least is None else least
     if len(text) > MAX_VIEW_CHARS:
         return [("as written", text[:MAX_VIEW_CHARS])], f"longer than the {MAX_VIEW_CHARS} characters the check reads"
     first = strip_terminal(text)
@@ -286,7 +289,7 @@ def examine(text: str, shortest: int = MIN_FORM) -> tuple[list[tuple[str, str]],
                 if decoded is None:
                     return out, step
                 decoded = strip_terminal(decoded)
-                if len(decoded) < shortest or decoded in seen:
+                if len(decoded) < least or decoded in seen:
                     continue
                 if len(decoded) > MAX_VIEW_CHARS:
                     return out, f"a reading longer than the {MAX_VIEW_CHARS} characters the check reads"
@@ -299,85 +302,3 @@ def examine(text: str, shortest: int = MIN_FORM) -> tuple[list[tuple[str, str]],
                 below.append(item)
         level = below
     return out, None
-
-
-class Matcher:
-    """Finds any of ``forms`` ({form: owner}) in a text's canonical views; built once per set of
-    known values. ``hit(text)`` -> (owner, how) or None. Linear in the text: a short text goes
-    through one regex of all canonical forms, a long one through ``str.find`` per form (C speed,
-    linear for long needles)."""
-
-    LONG = 1024
-
-    def __init__(self, forms: dict[str, object], pattern_of: Callable[[tuple[str, ...]], re.Pattern | None]):
-        self.owners: dict[str, object] = {}
-        for form, owner in forms.items():
-            key = canon(form)
-            if len(key) >= MIN_FORM:
-                self.owners.setdefault(key, owner)
-        ordered = tuple(sorted(self.owners, key=lambda f: (-len(f), f)))
-        short = tuple(f for f in ordered if len(f) <= 256)
-        self._pattern = pattern_of(short) if short else None
-        self._long = tuple(f for f in ordered if len(f) > 256)
-        self.shortest = min(map(len, self.owners)) if self.owners else 0
-
-    def _in(self, text: str) -> object | None:
-        if len(text) < self.shortest:
-            return None
-        for form in self._long:
-            if form in text:
-                return self.owners[form]
-        if self._pattern is None:
-            return None
-        if len(text) >= self.LONG:
-            for form in self.owners:
-                if len(form) <= 256 and form in text:
-                    return self.owners[form]
-            return None
-        m = self._pattern.search(text)
-        return self.owners[m.group()] if m else None
-
-    def hit(self, text: str) -> tuple[object, str] | None:
-        """(owner, how) of the first known value a reading of ``text`` holds; (:data:`UNCHECKED`,
-        why) when none does but not every reading could be examined (fail closed); else None."""
-        if not self.owners or not text or len(text) < self.shortest:
-            return None
-        readings, incomplete = examine(text, self.shortest)
-        for how, reading in readings:
-            owner = self._in(canon(reading))
-            if owner is not None:
-                return owner, how
-        return None if incomplete is None else (UNCHECKED, incomplete)
-
-
-# The owner of a hit that is no value found but a text not examined whole: it is withheld or
-# refused as if it held one (the guarantee rests on certainty, never on a budget).
-UNCHECKED = "a credential variable, not ruled out"
-
-NOTE = "[tao-brev: withheld: this line held the value of {name} ({how}); the rest of the output is shown]"
-
-
-def withhold_lines(text: str, matcher: Matcher, note: str = NOTE, needs: Callable[[str], object] | None = None) -> str:
-    """``text`` with every line that holds a known value in some reading replaced by a note
-    naming the variable (never the value). A value split over two lines withholds both; one
-    spread wider (a wrapped base64 block) withholds its run of lines; if no line or run can
-    be blamed the whole text is withheld. Linear: the whole text is checked once, and only
-    a text that hits is checked line by line. ``needs(line)`` false: the line alone has no reading
-    but itself (the caller's form search covered it), it is not decoded."""
-    if matcher.hit(text) is None:
-        return text
-    lines = text.split("\n")
-    out = list(lines)
-    for i, line in enumerate(lines):
-        found = matcher.hit(line) if needs is None or needs(line) else None
-        if found is not None:
-            out[i] = note.format(name=found[0], how=found[1])
-    if len(lines) > 1 and matcher.hit("\n".join(out)) is not None:
-        for i in range(len(out) - 1):
-            found = matcher.hit(out[i] + "\n" + out[i + 1])
-            if found is not None:
-                out[i] = out[i + 1] = note.format(name=found[0], how=found[1] + ", across lines")
-        found = matcher.hit("\n".join(out))
-        if found is not None:   # spread over a longer run of lines: all of it
-            return note.format(name=found[0], how=found[1] + ", across lines")
-    return "\n".join(out)

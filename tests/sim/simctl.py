@@ -480,8 +480,9 @@ def _cli(argv: list[str]) -> int:
     init.add_argument("--state-dir", default=None, help="also export TAO_STATE_DIR=this (a private rehearsal)")
     init.add_argument("--example-data", action="store_true",
                       help="copy examples/data/levir_cd_tiny to ~/tao-data/ on each instance (tier A inputs)")
-    for name in ("audit", "close"):
-        sub.add_parser(name).add_argument("root")
+    for name, what in (("audit", "print every argv any simulated executable (brev, docker, ...) received, one JSON line each"),
+                       ("close", "kill the world's container processes and the ssh-agents brev leaked; say so")):
+        sub.add_parser(name, help=what, description=what).add_argument("root", help="the world's directory (as given to init)")
     args = parser.parse_args(argv)
     sim = Simulator(args.root)
     if args.command == "audit":
@@ -490,6 +491,7 @@ def _cli(argv: list[str]) -> int:
         return 0
     if args.command == "close":
         sim.close()
+        print(f"closed: no simulated process of {args.root} runs now", file=sys.stderr)
         return 0
     sim.set_auth(token=args.token, logged_in=not args.logged_out)
     if args.ngc_key_env is not None:

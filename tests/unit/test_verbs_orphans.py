@@ -27,6 +27,14 @@ def no_containers(rows: str = ""):
     return sections({"ps": rows})
 
 
+def idle_box_and_devbox(ctx, fake_brev) -> None:
+    """An ended job's instance ``box`` (ours) and a ``devbox`` (not), both without a tao-job container."""
+    ended_job(ctx, fake_brev)
+    fake_brev.expect_ls(entry("box"), entry("devbox"))
+    fake_brev.expect_exec("box", remote.list_job_containers(), answer=no_containers())
+    fake_brev.expect_exec("devbox", remote.list_job_containers(), answer=no_containers())
+
+
 def test_orphans_lists_idle_instances_and_keeps_the_busy_ones(ctx, fake_brev):
     job_id = ended_job(ctx, fake_brev)
     fake_brev.expect_ls(entry("box"), entry("devbox"), entry("busy"), entry("cold", status="STOPPED"))
@@ -46,10 +54,7 @@ def test_orphans_lists_idle_instances_and_keeps_the_busy_ones(ctx, fake_brev):
 
 
 def test_orphans_delete_deletes_only_the_owned_ones(ctx, fake_brev):
-    ended_job(ctx, fake_brev)
-    fake_brev.expect_ls(entry("box"), entry("devbox"))
-    fake_brev.expect_exec("box", remote.list_job_containers(), answer=no_containers())
-    fake_brev.expect_exec("devbox", remote.list_job_containers(), answer=no_containers())
+    idle_box_and_devbox(ctx, fake_brev)
     delete = fake_brev.expect("delete", "box", stdout="box\n")
     answer, code = orphans.orphans(ctx, delete=True)
     assert code == 0 and answer["deleted"] == ["box"] and delete.used == 1, answer

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from tao_brev import remote
 from tao_brev.verbs import stop_orphans
-from tests.unit.jobs import entry
-from tests.unit.test_verbs_orphans import ended_job, no_containers
+from tests.unit.test_verbs_orphans import idle_box_and_devbox
 
 
 def test_orphans_stop_stops_the_owned_idle_ones(ctx, fake_brev):
-    ended_job(ctx, fake_brev)
-    fake_brev.expect_ls(entry("box"), entry("devbox"))
-    fake_brev.expect_exec("box", remote.list_job_containers(), answer=no_containers())
-    fake_brev.expect_exec("devbox", remote.list_job_containers(), answer=no_containers())
+    idle_box_and_devbox(ctx, fake_brev)
     stop = fake_brev.expect("stop", "box", stdout="box\n")
     answer, code = stop_orphans.stop_orphans(ctx)
     assert code == 0 and answer["ok"] is True and answer["stopped"] == ["box"] and stop.used == 1, answer

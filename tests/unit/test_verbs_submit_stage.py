@@ -5,6 +5,7 @@ too (tier C), and never on a command line."""
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 from tao_brev.verbs import submit
 from tao_brev.verbs.submit import SubmitRequest
@@ -46,35 +47,35 @@ def copies(fake_brev, *labels):
     return seen
 
 
-def test_tier_b_uploads_the_inputs_and_only_the_carrier_gets_the_s3_settings(ctx, fake_brev, s3_server, tmp_path):
+def submitted(ctx, fake_brev, s3_server, tmp_path, tier: str, labels: str):
+    """A tier B or C submit against the S3 server, once it answered RUNNING: its answer, ``seen``
+    ({copied name: text}), the launch ``command``, the S3 settings (``secret``) and the ``bucket``."""
     bucket, secret = s3_env(ctx, s3_server)
     fake_brev.expect_ls(entry())
-    seen = copies(fake_brev, r"visual_changenet-train-\w+-s3-")
+    seen = copies(fake_brev, labels)
     launch = fake_brev.expect_exec("box", "docker run -d", stdout=CONTAINER + "\n")
-    answer, code = submit.submit(ctx, request(tmp_path, "B", bucket=bucket))
+    answer, code = submit.submit(ctx, request(tmp_path, tier, bucket=bucket))
     assert code == 0 and answer["state"] == "RUNNING", answer
-    keys = [o["Key"] for o in s3_server["server"].boto_client().list_objects_v2(Bucket=bucket).get("Contents", [])]
+    return SimpleNamespace(answer=answer, seen=seen, command=launch.calls[0].command, secret=secret, bucket=bucket)
+
+
+def test_tier_b_uploads_the_inputs_and_only_the_carrier_gets_the_s3_settings(ctx, fake_brev, s3_server, tmp_path):
+    run = submitted(ctx, fake_brev, s3_server, tmp_path, "B", r"visual_changenet-train-\w+-s3-")
+    keys = [o["Key"] for o in s3_server["server"].boto_client().list_objects_v2(Bucket=run.bucket).get("Contents", [])]
     assert any(k.endswith("A/0001.png") for k in keys) and any(k.endswith("list.txt") for k in keys), keys
-    [text] = seen.values()
-    assert secret["AWS_SECRET_ACCESS_KEY"] in text   # the carrier's file holds the settings ...
-    command = launch.calls[0].command
-    job_run = command[command.index("docker run -d --name"):]
+    [text] = run.seen.values()
+    assert run.secret["AWS_SECRET_ACCESS_KEY"] in text   # the carrier's file holds the settings ...
+    job_run = run.command[run.command.index("docker run -d --name"):]
     assert "--env-file" not in job_run.split("\n")[0]   # ... the job's own container gets none (tier B)
-    assert "/data/levir_cd_tiny" in command
-    assert_never_sent(fake_brev, printed(answer), values=secret.values())
+    assert "/data/levir_cd_tiny" in run.command
+    assert_never_sent(fake_brev, printed(run.answer), values=run.secret.values())
 
 
 def test_tier_c_hands_the_s3_settings_to_the_job_container_in_its_env_file(ctx, fake_brev, s3_server, tmp_path):
-    bucket, secret = s3_env(ctx, s3_server)
-    fake_brev.expect_ls(entry())
-    seen = copies(fake_brev, r"visual_changenet-train-\w+-")
-    launch = fake_brev.expect_exec("box", "docker run -d", stdout=CONTAINER + "\n")
-    answer, code = submit.submit(ctx, request(tmp_path, "C", bucket=bucket))
-    assert code == 0 and answer["state"] == "RUNNING", answer
-    assert any(secret["AWS_SECRET_ACCESS_KEY"] in text for text in seen.values())
-    command = launch.calls[0].command
-    assert "--env-file" in command[command.index("docker run -d --name"):].split("\n")[0]
-    assert_never_sent(fake_brev, printed(answer), values=secret.values())
+    run = submitted(ctx, fake_brev, s3_server, tmp_path, "C", r"visual_changenet-train-\w+-")
+    assert any(run.secret["AWS_SECRET_ACCESS_KEY"] in text for text in run.seen.values())
+    assert "--env-file" in run.command[run.command.index("docker run -d --name"):].split("\n")[0]
+    assert_never_sent(fake_brev, printed(run.answer), values=run.secret.values())
 
 
 def test_an_unchanged_input_is_not_uploaded_twice(ctx, fake_brev, s3_server, tmp_path):
