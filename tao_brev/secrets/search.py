@@ -37,7 +37,7 @@ def redactor(env: Mapping[str, str] | None = None, registry: Registry | None = N
         return _unchanged
     sub, placeholder = pattern.sub, PLACEHOLDER
     shortest = min(min(map(len, owners)), withhold.PART)   # a shorter text holds no form nor part (most fields of a record)
-    untaint = _untainter(owners, _minted(registry))
+    untaint = _untainter(owners, _minted(registry, owners))
 
     def redact_one(text):
         if not text or not isinstance(text, str) or len(text) < shortest:
@@ -57,15 +57,18 @@ def matcher(env: Mapping[str, str] | None = None, registry: Registry | None = No
     pattern, owners = index(env, registry)
     if pattern is None:
         return None
-    return _matcher_of(_owners_key(owners), _verbatim_key(owners), _minted(registry))
+    return _matcher_of(_owners_key(owners), _verbatim_key(owners), _minted(registry, owners))
 
 
 def _owners_key(owners: dict) -> tuple:
     return tuple((form, name) for form, (name, _how) in owners.items())
 
 
-def _minted(registry: Registry | None) -> tuple[str, ...]:
-    return (DEFAULT if registry is None else registry).minted_ids()
+def _minted(registry: Registry | None, owners: dict) -> tuple[str, ...]:
+    """The minted ids (``values.Registry.minted``) that occur in a known value (only there can a
+    part lie inside one), sorted."""
+    values = [form for form, (_name, how) in owners.items() if how == "verbatim"]
+    return tuple(sorted(i for i in (DEFAULT if registry is None else registry).minted_ids() if any(i in v for v in values)))
 
 
 def _verbatim_key(owners: dict) -> tuple:

@@ -103,9 +103,9 @@ class Registry:
             self._minted.update(new)
             self._last.clear()
 
-    def minted_ids(self) -> tuple[str, ...]:
-        """The ids of :func:`minted`, sorted."""
-        return tuple(sorted(self._minted))
+    def minted_ids(self) -> frozenset[str]:
+        """The ids of :func:`minted`."""
+        return frozenset(self._minted)
 
     def observe_env(self, env: Mapping[str, str]) -> None:
         """Search ``env`` (the running verb's environment) too, from now on."""
