@@ -9,6 +9,7 @@ that line; whole forms are still redacted in place, and lines without a part are
 
 from __future__ import annotations
 
+import base64
 import quopri
 import random
 from urllib.parse import quote
@@ -117,3 +118,76 @@ def test_the_users_own_input_is_refused_for_whole_values_only():
     known_secrets.refuse(f"echo {VALUE[:12]}", "a command", ENV)   # a part of the value: not refused
     with pytest.raises(TaoBrevError):
         known_secrets.refuse(f"echo {VALUE}", "a command", ENV)
+
+
+TOKEN = "k9Qz3LmT7vRx2PaW8nBy5HcD4jFs6GuE1oKi0XtZ"   # a 40-character random token
+
+
+@pytest.mark.parametrize("how, text", [
+    ("7 characters a line", "\n".join(TOKEN[i:i + 7] for i in range(0, 35, 7))),
+    ("7 a line, CRLF", "\r\n".join(TOKEN[i:i + 7] for i in range(0, 35, 7))),
+    ("two halves of 4", "a k9Qz\n3LmT b"),
+    ("upper-cased", "key " + TOKEN[:20].upper()),
+    ("lower-cased", "key " + TOKEN[:20].lower()),
+    ("underlined mark by mark", "key " + "\u0332".join(TOKEN)),
+    ("enclosed mark by mark", "key " + "\u20dd".join(TOKEN)),
+    ("braille blanks between", "key " + "\u2800".join(TOKEN)),
+    ("base64 of 30", "x " + base64.b64encode(TOKEN[:30].encode()).decode()),
+    ("base64 of UTF-16LE of 15", "x " + base64.b64encode(TOKEN[:15].encode("utf-16-le")).decode()),
+    ("hex of 39", "sha " + TOKEN[:39].encode().hex()),
+    ("decimal bytes of 39", "x " + str(list(TOKEN[:39].encode()))),
+])
+def test_parts_the_first_reviewers_found_are_withheld(monkeypatch, how, text):
+    monkeypatch.setenv(NAME, TOKEN)
+    shown = known_secrets.redactor()(text)
+    assert parts_shown(shown.lower(), TOKEN.lower()) == [], (how, shown)
+
+
+def test_a_hex_form_cut_by_the_instance_is_withheld(monkeypatch):
+    monkeypatch.setenv(NAME, TOKEN)
+    tail = ":".join(f"{b:02x}" for b in TOKEN.encode())[60:]   # leaky_job's hex-colons form, cut
+    kept, _cut = logcap.bound(f"tok:cut:4000 {tail} loss=0.2\nEpoch 2/3\n", token="tok")
+    assert known_secrets.redactor()(kept).split("\n") == [
+        "[tao-brev: 4000 bytes cut] [tao-brev: withheld: this line held the value of WANDB_API_KEY "
+        "(8 or more of its characters, hex-decoded); the rest of the output is shown]", "Epoch 2/3"]
+
+
+def test_ordinary_training_lines_are_shown_beside_a_random_token(monkeypatch):
+    monkeypatch.setenv(NAME, TOKEN)
+    lines = ["Epoch 3: 100%|\u2588\u2588\u2588\u2588\u2588\u2588| 25/25 [00:01<00:00, 19.9it/s, loss=0.231, v_num=1]",
+             "2026-12-02 15:59:26,566 - [TAO Toolkit] - INFO - Saved /results/train/dino_model_epoch_003.pth",
+             "sha256 9f2c4e1d0b8a7c6e5f4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1",
+             "uuid 3f1e2d4c-5b6a-4789-8a0b-1c2d3e4f5a6b  train.yaml: model.backbone=vit_large_dinov2"]
+    assert known_secrets.redactor()("\n".join(lines)) == "\n".join(lines)
+
+
+def test_a_part_is_eight_characters_from_the_values_first_to_its_last(monkeypatch):
+    monkeypatch.setenv(NAME, TOKEN)
+    redact = known_secrets.redactor()
+    for start in (0, len(TOKEN) - withhold.PART):
+        part = TOKEN[start:start + withhold.PART]
+        assert redact(part).startswith("[tao-brev: withheld"), part              # the part alone, 8 characters
+        assert redact(f"x {part} y").startswith("[tao-brev: withheld"), part
+    assert redact(f"x {TOKEN[-7:]} y") == f"x {TOKEN[-7:]} y"                    # 7 of its end
+    assert redact(f"x {TOKEN[:7]} y") == f"x {TOKEN[:7]} y"                      # 7 of its start
+
+
+def test_the_notes_name_the_variable_and_say_across_lines(monkeypatch):
+    monkeypatch.setenv(NAME, TOKEN)
+    redact = known_secrets.redactor()
+    pair = "[tao-brev: withheld: this line held the value of WANDB_API_KEY (8 or more of its characters, " \
+           "as written, across lines); the rest of the output is shown]"
+    assert redact(f"a\nb\n{TOKEN[:5]}\n{TOKEN[5:10]}").split("\n") == ["a", "b", pair, pair]   # the last two lines
+    run = "\n".join(TOKEN[i:i + 3] for i in range(0, 12, 3))   # 3 characters a line: no pair holds 8
+    assert redact(f"a\n{run}\nb") == ("[tao-brev: withheld: this line held the value of WANDB_API_KEY (8 or more "
+                                      "of its characters, as written, across lines); the rest of the output is shown]")
+
+
+def test_a_short_value_beside_a_long_one_leaves_the_long_ones_parts():
+    m = withhold.Matcher({}, pattern_of, {"Ab3$Cd4%": "SHORT", TOKEN: "LONG"})
+    assert m.part_in(f"x {TOKEN[10:18]} y") == "LONG" and m.part_in("x Ab3$Cd4% y") is None
+
+
+def test_a_matcher_of_values_with_no_form_left_finds_nothing_even_in_a_text_too_long_to_read():
+    m = withhold.Matcher({" " * 8: "BLANKS"}, pattern_of, {" " * 8: "BLANKS"})   # blanks: nothing to compare
+    assert m.hit("x" * (taint.MAX_VIEW_CHARS + 1)) is None

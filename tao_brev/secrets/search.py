@@ -97,7 +97,7 @@ def _untainter(owners: dict, exempt: tuple[str, ...] = ()) -> Callable[[str], st
     part of one (``withhold.PART`` characters, outside the ids in ``exempt``), withheld
     (``withhold.withhold_lines``): the forms were replaced before."""
     found = _matcher_of(_owners_key(owners), _verbatim_key(owners), exempt)
-    trigger = _taint_trigger(max(found.shortest, taint.MIN_FORM)).search
+    trigger = _taint_trigger(max(found.least, taint.MIN_FORM)).search
 
     def search(text: str) -> object:
         return trigger(text) or found.part_in(text)

@@ -27,7 +27,8 @@ it (fail closed):
   read as UTF-8, UTF-16LE and Latin-1;
 * hex runs, separated or not (``de:ad:be:ef``, ``0x41,0x42``, ``41 42``), and decimal
   byte lists (``[118, 97, ...]``), read the same ways;
-* Unicode compatibility forms (NFKC: full-width letters).
+* Unicode compatibility forms (NFKC: full-width letters), and the text without combining
+  marks (a value underlined, struck through or enclosed mark by mark).
 
 A hit says only that the text holds a known value in some reading; the caller
 withholds the line it came from (:func:`withhold_lines`). Pure functions, no I/O.
@@ -66,6 +67,10 @@ _BACKSLASH_RE = re.compile(r"\\(?:[uUxX]\{([0-9a-fA-F]{1,6})\}|[uU]\+?([0-9a-fA-
                                 r"|u([0-9a-fA-F]{4})|[xX]([0-9a-fA-F]{1,2})|([0-7]{1,3})|(.))", re.S)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "a": "\a", "0": "\0", "e": "\x1b"}
 _PERCENT_U_RE = re.compile(r"%[uU]([0-9a-fA-F]{4})")
+# Combining marks a value can be interleaved with and still read (underlined, struck through,
+# enclosed): the Unicode blocks of combining diacritical marks (for letters, extended, supplement,
+# for symbols, half marks), and the braille blank, which shows as a blank but is none.
+_MARKS_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\u2800]+")
 _CODE_POINT_RE = re.compile(r"(?<![A-Za-z0-9])[uU]\+([0-9a-fA-F]{4,6})\s*")   # U+0041 (Unicode's own notation)
 _QP_RE = re.compile(rb"=([0-9A-Fa-f]{2})")
 _QP_SOFT_RE = re.compile(r"=\r?\n")
@@ -244,6 +249,8 @@ def _decoders(text: str, shortest: int = MIN_FORM) -> Iterable[tuple[str, str]]:
         yield "hex-decoded", reading
     if not text.isascii():
         yield "NFKC", unicodedata.normalize("NFKC", text)
+        if _MARKS_RE.search(text):
+            yield "combining marks dropped", _MARKS_RE.sub("", text)
 
 
 _FIRST_VIEWS = ("as written", "lines joined", "inside terminal escapes", "backspaces applied")
@@ -254,16 +261,15 @@ def views(text: str, shortest: int = MIN_FORM) -> list[tuple[str, str]]:
     return examine(text, shortest)[0]
 
 
-def examine(text: str, shortest: int = MIN_FORM, least: int | None = None) -> tuple[list[tuple[str, str]], str | None]:
+def examine(text: str, shortest: int = MIN_FORM) -> tuple[list[tuple[str, str]], str | None]:
     """([(how, reading), ...], why not all): the readings of ``text``: itself with terminal
     escapes removed, its lines joined, and each decoder's reading, two layers deep (``%2541`` ->
     ``%41`` -> ``A``; base64 of a URL-encoded value), at most :data:`MAX_VIEWS`, each at most
     :data:`MAX_VIEW_CHARS`. ``why not all`` is None when every reading the decoders give was
     listed, else why one was not (too many, too long, escapes nested too deep): the caller
     withholds or refuses the text (fail closed), it never passes one it could not examine whole.
-    ``shortest``: the shortest text searched for (base64 and hex runs that cannot spell it are not
-    decoded); ``least`` (default ``shortest``): a decoded reading shorter than this is left out."""
-    least = shortest if least is None else least
+    ``shortest``: the shortest text searched for (a decoded reading, or a base64 or hex run, that
+    cannot spell it is left out)."""
     if len(text) > MAX_VIEW_CHARS:
         return [("as written", text[:MAX_VIEW_CHARS])], f"longer than the {MAX_VIEW_CHARS} characters the check reads"
     first = strip_terminal(text)
@@ -289,7 +295,7 @@ def examine(text: str, shortest: int = MIN_FORM, least: int | None = None) -> tu
                 if decoded is None:
                     return out, step
                 decoded = strip_terminal(decoded)
-                if len(decoded) < least or decoded in seen:
+                if len(decoded) < shortest or decoded in seen:
                     continue
                 if len(decoded) > MAX_VIEW_CHARS:
                     return out, f"a reading longer than the {MAX_VIEW_CHARS} characters the check reads"
