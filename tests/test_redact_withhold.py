@@ -94,22 +94,20 @@ def test_whole_forms_are_redacted_in_place_and_text_without_a_part_is_untouched(
 
 
 def test_a_part_is_found_in_a_reading_of_the_line_too():
-    # URL-, escape-, HTML- or QP-decoded line; a base64 or hex run is decoded once it could spell the
-    # shortest whole form (taint.examine), so a run shorter than that is read as written only
+    # URL-, escape- or HTML-decoded line (base64 and hex runs: test_parts_the_first_reviewers_found...)
     for line in (f"GET /x?k={quote(VALUE[10:], safe='')} 200", f'"k": "{VALUE[10:]}"'.replace("\u00f6", "\\u00f6"),
                  "".join(f"&#{ord(c)};" for c in VALUE[10:])):
         assert known_secrets.redactor()(line).startswith("[tao-brev: withheld"), line
 
 
 def test_a_value_no_longer_than_a_part_has_no_parts_but_itself():
-    m = withhold.Matcher({"Ab3$Cd4%": NAME}, pattern_of,
-                         {"Ab3$Cd4%": NAME})
+    m = withhold.Matcher({"Ab3$Cd4%": NAME}, pattern_of, {"Ab3$Cd4%": NAME})
     assert m.part_in("xAb3$Cd4%x") is None and m.hit("xAb3$Cd4%x") == (NAME, "as written")
 
 
 def test_parts_inside_an_id_the_bundle_minted_count_for_nothing():
-    m = withhold.Matcher({}, pattern_of,
-                         {"x-visual_changenet-train-0a1b2c-y": "T"}, exempt=("visual_changenet-train-0a1b2c",))
+    m = withhold.Matcher({}, pattern_of, {"x-visual_changenet-train-0a1b2c-y": "T"},
+                         exempt=("visual_changenet-train-0a1b2c",))
     assert m.part_in("docker logs visual_changenet-train-0a1b2c") is None
     assert m.part_in("x-visual_ch") == "T"   # a part reaching out of the id still counts
 
