@@ -37,7 +37,7 @@ def redactor(env: Mapping[str, str] | None = None, registry: Registry | None = N
         return _unchanged
     sub, placeholder = pattern.sub, PLACEHOLDER
     shortest = min(min(map(len, owners)), withhold.PART)   # a shorter text holds no form nor part (most fields of a record)
-    untaint = _untainter(owners, _minted(registry, owners))
+    untaint = _untainter(_job_matcher(owners, registry))
 
     def redact_one(text):
         if not text or not isinstance(text, str) or len(text) < shortest:
@@ -55,24 +55,21 @@ def matcher(env: Mapping[str, str] | None = None, registry: Registry | None = No
     form of every known value, in the readings a decoder gives of a text (``taint.views``), and
     their parts (``withhold.PART``)."""
     pattern, owners = index(env, registry)
-    if pattern is None:
-        return None
-    return _matcher_of(_owners_key(owners), _verbatim_key(owners), _minted(registry, owners))
+    return None if pattern is None else _job_matcher(owners, registry)
 
 
 def _owners_key(owners: dict) -> tuple:
     return tuple((form, name) for form, (name, _how) in owners.items())
 
 
-def _minted(registry: Registry | None, owners: dict) -> tuple[str, ...]:
-    """The minted ids (``values.Registry.minted``) that occur in a known value (only there can a
-    part lie inside one), sorted."""
-    values = [form for form, (_name, how) in owners.items() if how == "verbatim"]
-    return tuple(sorted(i for i in (DEFAULT if registry is None else registry).minted_ids() if any(i in v for v in values)))
-
-
-def _verbatim_key(owners: dict) -> tuple:
-    return tuple((form, name) for form, (name, how) in owners.items() if how == "verbatim")
+def _job_matcher(owners: dict, registry: Registry | None):
+    """The matcher of text from a job: the forms of an index, the parts of its verbatim values,
+    except inside the minted ids (``values.Registry.minted``) that occur in one of them (only there
+    can a part lie inside an id)."""
+    verbatim = tuple((form, name) for form, (name, how) in owners.items() if how == "verbatim")
+    minted = (DEFAULT if registry is None else registry).minted_ids()
+    exempt = tuple(sorted(i for i in minted if any(i in value for value, _name in verbatim)))
+    return _matcher_of(_owners_key(owners), verbatim, exempt)
 
 
 @lru_cache(maxsize=16)
@@ -92,11 +89,10 @@ def _taint_trigger(shortest: int) -> re.Pattern:
                       r"(?:[0-9a-fA-F]{2}[:.,;_-]?){%d}" % (max(12, -(-4 * shortest // 3)), shortest))
 
 
-def _untainter(owners: dict, exempt: tuple[str, ...] = ()) -> Callable[[str], str]:
+def _untainter(found: withhold.Matcher) -> Callable[[str], str]:
     """``text`` with each line that holds a known value in a reading only a decoder finds, or a
-    part of one (``withhold.PART`` characters, outside the ids in ``exempt``), withheld
-    (``withhold.withhold_lines``): the forms were replaced before."""
-    found = _matcher_of(_owners_key(owners), _verbatim_key(owners), exempt)
+    part of one (``withhold.PART`` characters), withheld (``withhold.withhold_lines``, by the
+    :func:`_job_matcher` ``found``): the forms were replaced before."""
     trigger = _taint_trigger(max(found.least, taint.MIN_FORM)).search
 
     def search(text: str) -> object:

@@ -31,7 +31,7 @@ it (fail closed):
   marks (a value underlined, struck through or enclosed mark by mark).
 
 A hit says only that the text holds a known value in some reading; the caller
-withholds the line it came from (:func:`withhold_lines`). Pure functions, no I/O.
+withholds the line it came from (``withhold.withhold_lines``). Pure functions, no I/O.
 """
 
 from __future__ import annotations

@@ -64,6 +64,9 @@ def supervise(cdir: Path, out=None, err=None) -> int:
     log_lock = threading.Lock()
     log = open(cdir / "container-json.log", "ab")
 
+    # One copy loop per stream, each appending whole lines, as moby's log copier does
+    # (daemon/logger/copier.go: one goroutine per source, "Writes are concurrent"): the order of
+    # stdout and stderr lines in the log is whichever came first, not the job's.
     def pump(stream, name: str, target) -> None:
         for line in iter(stream.readline, b""):
             record = {"log": line.decode("utf-8", "replace"), "stream": name, "time": now_iso()}

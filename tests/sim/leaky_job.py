@@ -53,7 +53,9 @@ def forms(name: str, value: str) -> dict[str, str]:
         "quoted-printable": quopri.encodestring(raw, quotetabs=True).decode().replace("=\n", "=\n"),
         "ansi-inside": f"key: {value[:6]}\x1b[1;31m{value[6:12]}\x1b[0m{value[12:]}",
         "split-lines": f"key: {value[:9]}\n{value[9:]}",
-        "split-apart": f"key: {value[:9]}\n50%\n{value[9:]}",   # as stdout and stderr interleave
+        # a line between the halves, as when stdout and stderr interleave in docker's log
+        # (moby daemon/logger/copier.go copies each stream on its own)
+        "split-apart": f"key: {value[:9]}\n50%\n{value[9:]}",
         "python-bytes": repr(raw + b"\xff"),
         "hex-colons": ":".join(f"{b:02x}" for b in raw),
         "python-unicode-escape": value.encode("unicode_escape").decode().replace("/", "\\x2f"),
