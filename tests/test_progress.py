@@ -195,8 +195,9 @@ def _wait_for_epoch(world, job_id: str, epoch: int, deadline_s: float = 60) -> l
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         if path.exists():
-            lines = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
-            written = lines[-1].get("message") == "Train metrics generated."
+            # Only whole lines: the stand-in may have created the file, or be mid-line, when it is read.
+            lines = [json.loads(ln) for ln in path.read_text().split("\n")[:-1] if ln.strip()]
+            written = bool(lines) and lines[-1].get("message") == "Train metrics generated."
             if any(x.get("epoch") == epoch - 1 for x in lines) and written:
                 return lines
         time.sleep(0.05)
