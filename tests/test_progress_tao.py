@@ -222,9 +222,6 @@ def test_an_interrupted_run_that_exited_0_is_an_error_that_says_it_did_not_finis
     job = sub.json["job_id"]
     home = world.sim.instance_home("box")
     wait_until(lambda: any('"epoch": 0' in p.read_text() for p in home.rglob(f"{job}/**/status.json")), "epoch 1")
-    with sorted(home.rglob(f"{job}/**/status.json"))[0].open("a") as f:
-        f.write(json.dumps({"date": "12/2/2026", "time": "1:0:0", "status": "FAILURE", "verbosity": "INFO",
-                            "message": "User/System interruption: Train was interrupted"}) + "\n")
     store = ContainerStore(world.sim.world.docker_dir("box"))
     proc = store.proc(store.find(job))
     for pid in (proc.get("supervisor_pid"), proc.get("pid")):
@@ -232,6 +229,10 @@ def test_an_interrupted_run_that_exited_0_is_an_error_that_says_it_did_not_finis
             os.kill(int(pid), signal.SIGKILL)
         except (TypeError, ProcessLookupError):
             pass
+    # written once the stand-in is dead, so no line of its own can follow it
+    with sorted(home.rglob(f"{job}/**/status.json"))[0].open("a") as f:
+        f.write(json.dumps({"date": "12/2/2026", "time": "1:0:0", "status": "FAILURE", "verbosity": "INFO",
+                            "message": "User/System interruption: Train was interrupted"}) + "\n")
     world.sim.set_container_state("box", job, Status="exited", ExitCode=0, FinishedAt=now_iso())
     res = world.run("poll_status.py", job)
     got = res.json["progress"]
