@@ -239,6 +239,17 @@ def summarize(file: StatusFile | None, now: float | None, action: str = "") -> d
     return out
 
 
+def eta_note(progress: dict, action: str, now: float | None, started_at: str | None) -> str | None:
+    """Why a RUNNING train job's ``progress`` has no ETA: no epoch has finished yet (how long the
+    container has run: ``now`` and docker's ``StartedAt``, both the instance's clock). None once
+    an epoch finished or an ETA exists, and for actions without epochs (evaluate, inference)."""
+    if action not in ("", "train") or progress.get("eta_s") is not None or progress.get("epoch"):
+        return None
+    started = rfc3339_epoch(started_at)
+    ran = f" (the container has run {max(0, int(now - started))} s)" if now and started is not None else ""
+    return f"no epoch finished yet{ran}; an ETA comes after the first epoch"
+
+
 def observed_epoch_seconds(items: list[dict]) -> float | None:
     """Seconds per epoch from the line times: the last two epoch lines with different
     epochs, else the STARTED line to the last epoch line."""

@@ -1,6 +1,7 @@
-"""The rehearsal of references/README.md, run as written: a newcomer's whole lifecycle on the
+"""The rehearsal of references/README.md, run verbatim: a newcomer's whole lifecycle on the
 simulator (preflight --pull, submit, poll, logs, cancel, close, cost) in a private temporary
-directory, each line as its own shell call, with only the values the answers printed."""
+directory, each line pasted as printed into its own shell call (only @SKILL_DIR@ read as the
+checkout's path): the lines themselves carry the directory and the job id from call to call."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from conftest import validate
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "references" / "README.md"
+POINTER = ".tao-brev-rehearsal"   # in $HOME: the lines say where the private dir is
 
 
 def rehearsal_lines() -> list[str]:
@@ -22,41 +24,61 @@ def rehearsal_lines() -> list[str]:
     return [line.replace("@SKILL_DIR@", shlex.quote(str(ROOT))) for line in block.splitlines() if line.strip()]
 
 
-def shell(line: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "-c", line], capture_output=True, text=True, env=env, timeout=300,
-                          stdin=subprocess.DEVNULL)
+def test_every_line_pastes_as_printed():
+    lines = rehearsal_lines()
+    assert len(lines) == 8 and "mktemp -d" in lines[0] and "/tmp/brev-sim" not in "".join(lines)
+    for line in lines:   # nothing left for the user to fill in
+        assert not re.search(r"\bDIR\b|JOB_ID|<[a-z_]+>", line), line
+    for line in lines[1:]:
+        assert line.startswith(f'D=$(cat "$HOME/{POINTER}") && . "$D/env" && '), line
+    assert lines[-1].endswith(f'rm -rf "$D" "$HOME/{POINTER}"'), lines[-1]
 
 
 def test_the_rehearsal_runs_the_whole_lifecycle_in_a_private_directory(state_env, tmp_path):
-    env = {**{k: v for k, v in state_env.items() if k != "TAO_BREV_SPEC_LEAVE_OUT"},   # the env file says it
-           "TMPDIR": str(tmp_path)}    # mktemp -d makes the private dir under it
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    tmp.mkdir()
+    env = {**{k: v for k, v in state_env.items() if k not in ("TAO_BREV_SPEC_LEAVE_OUT", "TAO_STATE_DIR")},
+           "HOME": str(home), "TMPDIR": str(tmp)}   # the env file sets both; mktemp -d makes the dir under TMPDIR
     lines = rehearsal_lines()
-    assert len(lines) == 8 and "mktemp -d" in lines[0] and "/tmp/brev-sim" not in "".join(lines)
-    first = shell(lines[0], env)
-    assert first.returncode == 0, first.stderr[-3000:]
-    assert json.loads(first.stdout)["ok"] is True
-    private = re.search(r"rehearsal dir: (\S+)", first.stderr).group(1)
-    assert Path(private).parent == tmp_path and (Path(private) / "state").is_dir()
 
-    def call(i: int, job: str = "") -> dict:
-        done = shell(lines[i].replace("DIR", private).replace("JOB_ID", job), env)
+    def call(i: int, schema: str | None = None) -> dict:
+        done = subprocess.run(["bash", "-c", lines[i]], capture_output=True, text=True, env=env, timeout=300,
+                              stdin=subprocess.DEVNULL)
         answer = json.loads(done.stdout)
-        return answer if done.returncode == 0 else {"__exit": done.returncode, **answer}
+        assert done.returncode == 0, (lines[i], done.stderr[-3000:], answer)
+        if schema:
+            validate(schema, answer)
+        return answer
 
-    submitted = call(1)
-    validate("submit", submitted)
+    preflight = call(0, "preflight")
+    assert preflight["ok"] is True, preflight
+    private = Path((home / POINTER).read_text().strip())
+    assert private.parent == tmp and (private / "state").is_dir() and (private / "env").is_file()
+
+    submitted = call(1, "submit")
     job = submitted["job_id"]
     assert submitted["ok"] and submitted["state"] == "RUNNING", submitted
-    polled = call(2, job)
-    assert polled["state"] == "RUNNING" and polled["progress"].get("max_epoch") in (None, 30), polled
-    logs = call(3, job)
-    assert "logs" in logs, logs
-    canceled = call(4, job)
-    validate("teardown", canceled)
+    assert (private / "job").read_text().strip() == job
+    assert json.loads((private / "submit.json").read_text())["job_id"] == job
+
+    polled = call(2, "poll_status")
+    progress = polled["progress"]
+    assert polled["job_id"] == job and polled["state"] == "RUNNING", polled
+    # before the first 20 s epoch ends the note says why there is no ETA; after it, the epoch of 30
+    assert progress.get("eta_note") or progress.get("num_epochs") == 30, progress
+    logs = call(3, "poll_status")
+    assert logs["job_id"] == job and "logs" in logs, logs
+    canceled = call(4, "teardown")
     assert canceled["state"] == "CANCELED" and canceled["container_removed"] is True, canceled
-    closed = call(5, job)
+    closed = call(5, "poll_status")
     assert closed["state"] == "CANCELED" and closed["next"] is None, closed
     cost = call(6)
-    assert cost["total"]["jobs"] == 1 and cost["total"]["estimated_cost_usd"] is not None, cost
-    end = shell(lines[7].replace("DIR", private), env)
-    assert end.returncode == 0 and not Path(private).exists(), end.stderr
+    assert cost["ok"] and cost["total"]["jobs"] == 1 and cost["total"]["estimated_cost_usd"] is not None, cost
+    assert [j["job_id"] for j in cost["jobs"]] == [job], cost
+
+    end = subprocess.run(["bash", "-c", lines[7]], capture_output=True, text=True, env=env, timeout=300,
+                         stdin=subprocess.DEVNULL)
+    assert end.returncode == 0, end.stderr
+    assert not private.exists() and not (home / POINTER).exists()
+    assert list(tmp.iterdir()) == [], list(tmp.iterdir())   # (other tools on PATH may write to HOME)

@@ -22,7 +22,8 @@ from .probe import Probe, deleted, job_sections, read_backend, read_job
 
 def watch_fields(ctx: Context, record: dict, observed: Observed, probe: Probe | None, *,
                  metrics: int | None = None, stall_after: float | None = None, terminal: str | None = None) -> dict:
-    """``progress`` (always), ``stalled``/``stall`` (RUNNING), ``metrics`` (asked), ``final_kpi``
+    """``progress`` (always; a RUNNING train job's says why it has no ETA yet: ``eta_note``),
+    ``stalled``/``stall`` (RUNNING), ``metrics`` (asked), ``final_kpi``
     (COMPLETE) for an answer. A terminal job's last progress is kept in the sidecar
     (``final_progress``): later answers, after teardown, still carry it."""
     job_id, action = record["id"], record.get("action") or ""
@@ -44,6 +45,9 @@ def watch_fields(ctx: Context, record: dict, observed: Observed, probe: Probe | 
     if metrics:
         out["metrics"] = progress_mod.metrics(file, metrics)
     if observed.state == JobState.RUNNING and not terminal and probe is not None and probe.files is not None:
+        why = progress_mod.eta_note(out["progress"], action, probe.now, observed.started_at)
+        if why:
+            out["progress"]["eta_note"] = why
         stall = progress_mod.assess_stall(job_id, probe.now, out["progress"], observed.started_at,
                                           explicit=stall_after, last_log=probe.last_log,
                                           status_only=probe.status_only)
