@@ -212,7 +212,7 @@ def _recovery(ctx, args):
 def _closed(job_id):
     """A teardown already closed the job (its answer's next is then nothing, not teardown again)."""
     try:
-        return bool(cli.Context().sidecars.load(job_id).get("teardown"))
+        return bool(cli.Context().sidecars.load(job_id).teardown)
     except cli.TaoBrevError:
         return False
 

@@ -159,7 +159,7 @@ def _first_transition(record: dict, states) -> Optional[dict]:
     return next((t for t in record.get("transitions") or [] if t.get("state") in states), None)
 
 
-def ended_at(record: dict, sidecar: dict) -> Optional[datetime]:
+def ended_at(record: dict, sidecar: JobSidecar) -> Optional[datetime]:
     """When the job ended, for display: docker's FinishedAt (the instance's clock), else its terminal
     mark (this machine's); None while it runs. Never subtract it from a time of the other clock."""
     return parse_ts((sidecar.cost or {}).get("finished_at")) or _transition_ts(record, TERMINAL_STATES)
@@ -339,7 +339,7 @@ def _iso(ts: Optional[datetime]) -> Optional[str]:
     return ts.isoformat(timespec="milliseconds") if ts else None
 
 
-def chain_total(ctx: Context, job_ids: list[str], owned: Callable[[dict], bool]) -> dict:
+def chain_total(ctx: Context, job_ids: list[str], owned: Callable[[JobSidecar], bool]) -> dict:
     """``{"billed_s", "estimated_cost_usd", "attempts"}`` of jobs that follow each other (a recovery
     chain): each attempt's own time (its ``billed_s`` minus its ``idle_billed_s``: on an owned instance
     the idle time after one attempt is the next one's time, counted once), plus the last attempt's idle
@@ -362,18 +362,18 @@ def chain_total(ctx: Context, job_ids: list[str], owned: Callable[[dict], bool])
             "estimated_cost_usd": None if usd is None else round(usd, 4), "attempts": len(parts)}
 
 
-def _attempt(ctx: Context, job_id: str, owned: Callable[[dict], bool]) -> dict:
+def _attempt(ctx: Context, job_id: str, owned: Callable[[JobSidecar], bool]) -> dict:
     """One attempt of :func:`chain_total`: its seconds, idle seconds after it, instance and hourly price."""
     record, side = ctx.records.load(job_id), ctx.sidecars.load(job_id)
     if record.get("terminal_state") not in TERMINAL_STATES:
-        stored = side.get("cost") or {}
+        stored = side.cost or {}
         start = parse_ts(stored.get("submitted_at")) or parse_ts(record.get("submitted_at"))
         price, _source, _note = prices.price(ctx, stored.get("price_flag_usd"),
                                              stored.get("instance_type") or known_instance_type(ctx, job_id), False)
         return {"seconds": seconds(start, datetime.now(timezone.utc)) if start else None, "idle": 0.0,
-                "instance": side.get("instance"), "price": price}
+                "instance": side.instance, "price": price}
     out = facts(ctx, job_id, owned=owned(side), lookup=False)
     idle = out.get("idle_billed_s") or 0.0
     billed = out.get("billed_s")
     return {"seconds": None if billed is None else max(0.0, billed - idle), "idle": idle,
-            "instance": side.get("instance"), "price": out.get("price_per_hour_usd")}
+            "instance": side.instance, "price": out.get("price_per_hour_usd")}

@@ -44,6 +44,7 @@ from typing import Optional, Sequence
 from . import credentials, nextstep, remote, resume_home
 from . import s3 as staging, s3 as storage
 from .errors import TaoBrevError
+from .model import JobSidecar
 from .records import is_terminal
 from .results_manifest import load_links, load_manifest
 from .verbs.reconcile import launch_failed
@@ -146,13 +147,13 @@ def plan(ctx, req) -> Optional[ResumePlan]:
         return None
     record = ctx.records.load(old_id)
     sidecar = ctx.sidecars.load(old_id)
-    results = sidecar.get("results") or {}
+    results = sidecar.results or {}
     why = _unfit(req, record)
     if why is None and launch_failed(sidecar):
         why = f"{old_id} never ran (its launch was refused or never happened): it wrote no checkpoint"
     if why:
         raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: {why}", _unfit_fix(req, record))
-    same = sidecar.get("instance") == req.instance and not sidecar.get("instance_deleted_at")
+    same = sidecar.instance == req.instance and not sidecar.instance_deleted_at
     if same and results.get("instance_dir"):   # a checkpoint verified in S3 meanwhile is checked again there
         return ResumePlan(old_id, "instance", results["instance_dir"], verified=results.get("latest_checkpoint"))
     synced = results.get("checkpoint_sync") or {}   # a live job's checkpoint verified in S3 (checkpoint_sync)
@@ -196,11 +197,11 @@ def _unfit_fix(req, record: dict) -> str:
     return f"Name a train job of {req.network_arch} (tao_job_record.py list), or submit without --resume-from."
 
 
-def _out_of_reach(req, sidecar: dict, results: dict) -> str:
-    where = sidecar.get("instance")
+def _out_of_reach(req, sidecar: JobSidecar, results: dict) -> str:
+    where = sidecar.instance
     if not where or not results:
         return "this bundle holds no instance or results dir for it (it was not submitted by submit.py here)"
-    if sidecar.get("instance_deleted_at") and results.get("kind") != "s3":
+    if sidecar.instance_deleted_at and results.get("kind") != "s3":
         saved = (results.get("saved") or {}).get("path")
         return (f"its instance {where} was deleted and its results were not in S3"
                 + (f" (they were kept here: {saved})" if saved else ""))
@@ -209,12 +210,12 @@ def _out_of_reach(req, sidecar: dict, results: dict) -> str:
     return f"its results live on {where} only (results kind {results.get('kind')}), not on {req.instance}"
 
 
-def _reach_fix(req, old_id: str, sidecar: dict, results: dict) -> str:
-    if results.get("kind") == "s3" and not sidecar.get("instance_deleted_at"):
+def _reach_fix(req, old_id: str, sidecar: JobSidecar, results: dict) -> str:
+    if results.get("kind") == "s3" and not sidecar.instance_deleted_at:
         return (f"Upload and verify them: {nextstep.command('poll_status.py', old_id)}, then submit again: "
                 f"{req.rerun()}")
-    if sidecar.get("instance") and results and not sidecar.get("instance_deleted_at"):
-        return f"Resume on the instance that holds them: {req.rerun(set_flags={'--instance': sidecar['instance']})}"
+    if sidecar.instance and results and not sidecar.instance_deleted_at:
+        return f"Resume on the instance that holds them: {req.rerun(set_flags={'--instance': sidecar.instance})}"
     return (f"Its checkpoints are not reachable from here: train from the start: {req.rerun(drop=('--resume-from',))}; "
             f"or, with a checkpoint file of your own in an input, pass -- {OVERRIDE_KEY}=/data/NAME/FILE.pth.")
 

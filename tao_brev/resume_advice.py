@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 
 from . import nextstep
 from .errors import TaoBrevError
+from .model import JobSidecar
 
 # The instance placeholder of the static advice texts (docker_state's GPU-reset and disk advice), a
 # whole word only (never inside a code such as INSTANCE_STOPPED)
@@ -91,11 +92,11 @@ def resubmit_words(argv: Sequence[str]) -> list[str]:
     return words
 
 
-def command(record: dict, sidecar: dict, shm: Optional[str] = None) -> Optional[str]:
+def command(record: dict, sidecar: JobSidecar, shm: Optional[str] = None) -> Optional[str]:
     """The exact command that continues ``record``'s job: its own submit with ``--resume-from``
     (a train job) or ``--retry-of`` (any other action: nothing to resume), with ``--shm-size shm``
     when given. None when the submit's arguments were not kept (a job submitted by an older bundle)."""
-    words = sidecar.get("submit_argv")
+    words = sidecar.submit_argv
     if not words:
         return None
     if shm:
@@ -109,7 +110,7 @@ def command(record: dict, sidecar: dict, shm: Optional[str] = None) -> Optional[
     return nextstep.command("submit.py", *head, flag, record["id"], *tail)
 
 
-def fill(text: Optional[str], record: dict, sidecar: dict, recovering: Optional[str] = None,
+def fill(text: Optional[str], record: dict, sidecar: JobSidecar, recovering: Optional[str] = None,
          shm: Optional[str] = None) -> Optional[str]:
     """``text`` with the placeholder :data:`RESUME_WORDS` (and ``JOB_ID``) replaced by this job's
     exact command (:func:`command`; ``shm``: with that ``--shm-size``), or by ``recovering`` (the
@@ -125,7 +126,7 @@ def fill(text: Optional[str], record: dict, sidecar: dict, recovering: Optional[
     if record.get("action") != "train":   # nothing to resume: the same job again, linked
         text = text.replace(" (continues from its last checkpoint)", "").replace(
             " continues from its last checkpoint", " starts it again")
-    elif sidecar.get("ephemeral") and (sidecar.get("results") or {}).get("kind") != "s3":
+    elif sidecar.ephemeral and (sidecar.results or {}).get("kind") != "s3":
         text += (f" (the job owns its instance and its checkpoints are only there: tear it down with "
                  f"{nextstep.command('teardown.py', record['id'], '--keep-instance')} to resume on it)")
     return text.replace(RESUME_WORDS, exact).replace("JOB_ID", record["id"])
@@ -141,7 +142,7 @@ def fill_job(ctx, job_id: str, out: dict, recovering: Optional[str] = None, hint
     return fill_answer(out, record, sidecar, recovering, hint)
 
 
-def fill_answer(out: dict, record: dict, sidecar: dict, recovering: Optional[str] = None,
+def fill_answer(out: dict, record: dict, sidecar: JobSidecar, recovering: Optional[str] = None,
                 hint: Optional[dict] = None) -> dict:
     """Every resume advice of a poll answer (``hint.advice``, ``stall.advice``, the error's fix,
     ``observed.hint.advice``) with the exact command (``recovering``: the chain's recovering
@@ -149,8 +150,8 @@ def fill_answer(out: dict, record: dict, sidecar: dict, recovering: Optional[str
     placeholder INSTANCE with the job's instance; the parts changed are copies. ``hint``: the
     answer's failure hint when ``out`` does not carry it."""
     hint = hint or out.get("hint") or (out.get("observed") or {}).get("hint")
-    shm = larger_shm(shm_size(sidecar.get("submit_argv") or [])) if shm_exhausted(hint) else None
-    instance = out.get("instance") or sidecar.get("instance")
+    shm = larger_shm(shm_size(sidecar.submit_argv or [])) if shm_exhausted(hint) else None
+    instance = out.get("instance") or sidecar.instance
     instance = instance if isinstance(instance, str) and instance else None
     for key in ("hint", "stall", "error", "observed"):
         part = out.get(key)

@@ -13,6 +13,7 @@ import pytest
 from tao_brev import docker_state
 from tao_brev.docker_state import classify_logs, docker_error_code, from_inspect
 from tao_brev.errors import CODES
+from tao_brev.model import JobSidecar
 
 NVML_LOST = "Failed to initialize NVML: Unknown Error"
 CUDA_UNKNOWN = "RuntimeError: CUDA error: unknown error"
@@ -76,10 +77,10 @@ def test_the_gpu_reset_advice_names_the_jobs_instance_not_the_placeholder():
 
     record = {"id": "visual_changenet-train-1a2b3c", "action": "train"}
     hint = {"err_class": "ERR_INFRA", "advice": docker_state.GPU_RESET_ADVICE + " (else INSTANCE_STOPPED)"}
-    out = resume_advice.fill_answer({"instance": "gpu-box-7", "hint": hint}, record, {})
+    out = resume_advice.fill_answer({"instance": "gpu-box-7", "hint": hint}, record, JobSidecar())
     advice = out["hint"]["advice"]
     assert "brev stop gpu-box-7, then brev start gpu-box-7" in advice and "INSTANCE_STOPPED" in advice, advice
     assert " INSTANCE " not in advice and "INSTANCE)" not in advice and "INSTANCE_STOPPED" in hint["advice"]
-    bare = resume_advice.fill_answer({"hint": dict(hint)}, record, {"instance": "from-sidecar"})
+    bare = resume_advice.fill_answer({"hint": dict(hint)}, record, JobSidecar(instance="from-sidecar"))
     assert "brev stop from-sidecar" in bare["hint"]["advice"]
-    assert "brev stop INSTANCE" in resume_advice.fill_answer({"hint": dict(hint)}, record, {})["hint"]["advice"]
+    assert "brev stop INSTANCE" in resume_advice.fill_answer({"hint": dict(hint)}, record, JobSidecar())["hint"]["advice"]

@@ -58,9 +58,10 @@ def test_a_container_killed_by_sigbus_with_shm_lines_is_shm_exhausted():
 def test_the_advice_names_the_exact_resubmit_with_a_larger_shm_size():
     """resume_advice.fill replaces `submit.py ... --resume-from JOB_ID` with the job's own command."""
     from tao_brev import resume_advice
+    from tao_brev.model import JobSidecar
 
     hint = classify_logs(SHM_LINES[0])
-    record, sidecar = {"id": "j1", "action": "train"}, {"submit_argv": ["--instance", "box", "--shm-size", "16g"]}
+    record, sidecar = {"id": "j1", "action": "train"}, JobSidecar(submit_argv=["--instance", "box", "--shm-size", "16g"])
     text = resume_advice.fill(hint["advice"], record, sidecar)
     assert "submit.py --instance box --shm-size 16g --resume-from j1 --shm-size 32g" in text
 

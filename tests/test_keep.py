@@ -70,7 +70,7 @@ def test_wait_teardown_saves_instance_only_results_then_deletes(guard):
     assert entry["job_id"] == job and entry["sha256"] == hashlib.sha256(open(saved, "rb").read()).hexdigest()
     assert len(_copies_of_results(guard)) == 1 and _order(guard, "copy") < _order(guard, "delete")   # copy first
     assert down.execs == down.json["polls"] + 1        # the archive rides in the teardown's one exec
-    assert Context(env=guard.world.env).sidecars.load(job)["results"]["saved"]["path"] == saved
+    assert Context(env=guard.world.env).sidecars.load(job).results["saved"]["path"] == saved
 
 
 @pytest.mark.parametrize("fault", ["fails", "arrives-empty"])
@@ -90,7 +90,7 @@ def test_a_copy_not_verified_refuses_the_delete_and_a_rerun_saves(guard, fault):
     assert guard.exists("box") and guard.brev_calls("delete") == [] and _instance_files(guard, job) == on_instance
     assert job in down.json["blockers"][0] and "--discard-results" in down.json["error"]["fix"]
     assert down.json["next"].endswith(f"teardown.py {job}")
-    assert "saved" not in ctx.sidecars.load(job)["results"] and not ctx.sidecars.load(job).get("instance_deleted_at")
+    assert "saved" not in ctx.sidecars.load(job).results and not ctx.sidecars.load(job).instance_deleted_at
     assert not (ctx.state_root / "brev" / "results" / f"{job}.tar.gz").exists()
     assert not (ctx.state_root / "brev" / "results" / f"{job}.tar.gz.part").exists()
     record = ctx.records.path(job).read_bytes()
@@ -221,7 +221,7 @@ def test_killed_at_any_point_a_rerun_saves_once_and_deletes_once(guard, tmp_path
     assert killed.code == -9 and guard.exists("box"), killed
     rerun = guard.run("teardown.py", job, schema="teardown")
     assert rerun.code == 0 and rerun.json["deleted"] == ["box"] and not guard.exists("box"), rerun
-    saved = Context(env=guard.world.env).sidecars.load(job)["results"]["saved"]["path"]
+    saved = Context(env=guard.world.env).sidecars.load(job).results["saved"]["path"]
     assert _archive_files(saved) == on_instance
     assert len(_copies_of_results(guard)) == 1 and len(guard.brev_calls("delete")) == 1
     assert ("results_saved_to" in rerun.json) == (kill_at.startswith("copy"))   # copied by the run that did it

@@ -43,7 +43,7 @@ def test_an_xid_after_epoch_2_of_6_recovers_once_and_runs_only_epochs_3_to_6(wor
                                                          num_epochs=6))
     assert sub.code == 0, sub
     first = sub.json["job_id"]
-    assert sidecars(world).load(first)["recovery_policy"]["attempts"] == 1
+    assert sidecars(world).load(first).recovery_policy["attempts"] == 1
     done = world.run("poll_status.py", first, "--wait", *FAST)   # the remembered policy applies
     assert done.code == 0 and done.json["state"] == "COMPLETE", done
     validate("poll_status", done.json)
@@ -59,9 +59,9 @@ def test_an_xid_after_epoch_2_of_6_recovers_once_and_runs_only_epochs_3_to_6(wor
                                                for e in range(2, 6)]          # epochs 3-6 only
     assert _epochs_run(world.sim, second) == [2, 3, 4, 5]
     record = records(world).load(second)
-    assert record["retry_of"] == first and sidecars(world).load(second)["attempt"] == 2
+    assert record["retry_of"] == first and sidecars(world).load(second).attempt == 2
     assert done.json["recovery"]["attempts_used"] == 1 and done.json["recovery"]["stopped"] is None
-    parts = [c["billed_s"] - (c["idle_billed_s"] or 0) for c in (sidecars(world).load(j)["cost"] for j in (first, second))]
+    parts = [c["billed_s"] - (c["idle_billed_s"] or 0) for c in (sidecars(world).load(j).cost for j in (first, second))]
     assert done.json["chain_cost"]["billed_s"] == pytest.approx(sum(parts), abs=0.01)   # a reused instance: no idle
     assert len(_docker_runs(world.sim)) == 2                                   # one launch per attempt
     again = world.run("poll_status.py", first)                                 # every answer of the first job
@@ -189,7 +189,7 @@ def test_tier_b_instance_deleted_under_the_job_recovers_on_the_fallback_from_s3(
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         def synced():
-            found = (sidecars(world).load(first).get("results") or {}).get("checkpoint_sync") or {}
+            found = (sidecars(world).load(first).results or {}).get("checkpoint_sync") or {}
             return (found.get("latest_checkpoint") or {}).get("path") == "train/model_epoch_001_step_00050.pth"
         wait_until(synced, "the second checkpoint verified in S3 while the job runs")
         spec.write_text(spec.read_text().replace("hang_after_epoch: 2", "epoch_seconds: 0.02"))   # the rerun runs on
@@ -204,10 +204,10 @@ def test_tier_b_instance_deleted_under_the_job_recovers_on_the_fallback_from_s3(
     second = done["job_id"]
     assert [a["instance"] for a in done["attempts"]] == ["box", "spare"]
     assert done["attempts"][0]["cause"]["kind"] in ("instance", "container")   # a poll during the delete: either
-    assert sidecars(world).load(second)["resume_from"]["source"] == "s3"
+    assert sidecars(world).load(second).resume_from["source"] == "s3"
     assert _checkpoints(world.sim, second, "spare") == ["model_epoch_002_step_00075.pth",
                                                         "model_epoch_003_step_00100.pth"]
-    assert not sidecars(world).load(second).get("ephemeral")
+    assert not sidecars(world).load(second).ephemeral
     s3world.assert_no_secret_anywhere()
 
 
@@ -235,13 +235,13 @@ def test_a_run_killed_after_its_resubmit_opened_a_record_is_continued_never_laun
     first = sub.json["job_id"]
     assert world.run("poll_status.py", first, "--wait", *FAST).code == 1        # ended by the Xid
     _intent(world, first)
-    words = sidecars(world).load(first)["submit_argv"]
+    words = sidecars(world).load(first).submit_argv
     launched = world.run("submit.py", *words, "--resume-from", first)             # the killed run's resubmit
     assert launched.code == 0, launched
     done = world.run("poll_status.py", first, "--wait", "--recover", "1", *FAST)
     assert done.code == 0 and done.json["job_id"] == launched.json["job_id"], done   # adopted
     assert [a["job_id"] for a in done.json["attempts"]] == [first, launched.json["job_id"]]
-    assert len(_docker_runs(world.sim)) == 2 and sidecars(world).load(first)["recovery"]["intent"] is None
+    assert len(_docker_runs(world.sim)) == 2 and sidecars(world).load(first).recovery["intent"] is None
 
 
 def test_a_run_killed_after_its_intent_but_before_the_record_launches_once(world):
@@ -389,7 +389,7 @@ def test_a_remembered_recovery_is_advised_and_a_resume_by_hand_is_adopted_not_do
     advice = _advice_texts(ended.json)
     assert ended.json["hint"]["err_class"] == "ERR_INFRA", ended
     assert f"poll_status.py {first} --wait --recover 1" in advice and "--resume-from" not in advice, advice
-    words = sidecars(world).load(first)["submit_argv"]
+    words = sidecars(world).load(first).submit_argv
     by_hand = world.run("submit.py", *words, "--resume-from", first)              # the user resumes anyway
     assert by_hand.code == 0, by_hand
     done = world.run("poll_status.py", first, "--wait", *FAST)                     # the remembered recovery
@@ -409,7 +409,7 @@ def test_a_resume_or_retry_by_hand_beside_a_live_attempt_is_refused(world):
     assert live.json["error"]["code"] == "WAIT_TIMEOUT" and len(live.json["attempts"]) == 2, live
     second = live.json["job_id"]
     known = len(records(world).list())
-    words = sidecars(world).load(first)["submit_argv"]
+    words = sidecars(world).load(first).submit_argv
     for link in (["--resume-from", first], ["--retry-of", first], ["--resume-from", second]):
         again = world.run("submit.py", *words, *link)
         assert again.code == 2 and again.json["error"]["code"] == "RESUME_NOT_POSSIBLE", (link, again)
@@ -427,7 +427,7 @@ def test_two_recovering_waits_and_a_wait_on_the_hand_made_attempt_launch_once(wo
     first = world.submit("--recover", "2", spec=spec).json["job_id"]
     from conftest import wait_until
     wait_until(lambda: world.run("poll_status.py", first).json.get("state") == "ERROR", "the first Xid")
-    by_hand = world.run("submit.py", *sidecars(world).load(first)["submit_argv"], "--resume-from", first)
+    by_hand = world.run("submit.py", *sidecars(world).load(first).submit_argv, "--resume-from", first)
     assert by_hand.code == 0, by_hand
     waits = [subprocess.Popen([sys.executable, str(ROOT / "scripts" / "poll_status.py"), job, "--wait", *FAST],
                               env=world.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -504,7 +504,7 @@ def test_a_recovery_after_a_larger_shm_resubmit_by_hand_keeps_the_larger_size(wo
     first = world.submit("--shm-size", "16g", spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1, 2]},
                                                                num_epochs=4)).json["job_id"]
     assert world.run("poll_status.py", first, "--wait", *FAST).code == 1
-    words = sidecars(world).load(first)["submit_argv"]
+    words = sidecars(world).load(first).submit_argv
     larger = world.run("submit.py", *[w if w != "16g" else "32g" for w in words], "--resume-from", first)
     assert larger.code == 0, larger
     done = world.run("poll_status.py", first, "--wait", "--recover", "1", *FAST)

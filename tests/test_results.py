@@ -96,4 +96,4 @@ def test_pollers_that_see_the_end_together_upload_once(s3world):
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     assert syncs(s3world, job_id) == 1
-    assert sidecars(s3world.world).load(job_id)["results"]["verified"] is True
+    assert sidecars(s3world.world).load(job_id).results["verified"] is True

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import replace
 
 import pytest
 
@@ -20,6 +21,7 @@ from test_robustness import records, sidecars
 from tests.s3world import CARRIER, S3World, s3world  # noqa: F401  (fixture)
 
 from tao_brev import docker_state, resume, resume_advice
+from tao_brev.model import JobSidecar
 
 WAIT = ("--wait", "--interval", "0.2", "--timeout", "60")
 KEY = "train.resume_training_checkpoint_path"
@@ -83,7 +85,7 @@ def test_tier_a_resume_on_the_same_instance_runs_only_the_epochs_after_the_check
     assert f"{KEY}=/resume/train/model_epoch_001_step_00050.pth" in run
     record = records(world).load(new)
     assert record["retry_of"] == old                                        # the record's link (bank schema)
-    assert sidecars(world).load(new)["resume_from"]["checkpoint"]["path"] == chosen["path"]
+    assert sidecars(world).load(new).resume_from["checkpoint"]["path"] == chosen["path"]
 
     done = world.run("poll_status.py", new, *WAIT)
     assert done.code == 0 and done.json["state"] == "COMPLETE", done
@@ -165,7 +167,7 @@ def test_tier_b_resume_from_s3_results_on_another_instance(s3world):
     wait_until(lambda: len(_checkpoints(world.sim, old)) >= 2, "two checkpoints")
     down = s3world.run("teardown.py", old, "--delete-instance", schema="teardown")
     assert down.code == 0, down
-    side = sidecars(world).load(old)["results"]
+    side = sidecars(world).load(old).results
     assert side["verified"] and side["latest_checkpoint"]["path"] == "train/model_epoch_001_step_00050.pth"
     assert side["latest_checkpoint"]["link"] == "train/changenet_model_segment_latest.pth"
     from pathlib import Path
@@ -295,7 +297,7 @@ def test_latest_checkpoint_prefers_a_verified_link_target_then_the_highest_epoch
 
 def test_the_advice_placeholder_becomes_the_jobs_own_command():
     record = {"id": "visual_changenet-train-abc123", "action": "train"}
-    sidecar = {"submit_argv": ["--instance", "box", "--spec", "/abs/s.yaml", "--", "train.num_epochs=3"]}
+    sidecar = JobSidecar(submit_argv=["--instance", "box", "--spec", "/abs/s.yaml", "--", "train.num_epochs=3"])
     text = f"then resubmit: {docker_state.RESUME}; teardown.py JOB_ID"
     filled = resume_advice.fill(text, record, sidecar)
     words = shlex.split(filled.split("resubmit: ")[1].split(" (continues")[0])
@@ -304,12 +306,12 @@ def test_the_advice_placeholder_becomes_the_jobs_own_command():
     assert filled.endswith(f"teardown.py {record['id']}")
     evaluate = resume_advice.fill(text, {**record, "action": "evaluate"}, sidecar)
     assert "--retry-of visual_changenet-train-abc123" in evaluate and "checkpoint" not in evaluate
-    unknown = resume_advice.fill(text, record, {})
+    unknown = resume_advice.fill(text, record, JobSidecar())
     assert f"--resume-from {record['id']}" in unknown and "same flags" in unknown
-    owned = resume_advice.fill(text, record, {**sidecar, "ephemeral": True, "results": {"kind": "ephemeral"}})
+    owned = resume_advice.fill(text, record, replace(sidecar, ephemeral=True, results={"kind": "ephemeral"}))
     assert owned.endswith(f"teardown.py {record['id']} --keep-instance to resume on it)")
-    assert "--keep-instance" not in resume_advice.fill(text, record, {**sidecar, "ephemeral": True,
-                                                               "results": {"kind": "s3"}})
+    assert "--keep-instance" not in resume_advice.fill(text, record, replace(sidecar, ephemeral=True,
+                                                                      results={"kind": "s3"}))
     assert resume_advice.fill("nothing to fill", record, sidecar) == "nothing to fill"
     assert resume_advice.fill(None, record, sidecar) is None
 
@@ -471,7 +473,7 @@ def test_a_job_this_bundle_holds_no_results_for_is_refused_plainly():
 
     record = {"id": "vc-train-1", "action": "train", "network_arch": "visual_changenet", "terminal_state": "COMPLETE"}
     ctx = SimpleNamespace(records=SimpleNamespace(load=lambda _id: record),
-                          sidecars=SimpleNamespace(load=lambda _id: {}), env={})
+                          sidecars=SimpleNamespace(load=lambda _id: JobSidecar()), env={})
     req = SubmitRequest("box", "img", "visual_changenet", "train", "s.yaml", resume_from="vc-train-1")
     with pytest.raises(TaoBrevError) as failed:
         resume.plan(ctx, req)
@@ -517,7 +519,7 @@ def test_a_kept_archive_that_changed_is_no_resume_source(world):
 def test_on_the_same_instance_a_checkpoint_verified_in_s3_must_still_match(s3world):
     world = s3world.world
     old = _cut_short(world)                        # tier A, results routed to the bucket: verified at teardown
-    assert sidecars(world).load(old)["results"]["verified"]
+    assert sidecars(world).load(old).results["verified"]
     spec = world.spec({"epoch_seconds": 0.02}, num_epochs=3)
     ckpt = world.sim.instance_home("box") / "tao-results" / old / "train" / "model_epoch_001_step_00050.pth"
     original = ckpt.read_bytes()

@@ -156,7 +156,7 @@ def test_a_misspelled_instance_gets_one_answer_no_retries_and_closes(world):
     assert "brev ls" in sub.json["error"]["fix"] and "--instance" in sub.json["error"]["fix"]
     job_id = sub.json["job_id"]
     assert records(world).load(job_id)["terminal_state"] == "ERROR"
-    assert sidecars(world).load(job_id)["launch"]["instance_missing"] is True
+    assert sidecars(world).load(job_id).launch["instance_missing"] is True
 
     answers = []
     for args in ((), WAIT, ()):

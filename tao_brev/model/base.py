@@ -32,25 +32,6 @@ class JsonObject:
         out.update(getattr(self, "extra", None) or {})
         return out
 
-    # -- read as a mapping, as callers written against the JSON dicts do (until each reads fields) --
-    def _value(self, key: str) -> Any:
-        if key in self.json_fields():
-            return getattr(self, key)
-        return (getattr(self, "extra", None) or {}).get(key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        value = self._value(key)
-        return default if value is None else _plain(value)
-
-    def __getitem__(self, key: str) -> Any:
-        value = self._value(key)
-        if value is None and key not in self.KEEP_NULL:
-            raise KeyError(key)
-        return _plain(value)
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and (self._value(key) is not None or key in self.KEEP_NULL)
-
 
 def _plain(value: Any) -> Any:
     """A nested document as JSON (a list of them included); anything else as it is."""

@@ -25,6 +25,7 @@ from ..records import current_state
 from ..transport import check_instance
 from ..vocabulary import InstanceStatus
 from . import teardown as teardown_mod
+from ..model import JobSidecar
 
 RUNNING = (InstanceStatus.RUNNING, InstanceStatus.UNHEALTHY)
 
@@ -46,7 +47,7 @@ def _listing(ctx: Context) -> tuple[Optional[list[dict]], Optional[str]]:
         return None, f"brev ls failed ({exc.code}): {exc.message}"
 
 
-def _job_line(ctx: Context, side: dict, types: dict) -> Optional[dict]:
+def _job_line(ctx: Context, side: JobSidecar, types: dict) -> Optional[dict]:
     job_id, instance = side.job_id, side.instance
     try:
         record = ctx.records.load(job_id)

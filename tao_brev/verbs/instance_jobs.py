@@ -9,12 +9,13 @@ from __future__ import annotations
 from .. import remote
 from ..context import Context
 from ..errors import TaoBrevError
+from ..model import JobSidecar
 from ..records import current_state, is_terminal
 from . import keep
 from . import results as results_mod
 
 
-def jobs_on(ctx: Context, instance: str) -> list[dict]:
+def jobs_on(ctx: Context, instance: str) -> list[JobSidecar]:
     """The sidecars of the jobs on ``instance`` as it is now: jobs on an earlier
     instance of that name, which a teardown deleted, are left out (a name can be reused)."""
     return [side for side in ctx.sidecars.all()
@@ -80,7 +81,7 @@ def unknown_containers(ctx: Context, instance: str, job_id: str, listing: remote
         return [f"{instance} did not say which job containers run on it (incomplete answer)"]
     if listing.exit_code != 0:
         return [f"could not list the job containers on {instance}: docker ps exited {listing.exit_code}"]
-    local = {side["job_id"] for side in jobs_on(ctx, instance)}
+    local = {side.job_id for side in jobs_on(ctx, instance)}
     live_here = {job for job in local if any(f"job {job} on" in line for line in live_jobs(ctx, instance, job_id))}
     return [f"container {name} is live on {instance}, launched "
             + (f"as job {name} of this state dir, whose record says it ended" if name in local

@@ -35,6 +35,7 @@ from ..secrets import archive_names, redact
 from ..context import Context, say
 from ..errors import TaoBrevError
 from ..fsio import private_dir
+from ..model import JobSidecar
 from ..records import now_iso
 
 COPY_TIMEOUT_S = 3600.0   # one archive of the whole results dir through scp
@@ -43,7 +44,7 @@ ARCHIVE_NAME = "results.tar.gz"
 _ARCHIVED = re.compile(r"^TAO_ARCHIVE ([0-9a-f]{64}) ([0-9]+)$", re.MULTILINE)
 
 
-def pending(ctx: Context, sidecars: list[dict]) -> list[dict]:
+def pending(ctx: Context, sidecars: list[JobSidecar]) -> list[JobSidecar]:
     """The sidecars (of jobs on one instance) whose results live only there and are
     neither saved here nor discarded."""
     out = []
@@ -63,14 +64,14 @@ def local_archive(ctx: Context, job_id: str) -> Path:
     return ctx.state_root / "brev" / "results" / f"{job_id}.tar.gz"
 
 
-def sections(token: str, sidecars: list[dict]) -> list[str]:
+def sections(token: str, sidecars: list[JobSidecar]) -> list[str]:
     """The exec sections (``save:<job_id>``) that archive each job's results dir on the instance."""
     return [remote.section(token, f"save:{side.job_id}",
                            remote.archive_results(side.results["instance_dir"], remote_archive(side.job_id)))
             for side in sidecars]
 
 
-def fetch(ctx: Context, instance: str, sidecars: list[dict], archived: dict) -> tuple[list[dict], list[str]]:
+def fetch(ctx: Context, instance: str, sidecars: list[JobSidecar], archived: dict) -> tuple[list[dict], list[str]]:
     """Copy each archive of ``archived`` (``save:<job_id>`` -> exec section) back and verify it.
 
     Returns (saved: [{job_id, path, sha256, bytes}], problems: one line per job
@@ -144,7 +145,7 @@ def _names_as_digests(part: Path) -> int:
         clean.unlink(missing_ok=True)
 
 
-def save_from(ctx: Context, instance: str, sidecars: list[dict]) -> tuple[list[dict], list[str]]:
+def save_from(ctx: Context, instance: str, sidecars: list[JobSidecar]) -> tuple[list[dict], list[str]]:
     """Archive (one ``brev exec``) and :func:`fetch` the results of ``sidecars`` from ``instance``
     when no teardown exec carries the archive (``teardown.py --orphans --delete``)."""
     token = remote.new_token()
@@ -167,7 +168,7 @@ def refusal(job_id: str, instance: str, problems: list[str], argv_flag: str) -> 
                         f"To delete anyway and lose them: {discard}")
 
 
-def mark_discarded(ctx: Context, sidecars: list[dict]) -> list[str]:
+def mark_discarded(ctx: Context, sidecars: list[JobSidecar]) -> list[str]:
     """``--discard-results``: remember that the results of these jobs were knowingly left to the delete."""
     at = now_iso()
     for side in sidecars:

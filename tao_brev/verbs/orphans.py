@@ -46,6 +46,7 @@ from .. import cost, instance_names, prices, remote
 from ..secrets import redact
 from ..context import Context, say
 from ..errors import TaoBrevError, TransportError
+from ..model import JobSidecar
 from ..nextstep import command
 from ..transport import INSTANCE_RE, check_instance
 from ..vocabulary import InstanceStatus
@@ -216,16 +217,16 @@ def _live_containers(ctx: Context, instance: str) -> tuple[list[str], str | None
     return remote.live_job_containers(ps.output), None
 
 
-def _orphan(ctx: Context, entry: dict, jobs: list[dict], reason: str, price_per_hour: float | None) -> dict:
+def _orphan(ctx: Context, entry: dict, jobs: list[JobSidecar], reason: str, price_per_hour: float | None) -> dict:
     """One orphan: who it belongs to, since when it idles, what blocks its deletion."""
     name = entry["name"]
     ours, owned = bool(jobs), teardown_mod.owns(ctx, name)
-    idle_since = max((t for t in (_ended(ctx, j["job_id"]) for j in jobs) if t), default=None)
+    idle_since = max((t for t in (_ended(ctx, j.job_id) for j in jobs) if t), default=None)
     idle_s = cost.seconds(idle_since, datetime.now(timezone.utc))
     price, source, note = prices.price(ctx, price_per_hour, entry.get("instance_type"))
     out = {"instance": name, "id": entry.get("id"), "status": entry.get("status"),
            "instance_type": entry.get("instance_type"), "ours": ours, "owned": owned,
-           "jobs": sorted(j["job_id"] for j in jobs), "reason": reason,
+           "jobs": sorted(j.job_id for j in jobs), "reason": reason,
            "idle_since": idle_since.isoformat(timespec="seconds") if idle_since else None, "idle_s": idle_s,
            "price_per_hour_usd": price, "price_source": source, "price_note": note,
            "estimated_idle_cost_usd": (round(idle_s / 3600 * price, 4)

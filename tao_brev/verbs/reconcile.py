@@ -39,6 +39,7 @@ from ..context import Context, say, warn
 from ..docker_state import docker_error_code, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..fsio import pid_alive
+from ..model import JobSidecar
 from ..records import now_iso
 from ..vocabulary import ErrClass, JobState, LaunchState
 
@@ -57,7 +58,7 @@ UNSETTLED_FIX = ("Run poll_status.py {job_id} later: it asks the instance again 
 EXIT_EXISTS, EXIT_DOCKER_FAILED, EXIT_NONE, EXIT_BUSY = 0, 2, 5, 7
 
 
-def launch_in_progress(sidecar: dict) -> bool:
+def launch_in_progress(sidecar: JobSidecar) -> bool:
     """True while the submit process that is launching this job is alive."""
     launch = sidecar.launch or {}
     pid = launch.get("pid")
@@ -193,12 +194,12 @@ def _never_launched(ctx: Context, job_id: str, source: str, why: str, code: str 
             "exit_code": 1}
 
 
-def launch_failed(sidecar: dict) -> bool:
+def launch_failed(sidecar: JobSidecar) -> bool:
     """The job never ran: its launch was refused, never happened, or docker could not start it."""
-    return (sidecar.get("launch") or {}).get("state") in NEVER_RAN   # also a plain dict (resume.plan's callers)
+    return (sidecar.launch or {}).get("state") in NEVER_RAN
 
 
-def container_may_exist(sidecar: dict) -> bool:
+def container_may_exist(sidecar: JobSidecar) -> bool:
     """A refused launch or a failed start may have left a ``created`` container (moby keeps it):
     worth reading until a teardown removed it; never for an instance that did not exist."""
     launch = sidecar.launch or {}
@@ -214,12 +215,12 @@ def never_ran_record(record: dict) -> bool:
         for t in record.get("transitions") or [])
 
 
-def instance_missing(sidecar: dict) -> bool:
+def instance_missing(sidecar: JobSidecar) -> bool:
     """``brev ls`` did not list the job's instance when its launch was settled: it never existed."""
     return bool((sidecar.launch or {}).get("instance_missing"))
 
 
-def launch_failure_answer(ctx: Context, record: dict, sidecar: dict) -> dict:
+def launch_failure_answer(ctx: Context, record: dict, sidecar: JobSidecar) -> dict:
     """THE answer for a job whose launch failed or never happened, from its record and sidecar
     (no round trip): the same state, error code and fix on every poll, with or without --wait.
     ``ok`` false, exit 1 (the error's class). No logs advice: nothing ran."""

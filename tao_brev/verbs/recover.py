@@ -85,7 +85,7 @@ def shm_stop(ctx: Context, job_id: str, out: dict) -> Optional["Stop"]:
     if not resume_advice.shm_exhausted(out.get("hint")):
         return None
     record, side = ctx.records.load(job_id), ctx.sidecars.load(job_id)
-    size = resume_advice.shm_size(side.get("submit_argv") or [])
+    size = resume_advice.shm_size(side.submit_argv or [])
     again = resume_advice.command(record, side, resume_advice.larger_shm(size))
     return Stop("RECOVERY_NOT_POSSIBLE", f"{job_id} ran out of shared memory (/dev/shm, --shm-size {size}): "
                 "resubmitting it with the same settings fails the same way, so it was not recovered",
@@ -189,7 +189,7 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
                  health_wait_s: float, interval: float) -> str:
     current = chain[-1]["job_id"]
     side, record = ctx.sidecars.load(current), ctx.records.load(current)
-    words = side.get("submit_argv") or ctx.sidecars.load(root).get("submit_argv")   # its settings (a larger --shm-size)
+    words = side.submit_argv or ctx.sidecars.load(root).submit_argv   # its settings (a larger --shm-size)
     if not words:
         raise Stop("RECOVERY_NOT_POSSIBLE", f"the submit arguments of {root} were not kept (an older bundle): "
                    "the resubmit cannot be built")
@@ -197,7 +197,7 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
     target, extra, found = choose_instance(ctx, here, record.get("image") or "", pol.get("fallback_instance"),
                                            health_wait_s, min(interval, HEALTH_INTERVAL_S))
     if target is None:
-        can_stop = prices.stoppable(ctx, (side.get("cost") or {}).get("instance_type"), lookup=False)
+        can_stop = prices.stoppable(ctx, (side.cost or {}).get("instance_type"), lookup=False)
         reset = gated(RESET_EITHER, can_stop).replace("INSTANCE", here).replace("JOB_ID", current)
         raise Stop("RECOVERY_NOT_POSSIBLE", f"no instance for attempt {len(chain) + 1}: {found}",
                    f"Pass --fallback-instance NAME (a RUNNING instance with the image pulled) and rerun, or fix "

@@ -57,7 +57,7 @@ def root_of(ctx: Context, job_id: str) -> str:
     record a killed run opened before it was chained), else itself."""
     seen = job_id
     for _ in range(_MAX_LINKS):
-        root = ctx.sidecars.load(seen).get("recovery_root")
+        root = ctx.sidecars.load(seen).recovery_root
         if root:
             return root
         parent = _record(ctx, seen).get("retry_of")
@@ -157,7 +157,7 @@ def sync(ctx: Context, root: str) -> list[dict]:
 def _chain_in(ctx: Context, root: str, entries: list[dict], job_id: str, parent: str) -> None:
     """``job_id`` (which resumes or retries ``parent``) as the chain's next attempt; the intent it
     fulfils (a resubmit of ``parent`` on its way) cleared."""
-    intent = (ctx.sidecars.load(root).get("recovery") or {}).get("intent") or {}
+    intent = (ctx.sidecars.load(root).recovery or {}).get("intent") or {}
     mine = intent.get("resume_from") == parent   # the recovery's own resubmit (or a killed run's)
     append(ctx, root, entries, job_id, {"attempt": len(entries) + 1, "after": entries[-1]["job_id"],
                                         "resume_from": parent, **({} if mine else {"by_hand": True})},

@@ -52,6 +52,7 @@ from ..results_manifest import load_manifest as _load_manifest
 from ..results_manifest import manifest_path as _manifest_path
 from ..results_manifest import save_manifest as _save_manifest
 from . import reconcile
+from ..model import JobSidecar
 
 RESULTS_TIMEOUT_S = 3600.0   # one round trip uploads the whole results dir
 LISTED = 20                  # file names shown in answers and messages
@@ -109,7 +110,7 @@ def finalize(ctx: Context, job_id: str) -> Optional[dict]:
     if reconcile.launch_failed(sidecar):
         return summary(ctx.sidecars.update(job_id, results={
             "uploaded": False, "verified": True, "files": 0, "bytes": 0, "error": None,
-            "verified_at": now_iso(), "note": "never launched: nothing to upload"})["results"])
+            "verified_at": now_iso(), "note": "never launched: nothing to upload"}).results)
     seen = int(results.get("attempts") or 0)
     lock = _manifest_path(ctx, job_id).with_suffix(".upload")
     private_dir(lock.parent)   # the manifests dir: 0700
@@ -123,11 +124,11 @@ def finalize(ctx: Context, job_id: str) -> Optional[dict]:
         except TaoBrevError as exc:
             say(f"results {job_id}: {exc.message}")
             results = ctx.sidecars.update(job_id, results={"verified": False, "error": exc.to_json(),
-                                                           "checked_at": now_iso()})["results"]
+                                                           "checked_at": now_iso()}).results
     return summary(results)
 
 
-def _upload_and_verify(ctx: Context, job_id: str, sidecar: dict, record: dict) -> dict:
+def _upload_and_verify(ctx: Context, job_id: str, sidecar: JobSidecar, record: dict) -> dict:
     results = sidecar.results
     destination = results["destination"]
     settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(destination)[0])
@@ -164,7 +165,7 @@ def _upload_and_verify(ctx: Context, job_id: str, sidecar: dict, record: dict) -
     update["note"] = "; ".join(notes) if notes else None
     say(f"results {job_id}: {report['files']} files, {report['bytes']} bytes in {destination}: "
         + ("verified" if verified else f"NOT verified ({describe_loss(update)})"))
-    return ctx.sidecars.update(job_id, results=update)["results"]
+    return ctx.sidecars.update(job_id, results=update).results
 
 
 def _links_note(links: list[dict]) -> str:
@@ -228,7 +229,7 @@ def recheck(ctx: Context, job_id: str) -> dict:
     error = TaoBrevError("S3_VERIFY_FAILED", f"{results['destination']} changed after its verification: "
                          + describe_loss({"missing": missing, "mismatched": resized})).to_json()
     return ctx.sidecars.update(job_id, results={"verified": False, "missing": missing, "mismatched": resized,
-                                                "error": error, "checked_at": now_iso()})["results"]
+                                                "error": error, "checked_at": now_iso()}).results
 
 
 def recheck_instance(ctx: Context, instance: str) -> list[str]:

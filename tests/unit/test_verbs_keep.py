@@ -55,7 +55,7 @@ def test_results_only_on_the_instance_are_copied_home_before_the_delete(ctx, fak
     assert code == 0 and answer["ok"] is True and answer["deleted"] == ["box"], answer
     saved = Path(answer["results_saved_to"])
     assert saved.read_bytes() == ARCHIVE and saved.stat().st_mode & 0o777 == 0o600
-    assert ctx.sidecars.load(job_id)["results"]["saved"]["sha256"] == hashlib.sha256(ARCHIVE).hexdigest()
+    assert ctx.sidecars.load(job_id).results["saved"]["sha256"] == hashlib.sha256(ARCHIVE).hexdigest()
     assert copy.used == 1
 
 
@@ -71,7 +71,7 @@ def test_a_copy_that_does_not_match_refuses_the_delete(ctx, fake_brev):
     assert code == 1 and answer["ok"] is False and answer["error"]["code"] == "RESULTS_ONLY_ON_INSTANCE", answer
     assert answer["deleted"] == [] and answer["instance_deleted"] is False
     assert "--discard-results" in answer["error"]["fix"]
-    assert "saved" not in ctx.sidecars.load(job_id)["results"]
+    assert "saved" not in ctx.sidecars.load(job_id).results
 
 
 def test_an_archive_that_matches_but_is_no_tar_gz_refuses_the_delete(ctx, fake_brev):
@@ -88,4 +88,4 @@ def test_an_archive_that_matches_but_is_no_tar_gz_refuses_the_delete(ctx, fake_b
     assert code == 1 and answer["error"]["code"] == "RESULTS_ONLY_ON_INSTANCE", answer
     assert "no readable tar.gz" in answer["error"]["message"]
     assert answer["deleted"] == [] and answer["instance_deleted"] is False
-    assert "saved" not in ctx.sidecars.load(job_id)["results"]
+    assert "saved" not in ctx.sidecars.load(job_id).results

@@ -17,7 +17,7 @@ def upload_answer(ctx, s3_server, job_id: str, bucket: str, objects: dict, uploa
     """What the instance's upload round trip answers: its manifest of ``objects`` (what it holds)
     and the upload's exit; the objects are put where `aws s3 sync` would have put them."""
     def answer(call):
-        destination = ctx.sidecars.load(job_id)["results"]["destination"]
+        destination = ctx.sidecars.load(job_id).results["destination"]
         prefix = destination[len(f"s3://{bucket}/"):].rstrip("/")
         client = s3_server["server"].boto_client()
         if upload_exit == 0:
@@ -66,7 +66,7 @@ def test_a_failed_upload_leaves_the_results_unverified_for_the_next_poll(ctx, fa
     answer, code = status.poll(ctx, job_id)
     assert code == 0 and answer["state"] == "COMPLETE"
     assert answer["results"]["verified"] is False and answer["results"]["uploaded"] is False, answer
-    assert ctx.sidecars.load(job_id)["results"]["error"]["code"] == "RESULTS_UPLOAD_FAILED"
+    assert ctx.sidecars.load(job_id).results["error"]["code"] == "RESULTS_UPLOAD_FAILED"
 
 
 def test_a_teardown_deletes_an_owned_instance_only_while_its_verified_results_are_still_there(ctx, fake_brev,
@@ -83,7 +83,7 @@ def test_a_teardown_deletes_an_owned_instance_only_while_its_verified_results_ar
                                                              {"train/model.pth": WEIGHTS}))
     assert status.poll(ctx, job_id)[0]["results"]["verified"] is True
     fake_brev.verify()
-    destination = ctx.sidecars.load(job_id)["results"]["destination"]
+    destination = ctx.sidecars.load(job_id).results["destination"]
     s3_server["server"].boto_client().delete_object(
         Bucket=bucket, Key=destination[len(f"s3://{bucket}/"):].rstrip("/") + "/train/model.pth")   # lost since
     fake_brev.expect_ls(entry())

@@ -49,7 +49,7 @@ def test_each_refusal_of_the_launch_script_is_its_code_and_closes_the_record(ctx
     assert answer["state"] == JobState.ERROR and answer["backend_ref"] is None
     record = ctx.records.load(answer["job_id"])
     assert record["terminal_state"] == JobState.ERROR and record.get("backend_ref") is None
-    assert ctx.sidecars.load(answer["job_id"])["launch"]["code"] == code
+    assert ctx.sidecars.load(answer["job_id"]).launch["code"] == code
     assert exc.fix   # every refusal says what to do
 
 

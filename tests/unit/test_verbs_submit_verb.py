@@ -48,7 +48,7 @@ def test_a_launch_opens_the_record_and_marks_it_running(ctx, fake_brev):
     assert f"--label tao-job={job_id}" in launch.calls[0].command
     record = ctx.records.load(job_id)
     assert [t["state"] for t in record["transitions"]] == ["PENDING", "RUNNING"]
-    assert ctx.sidecars.load(job_id)["launch"]["state"] == "launched"
+    assert ctx.sidecars.load(job_id).launch["state"] == "launched"
 
 
 def test_a_missing_image_closes_the_record_as_never_launched(ctx, fake_brev):

@@ -67,7 +67,7 @@ def test_an_unanswered_removal_leaves_the_cancel_intent_and_the_next_poll_closes
         teardown.teardown(ctx, job_id)
     assert raised.value.exit_code == EXIT_UNREACHABLE, raised.value.to_json()   # cli.run answers it: exit 3
     assert ctx.records.load(job_id).get("terminal_state") is None   # nothing is known: not closed
-    assert ctx.sidecars.load(job_id).get("cancel")                 # the intent, written before the round trip
+    assert ctx.sidecars.load(job_id).cancel                 # the intent, written before the round trip
     fake_brev.verify()
     # docker rm -f's SIGKILL reads as exit 137 (OOM-like); the intent makes it CANCELED
     fake_brev.expect_ls(entry())

@@ -45,7 +45,7 @@ def test_a_delete_asked_by_name_is_refused_while_a_job_lives_and_forced_it_delet
     fake_brev.expect("delete", "box", stdout="box\n")
     answer, code = teardown.teardown(ctx, first, delete_instance=True, force=True, discard_results=True)
     assert code == 0 and answer["deleted"] == ["box"] and answer["forced"] is True, answer
-    assert ctx.sidecars.load(second)["instance_deleted_at"]   # every job on it remembers the delete
+    assert ctx.sidecars.load(second).instance_deleted_at   # every job on it remembers the delete
 
 
 def test_a_failed_delete_is_pending_with_the_manual_command_and_a_rerun_finishes_it(ctx, fake_brev):
@@ -56,14 +56,14 @@ def test_a_failed_delete_is_pending_with_the_manual_command_and_a_rerun_finishes
     answer, code = teardown.teardown(ctx, job_id, discard_results=True)
     assert code != 0 and answer["ok"] is False and answer["error"]["code"] == "INSTANCE_DELETE_PENDING", answer
     assert answer["still_billing"] is True and answer["manual_command"] == "brev delete box"
-    assert answer["deleted"] == [] and ctx.sidecars.load(job_id)["delete_pending"]["manual_command"] == "brev delete box"
+    assert answer["deleted"] == [] and ctx.sidecars.load(job_id).delete_pending["manual_command"] == "brev delete box"
     fake_brev.verify()
     # the rerun asks for the container again (nothing left); type and price are known by now
     expect_removal(fake_brev, job_id, (1, f"Error: No such object: {job_id}"), listings=1)
     fake_brev.expect("delete", "box", stdout="box\n")
     answer, code = teardown.teardown(ctx, job_id, discard_results=True)
     assert code == 0 and answer["deleted"] == ["box"], answer
-    assert not ctx.sidecars.load(job_id).get("delete_pending") and not ctx.sidecars.instance("box").get("delete_pending")
+    assert not ctx.sidecars.load(job_id).delete_pending and not ctx.sidecars.instance("box").delete_pending
 
 
 def test_keep_instance_never_deletes_an_owned_one(ctx, fake_brev):

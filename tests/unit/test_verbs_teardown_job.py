@@ -27,7 +27,7 @@ def test_teardown_of_a_running_job_on_a_reused_instance_keeps_the_instance(ctx, 
     assert answer["cost"]["instance_type"] == "g5.xlarge" and answer["cost"]["price_per_hour_usd"] == 1.006
     assert answer["cost"]["price_source"] == "brev search"
     assert remote.abandon_launch(job_id) in remove.calls[0].command   # a launch still on its way now refuses
-    assert ctx.sidecars.load(job_id)["teardown"]["container_removed"] is True
+    assert ctx.sidecars.load(job_id).teardown["container_removed"] is True
 
 
 def test_teardown_of_an_owned_instance_deletes_it_once_nothing_is_left_on_it(ctx, fake_brev):
@@ -75,4 +75,4 @@ def test_a_stopped_instance_is_not_started_by_a_teardown_that_deletes_nothing(ct
     answer, code = teardown.teardown(ctx, job_id)
     assert code == 1 and answer["error"]["code"] == "INSTANCE_STOPPED", answer
     assert "--start" in answer["error"]["fix"] and fake_brev.calls[-1].args[0] == "ls"
-    assert ctx.records.load(job_id).get("terminal_state") is None and not ctx.sidecars.load(job_id).get("cancel")
+    assert ctx.records.load(job_id).get("terminal_state") is None and not ctx.sidecars.load(job_id).cancel

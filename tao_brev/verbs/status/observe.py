@@ -18,6 +18,7 @@ from ..instance_jobs import owns
 from ..job_facts import job_instance, results_instance_dir, settle_interrupted_cancel
 from ..recovery_chain import annotate, recovering_command
 from .probe import Probe, deleted, job_sections, read_backend, read_job
+from ...model import JobSidecar
 
 
 def watch_fields(ctx: Context, record: dict, observed: Observed, probe: Probe | None, *,
@@ -123,8 +124,8 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
                    metrics, stall_after)
 
 
-def _settle_launch(ctx: Context, record: dict, sidecar: dict, instance: str | None, answer: dict,
-                   price_per_hour: float | None, log_lines: int, read_failed: bool) -> tuple[dict | None, dict]:
+def _settle_launch(ctx: Context, record: dict, sidecar: JobSidecar, instance: str | None, answer: dict,
+                   price_per_hour: float | None, log_lines: int, read_failed: bool) -> tuple[dict | None, JobSidecar]:
     """A PENDING launch without a backend ref: (the answer when it stays unsettled or never ran,
     else None: adopted; the sidecar as it is now)."""
     job_id = record["id"]
@@ -140,7 +141,7 @@ def _settle_launch(ctx: Context, record: dict, sidecar: dict, instance: str | No
     return None, sidecar
 
 
-def _answer(ctx: Context, record: dict, sidecar: dict, instance: str, answer: dict, stopped_at: str | None,
+def _answer(ctx: Context, record: dict, sidecar: JobSidecar, instance: str, answer: dict, stopped_at: str | None,
             log_lines: int, price_per_hour: float | None, metrics: int | None, stall_after: float | None) -> dict:
     """The answer of a job that ran: its state read (or known), marked, and all an answer carries."""
     job_id = record["id"]
@@ -191,13 +192,13 @@ def _add_logs(ctx: Context, out: dict, instance: str, job_id: str, observed: Obs
         out.update(logs.answer(full_log))
 
 
-def _stopped(ctx: Context, instance: str | None, sidecar: dict, start: bool) -> bool:
+def _stopped(ctx: Context, instance: str | None, sidecar: JobSidecar, start: bool) -> bool:
     """The job's instance is STOPPED and must stay so (no exec follows); never asked once a
     teardown deleted it (a new instance may carry the name)."""
     return bool(instance) and not sidecar.instance_deleted_at and instance_gate.stopped(ctx, instance, start)
 
 
-def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: dict,
+def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: JobSidecar,
                price_per_hour: float | None, log_lines: int = 0, read_failed: bool = True) -> dict:
     """A job whose launch failed or never happened: the same answer on every poll (``reconcile``).
     When docker may have left a container (a refused or failed start), its ``.State`` is read as

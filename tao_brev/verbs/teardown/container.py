@@ -17,6 +17,7 @@ from ...vocabulary import JobState, Source
 from .. import keep
 from .instance import forget_pending_delete
 from ..job_facts import job_instance, settle_interrupted_cancel
+from ...model import JobSidecar
 
 SAVED_LOG_LINES = 500   # kept in $TAO_STATE_DIR/brev/logs/<id>.log when the container is removed
 # `docker rm -f` of a container that is already gone: Docker CLI >= 20.10 prints this and exits 0,
@@ -25,7 +26,7 @@ OTHERS = "others"   # the section listing the job containers left on the instanc
 NO_SUCH_CONTAINER = re.compile(r"No such container", re.IGNORECASE)
 
 
-def _script(token: str, job_id: str, owner: tuple[str, str] | None, saves: list[dict], others: bool = False) -> str:
+def _script(token: str, job_id: str, owner: tuple[str, str] | None, saves: list[JobSidecar], others: bool = False) -> str:
     """The sections of the teardown's one exec (``state``, ``logs``, ``rm``, ``others``, ``own``, ``save:<id>``)."""
     parts = [remote.abandon_launch(job_id),   # a launch still on its way now refuses
              remote.discard_job_credentials(job_id),   # none outlives the job
@@ -42,7 +43,7 @@ def _script(token: str, job_id: str, owner: tuple[str, str] | None, saves: list[
 
 
 def observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[str, str] | None = None,
-                       saves: list[dict] = (), others: bool = False) -> tuple[dict | None, bool, dict]:
+                       saves: list[JobSidecar] = (), others: bool = False) -> tuple[dict | None, bool, dict]:
     """(last docker .State or None, container was present, archive sections) in one round trip;
     the last SAVED_LOG_LINES log lines are kept locally (``poll_status --logs`` reads them).
     When brev had to start the STOPPED instance for it, the state carries
@@ -81,7 +82,7 @@ def observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[st
     return ({**state, "TaoInstanceStarted": True} if result.instance_started else state), True, archived
 
 
-def remove_container(ctx: Context, instance: str, job_id: str, sidecar: dict, answer: dict,
+def remove_container(ctx: Context, instance: str, job_id: str, sidecar: JobSidecar, answer: dict,
                      image: str | None = None, saves: list[dict] = (),
                      others: bool = False) -> tuple[dict | None, bool, dict]:
     """(the container's last docker .State or None, the instance is gone, archive sections).

@@ -14,6 +14,7 @@ from ..instance_jobs import jobs_on, live_jobs, owns, unknown_containers, unveri
 from ..job_facts import job_instance
 from .container import OTHERS, close_record, note_times, remove_container
 from .instance import delete
+from ...model import JobSidecar
 
 
 def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, force: bool = False,
@@ -67,7 +68,7 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
                          discard_results, stop_instance, archived)
 
 
-def _nothing_to_reach(ctx: Context, record: dict, sidecar: dict, instance: str | None, answer: dict,
+def _nothing_to_reach(ctx: Context, record: dict, sidecar: JobSidecar, instance: str | None, answer: dict,
                       price_per_hour: float | None) -> tuple[dict, int] | None:
     """The teardown's answer when no exec may or need happen (no instance recorded, none existed,
     or stopped by an earlier teardown); else None."""
@@ -117,7 +118,7 @@ def _instance_end(ctx: Context, job_id: str, instance: str, answer: dict, gone: 
     return out, code
 
 
-def to_save(ctx: Context, instance: str, job_id: str, sidecar: dict, delete_instance: bool | None,
+def to_save(ctx: Context, instance: str, job_id: str, sidecar: JobSidecar, delete_instance: bool | None,
             force: bool, discard: bool) -> list[dict]:
     """The jobs on ``instance`` whose results exist only there, to archive in the teardown's exec:
     none unless this teardown may delete it (asked, or owned with no other live job, or forced)."""
@@ -130,7 +131,7 @@ def to_save(ctx: Context, instance: str, job_id: str, sidecar: dict, delete_inst
     return keep.pending(ctx, jobs_on(ctx, instance))
 
 
-def finalize_results(ctx: Context, job_id: str, sidecar: dict, instance_gone: bool, answer: dict) -> None:
+def finalize_results(ctx: Context, job_id: str, sidecar: JobSidecar, instance_gone: bool, answer: dict) -> None:
     """Upload and verify S3-routed results (after the rm: the job no longer writes); ``answer["results"]``."""
     if not sidecar.results:
         return
