@@ -100,7 +100,8 @@ CODES: dict[str, Code] = {
                                       "per job and has no multi-node launcher.",
                                    "Set num_nodes to 1 and use the GPUs of one instance (up to 8: --gpus all, "
                                    "num_gpus=N)."),
-    "GPUS_BUSY": Code(1, "A live tao-job container on the instance holds GPUs this submit asks for; nothing was launched.",
+    "GPUS_BUSY": Code(1, "A live tao-job container on the instance holds GPUs this submit asks for; nothing was launched "
+                         "(busy_job names it, busy_eta_s its time left by its last poll's ETA, null when none).",
                       "Wait for that job (poll_status.py JOB_ID --wait --timeout S) or cancel it (teardown.py JOB_ID), then submit "
                       "again; or pass --share-gpus to share them on purpose, or --gpus with free GPU ids."),
     "SPEC_NOT_WRITTEN": Code(1, "The spec did not reach the instance intact (its write failed, or its size or sha256 "

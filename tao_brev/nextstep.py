@@ -230,6 +230,9 @@ def submit(answer: dict, code: int, argv: list[str]) -> dict:
     if err.get("code") == "IMAGE_NOT_PULLED" and instance and _flag(argv, "--image"):
         return _set(answer, command("preflight.py", "--instance", instance, "--image", _flag(argv, "--image"),
                                     *_kept(argv, ("--storage-tier", "--bucket", "--results-root")), "--pull"))
+    if err.get("code") == "GPUS_BUSY" and answer.get("busy_job"):   # wait on the job that holds the GPUs
+        return _set(answer, wait_command(answer["busy_job"], _kept(argv, ("--price-per-hour",)),
+                                         eta_s=answer.get("busy_eta_s")))
     if job_id and answer.get("state") in (JobState.PENDING, JobState.RUNNING):
         return _set(answer, poll_after_submit(job_id, argv))
     return _set(answer, None)
