@@ -114,9 +114,11 @@ CODES: dict[str, Code] = {
                        "Read the logs (poll_status.py JOB_ID --logs 200); see references/failure-classes.md."),
     "JOB_CANCELED": Code(1, "The job ended CANCELED.",
                          "Resubmit if the cancel was not intended."),
-    "WAIT_TIMEOUT": Code(1, "--wait reached --timeout before the job ended.",
-                         "Poll again later (poll_status.py JOB_ID --wait --timeout S, S below your tool-call "
-                         "limit); the job keeps running."),
+    "WAIT_TIMEOUT": Code(1, "--wait reached --timeout before the job ended and its last poll could not read the job "
+                            "(the instance did not answer). A wait that runs out on a job it reads is no failure: "
+                            "ok: true, waited_out: true, exit 0.",
+                         "Wait again (poll_status.py JOB_ID --wait --timeout S, S below your tool-call limit); the "
+                         "job keeps running."),
     "RECOVERY_LIMIT": Code(1, "poll_status.py --wait --recover N: the job ended by an infrastructure failure again "
                               "and all N recovery attempts are used; the chain stops (attempts lists each one).",
                            "Read the causes in attempts; if the instance is at fault use another one: rerun with a "
