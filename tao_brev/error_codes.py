@@ -100,7 +100,8 @@ CODES: dict[str, Code] = {
                                       "per job and has no multi-node launcher.",
                                    "Set num_nodes to 1 and use the GPUs of one instance (up to 8: --gpus all, "
                                    "num_gpus=N)."),
-    "GPUS_BUSY": Code(1, "A live tao-job container on the instance holds GPUs this submit asks for; nothing was launched.",
+    "GPUS_BUSY": Code(1, "A live tao-job container on the instance holds GPUs this submit asks for; nothing was launched "
+                         "(busy_job names it, busy_eta_s its time left by its last poll's ETA, null when none).",
                       "Wait for that job (poll_status.py JOB_ID --wait --timeout S) or cancel it (teardown.py JOB_ID), then submit "
                       "again; or pass --share-gpus to share them on purpose, or --gpus with free GPU ids."),
     "SPEC_NOT_WRITTEN": Code(1, "The spec did not reach the instance intact (its write failed, or its size or sha256 "
@@ -113,9 +114,11 @@ CODES: dict[str, Code] = {
                        "Read the logs (poll_status.py JOB_ID --logs 200); see references/failure-classes.md."),
     "JOB_CANCELED": Code(1, "The job ended CANCELED.",
                          "Resubmit if the cancel was not intended."),
-    "WAIT_TIMEOUT": Code(1, "--wait reached --timeout before the job ended.",
-                         "Poll again later (poll_status.py JOB_ID --wait --timeout S, S below your tool-call "
-                         "limit); the job keeps running."),
+    "WAIT_TIMEOUT": Code(1, "--wait reached --timeout before the job ended and its last poll could not read the job "
+                            "(the instance did not answer). A wait that runs out on a job it reads is no failure: "
+                            "ok: true, waited_out: true, exit 0.",
+                         "Wait again (poll_status.py JOB_ID --wait --timeout S, S below your tool-call limit); the "
+                         "job keeps running."),
     "RECOVERY_LIMIT": Code(1, "poll_status.py --wait --recover N: the job ended by an infrastructure failure again "
                               "and all N recovery attempts are used; the chain stops (attempts lists each one).",
                            "Read the causes in attempts; if the instance is at fault use another one: rerun with a "

@@ -230,6 +230,9 @@ def submit(answer: dict, code: int, argv: list[str]) -> dict:
     if err.get("code") == "IMAGE_NOT_PULLED" and instance and _flag(argv, "--image"):
         return _set(answer, command("preflight.py", "--instance", instance, "--image", _flag(argv, "--image"),
                                     *_kept(argv, ("--storage-tier", "--bucket", "--results-root")), "--pull"))
+    if err.get("code") == "GPUS_BUSY" and answer.get("busy_job"):   # wait on the job that holds the GPUs
+        return _set(answer, wait_command(answer["busy_job"], _kept(argv, ("--price-per-hour",)),
+                                         eta_s=answer.get("busy_eta_s")))
     if job_id and answer.get("state") in (JobState.PENDING, JobState.RUNNING):
         return _set(answer, poll_after_submit(job_id, argv))
     return _set(answer, None)
@@ -250,9 +253,11 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
     if "teardown" in answer:   # --wait --teardown: the teardown's own next decides
         down = teardown(answer["teardown"], code, [job_id, *_kept(argv, ("--price-per-hour",))])
         return _set(answer, down.get("next"), down.get("next_note"))
+    if answer.get("waited_out"):   # --timeout reached on a healthy job: the same wait, covering its ETA
+        return _set(answer, rerun("poll_status.py", _with_timeout(argv, eta_of(answer))))
     if err == "WAIT_TIMEOUT":   # the same wait, its --timeout covering the ETA; the fix names that command
         again = rerun("poll_status.py", _with_timeout(argv, eta_of(answer)))
-        answer["error"] = {**answer["error"], "fix": f"The job keeps running: wait again - {again}"}
+        answer["error"] = {**answer["error"], "fix": f"The last poll could not read the job: wait again - {again}"}
         return _set(answer, again)
     if err in RECOVERY_STOPS:   # --recover: the user decides (more attempts, budget, a fallback) or cleans up
         return _set(answer, None, f"the recovery stopped ({err}): {answer['error'].get('fix')} To stop here "

@@ -107,6 +107,9 @@ def test_a_closed_job_has_nothing_left_and_a_wait_timeout_waits_again():
     timed_out = {"ok": False, "job_id": JOB, "state": "RUNNING",
                  "error": {"code": "WAIT_TIMEOUT", "message": "m", "fix": "f"}}
     assert nextstep.poll(timed_out, 1, argv)["next"] == cmd("poll_status.py", *argv)
+    waited_out = {"ok": True, "job_id": JOB, "state": "RUNNING", "waited_out": True, "waited_s": 40.0,
+                  "progress": {"available": True, "eta_s": 600}}   # ok: the same wait, long enough for the ETA
+    assert nextstep.poll(waited_out, 0, argv)["next"] == cmd("poll_status.py", JOB, "--wait", "--timeout", "750")
 
 
 def test_failures_name_their_runnable_fix_or_say_a_person_must_act():

@@ -33,6 +33,7 @@ class JobSidecar(JsonObject):
     attempt: Optional[int] = None
     previous_attempt: Optional[str] = None
     final_progress: Optional[dict] = None       # the job's status.json read back at its end
+    last_eta: Optional[dict] = None             # the last poll's ETA of the running job: eta_s, seen_at (eta_seen)
     cancel: Optional[dict] = None               # a teardown's cancel request
     teardown: Optional[dict] = None             # what teardown did
     cost: Optional[dict] = None                 # cost facts (cost.py)

@@ -60,7 +60,7 @@ def cause_of(out: dict) -> Optional[dict]:
     error = (out.get("error") or {}).get("code")
     hint = out.get("hint") or {}
     gone = (out.get("observed") or {}).get("gone")
-    if out.get("state") in (JobState.COMPLETE, JobState.CANCELED) or error == "WAIT_TIMEOUT" or \
+    if out.get("state") in (JobState.COMPLETE, JobState.CANCELED) or status.timed_out(out) or \
             hint.get("err_class") == ErrClass.PROGRAM or resume_advice.shm_exhausted(hint):
         # /dev/shm exhausted: the same --shm-size fails the same way (:func:`shm_stop` says what to run)
         return None   # a cancel (a teardown removed the container: gone, yet nobody's fault) is the user's
@@ -280,7 +280,7 @@ def recover(ctx: Context, job_id: str, request_of: Callable, pol: Optional[dict]
         bound = min(x for x in (left, budget_left, float("inf")) if x is not None)
         out, code = _wait(ctx, current, bound, sync_every_s, log_lines=log_lines, interval=interval,
                           price_per_hour=price_per_hour, metrics=metrics, stall_after=stall_after)
-        if (out.get("error") or {}).get("code") == "WAIT_TIMEOUT" and budget_left is not None and \
+        if status.timed_out(out) and budget_left is not None and \
                 budget_left <= (left if left is not None else float("inf")):
             _make_safe(ctx, current)
             ended = ctx.records.load(current).get("terminal_state")
@@ -319,8 +319,7 @@ def _wait(ctx: Context, job_id: str, bound: float, sync_every_s: float, **poll) 
         piece = min(left, sync_every_s) if syncing else left
         out, code = status.poll(ctx, job_id, wait=True, timeout=None if piece == float("inf") else max(piece, 0.0),
                                 **poll)
-        timed_out = (out.get("error") or {}).get("code") == "WAIT_TIMEOUT"
-        if not (timed_out and syncing and piece < left):
+        if not (status.timed_out(out) and syncing and piece < left):
             return out, code
         checkpoint_sync.sync(ctx, job_id)
 

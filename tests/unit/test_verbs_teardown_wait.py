@@ -22,3 +22,17 @@ def test_a_wait_then_teardown_carries_the_job_to_its_end(ctx, fake_brev, clock):
     assert code == 0 and answer["ok"] is True and answer["state"] == "COMPLETE", answer
     assert answer["teardown"]["container_removed"] is True and answer["teardown"]["deleted"] == []
     assert clock.slept == [10.0]
+
+
+def test_a_wait_then_teardown_that_runs_out_leaves_the_running_job_alone_and_is_no_failure(ctx, fake_brev, clock):
+    from tao_brev import nextstep
+
+    job_id = launched(ctx, fake_brev)
+    fake_brev.expect_ls(entry(), times=2)
+    fake_brev.expect_exec("box", f"{job_id}:state", times=2, answer=sections(
+        {f"{job_id}:state": state(), f"{job_id}:tail": "", f"{job_id}:progress": "", f"{job_id}:lastlog": ""}))
+    answer, code = teardown.wait_and_teardown(ctx, job_id, interval=10.0, timeout=15.0)
+    assert code == 0 and answer["ok"] is True and answer["waited_out"] is True and "error" not in answer, answer
+    assert answer["state"] == "RUNNING" and "teardown" not in answer and "--timeout reached" in answer["teardown_skipped"]
+    argv = [job_id, "--wait", "--teardown", "--interval", "10", "--timeout", "15"]
+    assert nextstep.poll(answer, code, argv)["next"] == nextstep.command("poll_status.py", *argv)   # the same again

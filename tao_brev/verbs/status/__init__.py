@@ -29,8 +29,8 @@ from ..job_facts import job_instance, results_instance_dir, settle_interrupted_c
 from .all_jobs import observe_safely, poll_all, poll_many
 from .observe import apply, observe, watch_fields
 from .probe import CLASSIFY_TAIL_LINES, Probe, job_sections, read_job
-from .wait import check_watch, failed_fix, poll, progress_note
+from .wait import check_watch, failed_fix, poll, progress_note, timed_out
 
 __all__ = ["CLASSIFY_TAIL_LINES", "Probe", "apply", "check_watch", "failed_fix", "job_instance", "job_sections",
            "observe", "observe_safely", "poll", "poll_all", "poll_many", "progress_note", "read_job",
-           "results_instance_dir", "settle_interrupted_cancel", "watch_fields"]
+           "results_instance_dir", "settle_interrupted_cancel", "timed_out", "watch_fields"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from ... import cost, logcap, prices, remote, resume_advice, tao_status
+from ... import cost, eta_seen, logcap, prices, remote, resume_advice, tao_status
 from ... import progress as progress_mod
 from ...context import Context, warn
 from ...docker_state import Observed, gate_answer
 from ...errors import TaoBrevError
-from ...records import current_state, is_terminal
+from ...records import current_state, is_terminal, now_iso
 from ...vocabulary import ErrClass, JobState, Source
 from .. import instance_gate, reconcile
 from .. import results as results_mod
@@ -26,7 +26,8 @@ def watch_fields(ctx: Context, record: dict, observed: Observed, probe: Probe | 
     """``progress`` (always; a RUNNING train job's says why it has no ETA yet: ``eta_note``),
     ``stalled``/``stall`` (RUNNING), ``metrics`` (asked), ``final_kpi``
     (COMPLETE) for an answer. A terminal job's last progress is kept in the sidecar
-    (``final_progress``): later answers, after teardown, still carry it."""
+    (``final_progress``): later answers, after teardown, still carry it; a RUNNING job's ETA too
+    (``last_eta``, :mod:`eta_seen`)."""
     job_id, action = record["id"], record.get("action") or ""
     file = progress_mod.pick(probe.files, action) if probe and probe.files is not None else None
     out: dict = {"progress": {"available": False, "note": "the status file was not read (the instance is deleted "
@@ -45,6 +46,9 @@ def watch_fields(ctx: Context, record: dict, observed: Observed, probe: Probe | 
         out["final_kpi"] = out["progress"]["kpi"]
     if metrics:
         out["metrics"] = progress_mod.metrics(file, metrics)
+    seen = eta_seen.record(out["progress"], now_iso()) if observed.state == JobState.RUNNING and not terminal else None
+    if seen is not None:   # a GPUS_BUSY refusal of a later submit tells from it how long this job has left
+        ctx.sidecars.update(job_id, last_eta=seen)
     if observed.state == JobState.RUNNING and not terminal and probe is not None and probe.files is not None:
         why = progress_mod.eta_note(out["progress"], action, probe.now, observed.started_at)
         if why:

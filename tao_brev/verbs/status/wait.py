@@ -1,5 +1,7 @@
 """``poll_status.py JOB_ID [--wait]``: one poll, or polls until the job settles, and the
-error each way a wait can end (failed, canceled, lost, stalled, timed out, results unsafe)."""
+error each way a wait can end (failed, canceled, lost, stalled, results unsafe). A wait that
+reaches its --timeout on a job it reads is no failure (``waited_out``); only one whose last poll
+could not read the job ends WAIT_TIMEOUT."""
 
 from __future__ import annotations
 
@@ -19,8 +21,11 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
          price_per_hour: float | None = None, metrics: int | None = None,
          stall_after: float | None = None, start: bool = False) -> tuple[dict, int]:
     """status (``wait=False``) or wait-until-terminal. Exit 0, or 1 when the wait
-    ended in ERROR/CANCELED/lost, timed out, or found the job stalled (JOB_STALLED:
-    RUNNING with no status line and no log output for longer than the threshold).
+    ended in ERROR/CANCELED/lost, or found the job stalled (JOB_STALLED: RUNNING with
+    no status line and no log output for longer than the threshold). A wait that
+    reaches ``timeout`` answers the job as it is, ok, with ``waited_out`` and
+    ``waited_s`` (:func:`_waited_out`; WAIT_TIMEOUT, exit 1, when its last poll could
+    not read the job).
     A wait goes on through a launch not settled yet (PENDING, ``reconciled:
     "unanswered"``: the instance did not answer, or a launch holds the lock) as
     through a RUNNING job's unanswered poll; ``timeout`` bounds both."""
@@ -59,10 +64,32 @@ def _ended(ctx: Context, job_id: str, out: dict, polls: int, wait: bool, started
         return {"ok": True, **out, "polls": polls}, 0
     if is_terminal(state):
         return _terminal(ctx, job_id, out, polls)
-    err = _wait_error(ctx, job_id, out, started, timeout, interval)
-    if err is None:
-        return None
-    return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err, out)}, 1
+    err = _wait_error(job_id, out)
+    if err is not None:
+        return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err, out)}, 1
+    if timeout is not None and ctx.clock() - started + interval > timeout:
+        return _waited_out(ctx, job_id, out, polls, started)
+    return None
+
+
+def _waited_out(ctx: Context, job_id: str, out: dict, polls: int, started: float) -> tuple[dict, int]:
+    """The wait reached its --timeout on a job that is not terminal: the job as the last poll read it,
+    ok (``waited_out``, ``waited_s``; ``next`` waits again), or WAIT_TIMEOUT (exit 1) when that poll
+    could not read it (the instance did not answer: an ``error`` beside RUNNING, a launch unanswered)."""
+    waited = round(ctx.clock() - started, 1)
+    if out.get("error") or out.get("reconciled") == "unanswered":
+        last = f" (last error: {out['error']['code']})" if out.get("error") else ""
+        err = TaoBrevError("WAIT_TIMEOUT", f"job {job_id} still {out['state']} after {waited:.0f} s, and the last "
+                                           f"poll could not read it{last}")
+        return {"ok": False, **out, "polls": polls, "waited_s": waited,
+                "error": _with_resume(ctx, job_id, err, out)}, 1
+    say(f"wait on {job_id}: --timeout reached after {waited:.0f} s; the job is {out['state']}, not finished")
+    return {"ok": True, **out, "polls": polls, "waited_out": True, "waited_s": waited}, 0
+
+
+def timed_out(out: dict) -> bool:
+    """The wait's answer ran out of --timeout before the job ended (read or not)."""
+    return bool(out.get("waited_out")) or (out.get("error") or {}).get("code") == "WAIT_TIMEOUT"
 
 
 def _terminal(ctx: Context, job_id: str, out: dict, polls: int) -> tuple[dict, int]:
@@ -80,9 +107,8 @@ def _terminal(ctx: Context, job_id: str, out: dict, polls: int) -> tuple[dict, i
     return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err, out)}, 1
 
 
-def _wait_error(ctx: Context, job_id: str, out: dict, started: float, timeout: float | None,
-                interval: float) -> TaoBrevError | None:
-    """Why a wait on a job that is not terminal ends now (lost, stalled, out of time), or None."""
+def _wait_error(job_id: str, out: dict) -> TaoBrevError | None:
+    """Why a wait on a job that is not terminal ends now as a failure (lost, stalled), or None."""
     state = out["state"]
     if state == JobState.UNKNOWN:
         lost = (out.get("observed") or {}).get("gone") == "instance"   # a fact, never the message's words
@@ -92,9 +118,6 @@ def _wait_error(ctx: Context, job_id: str, out: dict, started: float, timeout: f
         stall = out["stall"]
         return TaoBrevError("JOB_STALLED", f"job {job_id} is RUNNING but wrote nothing for {stall['idle_s']} s "
                                            f"(threshold {stall['threshold_s']} s, {stall['threshold_source']})")
-    if timeout is not None and ctx.clock() - started + interval > timeout:
-        last = f" (last error: {out['error']['code']})" if out.get("error") else ""
-        return TaoBrevError("WAIT_TIMEOUT", f"job {job_id} still {state} after {ctx.clock() - started:.0f} s{last}")
     return None
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from ... import cost, credentials, nextstep, resume, resume_advice
+from ... import cost, credentials, eta_seen, nextstep, resume, resume_advice
 from ...context import Context, deferred_interrupts, note_job, note_state, say
 from ...errors import CODES, TaoBrevError, TransportError
 from ...records import now_iso
@@ -157,15 +157,24 @@ def run_once(ctx: Context, req: SubmitRequest, plan: Plan, record: dict, answer:
         raise
     except KeyboardInterrupt:     # Ctrl-C / SIGTERM (cli.run): the launch may go on without us
         raise _interrupted(answer) from None
-    found = parse(result, req, job_id, plan.image, plan.named, plan.resumed)
+    found = parse(result, req, job_id, plan.image, plan.named, plan.resumed, eta_of=lambda name: _eta_left(ctx, name))
     if not found.ok:
         mark_never_launched(ctx, job_id, found.why, found.code, found.fix, before_run=found.before_run)
         raise TaoBrevError(found.code, f"submit refused: {found.why}", found.fix,
-                           answer={**answer, "state": JobState.ERROR, "backend_ref": None})
+                           answer={**answer, "state": JobState.ERROR, "backend_ref": None, **found.fields})
     if found.failed_start is not None:   # brev's own retry found the container a first run created, not started
         settled = reconcile.start_failed(ctx, job_id, req.instance, Source.AGENT, found.failed_start)
         return {**answer, **settled["answer"]}, settled["exit_code"]
     return _launched(ctx, req, answer, found), 0
+
+
+def _eta_left(ctx: Context, name: str) -> dict | None:
+    """What is left of the ETA the last poll of job ``name`` saw (``eta_seen.left``); None when no
+    poll saw one, or ``name`` is no job of this state dir (another tool's container)."""
+    try:
+        return eta_seen.left(ctx.sidecars.load(name).last_eta)
+    except TaoBrevError:
+        return None
 
 
 def _launched(ctx: Context, req: SubmitRequest, answer: dict, found: LaunchOutcome) -> dict:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
-from ... import nextstep, remote, resume, spec_paths
+from ... import eta_seen, nextstep, remote, resume, spec_paths
 from ... import s3 as staging
 from ...docker_state import docker_error_code
 from ...errors import CODES
@@ -47,7 +48,8 @@ class LaunchOutcome:
     """One launch round trip, decoded. ``ok``: the container runs (``adopted``: it existed
     already; ``failed_start``: docker created it but could not start it, from
     ``reconcile.failed_start``; ``resume_chosen``: the checkpoint the instance chose). Else a
-    refusal: ``code`` (an error code of ``errors.CODES``), ``why``, and ``fix`` (None: the code's own)."""
+    refusal: ``code`` (an error code of ``errors.CODES``), ``why``, ``fix`` (None: the code's own)
+    and ``fields``: what the refusal adds to the answer (GPUS_BUSY: ``busy_job``, ``busy_eta_s``)."""
 
     ok: bool
     adopted: bool = False
@@ -58,6 +60,7 @@ class LaunchOutcome:
     why: str = ""
     fix: str | None = None
     before_run: bool = False   # a rule of _RULES decided it: the launch script stopped before `docker run`
+    fields: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -70,10 +73,13 @@ class _Reply:
     job_id: str
     image: str
     named: list        # spec_paths.named: the paths the spec reads, numbered as the script checks them
+    eta_of: Callable   # a live job's name -> eta_seen.left of its last poll's ETA, or None
 
 
-def parse(result, req, job_id: str, image: str, named: list, resumed) -> LaunchOutcome:
-    """The outcome of ``brev exec``'s ``result`` (stdout, stderr, exit code) of the launch script."""
+def parse(result, req, job_id: str, image: str, named: list, resumed,
+          eta_of: Callable = lambda name: None) -> LaunchOutcome:
+    """The outcome of ``brev exec``'s ``result`` (stdout, stderr, exit code) of the launch script
+    (``eta_of``: what is left of a live job's ETA, :func:`eta_seen.left`, for GPUS_BUSY)."""
     out = result.stdout
     if result.ok:
         adopted = ALREADY_SUBMITTED in out
@@ -85,12 +91,13 @@ def parse(result, req, job_id: str, image: str, named: list, resumed) -> LaunchO
                              resume_chosen=resume.launched(resumed, out))
     reply = _Reply(result.exit_code, out, result.stderr,
                    docker_error_code(result.stderr + out, default="SUBMIT_REFUSED"),   # e.g. the daemon is down
-                   req, job_id, image, named)
+                   req, job_id, image, named, eta_of)
     for rule in _RULES:
         found = rule(reply)
         if found is not None:
-            code, why, fix = found
-            return LaunchOutcome(ok=False, code=code, why=why, fix=fix, before_run=True)
+            code, why, fix, *fields = found
+            return LaunchOutcome(ok=False, code=code, why=why, fix=fix, before_run=True,
+                                 fields=fields[0] if fields else {})
     return LaunchOutcome(ok=False, code=reply.docker_code, why=f"docker run failed (exit {reply.exit_code}): "
                          f"{redact.tail(reply.err or out, 500)}")
 
@@ -122,24 +129,31 @@ def _no_gpus(r: _Reply):
 
 
 def _gpus_busy(r: _Reply):
-    """GPUS_BUSY: the live tao-job containers (``TAO_GPUS_BUSY NAME=GPUS`` lines) and how to wait or cancel."""
+    """GPUS_BUSY: the live tao-job containers (``TAO_GPUS_BUSY NAME=GPUS`` lines), how long they have
+    left (their last poll's ETA: ``busy_eta_s``, None when no poll saw one) and how to wait or cancel."""
     if not (r.exit_code == remote.GPUS_BUSY_EXIT and GPUS_BUSY in r.out):
         return None
     req = r.req
     holders = [line.split(" ", 1)[1].strip().partition("=") for line in r.out.splitlines()
                if line.startswith(GPUS_BUSY + " ")]
-    names = [name for name, _, _ in holders]
-    live = ", ".join(f"{name} (GPUs {gpus or 'all'})" for name, _, gpus in holders)
+    known = {name: r.eta_of(name) for name, _, _ in holders}
+    timed = [name for name, _, _ in holders if known[name] is not None]
+    busy = max(timed, key=lambda name: known[name]["left_s"]) if timed else holders[0][0]   # the last to end
+    eta = known[busy]["left_s"] if timed else None
+    live = ", ".join(f"{name} (GPUs {gpus or 'all'}; {eta_seen.phrase(known[name]) or 'time left unknown'})"
+                     for name, _, gpus in holders)
     scripts = os.path.dirname(req.prog)
-    poll = shlex.join([os.path.join(scripts, "poll_status.py"), names[0], "--wait", "--interval",
-                       str(nextstep.WAIT_INTERVAL_S), "--timeout", str(nextstep.covering_timeout(None, None))])
-    cancel = shlex.join([os.path.join(scripts, "teardown.py"), names[0]])
+    poll = shlex.join([os.path.join(scripts, "poll_status.py"), busy, "--wait", "--interval",
+                       str(nextstep.WAIT_INTERVAL_S), "--timeout", str(nextstep.covering_timeout(None, eta))])
+    cancel = shlex.join([os.path.join(scripts, "teardown.py"), busy])
     again = req.rerun(set_flags={"--retry-of": r.job_id})
     why = (f"GPUs busy: live job {live} on {req.instance} holds GPUs that this job (--gpus {req.gpus}) asks for; "
            "two jobs on the same GPUs slow each other down or run out of memory")
-    fix = (f"Wait for it: {poll}, then submit again: {again}. Or cancel it: {cancel}. Or share the GPUs on "
-           f"purpose: {req.rerun(set_flags={'--retry-of': r.job_id}, add=('--share-gpus',))}")
-    return "GPUS_BUSY", why, fix
+    left = (f"{eta_seen.phrase(known[busy])}" if eta is not None
+            else "how long it has left is unknown: no poll saw its ETA")
+    fix = (f"Wait for it ({left}): {poll}, then submit again: {again}. Or cancel it: {cancel}. Or share the GPUs "
+           f"on purpose: {req.rerun(set_flags={'--retry-of': r.job_id}, add=('--share-gpus',))}")
+    return "GPUS_BUSY", why, fix, {"busy_job": busy, "busy_eta_s": eta}
 
 
 def _spec_failed(r: _Reply):

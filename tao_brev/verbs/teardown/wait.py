@@ -18,7 +18,7 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
     Wait until terminal (``status.poll``: the results are uploaded and verified
     there), then :func:`teardown` with its defaults: the container is removed and
     an instance this bundle owns is deleted unless something on it would be lost.
-    A job still running (``WAIT_TIMEOUT``) or whose instance is gone or stopped
+    A job still running at ``timeout`` (``waited_out``, or ``WAIT_TIMEOUT``) or whose instance is gone or stopped
     (``INSTANCE_LOST``: starting it again would bill) is not torn down
     (``teardown_skipped`` says why). A stalled job (``JOB_STALLED``) is torn down
     only when the caller gave ``stall_after`` explicitly (a stall is a heuristic;
@@ -43,7 +43,8 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
                                    "to tear a stalled job down automatically")
         return out, code
     if not stalled and not is_terminal(out.get("state")) and error != "CONTAINER_GONE":
-        out["teardown_skipped"] = (f"job {job_id} is {out.get('state')} ({error}): nothing was removed or deleted; "
+        why = error or f"--timeout reached after {out.get('waited_s', 0):.0f} s"
+        out["teardown_skipped"] = (f"job {job_id} is {out.get('state')} ({why}): nothing was removed or deleted; "
                                    f"run teardown.py {job_id} to cancel it")
         return out, code
     if stalled:

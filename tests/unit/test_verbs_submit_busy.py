@@ -1,0 +1,99 @@
+"""GPUS_BUSY tells how long the busy job has left, in process: a poll that computes a RUNNING
+job's ETA keeps it in the job's sidecar (``last_eta``), and a later submit refused because that job
+holds the GPUs answers ``busy_eta_s`` (the ETA less the time since it was seen, floored at 0; null
+when no poll saw one), says it in words, and its ``next`` waits on the busy job long enough."""
+
+from __future__ import annotations
+
+import shlex
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from tao_brev import nextstep, remote
+from tao_brev.errors import TaoBrevError
+from tao_brev.isotime import parse_ts
+from tao_brev.verbs import status, submit
+from tao_brev.verbs.submit import SubmitRequest, outcome
+from tests.unit.fake_brev import sections
+from tests.unit.jobs import SPEC, entry, launched, poll_sections, state
+from tests.unit.test_verbs_status_probe import progress, status_line
+
+ARGV = ["--instance", "box", "--image", "images.tao_toolkit.pyt", "--network-arch", "visual_changenet",
+        "--action", "train", "--spec", str(SPEC)]
+
+
+def seen_ago(seconds: int) -> str:
+    return (datetime.now(timezone.utc) - timedelta(seconds=seconds)).isoformat(timespec="seconds")
+
+
+def refused(ctx, fake_brev, busy: str) -> dict:
+    """A second submit on box, refused: ``busy`` holds all its GPUs. The answer as the script prints it."""
+    fake_brev.expect_ls(entry())
+    fake_brev.expect_exec("box", "docker run -d", stdout=f"{outcome.GPUS_BUSY} {busy}=all\n",
+                          exit=remote.GPUS_BUSY_EXIT)
+    with pytest.raises(TaoBrevError) as raised:
+        submit.submit(ctx, SubmitRequest(instance="box", image="images.tao_toolkit.pyt",
+                                         network_arch="visual_changenet", action="train", spec=str(SPEC),
+                                         inputs=["~/tao-data/levir_cd_tiny=levir_cd_tiny"], no_spec_check=True))
+    exc = raised.value
+    assert exc.code == "GPUS_BUSY", exc.to_json()
+    answer = {"ok": False, **exc.details["answer"], "error": exc.to_json()}
+    return nextstep.submit(answer, 1, ARGV)
+
+
+def waits_on(answer: dict, job_id: str) -> int:
+    """The --timeout of ``next``, which must be the complete wait on ``job_id``."""
+    words = shlex.split(answer["next"])
+    assert words[0] == str(nextstep.SCRIPTS_DIR / "poll_status.py") and words[1:3] == [job_id, "--wait"], words
+    assert f"poll_status.py {job_id} --wait" in answer["error"]["fix"]
+    return int(words[words.index("--timeout") + 1])
+
+
+def test_a_poll_that_computes_an_eta_keeps_it_with_the_time_it_was_seen(ctx, fake_brev):
+    job_id = launched(ctx, fake_brev, no_spec_check=True)
+    fake_brev.expect_ls(entry())
+    fake_brev.expect_exec("box", f"{job_id}:progress", answer=sections(
+        poll_sections(job_id, state(), **{f"{job_id}:progress": progress(status_line(2, val_loss=0.5))})))
+    answer, code = status.poll(ctx, job_id)
+    eta = answer["progress"]["eta_s"]
+    assert code == 0 and isinstance(eta, int), answer["progress"]
+    kept = ctx.sidecars.load(job_id).last_eta
+    assert kept["eta_s"] == eta
+    assert abs((datetime.now(timezone.utc) - parse_ts(kept["seen_at"])).total_seconds()) < 60
+
+
+def test_a_known_eta_is_what_is_left_of_it_now_and_the_wait_covers_it(ctx, fake_brev):
+    busy = launched(ctx, fake_brev, no_spec_check=True)
+    ctx.sidecars.update(busy, last_eta={"eta_s": 900, "seen_at": seen_ago(180)})
+    answer = refused(ctx, fake_brev, busy)
+    assert answer["busy_job"] == busy and 715 <= answer["busy_eta_s"] <= 720, answer
+    assert "about 12 min left as of a poll 3 min ago" in answer["error"]["message"]
+    assert "about 12 min left as of a poll 3 min ago" in answer["error"]["fix"]
+    assert waits_on(answer, busy) >= answer["busy_eta_s"] + nextstep.WAIT_INTERVAL_S
+    assert f"--timeout {waits_on(answer, busy)}" in answer["error"]["fix"]   # the fix's wait is next's
+
+
+def test_an_eta_older_than_the_time_it_gave_is_floored_at_zero(ctx, fake_brev):
+    busy = launched(ctx, fake_brev, no_spec_check=True)
+    ctx.sidecars.update(busy, last_eta={"eta_s": 600, "seen_at": seen_ago(40 * 60)})
+    answer = refused(ctx, fake_brev, busy)
+    assert answer["busy_eta_s"] == 0, answer
+    assert "has passed" in answer["error"]["message"] and "40 min ago" in answer["error"]["message"]
+    assert waits_on(answer, busy) == nextstep.WAIT_TIMEOUT_S
+
+
+def test_no_eta_seen_is_null_and_the_message_names_no_figure(ctx, fake_brev):
+    busy = launched(ctx, fake_brev, no_spec_check=True)
+    answer = refused(ctx, fake_brev, busy)
+    assert answer["busy_job"] == busy and answer["busy_eta_s"] is None, answer
+    message = answer["error"]["message"]
+    assert "time left unknown" in message and " left as of " not in message and " min" not in message
+    assert "no poll saw its ETA" in answer["error"]["fix"]
+    assert waits_on(answer, busy) == nextstep.WAIT_TIMEOUT_S
+
+
+def test_a_holder_that_is_no_job_of_this_state_dir_has_no_eta(ctx, fake_brev):
+    launched(ctx, fake_brev, no_spec_check=True)
+    answer = refused(ctx, fake_brev, "someone-elses_container")
+    assert answer["busy_job"] == "someone-elses_container" and answer["busy_eta_s"] is None, answer
