@@ -463,3 +463,20 @@ def test_after_the_instance_is_deleted_list_and_show_point_at_the_copy_saved_her
         assert line[3:] == [saved, "instance copy deleted"], line
     record = json.loads((Path(world.env["TAO_STATE_DIR"]) / "jobs" / f"{job}.json").read_text())
     assert record["results_dir"] == f"~/tao-results/{job}" and "instance_copy" not in record   # the file: as bound
+
+
+def test_after_the_orphan_clean_up_deleted_the_instance_list_points_at_the_copy_saved_here(world):
+    """The same once ``teardown.py --orphans --delete`` saved the results and deleted the instance."""
+    from test_cost_guard import WAIT, Guard
+
+    guard = Guard(world)
+    job = guard.submit("--ephemeral")
+    assert guard.run("poll_status.py", job, *WAIT).code == 0
+    assert guard.run("teardown.py", job, "--keep-instance").code == 0   # an owned orphan holding the results
+    assert _listed_job(guard, job)[0]["results_dir"] == f"~/tao-results/{job}"
+    deleted = guard.run("teardown.py", "--orphans", "--delete", schema="teardown")
+    assert deleted.code == 0 and deleted.json["deleted"] == ["box"], deleted
+    saved = deleted.json["orphans"][0]["results_saved"][0]["path"]
+    entry, line, shown = _listed_job(guard, job)
+    assert entry["results_dir"] == shown["results_dir"] == line[3] == saved and os.path.isfile(saved)
+    assert entry["instance_copy"]["results"] == "copied_here" and line[4] == "instance copy deleted"
