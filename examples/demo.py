@@ -148,7 +148,7 @@ def cost_line(cost: dict) -> str:
         return unknown if cost.get(key) is None else fmt.format(cost[key])
 
     idle = num("idle_billed_s", unknown="none (a reused instance: its idle time is not this job's)"
-               if cost.get("instance_owned") is False else "unknown")
+               if cost.get("owned") is False else "unknown")
     price = (f"{num('estimated_cost_usd', '${:.4f}')} at {num('price_per_hour_usd', '${:.2f}/h')} "
              f"({cost.get('instance_type')}, from {cost.get('price_source')})" if cost.get("price_source")
              else "unknown (no price: pass --price-per-hour)")

@@ -17,6 +17,10 @@ Subcommands:
   show   ID          -> the redacted record JSON
   list   [--json]    -> one line per record: id, platform, state, results_dir
                         (tab-separated, bank format); --json: {"ok", "jobs": [...]}
+         Once the job's instance was deleted, show and list answer results_dir as where
+         the results are now (the copy teardown saved here, or the S3 URI) and add
+         instance_copy {deleted_at, instance, path, results} (list: a fifth field,
+         "instance copy deleted" or what was lost); the record file keeps its values.
   cost   [--since DATE] [--instance NAME]
          -> what the jobs cost (a Brev addition, JSON): {"ok", "jobs": [{job_id, instance,
             state, billed_s, billed_parts, price_per_hour_usd, price_source, price_note,
@@ -112,7 +116,11 @@ def main(argv=None):
         return {"ok": True, "job_id": args.id, "state": records.current_state(record),
                 "terminal_state": record.get("terminal_state")}, 0
     if args.cmd == "show":
-        cli.emit(store.load(args.id))   # the record itself, bank-format (no "ok" added)
+        from tao_brev import results_now
+
+        # the record, bank-format (no "ok" added); once its instance is deleted, results_dir is where the
+        # results are now and instance_copy says what went with the instance (tao_brev/results_now.py)
+        cli.emit(results_now.view(store.load(args.id), store.root))
         return None, 0
     store.note_held_ids()   # before any redactor: a variable equal to a job id does not hide it
     if args.json:   # streamed: one record in memory at a time; unchanged records' texts from the listing cache
@@ -120,6 +128,7 @@ def main(argv=None):
 
         cli.emit_stream_texts({"ok": True}, "jobs", lambda redacted: record_listing.json_texts(store, redacted, store.root))
         return None, 0
+    from tao_brev import results_now
     from tao_brev.secrets import search as known_secrets
 
     hide = known_secrets.redactor()   # values known now (a record is redacted with those known when written)
@@ -128,7 +137,10 @@ def main(argv=None):
         if r.get("corrupt"):
             print(f"{r['id']}\t<corrupt> (quarantined: {r.get('quarantined')})", file=sys.stderr)
             continue
-        lines.append(f"{r['id']}\t{r.get('platform', '?')}\t{records.current_state(r)}\t{r.get('results_dir', '?')}\n")
+        r = results_now.view(r, store.root)
+        note = results_now.tsv_note(r)   # a fifth field only once the instance is deleted
+        lines.append(f"{r['id']}\t{r.get('platform', '?')}\t{records.current_state(r)}\t{r.get('results_dir', '?')}"
+                     f"{'' if note is None else chr(9) + note}\n")
         if len(lines) >= 512:
             sys.stdout.write(hide("".join(lines)))
             lines.clear()

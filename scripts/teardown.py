@@ -54,7 +54,8 @@ Cost facts (JOB_ID): `cost` = {submit_to_running_s, image_pull_s, run_s,
   billed_s, billed_parts {start_s, image_pull_s, job_s, idle_s, until}, instance_type,
   price_per_hour_usd, price_source ("flag", "brev search" or "prices.yaml"), price_note,
   estimated_cost_usd, submitted_at, running_at, ended_at, instance_deleted_at,
-  instance_stopped_at, instance_owned}; seconds and US dollars, null when unknown.
+  instance_stopped_at, owned (this bundle created the instance, as an orphan's
+  owned)}; seconds and US dollars, null when unknown.
   The price: --price-per-hour (USD per hour), else brev's own `brev search gpu|cpu
   --json` price_per_hour of the instance type (cached a day with its date), else the
   fallback references/prices.yaml (said so in price_note).

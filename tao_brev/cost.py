@@ -28,7 +28,10 @@ teardown, and in the sidecar under ``cost``), every value null when unknown:
 ``clock_skew_s``         instance clock minus this machine's, when docker's times prove a skew (a bound)
 ``idle_billed_s``        job ended -> instance deleted by teardown, or -> now while it still bills
                          (``still_billing``); null for a reused instance this bundle does not own
-``instance_owned``       the bundle created the instance (an ephemeral job): a delete never changes it
+``owned``                this bundle created the instance (a job on it was submitted with ``--ephemeral``),
+                         so it may delete it; false for a reused instance (the user's), even once the
+                         bundle deleted it: a delete never changes it. The same word and meaning as an
+                         orphan's ``owned`` (``teardown.py --orphans``)
 ``still_billing``        owned instance: the job ended and the instance is not deleted yet (tear it
                          down); null for a reused instance (it bills its owner while RUNNING, job
                          or not: ``teardown.py --orphans`` lists it when idle)
@@ -243,8 +246,8 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
           lookup: bool = True) -> dict:
     """The job's ``cost`` object (see the module doc), also saved in its sidecar.
 
-    ``owned``: the instance is this bundle's to delete (an ephemeral job on it),
-    so its idle time until the deletion is billed to the job. ``lookup`` allows
+    ``owned``: this bundle created the instance (``instance_jobs.created_by_bundle``), so its
+    idle time until the deletion is billed to the job. ``lookup`` allows
     one ``brev ls`` for the instance type when the price is not known otherwise.
     """
     record = ctx.records.load(job_id)
@@ -288,7 +291,7 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
         "instance_deleted_at": _iso(deleted_at),
         "submit_to_running_s": seconds(submitted, running_mark), "image_pull_s": pull_s,
         "run_s": run_s, "idle_billed_s": idle_s,
-        "billed_s": billed, "instance_owned": owned, "still_billing": still_billing,
+        "billed_s": billed, "owned": owned, "still_billing": still_billing,
         "instance_type": kind, "price_per_hour_usd": price, "price_source": source,
         "estimated_cost_usd": round(billed / 3600 * price, 4) if billed is not None and price is not None else None,
         "clock_skew_s": clock_skew(submitted, record, started, finished),

@@ -2,8 +2,9 @@
 
 Beside ``record_index`` (what ``poll_status.py --all`` needs), in the same state dir:
 ``$TAO_STATE_DIR/brev/record-listing.cache`` holds, for each record file that read as a
-valid record, its key (inode, mtime ns, ctime ns, size) and the JSON text the listing
-prints for it with only the pattern redaction applied (``redact.redact`` /
+valid record, its key (inode, mtime ns, ctime ns, size of the record, then the same of its
+sidecar ``brev/jobs/<id>.json``, ``0 0 0 -1`` when there is none: the listing's view of the
+record reads it, ``results_now``) and the JSON text the listing prints for it with only the pattern redaction applied (``redact.redact`` /
 ``redact.redact_uri`` through the same per-string path as the answer, with no known
 values: that part depends on the text alone). A listing stats each record; when the key
 is unchanged it takes the cached text after checking that its every escape is one
@@ -15,7 +16,7 @@ path prints (no string holds a form, so the value redaction changes nothing). A 
 name) holding a form of a value known now is never written to the cache, and a cached line
 holding one is dropped from it (the file is rewritten without it). Anything
 found, a text not canonical, or a key that changed, a record not cached, a damaged record: the record is read
-and answered exactly as ``RecordStore.iter_list`` + ``ObjRedactor.json_text`` answer it
+and answered exactly as ``RecordStore.iter_list`` + ``results_now.view`` + ``ObjRedactor.json_text`` answer it
 (a damaged record is quarantined as before). A secret known only now is therefore
 redacted although the cache was written without it.
 
@@ -26,9 +27,9 @@ start, so a later write always gives another key (a write within one tick of the
 filesystem's clock included).
 
 The file: an ASCII header line (format, and a fingerprint of the code and Python that
-made the texts: the sources of this module, ``records`` and ``redact``; ``json``'s with the Python version),
-then one line a record in name order, ``crc32<TAB>stem<TAB>ino<TAB>mtime<TAB>ctime<TAB>
-size<TAB>text`` (the text's newlines written as ``\\x1e``, which JSON text written with
+made the texts: the sources of this module, ``records``, ``results_now`` and ``redact``; ``json``'s with the Python version),
+then one line a record in name order, ``crc32<TAB>stem<TAB>`` the 8 numbers of the key, each
+followed by a tab, then the text (the text's newlines written as ``\\x1e``, which JSON text written with
 ``ensure_ascii`` never holds raw). It is read as a stream beside the sorted names and
 written as a stream (memory stays flat) to a temp file put in place by one rename, and
 only when something changed. Another fingerprint: the file is ignored and rebuilt. A line
@@ -51,16 +52,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import TaoBrevError
-from . import records
+from . import records, results_now
 from .fsio import AdvisoryFile, sweep_temp
 from .records import ID_RE, RecordStore, read_text
 from .secrets import literal, names, redact, rules
 from .secrets import search as known_secrets
 from .secrets.redact import ObjRedactor
 
-FORMAT = b"tao-brev-record-listing 1"
+FORMAT = b"tao-brev-record-listing 2"
 SETTLED_NS = 2_000_000_000   # a file written less than 2 s before the listing is read, never cached
 _NEWLINE, _STORED_NEWLINE = "\n", "\x1e"
+_NO_FILE = (0, 0, 0, -1)   # the key part of a sidecar not there
 _clock = time.time_ns   # the listing's "now" (tests inject one)
 
 
@@ -69,11 +71,11 @@ def cache_path(state_root: Path) -> Path:
 
 
 def fingerprint() -> bytes | None:
-    """sha256 of what decides the cached texts: this module's, ``records``', the pattern redaction's
+    """sha256 of what decides the cached texts: this module's, ``records``', ``results_now``', the pattern redaction's
     (``secrets.names``, ``literal``, ``rules``, ``redact``) sources and the Python version (``json``'s
     text); None when a source cannot be read (no cache)."""
     digest = hashlib.sha256(sys.version.encode())
-    for module in (sys.modules[__name__], records, names, literal, rules, redact):
+    for module in (sys.modules[__name__], records, results_now, names, literal, rules, redact):
         try:
             with open(module.__file__, "rb") as fh:
                 digest.update(fh.read())
@@ -83,12 +85,12 @@ def fingerprint() -> bytes | None:
 
 
 def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> Iterator[str]:
-    """``redacted.json_text(entry, 2)`` of each entry of ``store.iter_list()``, in its order,
+    """``redacted.json_text(results_now.view(entry, state_root), 2)`` of each entry of ``store.iter_list()``, in its order,
     byte for byte; cached texts where the cache answers (see the module doc)."""
     stamp = fingerprint() if store.jobs_dir.is_dir() else None
     if stamp is None:   # nothing to list (no cache file made for it), or no fingerprint
         for entry in store.iter_list():
-            yield redacted.json_text(entry, 2)
+            yield redacted.json_text(results_now.view(entry, state_root), 2)
         return
     found = known_secrets.json_forms_pattern()
     holds_secret = found.search if found is not None else None
@@ -103,11 +105,7 @@ def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> I
             if file is None:
                 yield redacted.json_text(store.quarantined_entry(stem), 2)
                 continue
-            try:
-                st = os.stat(file)
-                key = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
-            except OSError:
-                key = None
+            key = _key(file, results_now.sidecar_path(state_root, stem))
             cached = cache.take(stem)
             if cached is not None and cached.key == key and _canonical(cached.text):
                 if holds_secret is None or (holds_secret(cached.text) is None and holds_secret(stem) is None):
@@ -116,7 +114,7 @@ def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> I
                     continue
                 # a value known now is in it: the line is dropped (the file rewritten without it)
             try:
-                record = store._parse(file, read_text(file))
+                record = results_now.view(store._parse(file, read_text(file)), state_root)
             except (TaoBrevError, OSError, UnicodeDecodeError) as exc:
                 entry = store.damaged_entry(stem, file, exc)
                 if entry is not None:
@@ -124,13 +122,28 @@ def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> I
                 continue
             text = patterns_only.json_text(record, 2)
             clean = holds_secret is None or (holds_secret(text) is None and holds_secret(stem) is None)
-            if clean and key is not None and max(key[1], key[2]) < settled and ID_RE.fullmatch(stem):
+            if clean and key is not None and max(key[1], key[2], key[5], key[6]) < settled and ID_RE.fullmatch(stem):
                 out.add(_line(stem, key, text))   # never a text holding a value known now
             yield text if clean else redacted.json_text(record, 2)
         out.finish()
     finally:
         out.abandon()
         cache.close()
+
+
+def _key(file: str, sidecar: str) -> tuple | None:
+    """(ino, mtime ns, ctime ns, size) of the record, then of its sidecar (:data:`_NO_FILE` when
+    there is none); None when either cannot be read."""
+    try:
+        st = os.stat(file)
+        try:
+            side = os.stat(sidecar)
+            side_key = (side.st_ino, side.st_mtime_ns, side.st_ctime_ns, side.st_size)
+        except FileNotFoundError:
+            side_key = _NO_FILE
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, *side_key)
 
 
 def _same(text: str) -> str:
@@ -258,13 +271,13 @@ def _parse_line(raw: bytes):
     try:
         if int(raw[:8], 16) != zlib.crc32(body):
             return None
-        stem, ino, mtime, ctime, size, text = body.split(b"\t", 5)
+        stem, *numbers, text = body.split(b"\t", 9)
         stem = stem.decode("ascii")
-        key = (int(ino), int(mtime), int(ctime), int(size))
+        key = tuple(int(n) for n in numbers)
         text = text.decode("ascii")
     except ValueError:   # UnicodeDecodeError included; too few fields
         return None
-    if not ID_RE.fullmatch(stem):
+    if len(key) != 8 or not ID_RE.fullmatch(stem):
         return None
     return stem, key, text.replace(_STORED_NEWLINE, _NEWLINE)
 

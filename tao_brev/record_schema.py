@@ -20,6 +20,8 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "references" / "schemas" 
 REQUIRED = ("schema_version", "id", "platform", "image", "network_arch", "action",
             "results_dir", "storage_tier", "transitions")
 DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
+# In the schema for the answers of list and show (``results_now``), never in a record file.
+VIEW_ONLY = frozenset({"instance_copy"})
 # The bank's id pattern; also the path-traversal guard (no '/', no leading '.').
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # What each field must be, as a problem names it.
@@ -71,7 +73,7 @@ def problem(record: dict) -> str | None:
     """What makes ``record`` (a JSON object) no record, or None: fields the schema does not have
     (``additionalProperties: false``), else the fields of a wrong type or value (schema order)."""
     known = schema()["properties"]
-    unknown = sorted(str(k) for k in record if k not in known)
+    unknown = sorted(str(k) for k in record if k not in known or k in VIEW_ONLY)
     if unknown:
         shown = ", ".join(k if ID_RE.fullmatch(k) and len(k) <= 40 else "(a field with an odd name)"
                           for k in unknown[:5])

@@ -386,10 +386,10 @@ def test_the_demo_step_and_cost_lines_say_what_is_unknown_and_why():
     line = demo.step_line("3. submit", 0, {"ok": True, "state": "RUNNING",
                                            "next": cmd("poll_status.py", JOB)})
     assert line == f"3. submit: exit 0; RUNNING; next: scripts/poll_status.py {JOB}"
-    reused = demo.cost_line({"run_s": 6.1, "idle_billed_s": None, "instance_owned": False, "price_source": None})
+    reused = demo.cost_line({"run_s": 6.1, "idle_billed_s": None, "owned": False, "price_source": None})
     assert "?" not in reused and "idle billed none (a reused instance" in reused
     assert "estimated unknown (no price: pass --price-per-hour)" in reused
-    assert "idle billed unknown" in demo.cost_line({"idle_billed_s": None, "instance_owned": None})
+    assert "idle billed unknown" in demo.cost_line({"idle_billed_s": None, "owned": None})
 
 
 def test_the_demo_prints_one_line_per_step_and_the_summary_by_default():

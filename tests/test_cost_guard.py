@@ -98,7 +98,7 @@ exec {real} "$@"
 
 def assert_cost(cost: dict, owned: bool) -> None:
     validate("cost", cost)
-    assert cost["instance_owned"] is owned
+    assert cost["owned"] is owned
     assert cost["run_s"] > 0 and cost["submit_to_running_s"] >= 0 and cost["billed_s"] >= cost["run_s"]
     assert (cost["idle_billed_s"] is not None) is owned
 

@@ -5,12 +5,13 @@ import base64
 import json
 import os
 import shutil
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 from conftest import run_script
-from tao_brev import cli, record_listing
+from tao_brev import cli, record_listing, results_now
 from tao_brev.secrets import guard as known_secrets
 from tao_brev.records import RecordStore
 
@@ -79,7 +80,7 @@ def _listed(store, capsys, cached: bool) -> str:
     if cached:
         cli.emit_stream_texts({"ok": True}, "jobs", lambda r: record_listing.json_texts(store, r, store.root))
     else:
-        cli.emit_stream({"ok": True}, "jobs", store.iter_list())
+        cli.emit_stream({"ok": True}, "jobs", (results_now.view(e, store.root) for e in store.iter_list()))
     return capsys.readouterr().out
 
 
@@ -396,3 +397,86 @@ def test_the_cache_header_is_read_bounded(tmp_path, capsys, later, monkeypatch):
     monkeypatch.setattr(record_listing, "_open_regular", spy)
     assert _listed(store, capsys, cached=True)
     assert asked and 0 < asked[0] < 200 and _cache_lines(store) == lines
+
+
+def test_a_sidecar_that_says_the_instance_was_deleted_changes_the_cached_text(tmp_path, capsys, monkeypatch, later):
+    """The view reads the job's sidecar: a delete noted there after the text was cached is answered
+    (the sidecar's key is part of the cache's), byte for byte the full path's answer."""
+    store = _store(tmp_path)
+    job = sorted(p.stem for p in store.jobs_dir.glob("*.json") if not p.stem.startswith("bank-"))[0]
+    _same_as_every_record_read(store, tmp_path, capsys)
+    side = store.root / "brev" / "jobs" / f"{job}.json"
+    side.parent.mkdir(parents=True, exist_ok=True)
+    home = str(store.root / "brev" / "results" / f"{job}.tar.gz")
+    facts = {"job_id": job, "instance": "box", "instance_deleted_at": "2026-01-02T03:04:05.678Z",
+             "results": {"kind": "ephemeral", "instance_dir": f"~/tao-results/{job}", "saved": {"path": home}}}
+    for results, want in ((facts["results"], "copied_here"), ({**facts["results"], "saved": None}, "lost"),
+                          ({"kind": "s3", "verified": True, "instance_dir": "~/x"}, "s3"),
+                          ({"kind": "ephemeral", "saved": {"path": None}}, "none")):
+        side.write_text(json.dumps({**facts, "results": results}))
+        got = json.loads(_same_as_every_record_read(store, tmp_path, capsys))["jobs"]
+        entry = next(e for e in got if e["id"] == job)
+        assert entry["instance_copy"]["results"] == want and entry["instance_copy"]["instance"] == "box"
+        assert (entry["results_dir"] == home) == (want == "copied_here"), entry
+        assert all("instance_copy" not in e for e in got if e["id"] != job)
+    assert record_listing.cache_path(store.root).read_bytes().count(b"instance_copy") == 1   # cached as it is now
+
+
+def test_a_record_file_holding_the_view_only_field_is_no_record(tmp_path):
+    from tao_brev import records
+
+    store = RecordStore(tmp_path / "state")
+    record = store.open(image="i", network_arch="a", action="train", storage_tier="A", results_root="~/r")
+    copy = {"deleted_at": "2026-01-02T03:04:05Z", "instance": "box", "path": "~/r/x", "results": "lost"}
+    assert "instance_copy" in records.record_problem({**record, "instance_copy": copy})
+
+
+def _listed_job(guard, job: str) -> tuple[dict, list[str], dict]:
+    """(the job's ``list --json`` entry, its ``list`` TSV line's fields, its ``show``), by the script."""
+    listed = guard.run("tao_job_record.py", "list", "--json")
+    entry = next(e for e in listed.json["jobs"] if e["id"] == job)
+    tsv = run_script("tao_job_record.py", "list", env=guard.world.env).stdout
+    line = next(ln.split("\t") for ln in tsv.splitlines() if ln.startswith(job + "\t"))
+    return entry, line, guard.run("tao_job_record.py", "show", job, schema="job_record").json
+
+
+def test_after_the_instance_is_deleted_list_and_show_point_at_the_copy_saved_here(world):
+    """A job whose results lived only on its ephemeral instance: once the teardown copied them home and
+    deleted the instance, list (TSV and JSON) and show name the copy here, not the dir
+    that went with the instance, and say the instance's copy is gone."""
+    from test_cost_guard import WAIT, Guard
+
+    guard = Guard(world)
+    job = guard.submit("--ephemeral")
+    before, line, _ = _listed_job(guard, job)
+    assert before["results_dir"] == line[3] == f"~/tao-results/{job}" and "instance_copy" not in before
+    assert guard.run("poll_status.py", job, *WAIT).code == 0
+    down = guard.wait_teardown(job)
+    saved = down.json["teardown"]["results_saved_to"]
+    assert down.code == 0 and not guard.exists("box") and os.path.isfile(saved), down
+    for _ in range(2):   # twice: the listing cache (when the files have settled) answers the same
+        entry, line, shown = _listed_job(guard, job)
+        for view in (entry, shown):
+            assert view["results_dir"] == saved, view
+            assert view["instance_copy"] == {"deleted_at": view["instance_copy"]["deleted_at"], "instance": "box",
+                                             "path": f"~/tao-results/{job}", "results": "copied_here"}, view
+        assert line[3:] == [saved, "instance copy deleted"], line
+    record = json.loads((Path(world.env["TAO_STATE_DIR"]) / "jobs" / f"{job}.json").read_text())
+    assert record["results_dir"] == f"~/tao-results/{job}" and "instance_copy" not in record   # the file: as bound
+
+
+def test_after_the_orphan_clean_up_deleted_the_instance_list_points_at_the_copy_saved_here(world):
+    """The same once ``teardown.py --orphans --delete`` saved the results and deleted the instance."""
+    from test_cost_guard import WAIT, Guard
+
+    guard = Guard(world)
+    job = guard.submit("--ephemeral")
+    assert guard.run("poll_status.py", job, *WAIT).code == 0
+    assert guard.run("teardown.py", job, "--keep-instance").code == 0   # an owned orphan holding the results
+    assert _listed_job(guard, job)[0]["results_dir"] == f"~/tao-results/{job}"
+    deleted = guard.run("teardown.py", "--orphans", "--delete", schema="teardown")
+    assert deleted.code == 0 and deleted.json["deleted"] == ["box"], deleted
+    saved = deleted.json["orphans"][0]["results_saved"][0]["path"]
+    entry, line, shown = _listed_job(guard, job)
+    assert entry["results_dir"] == shown["results_dir"] == line[3] == saved and os.path.isfile(saved)
+    assert entry["instance_copy"]["results"] == "copied_here" and line[4] == "instance copy deleted"

@@ -55,8 +55,7 @@ def _job_line(ctx: Context, side: JobSidecar, types: dict) -> Optional[dict]:
         return None
     if instance in types:
         cost.remember_instance_type(ctx, job_id, types[instance])
-    owned = bool(instance) and (teardown_mod.owns(ctx, instance) or bool(side.ephemeral))
-    facts = cost.facts(ctx, job_id, owned=owned, lookup=False)
+    facts = cost.facts(ctx, job_id, owned=teardown_mod.created_by_bundle(ctx, side), lookup=False)
     return {"job_id": job_id, "instance": instance, "state": current_state(record),
             "submitted_at": facts["submitted_at"], "ended_at": facts["ended_at"], "billed_s": facts["billed_s"],
             "billed_parts": facts["billed_parts"], "instance_type": facts["instance_type"],
@@ -150,7 +149,9 @@ def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = 
                      "instance's time is counted once however many jobs shared it (total.instances)"}
     answer = {"ok": True, "since": start.isoformat() if start else None, "instance": instance, "jobs": jobs,
               "total": total}
-    ours = {j.instance for j in ctx.sidecars.all() if j.instance}
+    # ``ours`` as the orphans answer it: a job of this state dir ran on the instance as it is now
+    # (jobs on an earlier instance of that name, which a teardown deleted, left out: teardown.jobs_on)
+    ours = {j.instance for j in ctx.sidecars.all() if j.instance and j.job_id and not j.instance_deleted_at}
     if listing is None:
         answer.update(billing_now=None, billing_now_note=why)
     else:

@@ -1,5 +1,5 @@
 """The jobs on one instance as it is now, and what they say about deleting it: who owns it
-(:func:`owns`), which jobs are live, whose results are not safe yet. Read by the poll,
+(:func:`owns`, :func:`created_by_bundle`), which jobs are live, whose results are not safe yet. Read by the poll,
 teardown, orphans, cost and recovery verbs; it writes nothing. The records are this state dir's only:
 what another state dir (another user or agent) runs on the same instance, only the instance itself
 can say (:func:`unknown_containers`, from the teardown's own round trip)."""
@@ -26,6 +26,20 @@ def owns(ctx: Context, instance: str) -> bool:
     """The instance is this bundle's to delete: a job on it was submitted with ``--ephemeral``.
     A reused instance (no such job) is deleted only when asked by name."""
     return any(side.ephemeral for side in jobs_on(ctx, instance))
+
+
+def created_by_bundle(ctx: Context, side) -> bool:
+    """``owned`` in every answer (cost facts, orphans): this bundle created the job's instance (the job,
+    or another job on that instance, was submitted with ``--ephemeral``), so it may delete it. A delete
+    never changes it: after one, the jobs that were on the instance when it was deleted decide."""
+    if side.ephemeral:
+        return True
+    if not side.instance:
+        return False
+    if not side.instance_deleted_at:
+        return owns(ctx, side.instance)
+    return any(other.ephemeral for other in ctx.sidecars.all()
+               if other.instance == side.instance and other.instance_deleted_at == side.instance_deleted_at)
 
 
 def live_jobs(ctx: Context, instance: str, except_job: str | None = None) -> list[str]:

@@ -27,7 +27,7 @@ from ..model import JobSidecar
 from ..records import current_state, is_terminal
 from ..transport import check_instance
 from . import reconcile
-from .instance_jobs import owns
+from .instance_jobs import created_by_bundle
 
 # ---------------------------------------------------------------- the policy
 def policy(attempts: Optional[int], fallback: Optional[str], budget_s: Optional[float]) -> Optional[dict]:
@@ -127,8 +127,8 @@ def annotate(ctx: Context, job_id: str, out: dict) -> dict:
 
 def chain_cost(ctx: Context, root: str) -> dict:
     """``{"billed_s", "estimated_cost_usd", "attempts"}`` summed over the chain (``cost.chain_total``)."""
-    def owned(side: JobSidecar) -> bool:   # owned as a poll judges it (status.observe), so the facts agree
-        return not side.instance_deleted_at and bool(side.instance) and owns(ctx, side.instance)
+    def owned(side: JobSidecar) -> bool:   # owned as every answer judges it, so the facts agree
+        return created_by_bundle(ctx, side)
     return cost.chain_total(ctx, [entry["job_id"] for entry in chain(ctx, root)], owned)
 
 

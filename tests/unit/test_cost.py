@@ -26,7 +26,7 @@ def test_a_reused_instance_bills_the_job_its_run_at_the_price_given(ctx, fake_br
     job_id, facts = finished(ctx, fake_brev, price_per_hour=2.0)
     assert facts["run_s"] == 2700.0 and facts["billed_s"] == 2700.0, facts
     assert facts["estimated_cost_usd"] == pytest.approx(1.5) and facts["price_per_hour_usd"] == 2.0
-    assert facts["instance_owned"] is False
+    assert facts["owned"] is False
     assert facts["running_at"].startswith("2026-12-01T10:00:00.5") and facts["ended_at"].startswith("2026-12-01T10:45")
     again = cost.facts(ctx, job_id, owned=False)   # read again from what the poll noted: the same
     assert {k: again[k] for k in ("run_s", "billed_s", "estimated_cost_usd")} == \
@@ -57,8 +57,8 @@ def test_a_delete_never_makes_a_reused_instance_owned(ctx, fake_brev):
     """Ownership is who created the instance: a user's instance the bundle deleted stays not owned,
     though its time up to the delete is billed to the job."""
     job_id, facts = finished(ctx, fake_brev, price_per_hour=2.0)
-    assert facts["instance_owned"] is False
+    assert facts["owned"] is False
     ctx.sidecars.update(job_id, instance_deleted_at="2026-12-01T11:00:00.000+00:00")
     after = cost.facts(ctx, job_id, owned=False, lookup=False)
-    assert after["instance_owned"] is False, after
+    assert after["owned"] is False, after
     assert after["billed_parts"]["until"] == "instance deleted by the bundle"

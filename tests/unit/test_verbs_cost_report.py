@@ -70,3 +70,23 @@ def test_jobs_sharing_an_owned_instance_bill_its_time_once(ctx, fake_brev):
     fake_brev.expect_ls()
     single, _ = cost_report.report(ctx, instance="box")
     assert single["total"]["billed_s"] == 217.0
+
+
+def test_ours_and_owned_mean_what_the_orphans_mean(ctx, fake_brev):
+    """One meaning, one name: billing_now's ``ours`` (a job of this state dir ran on the instance as it
+    is now) and the cost facts' ``owned`` (the bundle created it; a delete never changes it)."""
+    from tao_brev.verbs.instance_jobs import created_by_bundle
+
+    made = launched(ctx, fake_brev, instance="eph", ephemeral=True)
+    reused_there = launched(ctx, fake_brev, instance="eph")          # a second job on the bundle's instance
+    users = launched(ctx, fake_brev, instance="box")
+    for job_id in (made, reused_there):
+        ctx.sidecars.update(job_id, instance_deleted_at=_at(300))   # the bundle deleted eph
+    assert [created_by_bundle(ctx, ctx.sidecars.load(j)) for j in (made, reused_there, users)] == [True, True, False]
+    # a new instance took the name eph: no job of this state dir ran on it
+    fake_brev.expect_ls(entry("eph"), entry("box"))
+    expect_catalog(fake_brev)
+    answer, code = cost_report.report(ctx)
+    assert code == 0, answer
+    assert {b["instance"]: b["ours"] for b in answer["billing_now"]} == {"eph": False, "box": True}
+    assert "instance_owned" not in str(answer)

@@ -14,7 +14,7 @@ from ...records import current_state, is_terminal, now_iso
 from ...vocabulary import ErrClass, JobState, Source
 from .. import instance_gate, reconcile
 from .. import results as results_mod
-from ..instance_jobs import owns
+from ..instance_jobs import created_by_bundle
 from ..job_facts import job_instance, results_instance_dir, settle_interrupted_cancel
 from ..recovery_chain import annotate, recovering_command
 from .probe import Probe, deleted, job_sections, read_backend, read_job
@@ -174,7 +174,7 @@ def _answer(ctx: Context, record: dict, sidecar: JobSidecar, instance: str, answ
     if results is not None:
         out["results"] = results
     if terminal:
-        out["cost"] = cost.facts(ctx, job_id, owned=not deleted_at and owns(ctx, instance),
+        out["cost"] = cost.facts(ctx, job_id, owned=created_by_bundle(ctx, sidecar),
                                  price_per_hour=price_per_hour, lookup=False)   # polls add no brev call
     sidecar = ctx.sidecars.load(job_id)   # a reset names brev stop only for a type that can stop (cached: no call)
     out = gate_answer(out, prices.stoppable(ctx, cost.known_instance_type(ctx, job_id), lookup=False))

@@ -36,12 +36,14 @@ copied home first), ``wait`` (``--wait --teardown``); the ownership of an instan
 jobs on it are ``verbs/instance_jobs.py``'s.
 """
 
-from ..instance_jobs import instance_blockers, jobs_on, live_jobs, owns, unsaved_results, unverified_results
+from ..instance_jobs import (created_by_bundle, instance_blockers, jobs_on, live_jobs, owns, unsaved_results,
+                             unverified_results)
 from .container import NO_SUCH_CONTAINER, SAVED_LOG_LINES, close_record
 from .instance import DELETE_REFUSED_FIX, delete_and_record, delete_pending, forget_pending_delete
 from .job import teardown
 from .wait import wait_and_teardown
 
-__all__ = ["DELETE_REFUSED_FIX", "NO_SUCH_CONTAINER", "SAVED_LOG_LINES", "close_record", "delete_and_record",
+__all__ = ["DELETE_REFUSED_FIX", "NO_SUCH_CONTAINER", "SAVED_LOG_LINES", "close_record", "created_by_bundle",
+           "delete_and_record",
            "delete_pending", "forget_pending_delete", "instance_blockers", "jobs_on", "live_jobs", "owns",
            "teardown", "unsaved_results", "unverified_results", "wait_and_teardown"]

@@ -10,7 +10,7 @@ from ...errors import TaoBrevError
 from ...records import current_state, is_terminal, now_iso
 from .. import instance_gate, keep, reconcile, stop
 from .. import results as results_mod
-from ..instance_jobs import jobs_on, live_jobs, owns, unknown_containers, unverified_results
+from ..instance_jobs import created_by_bundle, jobs_on, live_jobs, owns, unknown_containers, unverified_results
 from ..job_facts import job_instance
 from .container import OTHERS, close_record, note_times, remove_container
 from .instance import delete
@@ -91,7 +91,8 @@ def _nothing_to_reach(ctx: Context, record: dict, sidecar: JobSidecar, instance:
         answer["warnings"].append(f"instance {instance} was stopped by teardown at {sidecar.instance_stopped_at}; "
                                   "nothing left to remove (reaching it would start it)")
         out = {"ok": True, **answer}
-        out["cost"] = cost.facts(ctx, job_id, owned=owns(ctx, instance), price_per_hour=price_per_hour, lookup=False)
+        out["cost"] = cost.facts(ctx, job_id, owned=created_by_bundle(ctx, sidecar), price_per_hour=price_per_hour,
+                                 lookup=False)
         return out, 0
     return None
 
@@ -114,7 +115,8 @@ def _instance_end(ctx: Context, job_id: str, instance: str, answer: dict, gone: 
                            discard=discard_results, archived=archived, unknown=unknown)
     else:
         out, code = {"ok": True, **answer}, 0
-    out["cost"] = cost.facts(ctx, job_id, owned=owned, price_per_hour=price_per_hour, lookup=not gone)
+    out["cost"] = cost.facts(ctx, job_id, owned=owned or created_by_bundle(ctx, ctx.sidecars.load(job_id)),
+                             price_per_hour=price_per_hour, lookup=not gone)
     return out, code
 
 
