@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 
 from .fsio import read_text
+from .model import JobSidecar
 from .secrets import safe_read
 
 # What is left of the results once the instance is gone (``instance_copy.results``).
@@ -48,10 +49,10 @@ def view(record: dict, state_root: Path) -> dict:
     if record.get("corrupt") or not isinstance(record.get("id"), str):
         return record
     sidecar = _deleted_sidecar(sidecar_path(state_root, record["id"]))
-    deleted_at = sidecar.get("instance_deleted_at")
+    deleted_at = sidecar.instance_deleted_at
     if not isinstance(deleted_at, str):
         return record
-    results = sidecar.get("results") if isinstance(sidecar.get("results"), dict) else {}
+    results = sidecar.results if isinstance(sidecar.results, dict) else {}
     saved = results.get("saved") if isinstance(results.get("saved"), dict) else {}
     here = saved.get("path") if isinstance(saved.get("path"), str) and saved["path"] else None
     if here:
@@ -62,25 +63,25 @@ def view(record: dict, state_root: Path) -> dict:
         left = "none"
     else:
         left = "discarded" if results.get("discarded_at") else "lost"
-    copy = {"deleted_at": deleted_at, "instance": sidecar.get("instance"),
+    copy = {"deleted_at": deleted_at, "instance": sidecar.instance,
             "path": results.get("instance_dir") or record.get("results_dir"), "results": left}
     return {**record, **({"results_dir": here} if here else {}), "instance_copy": copy}
 
 
-def _deleted_sidecar(path: str) -> dict:
-    """The sidecar at ``path`` when it names an instance delete, else {} (also when it is missing,
+def _deleted_sidecar(path: str) -> JobSidecar:
+    """The sidecar at ``path`` when it names an instance delete, else an empty one (also when it is missing,
     damaged or no regular file). A sidecar without the word is not parsed (a listing reads thousands)."""
     try:
         text = read_text(path)
     except (OSError, ValueError):   # not there, no regular file, not UTF-8
-        return {}
+        return JobSidecar()
     if '"instance_deleted_at"' not in text:
-        return {}
+        return JobSidecar()
     try:
         data = safe_read.loads(text)
     except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+        return JobSidecar()
+    return JobSidecar.from_json(data) if isinstance(data, dict) else JobSidecar()
 
 
 def tsv_note(entry: dict) -> str | None:
