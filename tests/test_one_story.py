@@ -10,6 +10,7 @@ import os
 import pytest
 
 from conftest import validate
+from test_progress import _wait_for_epoch
 
 WAIT = ("--wait", "--interval", "0.2", "--timeout", "60")
 
@@ -65,13 +66,7 @@ def test_wait_teardown_tells_one_state_on_every_ending(world, simulate, final):
 
 def test_the_requested_stall_teardown_is_done_canceled_and_ok(world):
     job = world.submit(spec=world.spec({"epoch_seconds": 0.05, "hang_after_epoch": 1}, num_epochs=5)).json["job_id"]
-    import time
-
-    deadline = time.monotonic() + 60
-    while not list((world.sim.instance_home("box") / "tao-results" / job).rglob("status.json")):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    time.sleep(0.3)
+    _wait_for_epoch(world, job, 1)   # its last line before the hang: aged now, nothing newer follows
     _age_status(world, job, 900)
     done = world.run("poll_status.py", job, *WAIT, "--teardown", "--stall-after", "600")
     assert done.code == 0 and done.json["ok"] is True, done
