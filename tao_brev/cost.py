@@ -105,12 +105,18 @@ def note_pull(ctx: Context, instance: str, image: str, took_s: float) -> None:
                                last_pull_at=now_precise())
 
 
-def note_instance_type(ctx: Context, instance: Optional[str], entry: Optional[dict]) -> None:
+def note_instance_type(ctx: Context, instance: Optional[str], entry: Optional[dict],
+                       price_lookup: bool = False) -> None:
     """Remember the ``brev ls`` type of ``instance`` (preflight, submit): the jobs on it are priced
-    from it with no brev call of their own (:func:`known_instance_type`)."""
+    from it with no brev call of their own (:func:`known_instance_type`). ``price_lookup`` (submit
+    without --price-per-hour): also have brev's price list for it (``prices.catalog``: one ``brev
+    search`` a day at most), so that the job's polls, which ask brev nothing, price it as its
+    teardown does - never from the prices.yaml fallback while brev could be asked."""
     kind = (entry or {}).get("instance_type") if isinstance(entry, dict) else None
     if instance and isinstance(kind, str) and kind and ctx.sidecars.instance(instance).instance_type != kind:
         ctx.sidecars.note_instance(instance, instance_type=kind)
+    if price_lookup and isinstance(kind, str) and kind:
+        prices.type_facts(ctx, kind, lookup=True)   # a failed search is a warning (prices.catalog)
 
 
 def known_instance_type(ctx: Context, job_id: str) -> Optional[str]:

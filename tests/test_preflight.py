@@ -91,7 +91,7 @@ def test_expired_token_is_renewed_headlessly_and_never_printed(box):
 
 
 def test_token_expiring_mid_run_is_renewed_once(box):
-    box.sim.set_auth(token=BREV_TOKEN, expires_after_calls=2)   # --version needs none; ls and the probe pass
+    box.sim.set_auth(token=BREV_TOKEN, expires_after_calls=4)   # --version needs none; ls, the price search (gpu, cpu) and the probe pass
     res = preflight(box, BREV_API_TOKEN=BREV_TOKEN)
     assert res.code == 0, res
     assert check(res, "brev_auth")["detail"] == "logged in" and res.json["brev_logins"] == 1

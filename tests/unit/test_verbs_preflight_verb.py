@@ -7,6 +7,7 @@ import re
 
 from tao_brev.verbs.preflight import PreflightRequest, login_only, preflight
 from tests.unit.fake_brev import sections
+from tests.unit.jobs import expect_catalog
 
 BOX = {"name": "box", "id": "ws-1", "status": "RUNNING", "build_status": "COMPLETED", "shell_status": "READY",
        "health_status": "HEALTHY", "instance_type": "g5.xlarge"}
@@ -25,6 +26,7 @@ def healthy(free: int = 400 * 10**9) -> dict:
 def expect_reach(fake_brev):
     fake_brev.expect("--version", stdout="brev version v0.6.310\n")
     fake_brev.expect_ls(BOX)
+    expect_catalog(fake_brev)   # the instance type's price, for the jobs' answers (cached a day)
     fake_brev.expect_exec("box", re.compile(r"^echo ok$"), stdout="ok\n")
 
 

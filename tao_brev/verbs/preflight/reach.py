@@ -66,7 +66,7 @@ def check_instance_state(report: Report, ctx: Context, req: PreflightRequest, en
         near = {"did_you_mean": exc.details["did_you_mean"]} if exc.details.get("did_you_mean") else {}
         report.stop("instance", exc, **_instance_facts(exc.details.get("entry")), **near)
     waited = ctx.clock() - started_at
-    cost.note_instance_type(ctx, req.instance, entry)   # the jobs on it are priced from it
+    cost.note_instance_type(ctx, req.instance, entry, price_lookup=True)   # the jobs on it are priced from it
     facts = _instance_facts(entry)
     how = (" after `brev start`" if started else "") + (f", waited {waited:.0f} s" if waited >= 1 else "")
     report.passed("instance", f"{req.instance} RUNNING{how}; shell {facts['shell_status']}, gpu {facts['gpu']}",
