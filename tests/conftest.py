@@ -170,6 +170,10 @@ def state_env(tmp_path):
         env.pop(name, None)
     env["TAO_STATE_DIR"] = str(tmp_path / "state")
     env["TAO_BREV_NO_REEXEC"] = "1"
+    # Read retries without the production waits (2 s, 5 s: tao_brev/transport/settings.py BACKOFF_S), as
+    # the unit layer and secrets_world run them: a retry still shows (its exec, its "retrying" line), it
+    # just does not sleep. The production waits are checked in tests/test_transport_contract.py.
+    env["TAO_BREV_RETRY_BACKOFF_S"] = "0"
     # The simulator's `simulate:` block steers the TAO stand-in; the stand-in sets it aside before
     # its schema merge, so the spec check leaves it out too (tests/test_spec_check.py runs without it).
     env["TAO_BREV_SPEC_LEAVE_OUT"] = "simulate"

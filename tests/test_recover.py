@@ -93,22 +93,6 @@ def test_recover_2_with_three_failures_stops_after_two_attempts_and_says_so(worl
     assert rerun.json["error"]["code"] == "RECOVERY_LIMIT" and len(_docker_runs(world.sim)) == 3
 
 
-def test_tier_a_instance_deleted_under_the_job_says_the_checkpoints_were_only_there(world):
-    world.sim.add_instance("spare")
-    world.sim.preload_image("spare", "nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt")
-    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "hang_after_epoch": 2}, num_epochs=4))
-    job = sub.json["job_id"]
-    from conftest import wait_until
-    wait_until(lambda: len(_checkpoints(world.sim, job)) >= 2, "two checkpoints")
-    brev_cli(world, "delete", "box")
-    done = world.run("poll_status.py", job, "--wait", "--recover", "1", "--fallback-instance", "spare", *FAST)
-    assert done.code == 1 and done.json["error"]["code"] == "RECOVERY_NOT_POSSIBLE", done
-    message = done.json["error"]["message"]
-    assert "brev ls lists no instance box (deleted)" in message and "were only on box" in message, message
-    assert "--retry-of " + job in done.json["error"]["fix"] and "--instance spare" in done.json["error"]["fix"]
-    assert not _docker_runs(world.sim)[1:]
-
-
 def test_gpus_that_stay_lost_without_a_fallback_stop_after_the_bounded_wait(world):
     sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1]}, num_epochs=3))
     job = sub.json["job_id"]
@@ -212,6 +196,8 @@ def test_tier_b_instance_deleted_under_the_job_recovers_on_the_fallback_from_s3(
     s3world.assert_no_secret_anywhere()
 
 
+# In process (tests/unit/test_verbs_recover.py): the tier A deleted-instance refusal, a run killed after its
+# intent or after its resubmit opened a record, RECOVERY_NOT_POSSIBLE's gated `brev stop`.
 def test_the_budget_stops_the_chain_before_it_is_billed(world):
     sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "hang": True}, num_epochs=2))
     job = sub.json["job_id"]
@@ -221,39 +207,6 @@ def test_the_budget_stops_the_chain_before_it_is_billed(world):
     assert done.json["state"] == "CANCELED" and len(done.json["attempts"]) == 1     # stopped, not resubmitted
     assert 0 < done.json["chain_cost"]["billed_s"] <= 8, done.json["chain_cost"]
     assert not [c for c in world.sim.containers("box") if c["State"]["Status"] == "running"]
-
-
-def _intent(world, first: str, attempt: int = 2) -> None:
-    """What a recovering run writes before its resubmit (tao_brev/verbs/recover.py)."""
-    from tao_brev.records import now_iso
-    sidecars(world).update(first, recovery={"policy": {"attempts": 1, "fallback_instance": None, "budget_s": None},
-                                            "intent": {"attempt": attempt, "after": first, "resume_from": first,
-                                                       "instance": "box", "at": now_iso(), "argv": []}})
-
-
-def test_a_run_killed_after_its_resubmit_opened_a_record_is_continued_never_launched_twice(world):
-    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1]}, num_epochs=3))
-    first = sub.json["job_id"]
-    assert world.run("poll_status.py", first, "--wait", *FAST).code == 1        # ended by the Xid
-    _intent(world, first)
-    words = sidecars(world).load(first).submit_argv
-    launched = world.run("submit.py", *words, "--resume-from", first)             # the killed run's resubmit
-    assert launched.code == 0, launched
-    done = world.run("poll_status.py", first, "--wait", "--recover", "1", *FAST)
-    assert done.code == 0 and done.json["job_id"] == launched.json["job_id"], done   # adopted
-    assert [a["job_id"] for a in done.json["attempts"]] == [first, launched.json["job_id"]]
-    assert len(_docker_runs(world.sim)) == 2 and sidecars(world).load(first).recovery["intent"] is None
-
-
-def test_a_run_killed_after_its_intent_but_before_the_record_launches_once(world):
-    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1]}, num_epochs=3))
-    first = sub.json["job_id"]
-    assert world.run("poll_status.py", first, "--wait", *FAST).code == 1
-    _intent(world, first)
-    done = world.run("poll_status.py", first, "--wait", "--recover", "1", *FAST)
-    assert done.code == 0 and done.json["state"] == "COMPLETE", done
-    assert len(done.json["attempts"]) == 2 and len(_docker_runs(world.sim)) == 2
-    assert done.json["next"].endswith("teardown.py " + done.json["job_id"])   # the last attempt
 
 
 def test_a_stall_is_recovered_only_with_an_explicit_stall_after(world, monkeypatch):
@@ -513,21 +466,3 @@ def test_a_recovery_after_a_larger_shm_resubmit_by_hand_keeps_the_larger_size(wo
     assert [a["job_id"] for a in done.json["attempts"]][:2] == [first, larger.json["job_id"]]
     runs = _docker_runs(world.sim)
     assert len(runs) == 3 and runs[-1][runs[-1].index("--shm-size") + 1] == "32g", runs[-1]
-
-
-def test_recovery_not_possible_names_brev_stop_only_for_a_type_that_can_stop(world):
-    """RECOVERY_NOT_POSSIBLE's reset is gated like every reset advice (docker_state.gated): brev-cli
-    pkg/cmd/stop/stop.go refuses `brev stop` of a type brev search lists as not stoppable."""
-    from tao_brev import prices
-    from tao_brev.context import Context
-
-    world.sim.set_instance("box", instance_type="hyperstack_H100", stoppable=False)
-    assert prices.stoppable(Context(env=world.env), "hyperstack_H100") is False   # brev search, cached
-    sub = world.submit(spec=world.spec({"epoch_seconds": 0.02, "xid_after_epochs": [1]}, num_epochs=3))
-    job = sub.json["job_id"]
-    world.run("poll_status.py", job, "--wait", *FAST)
-    world.sim.set_instance("box", gpu_lost=True)
-    done = world.run("poll_status.py", job, "--wait", "--recover", "1", *FAST)
-    assert done.json["error"]["code"] == "RECOVERY_NOT_POSSIBLE", done
-    fix = done.json["error"]["fix"]
-    assert "brev stop" not in fix and "does not support stop" in fix and "brev delete box" in fix, fix

@@ -149,7 +149,7 @@ def test_a_misspelled_instance_gets_one_answer_no_retries_and_closes(world):
     # deleted between submit's brev ls and its exec: brev exec cannot look it up (a record exists)
     world.sim.add_instance("my-bo", vanish_at_exec=True)
     before = world.sim.exec_count()
-    sub = world.run(*argv)   # production backoff: a retry would show
+    sub = world.run(*argv)   # a retry would show: a second exec, a 'retrying' line
     assert sub.code == 1 and sub.json["error"]["code"] == "UNKNOWN_INSTANCE", sub
     validate("submit", sub.json)
     assert world.sim.exec_count() - before <= 1 and "retrying" not in sub.stderr

@@ -50,27 +50,9 @@ def test_the_users_stopped_instance_is_started_used_and_stopped_again_with_every
         assert done.code == 0 and world.sim.instance("box")["status"] == "STOPPED", (argv, done)
 
 
-def test_a_type_brev_lists_as_not_stoppable_is_left_running_and_the_answer_says_what_bills(world):
-    world.sim.set_instance("box", instance_type="hyperstack_H100")
-    job = finished_job(world)
-    down = world.run("teardown.py", job, "--stop-instance")
-    validate("teardown", down.json)
-    assert down.code == 0 and down.json["instance_stopped"] is False, down
-    assert world.sim.instance("box")["status"] == "RUNNING"
-    why = down.json["stop"]["why"]
-    assert "cannot be stopped" in why and "bills until it is deleted" in why and "--delete-instance" in why
-    assert why in down.json["warnings"] and down.json["next_note"] == why
-    assert not [r for r in world.sim.audit() if r["tool"] == "brev" and r["argv"][:1] == ["stop"]]
-
-
-def test_a_type_the_list_does_not_know_is_asked_and_brevs_refusal_is_understood(world):
-    world.sim.set_instance("box", instance_type="odd-type-1", stoppable=False)
-    job = finished_job(world)
-    down = world.run("teardown.py", job, "--stop-instance")
-    assert down.code == 0 and down.json["stop"]["stopped"] is False, down
-    assert "brev refused: it does not support stop" in down.json["stop"]["why"]
-
-
+# In process (tests/unit/test_verbs_stop.py): a type brev search lists as not stoppable is left running
+# (test_a_type_that_cannot_stop_is_not_stopped_and_the_answer_says_it_bills) and brev's own refusal of a
+# type the list does not know (test_brev_refusing_the_stop_is_answered_as_not_stoppable).
 def test_a_stop_waits_for_the_other_live_jobs_on_the_instance(world):
     job = finished_job(world)
     other = world.submit(spec=world.spec({"epoch_seconds": 30}))

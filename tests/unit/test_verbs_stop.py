@@ -1,8 +1,11 @@
-"""teardown --stop-instance in process: `brev stop` once the results are safe, when the type can."""
+"""teardown --stop-instance in process: `brev stop` once the results are safe, when the type can.
+
+The end-to-end cases of a type brev search lists as not stoppable and of brev's own refusal moved here
+from tests/test_stop_instance.py (which keeps the stop itself, end to end, with its cost parts)."""
 
 from __future__ import annotations
 
-from tao_brev import remote
+from tao_brev import nextstep, remote
 from tao_brev.verbs import teardown
 from tests.unit.fake_brev import sections
 from tests.unit.jobs import GPU_TYPES, entry, expect_catalog, launched, state
@@ -34,7 +37,11 @@ def test_a_type_that_cannot_stop_is_not_stopped_and_the_answer_says_it_bills(ctx
     answer, code = teardown.teardown(ctx, job_id, stop_instance=True)
     assert code == 0 and answer["instance_stopped"] is False, answer
     assert answer["stop"] == {**answer["stop"], "stopped": False, "stoppable": False, "still_billing": True}
-    assert "--delete-instance" in answer["stop"]["why"] and answer["stop"]["why"] in answer["warnings"]
+    why = answer["stop"]["why"]
+    assert "cannot be stopped" in why and "bills until it is deleted" in why and "--delete-instance" in why
+    assert why in answer["warnings"]
+    assert nextstep.teardown(answer, code, [job_id, "--stop-instance"])["next_note"] == why   # as teardown.py says
+    assert not [c for c in fake_brev.calls if c.args[:1] == ["stop"]]   # brev stop never asked
 
 
 def test_brev_refusing_the_stop_is_answered_as_not_stoppable(ctx, fake_brev):
@@ -46,4 +53,4 @@ def test_brev_refusing_the_stop_is_answered_as_not_stoppable(ctx, fake_brev):
     fake_brev.expect("stop", "box", stderr='instance "box" does not support stop.\n', exit=1)
     answer, code = teardown.teardown(ctx, job_id, stop_instance=True)
     assert code == 0 and answer["instance_stopped"] is False and answer["stop"]["stoppable"] is False, answer
-    assert "brev refused" in answer["stop"]["why"]
+    assert "brev refused: it does not support stop" in answer["stop"]["why"]
