@@ -106,7 +106,7 @@ def _withheld_walk(obj, parent: str, notice: str, found: list[str]):
                 found.append(key)
         elif (parent == "stall" and key in ("last_log_line", "evidence") and isinstance(value, str)) or \
                 (parent == "progress" and key == "message" and isinstance(value, str)) or \
-                (parent == "progress" and key == "status" and isinstance(value, str)
+                (parent == "progress" and key in ("status", "last_tao_status") and isinstance(value, str)
                  and value not in TAO_STATUSES):
             out[key], _ = notice[:280], found.append(key)
         else:

@@ -269,12 +269,16 @@ def observed_epoch_seconds(items: list[dict]) -> float | None:
 
 # -- ends -----------------------------------------------------------------------
 def after_end(progress: dict, terminal: str | None, action: str = "", job_id: str = "JOB_ID") -> dict:
-    """``progress`` of a job that ended (``terminal``: its docker end, COMPLETE for exit 0). COMPLETE with TAO's
+    """``progress`` of a job that ended (``terminal``: its docker end, COMPLETE for exit 0), TAO's ``status`` word
+    kept as ``last_tao_status`` (the job's state is the answer's ``state``). COMPLETE with TAO's
     "finished successfully" line: done (100 %, no ETA left). Else (no such line, an interrupt TAO caught, any other
     end): no ETA, a note that says which. An evaluate that ended COMPLETE without any KPI says so."""
     if not terminal or not progress.get("available"):
         return progress
-    out = {k: v for k, v in progress.items() if k != "eta_source"}
+    out = {k: v for k, v in progress.items() if k not in ("eta_source", "status")}
+    if "status" in progress:   # TAO writes RUNNING even on its end line: its last word, not the job's state
+        out["last_tao_status"] = progress["status"]
+    tao_word = out.get("last_tao_status")
     if terminal == JobState.COMPLETE and progress.get("finished"):
         out["eta_s"] = 0
         if action == "evaluate" and not progress.get("kpi"):
@@ -282,7 +286,7 @@ def after_end(progress: dict, terminal: str | None, action: str = "", job_id: st
                            f"read its logs (poll_status.py {job_id} --logs 50) for the metrics it printed")
         return out
     out["eta_s"] = None
-    if progress.get("status") == TaoStatus.FAILURE and terminal != JobState.COMPLETE:
+    if tao_word == TaoStatus.FAILURE and terminal != JobState.COMPLETE:
         out["note"] = (f"the job ended {terminal}; TAO's last status line is FAILURE: "
                        f"{progress.get('message', '')}")[:300]
     elif terminal == JobState.COMPLETE:
@@ -290,7 +294,7 @@ def after_end(progress: dict, terminal: str | None, action: str = "", job_id: st
             "the container exited 0 but status.json has no \"finished successfully\" line: TAO did not "
             "report the end of the run (its last line: " + str(progress.get("message", ""))[:120] + ")")
     else:
-        out["note"] = (f"the job ended {terminal}; status {progress.get('status')} is the status file's last line, "
+        out["note"] = (f"the job ended {terminal}; last_tao_status {tao_word} is the status file's last line, "
                        "written before the end")
     return out
 

@@ -102,7 +102,8 @@ def test_host_oom_and_gpu_oom_get_their_own_advice(world):
     # tao-pytorch core/decorators/workflow.py:68-109 writes no FAILURE line for it), the status
     # file's last line still says RUNNING: no ETA, a note that it ended
     for answer in (host, gpu):
-        assert answer["progress"]["status"] == "RUNNING", answer["progress"]
+        assert answer["progress"]["last_tao_status"] == "RUNNING", answer["progress"]   # TAO's last word
+        assert "status" not in answer["progress"]
         assert answer["progress"]["eta_s"] is None and "ended ERROR" in answer["progress"]["note"]
 
 

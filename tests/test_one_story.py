@@ -9,8 +9,9 @@ import os
 
 import pytest
 
-from conftest import validate
+from conftest import EXAMPLE_DATA, validate
 from test_progress import _wait_for_epoch
+from tests.s3world import s3world  # noqa: F401  (fixture)
 
 WAIT = ("--wait", "--interval", "0.2", "--timeout", "60")
 
@@ -22,7 +23,7 @@ def states(answer) -> list:
         for key, value in answer.items():
             if key in ("state", "terminal_state") and isinstance(value, (str, type(None))):
                 found.append(value)
-            elif key not in ("progress", "observed", "jobs", "hint", "stall"):
+            elif key not in ("progress", "observed", "observed_before_teardown", "jobs", "hint", "stall"):
                 found += states(value)
     elif isinstance(answer, list):
         for item in answer:
@@ -40,6 +41,26 @@ def agree(world, job: str, answer: dict, schema: str) -> str:
     final = record_state(world, job)
     assert set(states(answer)) == {final}, (final, states(answer), answer)
     return final
+
+
+RUNNING_WORDS = ("RUNNING", "STARTED", "PENDING")
+
+
+def assert_one_story(answer: dict) -> None:
+    """No nested state, status or verified field contradicts the top level: a terminal answer shows
+    no running observation or progress status as the job now, and its results' ``verified`` is
+    the same wherever it is said (the top level, the teardown's, the stall teardown's)."""
+    state = answer["state"]
+    if state in ("COMPLETE", "ERROR", "CANCELED"):
+        assert (answer.get("observed") or {}).get("state", state) not in RUNNING_WORDS, answer
+        assert "status" not in (answer.get("progress") or {}), answer["progress"]   # TAO's word: last_tao_status
+        for nested in (answer.get("teardown"), answer.get("stall_teardown")):
+            if nested and nested.get("state"):
+                assert nested["state"] == state, (state, nested)
+    said = [part["results"]["verified"] for part in (answer, answer.get("teardown") or {},
+                                                      answer.get("stall_teardown") or {})
+            if isinstance(part.get("results"), dict) and "verified" in part["results"]]
+    assert len(set(said)) <= 1, (said, answer)
 
 
 def _age_status(world, job: str, seconds: float) -> None:
@@ -134,3 +155,42 @@ def test_a_submit_refused_before_launch_leaves_nothing_to_clean_up(world, refusa
     assert job not in [entry["job_id"] for entry in everything.json["jobs"]]
     cost = world.run("poll_status.py", job).json["cost"]
     assert parse_ts(cost["ended_at"]) >= parse_ts(cost["submitted_at"]), cost
+
+
+def test_the_stall_teardown_of_a_tier_b_job_tells_one_story(s3world):
+    """A hung tier B job (results to S3) stopped by ``--wait --teardown --stall-after``: what the
+    answer shows as the job now is after the teardown (no RUNNING observation, the results as the
+    teardown's upload verified them), and ``stall_teardown`` names the instance path as such."""
+    world = s3world.world
+    spec = world.spec({"epoch_seconds": 0.05, "hang_after_epoch": 2}, num_epochs=5)
+    sub = s3world.run("submit.py", "--instance", "box", "--image", "images.tao_toolkit.pyt",
+                      "--network-arch", "visual_changenet", "--action", "train", "--spec", str(spec),
+                      "--storage-tier", "B", "--inputs", f"{EXAMPLE_DATA}=levir_cd_tiny", schema="submit")
+    job = sub.json["job_id"]
+    _wait_for_epoch(world, job, 2)
+    _age_status(world, job, 900)
+    done = world.run("poll_status.py", job, *WAIT, "--teardown", "--stall-after", "45", "--logs", "50")
+    assert done.code == 0 and done.json["ok"] is True, done
+    assert agree(world, job, done.json, "poll_status") == "CANCELED"
+    assert_one_story(done.json)
+    story = done.json["stall_teardown"]
+    assert done.json["observed_before_teardown"]["state"] == "RUNNING", done.json   # said as from before
+    assert done.json["observed"] == {"state": "CANCELED", "message": "container removed by teardown",
+                                     "gone": "container"}, done.json["observed"]
+    assert done.json["results"]["verified"] is True, done.json["results"]
+    on_instance = story["results_dir_on_instance"]
+    assert on_instance and not on_instance.startswith("s3://"), story
+    assert story["results_destination"] == done.json["results"]["destination"], story
+    assert story["results_destination"].startswith("s3://"), story
+
+
+def test_a_complete_poll_tells_one_story(world):
+    job = world.submit(spec=world.spec({"epoch_seconds": 0.05})).json["job_id"]
+    done = world.run("poll_status.py", job, *WAIT)
+    assert done.code == 0 and agree(world, job, done.json, "poll_status") == "COMPLETE"
+    assert_one_story(done.json)
+    assert done.json["progress"].get("finished") is True, done.json["progress"]
+    again = world.run("poll_status.py", job)
+    assert_one_story(again.json)
+    down = world.run("poll_status.py", job, *WAIT, "--teardown")
+    assert_one_story(down.json)

@@ -34,7 +34,8 @@ def test_three_epochs_with_validation_every_two_count_completed_epochs(tao):
     assert end["finished"] is True and end["message"] == "Train finished successfully."
     assert end["status"] == "RUNNING"   # TAO 7's success: no SUCCESS line
     assert end["kpi"] == {**val_kpis(1), **train_kpis(2)}
-    assert progress.after_end(end, "COMPLETE", "train") == {**end, "eta_s": 0}   # no "cut off" note
+    ended = progress.after_end(end, "COMPLETE", "train")   # no "cut off" note; TAO's word said as its last
+    assert ended == {**{k: v for k, v in end.items() if k != "status"}, "eta_s": 0, "last_tao_status": "RUNNING"}
     table = progress.metrics(tao.file())
     # each dict once, on its epoch: validation only after epoch 2, the last train loss kept
     assert table["epochs"] == [{"epoch": 1, "kpi": train_kpis(0)},
@@ -198,7 +199,9 @@ def test_only_a_failure_line_that_says_interrupted_unfinishes_a_run(tao):
         == "Export was interrupted"
     got = progress.summarize(tao.file(), tao.now, "train")
     assert got["finished"] is True and "interrupted" not in got
-    assert progress.after_end(got, "COMPLETE", "train") == {**got, "eta_s": 0}
+    ended = progress.after_end(got, "COMPLETE", "train")
+    assert ended == {**{k: v for k, v in got.items() if k != "status"}, "eta_s": 0, "last_tao_status": "RUNNING"}
+    assert progress.after_end(ended, "COMPLETE", "train") == ended   # the same when applied again
 
 
 def test_an_interrupted_run_that_exited_0_is_an_error_that_says_it_did_not_finish(world, tmp_path):

@@ -3,10 +3,13 @@ with its defaults, as one answer."""
 
 from __future__ import annotations
 
+from ... import progress as progress_mod
 from ...context import Context, say
 from ...errors import TaoBrevError
 from ...records import is_terminal
+from .. import results as results_mod
 from .. import status
+from ..job_facts import results_instance_dir
 from .job import teardown
 
 
@@ -28,7 +31,9 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
     Safe to kill and rerun at any point: verified results are not sent again, a deleted
     instance is not asked again.
 
-    The answer is the poll's, with ``teardown`` (its answer) and the final ``cost``.
+    The answer is the poll's, with ``teardown`` (its answer) and the final ``cost``; what it
+    says of the job now is after the teardown (:func:`_after_teardown`: state, results, progress,
+    ``observed``).
     A teardown failure wins the exit code and ``error`` (the instance may still
     bill: rerun the same command); the job's own failure stays in ``state``.
     """
@@ -68,6 +73,7 @@ def _with_teardown(ctx: Context, job_id: str, out: dict, code: int, down: dict, 
         out["state"] = down["state"]
         if "terminal_state" in out and is_terminal(down["state"]):
             out["terminal_state"] = down["state"]
+        _after_teardown(ctx, job_id, out, down)
     if down_code != 0:
         out.update(ok=False, error=down["error"])
         code = down_code
@@ -78,14 +84,38 @@ def _with_teardown(ctx: Context, job_id: str, out: dict, code: int, down: dict, 
     return out, code
 
 
+def _after_teardown(ctx: Context, job_id: str, out: dict, down: dict) -> None:
+    """What the answer shows as the job now is what the teardown left: the results as its upload and
+    verification left them (the sidecar's), the progress of a job that ended, and, when the poll saw
+    the job otherwise (a stalled RUNNING container, one already gone), the teardown's observation as
+    ``observed``, the poll's kept as ``observed_before_teardown``."""
+    sidecar = ctx.sidecars.load(job_id)
+    if sidecar.results:
+        out["results"] = results_mod.summary(sidecar.results)
+    if is_terminal(down["state"]) and out.get("progress"):
+        out["progress"] = progress_mod.after_end(out["progress"], down["state"],
+                                                 ctx.records.load(job_id).get("action") or "", job_id)
+    before = out.get("observed")
+    if before is None or before.get("state") == down["state"]:
+        return
+    removed = down.get("container_removed")
+    now = {"state": down["state"], "message": ("container removed by teardown" if removed
+                                               else "no container found at teardown")}
+    if removed or before.get("gone") == "container":
+        now["gone"] = "container"
+    out.update(observed=now, observed_before_teardown=before, message=now["message"])
+
+
 def _stall_story(ctx: Context, job_id: str, out: dict, down: dict, stall_after: float) -> dict:
     """What the stall teardown did and what it kept: the job CANCELED after ``stalled_s`` without a
     sign of life, its last log lines saved here, its results where the teardown left them."""
     logs = ctx.sidecars.logs_path(job_id)
-    results = down.get("results") or {}
+    results = out.get("results") or {}   # as the teardown's upload and verification left them
+    on_instance = results_instance_dir(ctx.records.load(job_id), ctx.sidecars.load(job_id))
     return {"state": down.get("state"), "stalled_s": out.get("stalled_s"), "stall_after_s": stall_after,
             "logs_saved_to": str(logs) if logs.is_file() else None,
             "results": ({k: results.get(k) for k in ("kind", "destination", "verified") if k in results}
                         if results else None),
             "results_saved_to": down.get("results_saved_to"),
-            "results_dir_on_instance": None if down.get("instance_deleted") else down.get("results_dir")}
+            "results_dir_on_instance": None if down.get("instance_deleted") else on_instance,
+            "results_destination": results.get("destination") if results.get("kind") == "s3" else None}
