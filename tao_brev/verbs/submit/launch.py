@@ -132,6 +132,7 @@ def push_credentials(ctx: Context, req: SubmitRequest, plan: Plan, answer: dict)
     except TaoBrevError as exc:   # nothing was launched: the record is closed, the answer names it
         fix = f"{exc.fix} Then submit again with --retry-of {job_id}; nothing runs under {job_id}."
         mark_never_launched(ctx, job_id, f"credential copy failed: {exc.message}", exc.code, fix, before_run=True)
+        _say_refused(job_id, req.instance, exc.code, "copying the credentials failed")
         raise TaoBrevError(exc.code, f"submit of {job_id}: copying the credentials to {req.instance} failed, "
                            f"nothing was launched (the record is closed as ERROR): {exc.message}", fix,
                            answer={**answer, "state": JobState.ERROR, "backend_ref": None}) from None
@@ -160,12 +161,24 @@ def run_once(ctx: Context, req: SubmitRequest, plan: Plan, record: dict, answer:
     found = parse(result, req, job_id, plan.image, plan.named, plan.resumed, eta_of=lambda name: _eta_left(ctx, name))
     if not found.ok:
         mark_never_launched(ctx, job_id, found.why, found.code, found.fix, before_run=found.before_run)
+        _say_refused(job_id, req.instance, found.code, found.why if found.before_run else None)
         raise TaoBrevError(found.code, f"submit refused: {found.why}", found.fix,
                            answer={**answer, "state": JobState.ERROR, "backend_ref": None, **found.fields})
     if found.failed_start is not None:   # brev's own retry found the container a first run created, not started
         settled = reconcile.start_failed(ctx, job_id, req.instance, Source.AGENT, found.failed_start)
         return {**answer, **settled["answer"]}, settled["exit_code"]
     return _launched(ctx, req, answer, found), 0
+
+
+def _say_refused(job_id: str, instance: str, code: str | None, why: str | None) -> None:
+    """stderr's answer to its own "launching" line: the launch was refused (``why``: before ``docker run``,
+    so nothing was launched and the record is closed; None: docker run itself failed)."""
+    if why is not None:
+        say(f"submit: {job_id} refused on {instance} ({code}): nothing was launched, the record is closed "
+            f"(ERROR, billed 0 s): {why}")
+    else:
+        say(f"submit: {job_id} refused on {instance} ({code}): docker run failed, the record is closed (ERROR); "
+            f"a created container may remain: {nextstep.command('teardown.py', job_id)}")
 
 
 def _eta_left(ctx: Context, name: str) -> dict | None:
