@@ -219,8 +219,12 @@ def preflight_note(answer: dict, argv: list[str]) -> str:
 def submit(answer: dict, code: int, argv: list[str]) -> dict:
     job_id = answer.get("job_id")
     if answer.get("ok"):
-        if answer.get("dry_run"):
-            return _set(answer, rerun("submit.py", [a for a in argv if a != "--dry-run"]))
+        if answer.get("dry_run"):   # a STOPPED instance: the submit INSTANCE_NOT_RUNNING's fix names (--start)
+            words = [a for a in argv if a != "--dry-run"]
+            cut = words.index("--") if "--" in words else len(words)   # flags before the TAO overrides
+            if answer.get("instance_status") == InstanceStatus.STOPPED and "--start" not in words[:cut]:
+                words[cut:cut] = ["--start"]
+            return _set(answer, rerun("submit.py", words))
         return _set(answer, poll_after_submit(job_id, argv))
     decided, nxt, note = common_error("submit.py", argv, answer)
     if decided:

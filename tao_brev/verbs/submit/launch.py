@@ -81,6 +81,30 @@ def instance_running(ctx: Context, req: SubmitRequest) -> None:
         raise
 
 
+def dry_run_status(ctx: Context, req: SubmitRequest) -> dict:
+    """What a dry run adds about the instance (one ``brev ls --json``, read only): ``instance_status``
+    (null when brev could not say) and, when the submit would be refused or would start the instance,
+    ``instance_note`` (also a warning). A STOPPED instance without ``--start``: the submit that works
+    is the one with ``--start`` (the INSTANCE_NOT_RUNNING fix of :func:`instance_running`)."""
+    try:
+        entry = ctx.brev.instance(req.instance)
+    except TaoBrevError as exc:
+        return {"instance_status": None, "instance_note": f"the status of {req.instance} was not read "
+                f"({exc.code}: {exc.message}); the submit reads it first"}
+    if entry is None:
+        return {"instance_status": None, "instance_note": f"brev ls --json does not list {req.instance}: the "
+                "submit would be refused (UNKNOWN_INSTANCE)"}
+    status = str(entry.get("status") or "").upper() or None
+    if status == InstanceStatus.STOPPED and not req.start:
+        note = (f"{req.instance} is STOPPED: this submit would be refused (INSTANCE_NOT_RUNNING); with --start "
+                "it starts the instance (billing resumes) and launches (next: that submit)")
+    elif status == InstanceStatus.STOPPED:
+        note = f"{req.instance} is STOPPED: --start starts it (billing resumes), then the launch follows"
+    else:
+        return {"instance_status": status}
+    return {"instance_status": status, "instance_note": note}
+
+
 def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: dict) -> tuple[dict, dict]:
     """Mint the job id (PENDING) and write its sidecar; returns (record, the answer so far)."""
     routing, stage, resumed = plan.routing, plan.stage, plan.resumed
