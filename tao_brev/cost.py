@@ -242,6 +242,14 @@ def _bundle_start_seconds(ctx: Context, instance: Optional[str], submitted: Opti
     return memory.last_start_s
 
 
+def started_by_bundle(ctx: Context, job_id: str) -> bool:
+    """The job ran after the bundle's own start of its instance (``preflight.py --start`` / ``submit.py
+    --start`` brought it up from STOPPED: :func:`note_start`), with no stop or deletion between."""
+    record, side = ctx.records.load(job_id), ctx.sidecars.load(job_id)
+    submitted = parse_ts((side.cost or {}).get("submitted_at")) or parse_ts(record.get("submitted_at"))
+    return _bundle_start_seconds(ctx, side.instance, submitted) is not None
+
+
 def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float] = None,
           lookup: bool = True) -> dict:
     """The job's ``cost`` object (see the module doc), also saved in its sidecar.
