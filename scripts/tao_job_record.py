@@ -27,7 +27,8 @@ Subcommands:
             estimated_cost_usd, still_billing, ...}], "total": {jobs, billed_s,
             estimated_cost_usd, instances: [{instance, jobs, billed_s (union: shared
             time once), jobs_billed_s, usd_per_hour, ...}], unpriced_jobs, still_billing_jobs,
-            price_sources},
+            price_sources}, "never_launched": [{job_id, instance, code, billed_s: 0,
+            estimated_cost_usd: 0}] (refused submits: no job line, not in the totals),
             "billing_now": [{instance, status, bills, usd_per_hour, ours, ...}],
             "usd_per_hour_now"}; seconds and US dollars. DATE: YYYY-MM-DD or ISO 8601
             (UTC), jobs submitted since then. Prices: brev search gpu|cpu --json (cached a

@@ -62,7 +62,7 @@ from .errors import TaoBrevError
 from .isotime import parse_ts
 from .model import InstanceSidecar, JobSidecar
 from .run_state import warn
-from .vocabulary import TERMINAL_STATES, JobState, Source
+from .vocabulary import TERMINAL_STATES, JobState, LaunchState, Source
 
 
 # -- prices ---------------------------------------------------------------------
@@ -248,6 +248,14 @@ def _bundle_start_seconds(ctx: Context, instance: Optional[str], submitted: Opti
     return memory.last_start_s
 
 
+def started_by_bundle(ctx: Context, job_id: str) -> bool:
+    """The job ran after the bundle's own start of its instance (``preflight.py --start`` / ``submit.py
+    --start`` brought it up from STOPPED: :func:`note_start`), with no stop or deletion between."""
+    record, side = ctx.records.load(job_id), ctx.sidecars.load(job_id)
+    submitted = parse_ts((side.cost or {}).get("submitted_at")) or parse_ts(record.get("submitted_at"))
+    return _bundle_start_seconds(ctx, side.instance, submitted) is not None
+
+
 def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float] = None,
           lookup: bool = True) -> dict:
     """The job's ``cost`` object (see the module doc), also saved in its sidecar.
@@ -274,19 +282,22 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     run_s = seconds(started, finished) if started and finished else seconds(running_mark, terminal_mark)
     end_here = _end_here(record, submitted, running_mark, terminal_mark, run_s if started and finished else None)
     never_existed = (sidecar.launch or {}).get("instance_missing") is True   # brev ls: no such instance
+    never_ran = _never_ran(sidecar)   # refused before launch, never launched, failed to start: bills nothing
     if ended is not None and submitted is not None and finished is None and ended < submitted:
         ended = submitted   # a mark has whole seconds (truncated): never before the submit
     owned = owned and not never_existed   # who created the instance: a delete never changes it
     stopped_at = parse_ts(sidecar.instance_stopped_at)
-    start_s = None if never_existed else _bundle_start_seconds(ctx, sidecar.instance, submitted)
-    # the bundle caused the instance's time around the job: it owns it, started it, or deleted it
-    caused = (owned or deleted_at is not None or start_s is not None) and not never_existed
+    start_s = None if never_existed or never_ran else _bundle_start_seconds(ctx, sidecar.instance, submitted)
+    # the bundle caused the instance's time around the job: it owns it, started it, or deleted it; a job
+    # that never ran caused none of it (a start the bundle did is billed to the next job that runs there)
+    caused = (owned or deleted_at is not None or start_s is not None) and not never_existed and not never_ran
     stop_end = deleted_at or stopped_at
     # a reused instance bills its owner whatever the job did: not this bundle's to say (null)
-    still_billing = (caused and stop_end is None and end_here is not None) if caused or never_existed else None
+    still_billing = (caused and stop_end is None and end_here is not None) if caused or never_existed or never_ran \
+        else None
     billing_end = (stop_end or datetime.now(timezone.utc)) if caused else end_here
-    pull_s = _pull_seconds(ctx, sidecar.instance, submitted)
-    billed = 0.0 if never_existed else seconds(submitted, billing_end)
+    pull_s = None if never_ran else _pull_seconds(ctx, sidecar.instance, submitted)
+    billed = 0.0 if never_existed or never_ran else seconds(submitted, billing_end)
     if billed is not None and caused:
         billed = round(billed + (pull_s or 0) + (start_s or 0), 3)
     kind = stored.get("instance_type") or known_instance_type(ctx, job_id)
@@ -302,7 +313,8 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
         "estimated_cost_usd": round(billed / 3600 * price, 4) if billed is not None and price is not None else None,
         "clock_skew_s": clock_skew(submitted, record, started, finished),
         "price_note": price_note, "instance_stopped_at": _iso(stopped_at),
-        "billed_parts": _parts(caused, never_existed, start_s, pull_s, submitted, end_here, billing_end,
+        "billed_parts": _parts(caused, "no instance existed" if never_existed else
+                               "never launched: nothing ran, nothing billed" if never_ran else None, start_s, pull_s, submitted, end_here, billing_end,
                                deleted_at, stopped_at),
     }
     if stored.get("stalled_s") is not None:   # torn down as stalled (poll_status --wait --teardown --stall-after)
@@ -313,12 +325,18 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     return out
 
 
-def _parts(caused: bool, never_existed: bool, start_s, pull_s, submitted, end_here, billing_end,
+def _never_ran(sidecar: JobSidecar) -> bool:
+    """The job never ran (its sidecar's launch: refused, never launched, failed start): it costs nothing."""
+    state = (sidecar.launch or {}).get("state")
+    return state in LaunchState.values() and LaunchState(state).never_ran()
+
+
+def _parts(caused: bool, nothing_ran: Optional[str], start_s, pull_s, submitted, end_here, billing_end,
            deleted_at, stopped_at) -> dict:
     """``billed_s`` part by part, each named (seconds; null: not part of this job's bill), and
-    ``until``: what ended the billing this job is charged for."""
-    if never_existed:
-        return {"start_s": None, "image_pull_s": None, "job_s": 0.0, "idle_s": None, "until": "no instance existed"}
+    ``until``: what ended the billing this job is charged for (``nothing_ran``: why nothing did)."""
+    if nothing_ran:
+        return {"start_s": None, "image_pull_s": None, "job_s": 0.0, "idle_s": None, "until": nothing_ran}
     job_end = end_here if end_here is not None and (not caused or end_here <= billing_end) else billing_end
     until = ("instance deleted by the bundle" if deleted_at else "instance stopped by the bundle" if stopped_at
              else "still billing (now)" if caused else "job end (a reused instance bills its owner before and after)")

@@ -219,8 +219,12 @@ def preflight_note(answer: dict, argv: list[str]) -> str:
 def submit(answer: dict, code: int, argv: list[str]) -> dict:
     job_id = answer.get("job_id")
     if answer.get("ok"):
-        if answer.get("dry_run"):
-            return _set(answer, rerun("submit.py", [a for a in argv if a != "--dry-run"]))
+        if answer.get("dry_run"):   # a STOPPED instance: the submit INSTANCE_NOT_RUNNING's fix names (--start)
+            words = [a for a in argv if a != "--dry-run"]
+            cut = words.index("--") if "--" in words else len(words)   # flags before the TAO overrides
+            if answer.get("instance_status") == InstanceStatus.STOPPED and "--start" not in words[:cut]:
+                words[cut:cut] = ["--start"]
+            return _set(answer, rerun("submit.py", words))
         return _set(answer, poll_after_submit(job_id, argv))
     decided, nxt, note = common_error("submit.py", argv, answer)
     if decided:
@@ -279,10 +283,29 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
         if closed(job_id) or answer.get("closed_at"):
             return _set(answer, None, FINISHED + (" (the refusal closed it; its error's fix says what to correct)"
                                                   if never_ran else " (teardown ran)"))
-        return _set(answer, command("teardown.py", job_id))
+        return _set(answer, *teardown_after_run(answer, job_id))
     if state in (JobState.PENDING, JobState.RUNNING):
         return _set(answer, wait_command(job_id, argv, eta_s=eta_of(answer)))
     return _set(answer, None)
+
+
+def teardown_after_run(answer: dict, job_id: str, extra: tuple = ()) -> tuple[str, str | None]:
+    """(next, next_note) that tears down an ended job: with ``--stop-instance`` when the bundle itself
+    started the instance (``bundle_started_instance``: it was STOPPED before) and its type can stop,
+    so it is left as it was found; a type that cannot stop is named with what keeps billing."""
+    started = answer.get("bundle_started_instance") or {}
+    if not started:
+        return command("teardown.py", job_id, *extra), None
+    name = started.get("instance") or answer.get("instance")
+    if started.get("stoppable") is False:
+        answer["next_note"] = (f"this bundle started {name} (it was STOPPED), but its type "
+                               f"{started.get('instance_type')} cannot stop: after the teardown it keeps billing "
+                               f"compute and disk until deleted ({command('teardown.py', job_id, '--delete-instance')}"
+                               " deletes it; copy what you need first)")
+        return command("teardown.py", job_id, *extra), None
+    answer["next_note"] = (f"this bundle started {name} (it was STOPPED): the teardown stops it again once the "
+                           "results are safe (its disk stays and bills storage; brev start brings it back)")
+    return command("teardown.py", job_id, "--stop-instance", *extra), None
 
 
 def poll_all(answer: dict, code: int, argv: list[str]) -> dict:

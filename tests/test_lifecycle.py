@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 from conftest import TAO_IMAGE, validate
@@ -161,6 +162,25 @@ def test_dry_run_launches_nothing_and_shows_every_remote_command(world):
     assert "hf_dryrunSECRET" not in res.stdout + res.stderr
     assert world.sim.exec_count() == 0
     assert world.run("tao_job_record.py", "list").stdout == ""
+
+
+def test_a_dry_run_on_a_stopped_instance_says_so_and_next_is_the_submit_with_start(world):
+    """Its answer must not lead to the guards' refusal: next is the submit INSTANCE_NOT_RUNNING's fix names."""
+    world.put_dataset()
+    world.sim.set_instance("box", status="STOPPED")
+    spec = world.spec({"epoch_seconds": 0.05})
+    res = world.submit("--dry-run", spec=spec)
+    assert res.code == 0 and res.json["instance_status"] == "STOPPED", res
+    validate("submit", res.json)
+    assert "INSTANCE_NOT_RUNNING" in res.json["instance_note"] and res.json["instance_note"] in res.json["warnings"]
+    assert world.sim.instance("box")["status"] == "STOPPED" and world.sim.exec_count() == 0
+    words = shlex.split(res.json["next"])
+    assert "--start" in words and "--dry-run" not in words, words
+    refused = world.submit(spec=spec)
+    assert refused.json["error"]["code"] == "INSTANCE_NOT_RUNNING", refused
+    assert shlex.split(refused.json["error"]["fix"].rsplit(": ", 1)[1])[1:] == words[1:]
+    started = world.run("submit.py", *words[1:])
+    assert started.code == 0 and started.json["state"] == "RUNNING", started
 
 
 def test_image_not_on_the_instance_is_refused_before_any_gpu_time(world):

@@ -91,3 +91,23 @@ def test_every_refusal_before_the_container_starts_is_closed_with_one_fix(world,
     assert one.json["error"]["code"] == code and one.json.get("closed_at"), one
     assert one.json["hint"]["advice"] == one.json["error"]["fix"] == res.json["error"]["fix"], one
     assert one.json["hint"]["err_class"] == ("ERR_PROGRAM" if users else "ERR_INFRA"), one
+
+
+def test_a_gpus_busy_refusal_costs_nothing_and_stderr_says_refused(world):
+    """The trial's case: a second job asks for the GPUs a live one holds. stderr answers its own
+    "launching" line with the refusal; the cost report has no line, no total for it, and names it
+    under never_launched with 0 s and $0."""
+    res = _refuse(world, "gpus_busy")
+    assert res.code == 1 and res.json["error"]["code"] == "GPUS_BUSY", res
+    job, busy = res.json["job_id"], res.json["busy_job"]
+    err = res.stderr.splitlines()
+    launching = next(i for i, line in enumerate(err) if f"{job} opened" in line and "launching" in line)
+    assert any(f"{job} refused" in line and "GPUS_BUSY" in line for line in err[launching + 1:]), err
+    report = world.run("tao_job_record.py", "cost", "--instance", "box")
+    assert report.code == 0, report
+    assert [j["job_id"] for j in report.json["jobs"]] == [busy], report
+    assert [n["job_id"] for n in report.json["never_launched"]] == [job]
+    assert report.json["never_launched"][0]["billed_s"] == 0 and report.json["never_launched"][0]["code"] == "GPUS_BUSY"
+    assert report.json["total"]["jobs"] == 1
+    one = world.run("poll_status.py", job)
+    assert one.json["cost"]["billed_s"] == 0 and one.json["cost"]["estimated_cost_usd"] in (0, None), one.json["cost"]

@@ -269,3 +269,38 @@ def test_a_bad_instance_types_cache_is_treated_as_absent_and_read_again_from_bre
     assert prices.stoppable(ctx, "a2-highgpu-1g") is True
     cached = prices.price(ctx, None, "a2-highgpu-1g", lookup=False)[:2]   # a directory stays: nothing cached
     assert cached == ((3.67, "prices.yaml") if bad == "directory" else (4.09, "brev search"))
+
+
+def test_after_the_bundle_started_the_users_instance_the_polls_next_stops_it_again(world):
+    """The bundle brought the STOPPED instance up (preflight --start): the ended job's next is its
+    teardown with --stop-instance, and running it leaves the instance as it was found."""
+    world.sim.set_instance("box", status="STOPPED")
+    pre = world.run("preflight.py", "--instance", "box", "--image", "images.tao_toolkit.pyt", "--start")
+    assert pre.code == 0, pre
+    done = world.submit()
+    polled = world.run("poll_status.py", done.json["job_id"], *WAIT)
+    validate("poll_status", polled.json)
+    assert polled.json["state"] == "COMPLETE" and polled.json["bundle_started_instance"]["instance"] == "box", polled
+    words = polled.json["next"].split()
+    assert words[0].endswith("teardown.py") and words[1:] == [done.json["job_id"], "--stop-instance"], words
+    assert "started box" in polled.json["next_note"]
+    down = world.run("teardown.py", *words[1:])
+    assert down.code == 0 and down.json["instance_stopped"] is True, down
+    assert world.sim.instance("box")["status"] == "STOPPED"
+
+
+def test_a_job_on_a_running_instance_the_user_started_keeps_the_plain_teardown(world):
+    job = finished_job(world)
+    polled = world.run("poll_status.py", job)
+    assert "bundle_started_instance" not in polled.json and polled.json["next"].split()[1:] == [job], polled
+
+
+def test_a_started_instance_whose_type_cannot_stop_is_named_with_what_bills(world):
+    world.sim.set_instance("box", status="STOPPED", instance_type="hyperstack_H100")
+    assert world.run("preflight.py", "--instance", "box", "--image", "images.tao_toolkit.pyt", "--start").code == 0
+    world.run("tao_job_record.py", "cost")   # brev search's catalog, cached: the poll reads it, no call of its own
+    job = finished_job(world)
+    polled = world.run("poll_status.py", job)
+    assert polled.json["bundle_started_instance"]["stoppable"] is False, polled
+    assert polled.json["next"].split()[1:] == [job], polled
+    assert "cannot stop" in polled.json["next_note"] and "--delete-instance" in polled.json["next_note"]

@@ -24,6 +24,7 @@ from ..errors import TaoBrevError
 from ..records import current_state
 from ..transport import check_instance
 from ..vocabulary import InstanceStatus
+from . import reconcile
 from . import teardown as teardown_mod
 from ..model import JobSidecar
 
@@ -129,12 +130,17 @@ def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = 
     listing, why = _listing(ctx)
     prices.catalog(ctx, lookup=listing is not None)   # one brev search per day at most
     types = {e.get("name"): e.get("instance_type") for e in listing or [] if e.get("instance_type")}
-    jobs = []
+    jobs, never = [], []
     for side in sorted(ctx.sidecars.all(), key=lambda s: str(s.job_id)):
         if not side.job_id or (instance is not None and side.instance != instance):
             continue
         line = _job_line(ctx, side, types)
         if line is None or (start is not None and (cost.parse_ts(line["submitted_at"]) or start) < start):
+            continue
+        if reconcile.launch_failed(side):   # refused, never launched: nothing ran, $0 (not a cost line)
+            never.append({"job_id": line["job_id"], "instance": line["instance"],
+                          "code": (side.launch or {}).get("code") or ((side.launch or {}).get("error") or {}).get("code"),
+                          "billed_s": 0.0, "estimated_cost_usd": 0.0})
             continue
         jobs.append(line)
     instances = per_instance(jobs)
@@ -148,7 +154,7 @@ def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = 
              "note": "estimates from brev's listed hourly prices (the Brev console is authoritative); an "
                      "instance's time is counted once however many jobs shared it (total.instances)"}
     answer = {"ok": True, "since": start.isoformat() if start else None, "instance": instance, "jobs": jobs,
-              "total": total}
+              "total": total, "never_launched": never}
     # ``ours`` as the orphans answer it: a job of this state dir ran on the instance as it is now
     # (jobs on an earlier instance of that name, which a teardown deleted, left out: teardown.jobs_on)
     ours = {j.instance for j in ctx.sidecars.all() if j.instance and j.job_id and not j.instance_deleted_at}

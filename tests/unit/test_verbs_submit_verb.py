@@ -1,4 +1,4 @@
-"""submit in process: the dry run (no brev call), the launch round trip, and its refusals."""
+"""submit in process: the dry run (one brev ls: the instance's status), the launch round trip, and its refusals."""
 
 from __future__ import annotations
 
@@ -26,14 +26,16 @@ def request(**kw) -> SubmitRequest:
     return SubmitRequest(**{**base, **kw})
 
 
-def test_a_dry_run_plans_the_launch_and_calls_no_brev(ctx, fake_brev):
+def test_a_dry_run_plans_the_launch_and_only_reads_the_instance_status(ctx, fake_brev):
+    fake_brev.expect_ls(BOX)
     answer, code = submit.submit(ctx, request(dry_run=True))
     assert code == 0 and answer["ok"] is True and answer["dry_run"] is True and answer["job_id"] is None
     assert answer["image"] == IMAGE
     assert [s["step"] for s in answer["plan"]] == ["open_record", "launch", "mark_running"]
     launch = answer["plan"][1]
     assert launch["command"] == "brev exec box <script>" and "docker run -d" in launch["script"]
-    assert fake_brev.calls == [] and ctx.records.list() == []
+    assert [c.args for c in fake_brev.calls] == [["ls", "--json"]] and ctx.records.list() == []
+    assert answer["instance_status"] == "RUNNING" and "instance_note" not in answer
 
 
 def test_a_launch_opens_the_record_and_marks_it_running(ctx, fake_brev):

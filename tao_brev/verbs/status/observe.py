@@ -176,10 +176,24 @@ def _answer(ctx: Context, record: dict, sidecar: JobSidecar, instance: str, answ
     if terminal:
         out["cost"] = cost.facts(ctx, job_id, owned=created_by_bundle(ctx, sidecar),
                                  price_per_hour=price_per_hour, lookup=False)   # polls add no brev call
+        out.update(bundle_started(ctx, job_id, sidecar))
     sidecar = ctx.sidecars.load(job_id)   # a reset names brev stop only for a type that can stop (cached: no call)
     out = gate_answer(out, prices.stoppable(ctx, cost.known_instance_type(ctx, job_id), lookup=False))
     return annotate(ctx, job_id, resume_advice.fill_answer(out, record, sidecar,
                                                            recovering_command(ctx, job_id)))   # + the chain
+
+
+def bundle_started(ctx: Context, job_id: str, sidecar: JobSidecar) -> dict:
+    """``bundle_started_instance`` of an ended job's answer: the bundle itself started the instance
+    (``cost.started_by_bundle``) and it is the user's (an owned one is deleted by the teardown), so
+    the teardown ``next`` stops it again (``--stop-instance``) when its type can stop (``stoppable``:
+    brev search's, cached; null: unknown, the stop finds out); else what keeps billing."""
+    if created_by_bundle(ctx, sidecar) or sidecar.instance_deleted_at or sidecar.instance_stopped_at \
+            or not cost.started_by_bundle(ctx, job_id):
+        return {}
+    kind = cost.known_instance_type(ctx, job_id)
+    return {"bundle_started_instance": {"instance": sidecar.instance, "instance_type": kind,
+                                        "stoppable": prices.stoppable(ctx, kind, lookup=False)}}
 
 
 def _add_logs(ctx: Context, out: dict, instance: str, job_id: str, observed: Observed,

@@ -81,6 +81,30 @@ def instance_running(ctx: Context, req: SubmitRequest) -> None:
         raise
 
 
+def dry_run_status(ctx: Context, req: SubmitRequest) -> dict:
+    """What a dry run adds about the instance (one ``brev ls --json``, read only): ``instance_status``
+    (null when brev could not say) and, when the submit would be refused or would start the instance,
+    ``instance_note`` (also a warning). A STOPPED instance without ``--start``: the submit that works
+    is the one with ``--start`` (the INSTANCE_NOT_RUNNING fix of :func:`instance_running`)."""
+    try:
+        entry = ctx.brev.instance(req.instance)
+    except TaoBrevError as exc:
+        return {"instance_status": None, "instance_note": f"the status of {req.instance} was not read "
+                f"({exc.code}: {exc.message}); the submit reads it first"}
+    if entry is None:
+        return {"instance_status": None, "instance_note": f"brev ls --json does not list {req.instance}: the "
+                "submit would be refused (UNKNOWN_INSTANCE)"}
+    status = str(entry.get("status") or "").upper() or None
+    if status == InstanceStatus.STOPPED and not req.start:
+        note = (f"{req.instance} is STOPPED: this submit would be refused (INSTANCE_NOT_RUNNING); with --start "
+                "it starts the instance (billing resumes) and launches (next: that submit)")
+    elif status == InstanceStatus.STOPPED:
+        note = f"{req.instance} is STOPPED: --start starts it (billing resumes), then the launch follows"
+    else:
+        return {"instance_status": status}
+    return {"instance_status": status, "instance_note": note}
+
+
 def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: dict) -> tuple[dict, dict]:
     """Mint the job id (PENDING) and write its sidecar; returns (record, the answer so far)."""
     routing, stage, resumed = plan.routing, plan.stage, plan.resumed
@@ -132,6 +156,7 @@ def push_credentials(ctx: Context, req: SubmitRequest, plan: Plan, answer: dict)
     except TaoBrevError as exc:   # nothing was launched: the record is closed, the answer names it
         fix = f"{exc.fix} Then submit again with --retry-of {job_id}; nothing runs under {job_id}."
         mark_never_launched(ctx, job_id, f"credential copy failed: {exc.message}", exc.code, fix, before_run=True)
+        _say_refused(job_id, req.instance, exc.code, "copying the credentials failed")
         raise TaoBrevError(exc.code, f"submit of {job_id}: copying the credentials to {req.instance} failed, "
                            f"nothing was launched (the record is closed as ERROR): {exc.message}", fix,
                            answer={**answer, "state": JobState.ERROR, "backend_ref": None}) from None
@@ -160,12 +185,24 @@ def run_once(ctx: Context, req: SubmitRequest, plan: Plan, record: dict, answer:
     found = parse(result, req, job_id, plan.image, plan.named, plan.resumed, eta_of=lambda name: _eta_left(ctx, name))
     if not found.ok:
         mark_never_launched(ctx, job_id, found.why, found.code, found.fix, before_run=found.before_run)
+        _say_refused(job_id, req.instance, found.code, found.why if found.before_run else None)
         raise TaoBrevError(found.code, f"submit refused: {found.why}", found.fix,
                            answer={**answer, "state": JobState.ERROR, "backend_ref": None, **found.fields})
     if found.failed_start is not None:   # brev's own retry found the container a first run created, not started
         settled = reconcile.start_failed(ctx, job_id, req.instance, Source.AGENT, found.failed_start)
         return {**answer, **settled["answer"]}, settled["exit_code"]
     return _launched(ctx, req, answer, found), 0
+
+
+def _say_refused(job_id: str, instance: str, code: str | None, why: str | None) -> None:
+    """stderr's answer to its own "launching" line: the launch was refused (``why``: before ``docker run``,
+    so nothing was launched and the record is closed; None: docker run itself failed)."""
+    if why is not None:
+        say(f"submit: {job_id} refused on {instance} ({code}): nothing was launched, the record is closed "
+            f"(ERROR, billed 0 s): {why}")
+    else:
+        say(f"submit: {job_id} refused on {instance} ({code}): docker run failed, the record is closed (ERROR); "
+            f"a created container may remain: {nextstep.command('teardown.py', job_id)}")
 
 
 def _eta_left(ctx: Context, name: str) -> dict | None:

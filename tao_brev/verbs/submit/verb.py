@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .launch import open_record, prepare, push_credentials, run_once
+from .launch import dry_run_status, open_record, prepare, push_credentials, run_once
 from .guards import GUARDS
 from .plan import Plan, SubmitRequest, dry_run
 
@@ -19,8 +19,12 @@ def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
     plan = Plan()
     for guard in GUARDS:   # bad input never opens a record
         guard(ctx, req, plan)
-    if req.dry_run:
-        return dry_run(req, plan), 0
+    if req.dry_run:   # the plan, and the instance's status (one brev ls): a stopped one needs --start
+        answer = dry_run(req, plan)
+        answer.update(dry_run_status(ctx, req))
+        if answer.get("instance_note"):
+            answer["warnings"] = [*answer["warnings"], answer["instance_note"]]
+        return answer, 0
     proof = prepare(ctx, req, plan)
     record, answer = open_record(ctx, req, plan, proof)
     env_file, carrier_file = push_credentials(ctx, req, plan, answer)
