@@ -167,8 +167,8 @@ def main(argv=None):
         return status.poll_all(ctx)
     if not args.job_id:
         raise cli.TaoBrevError("BAD_ARGUMENT", "pass a JOB_ID (or --all)")
-    if args.interval <= 0 or args.logs < 0:
-        raise cli.TaoBrevError("BAD_ARGUMENT", "--interval must be > 0 and --logs >= 0")
+    if args.interval <= 0 or args.logs < 0 or (args.timeout is not None and not args.timeout >= 0):
+        raise cli.TaoBrevError("BAD_ARGUMENT", "--interval must be > 0, --timeout >= 0 and --logs >= 0")
     if (args.recover is not None or args.fallback_instance or args.budget_s is not None) and not args.wait:
         raise cli.TaoBrevError("BAD_ARGUMENT", "--recover needs --wait (it resubmits once the job ended)",
                                f"Run poll_status.py {args.job_id} --wait --recover N --timeout S.")

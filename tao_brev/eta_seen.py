@@ -9,17 +9,24 @@ seen, floored at 0) and :func:`phrase` ("about 12 min left as of a poll 3 min ag
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 
 from .isotime import parse_ts
+
+MAX_ETA_S = 30 * 86400   # an ETA past 30 days is no estimate to wait on
 
 
 def record(progress: dict | None, seen_at: str) -> dict | None:
     """The sidecar's ``last_eta`` for this poll's ``progress`` (None: the poll computed no ETA)."""
     eta = progress.get("eta_s") if isinstance(progress, dict) else None
-    if not isinstance(eta, (int, float)) or isinstance(eta, bool) or eta < 0:
-        return None
-    return {"eta_s": int(eta), "seen_at": seen_at}
+    return {"eta_s": int(eta), "seen_at": seen_at} if _seconds(eta) else None
+
+
+def _seconds(value) -> bool:
+    """A number of seconds an ETA can be: finite, 0 to MAX_ETA_S (a damaged sidecar may hold anything)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        and 0 <= value <= MAX_ETA_S
 
 
 def left(last_eta: dict | None, now: datetime | None = None) -> dict | None:
@@ -28,9 +35,10 @@ def left(last_eta: dict | None, now: datetime | None = None) -> dict | None:
     if not isinstance(last_eta, dict):
         return None
     eta, seen = last_eta.get("eta_s"), parse_ts(last_eta.get("seen_at"))
-    if not isinstance(eta, (int, float)) or isinstance(eta, bool) or seen is None:
+    now = now or datetime.now(timezone.utc)
+    if not _seconds(eta) or seen is None or seen > now:   # seen in the future: no clock to trust
         return None
-    age = max(0, int(((now or datetime.now(timezone.utc)) - seen).total_seconds()))
+    age = int((now - seen).total_seconds())
     return {"left_s": max(0, int(eta) - age), "age_s": age, "eta_s": int(eta)}
 
 

@@ -18,12 +18,18 @@ WAIT_TIMEOUT_MAX_S = 3600
 def covering_timeout(given, eta_s, interval=None) -> int:
     """The --timeout to suggest: ``given`` (else WAIT_TIMEOUT_S), raised to the known ETA plus a
     margin (a quarter of it, at least two intervals), that raise at most WAIT_TIMEOUT_MAX_S."""
-    base = number(given) or WAIT_TIMEOUT_S
+    base = number(given)
+    base = WAIT_TIMEOUT_S if base is None else base
     eta, step = number(eta_s), number(interval) or WAIT_INTERVAL_S
     if eta is None:
-        return int(base)
+        return _whole(base)
     need = min(WAIT_TIMEOUT_MAX_S, -(-(eta + max(eta / 4, 2 * step)) // 1))
-    return int(max(base, need))
+    return _whole(max(base, need))
+
+
+def _whole(seconds: float) -> int:
+    """Whole seconds, rounded up (a --timeout 0.5 stays a wait, never 0)."""
+    return int(-(-seconds // 1))
 
 
 def number(value):

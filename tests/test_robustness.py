@@ -594,7 +594,9 @@ def test_a_bad_spec_and_bad_script_arguments_are_bad_input(world, tmp_path):
     bad.write_text("train: [unclosed\n")
     res = world.submit(spec=bad)
     assert res.code == 2 and res.json["error"]["code"] == "BAD_SPEC", res
-    for argv in (("poll_status.py", "a-b-000000", "extra"), ("teardown.py",), ("preflight.py", "--instance", "b;x")):
+    for argv in (("poll_status.py", "a-b-000000", "extra"), ("teardown.py",), ("preflight.py", "--instance", "b;x"),
+                 ("poll_status.py", "a-b-000000", "--wait", "--timeout", "-5"),
+                 ("poll_status.py", "a-b-000000", "--wait", "--timeout", "nan")):
         res = world.run(*argv)
         assert res.code == 2 and res.json["error"]["code"] in ("BAD_ARGUMENT", "BAD_NAME"), res
         validate("error", res.json)

@@ -46,3 +46,10 @@ def test_wait_timeout_fix_and_next_agree_and_cover(argv):
     assert _timeout(out["next"]) >= 576 + 40
     assert out["next"] in out["error"]["fix"]
     assert shlex.split(out["next"])[1] == argv[0]
+
+
+@pytest.mark.parametrize("given, want", [("0", 0), ("0.5", 1), ("7", 7), ("89.2", 90)])
+def test_a_wait_that_ran_out_is_the_same_wait_again_never_a_shorter_one(given, want):
+    answer = {"ok": True, "job_id": "J", "state": JobState.RUNNING, "waited_out": True, "progress": {"eta_s": None}}
+    argv = ["J", "--wait", "--interval", "30", "--timeout", given]
+    assert _timeout(nextstep.poll(answer, 0, argv)["next"]) == want

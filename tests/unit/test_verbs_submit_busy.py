@@ -97,3 +97,34 @@ def test_a_holder_that_is_no_job_of_this_state_dir_has_no_eta(ctx, fake_brev):
     launched(ctx, fake_brev, no_spec_check=True)
     answer = refused(ctx, fake_brev, "someone-elses_container")
     assert answer["busy_job"] == "someone-elses_container" and answer["busy_eta_s"] is None, answer
+
+
+@pytest.mark.parametrize("last_eta", [{"eta_s": float("inf"), "seen_at": "now"}, {"eta_s": float("nan"), "seen_at": "now"},
+                                      {"eta_s": -500, "seen_at": "now"}, {"eta_s": 1e30, "seen_at": "now"},
+                                      {"eta_s": 600, "seen_at": "future"}, {"eta_s": "600", "seen_at": "now"},
+                                      "600"], ids=["inf", "nan", "negative", "huge", "seen-later", "text", "no-object"])
+def test_a_damaged_saved_eta_is_no_eta_and_the_refusal_still_answers(ctx, fake_brev, last_eta):
+    busy = launched(ctx, fake_brev, no_spec_check=True)
+    if isinstance(last_eta, dict):
+        when = {"now": seen_ago(0), "future": seen_ago(-3650 * 86400)}[last_eta["seen_at"]]
+        last_eta = {**last_eta, "seen_at": when}
+    ctx.sidecars.update(busy, last_eta=last_eta)
+    answer = refused(ctx, fake_brev, busy)
+    assert answer["busy_job"] == busy and answer["busy_eta_s"] is None, answer
+    assert "time left unknown" in answer["error"]["message"]
+    assert waits_on(answer, busy) == nextstep.WAIT_TIMEOUT_S
+
+
+def test_one_holder_with_no_known_time_left_makes_the_wait_unknown(ctx, fake_brev):
+    timed = launched(ctx, fake_brev, no_spec_check=True)
+    ctx.sidecars.update(timed, last_eta={"eta_s": 30, "seen_at": seen_ago(0)})
+    fake_brev.expect_ls(entry())
+    fake_brev.expect_exec("box", "docker run -d", exit=remote.GPUS_BUSY_EXIT,
+                          stdout=f"{outcome.GPUS_BUSY} someone_else=all\n{outcome.GPUS_BUSY} {timed}=0\n")
+    with pytest.raises(TaoBrevError) as raised:
+        submit.submit(ctx, SubmitRequest(instance="box", image="images.tao_toolkit.pyt",
+                                         network_arch="visual_changenet", action="train", spec=str(SPEC),
+                                         inputs=["~/tao-data/levir_cd_tiny=levir_cd_tiny"], no_spec_check=True))
+    fields = raised.value.details["answer"]
+    assert fields["busy_job"] == "someone_else" and fields["busy_eta_s"] is None, fields
+    assert "how long it has left is unknown" in raised.value.fix

@@ -137,9 +137,10 @@ def _gpus_busy(r: _Reply):
     holders = [line.split(" ", 1)[1].strip().partition("=") for line in r.out.splitlines()
                if line.startswith(GPUS_BUSY + " ")]
     known = {name: r.eta_of(name) for name, _, _ in holders}
-    timed = [name for name, _, _ in holders if known[name] is not None]
-    busy = max(timed, key=lambda name: known[name]["left_s"]) if timed else holders[0][0]   # the last to end
-    eta = known[busy]["left_s"] if timed else None
+    untimed = [name for name, _, _ in holders if known[name] is None]
+    # the last to end: one whose time left is unknown may be it (the wait's length is unknown then)
+    busy = untimed[0] if untimed else max(known, key=lambda name: known[name]["left_s"])
+    eta = None if untimed else known[busy]["left_s"]
     live = ", ".join(f"{name} (GPUs {gpus or 'all'}; {eta_seen.phrase(known[name]) or 'time left unknown'})"
                      for name, _, gpus in holders)
     scripts = os.path.dirname(req.prog)
