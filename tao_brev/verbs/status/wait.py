@@ -27,8 +27,9 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
     ``waited_s`` (:func:`_waited_out`; WAIT_TIMEOUT, exit 1, when its last poll could
     not read the job).
     A wait goes on through a launch not settled yet (PENDING, ``reconciled:
-    "unanswered"``: the instance did not answer, or a launch holds the lock) as
-    through a RUNNING job's unanswered poll; ``timeout`` bounds both."""
+    "unanswered"``: the instance did not answer, or a launch holds the lock);
+    ``timeout`` bounds it. A read the transport gave up on after its own retries
+    ends the wait (TRANSPORT_FAILED, exit 3; the same command again is safe)."""
     cost.check_price(price_per_hour)
     check_watch(metrics, stall_after)
     note_job(check_job_id(job_id))   # every answer of this run names the job, an interrupt's too
