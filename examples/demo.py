@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -43,8 +44,11 @@ from tests.sim.simctl import Simulator  # noqa: E402
 
 INSTANCE = "demo-a100"
 IMAGE_KEY = "images.tao_toolkit.pyt"
-DEMO_TOKEN = "brev-demo-token-0000"           # the simulator's accepted Brev token (not a real one)
-DEMO_NGC_KEY = "nvapi-DEMOdemo0000000000000000"  # the simulator's accepted NGC key (not a real one)
+# The simulator's accepted Brev token and NGC key: throw-away values made per run (never real ones).
+# Random, so that no 8 of their characters also spell a path of the run (the answers withhold any
+# line that holds 8 characters of a secret: "brev-demo-token" once hid the demo's own tao-brev-demo- dir).
+DEMO_TOKEN = "sim-" + secrets.token_hex(12)
+DEMO_NGC_KEY = "nvapi-" + secrets.token_hex(16)
 
 
 class StepFailed(SystemExit):

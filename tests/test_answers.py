@@ -411,6 +411,7 @@ def test_the_demo_with_json_prints_one_json_document_and_nothing_else():
     assert document["ok"] is True and [s["title"].split(".")[0] for s in document["steps"]] == list("123456")
     assert document["summary"]["state"] == "COMPLETE" and document["summary"]["cost"]["billed_s"] > 0
     assert "=== 1. preflight" in done.stderr       # the progress is on stderr
+    assert "withheld" not in done.stdout, done.stdout   # its throw-away secrets share nothing with its paths
 
 
 @pytest.mark.parametrize("script,argv,state,expected", [
