@@ -161,7 +161,7 @@ def test_a_pending_delete_done_by_hand_is_forgotten(box):
     from tao_brev.sidecar import SidecarStore
     from pathlib import Path
 
-    assert not SidecarStore(Path(box.env["TAO_STATE_DIR"])).instance("box").get("delete_pending")
+    assert not SidecarStore(Path(box.env["TAO_STATE_DIR"])).instance("box").delete_pending
 
 
 # -- registries -----------------------------------------------------------------------------

@@ -308,7 +308,7 @@ def test_a_teardown_killed_after_the_removal_is_closed_canceled(world, tmp_path)
     env = brev_shim(world, tmp_path, f'if [[ "$*" == *"docker rm -f"* ]]; then $real "$@"; kill -9 "$PPID"; exit; fi')
     killed = world.run("teardown.py", job_id, **env)
     assert killed.code == -signal.SIGKILL and world.sim.container("box", job_id) is None
-    assert SidecarStore(Path(world.env["TAO_STATE_DIR"])).load(job_id)["cancel"]["by"] == "teardown"
+    assert SidecarStore(Path(world.env["TAO_STATE_DIR"])).load(job_id).cancel["by"] == "teardown"
     res = world.run("poll_status.py", job_id, "--wait", "--teardown", "--interval", "0.1")
     validate("poll_status", res.json)
     assert res.json["state"] == "CANCELED" and res.json["teardown"]["ok"], res

@@ -115,7 +115,7 @@ def test_concurrent_marks_lose_nothing_and_terminal_is_written_once(tmp_path):
     root = tmp_path / "state"
     job_id = RecordStore(root).open(image="img:1", network_arch="a", action="b", storage_tier="A",
                                     results_root="~/r")["id"]
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("spawn")   # fork from a threaded pytest worker is deprecated (3.12+)
     barrier = ctx.Manager().Barrier(3)
     with ctx.Pool(3) as pool:
         results = [pool.apply_async(_marker, (root, job_id, src, 25, barrier))
