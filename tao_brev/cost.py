@@ -28,13 +28,10 @@ teardown, and in the sidecar under ``cost``), every value null when unknown:
 ``clock_skew_s``         instance clock minus this machine's, when docker's times prove a skew (a bound)
 ``idle_billed_s``        job ended -> instance deleted by teardown, or -> now while it still bills
                          (``still_billing``); null for a reused instance this bundle does not own
-``owned``                this bundle created the instance (a job on it was submitted with ``--ephemeral``),
-                         so it may delete it; false for a reused instance (the user's), even once the
-                         bundle deleted it: a delete never changes it. The same word and meaning as an
-                         orphan's ``owned`` (``teardown.py --orphans``)
-``still_billing``        owned instance: the job ended and the instance is not deleted yet (tear it
-                         down); null for a reused instance (it bills its owner while RUNNING, job
-                         or not: ``teardown.py --orphans`` lists it when idle)
+``owned``                this bundle created the instance (an ``--ephemeral`` job on it) and may delete it;
+                         a delete never changes it (an orphan's ``owned``, ``teardown.py --orphans``)
+``still_billing``        owned instance: the job ended, the instance is not deleted yet (tear it down);
+                         null for a reused one (it bills its owner: ``teardown.py --orphans`` lists it idle)
 ``billed_s``             the instance time this job caused: submit -> deletion (owned instance,
                          plus ``image_pull_s``), or submit -> end (reused instance)
 ``stalled_s``            only for a job torn down as stalled: its seconds without a status line or log
@@ -107,11 +104,8 @@ def note_pull(ctx: Context, instance: str, image: str, took_s: float) -> None:
 
 def note_instance_type(ctx: Context, instance: Optional[str], entry: Optional[dict],
                        price_lookup: bool = False) -> None:
-    """Remember the ``brev ls`` type of ``instance`` (preflight, submit): the jobs on it are priced
-    from it with no brev call of their own (:func:`known_instance_type`). ``price_lookup`` (submit
-    without --price-per-hour): also have brev's price list for it (``prices.catalog``: one ``brev
-    search`` a day at most), so that the job's polls, which ask brev nothing, price it as its
-    teardown does - never from the prices.yaml fallback while brev could be asked."""
+    """Remember the ``brev ls`` type of ``instance``: its jobs are priced from it with no brev call of
+    their own. ``price_lookup`` (preflight): also fill brev's price cache (``prices.catalog``)."""
     kind = (entry or {}).get("instance_type") if isinstance(entry, dict) else None
     if instance and isinstance(kind, str) and kind and ctx.sidecars.instance(instance).instance_type != kind:
         ctx.sidecars.note_instance(instance, instance_type=kind)

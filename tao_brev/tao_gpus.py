@@ -53,6 +53,18 @@ class GpuPlan:
 HOST_VALUE = {"num_gpus": "<the instance's GPU count N>", "gpu_ids": "<[0,...,N-1] for its N GPUs>"}
 
 
+def filled(overrides: list[str], count: int) -> list[str]:
+    """``overrides`` (:meth:`GpuPlan.to_json`'s) with the host keys' placeholders replaced by what the
+    launch set for ``count`` GPUs (the count the launch script said: ``remote.launch.GPU_COUNT``)."""
+    real = {"num_gpus": str(count), "gpu_ids": _ids(count)}
+    out = []
+    for item in overrides:
+        key, _, value = item.partition("=")
+        name = key.rsplit(".", 1)[-1]
+        out.append(f"{key}={real[name]}" if HOST_VALUE.get(name) == value else item)
+    return out
+
+
 def _ids(count: int) -> str:
     return "[" + ",".join(str(i) for i in range(count)) + "]"
 

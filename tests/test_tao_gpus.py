@@ -136,6 +136,7 @@ def test_all_gpus_on_an_8_gpu_instance_trains_on_8_never_1(world):
     words = _docker_run_words(world, "big")
     assert "train.num_gpus=8" in words and "train.gpu_ids=[0,1,2,3,4,5,6,7]" in words
     assert any("replaced by the instance's GPUs" in w for w in res.json["warnings"])
+    assert res.json["gpu_overrides"] == ["train.num_gpus=8", "train.gpu_ids=[0,1,2,3,4,5,6,7]"]   # what ran
 
 
 def test_the_dry_run_plan_shows_the_gpu_overrides(world):

@@ -25,7 +25,7 @@ from .files import (WRITE_FAILED_EXIT, heredoc_file, READABLE_WIDTH, readable_li
 from .containers import (inspect_state, logs_tail, logs_if_exited, remove_container, own_results,
                          archive_results, LIVE_CONTAINER_STATES,
                          list_job_containers, live_job_containers, instance_now, last_log_line)  # noqa: F401
-from .launch import (GPUS_BUSY_EXIT, gpus_flag, RunSpec, NO_GPUS_EXIT, check_gpu_key, count_gpus,
+from .launch import (GPUS_BUSY_EXIT, GPU_COUNT, gpus_flag, RunSpec, NO_GPUS_EXIT, check_gpu_key, count_gpus,
                      DOCKER_MISSING, submit_script, GPUS_LABEL, gpus_free, ABANDONED, LAUNCH_LOCK_WAIT_S,
                      launch_lock, abandon_launch, reconcile_launch, discard_job_credentials)  # noqa: F401
 from .progress import (STATUS_FILE, MAX_STATUS_LINE, PROGRESS_LINES, PROGRESS_BYTES, METRICS_BYTES,

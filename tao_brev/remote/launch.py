@@ -79,12 +79,17 @@ def check_gpu_key(key: str) -> str:
 
 def count_gpus() -> str:
     """Shell lines: ``__tb_ngpus`` = the instance's GPUs (``nvidia-smi -L`` lines ``GPU N: ...``, the
-    set ``docker run --gpus all`` hands a container) and ``__tb_gids`` = ``0,1,...``; none: exit
+    set ``docker run --gpus all`` hands a container) and ``__tb_gids`` = ``0,1,...``, said as
+    ``TAO_GPU_COUNT N``; none: exit
     NO_GPUS_EXIT with ``TAO_NO_GPUS`` (nvidia-smi's own words on stderr: a driver not loaded is named)."""
     return ("__tb_ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)\n"
             f'if [ "${{__tb_ngpus:-0}}" -lt 1 ]; then echo TAO_NO_GPUS; nvidia-smi -L 2>&1 | head -n 2 >&2; '
             f'exit {NO_GPUS_EXIT}; fi\n'
-            "__tb_gids=$(seq -s, 0 $((__tb_ngpus - 1)))")
+            "__tb_gids=$(seq -s, 0 $((__tb_ngpus - 1)))\n"
+            f'echo "{GPU_COUNT} $__tb_ngpus"')   # the answer's gpu_overrides then name the real count
+
+
+GPU_COUNT = "TAO_GPU_COUNT"   # + the GPUs count_gpus found (a line before docker run's container id)
 
 
 DOCKER_MISSING = "TAO_DOCKER_MISSING"   # + the command that found no docker (exit 127)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from ... import cost, credentials, eta_seen, nextstep, resume, resume_advice
+from ... import cost, credentials, eta_seen, nextstep, resume, resume_advice, tao_gpus
 from ...context import Context, deferred_interrupts, note_job, note_state, say
 from ...errors import CODES, TaoBrevError, TransportError
 from ...records import now_iso
@@ -222,6 +222,8 @@ def _launched(ctx: Context, req: SubmitRequest, answer: dict, found: LaunchOutco
                      "container already existed; adopted", source=Source.AGENT, backend_ref=backend_ref)
     ctx.sidecars.update(job_id, launch={"state": LaunchState.LAUNCHED, "finished_at": now_iso(),
                                         "container_id": found.container_id})
+    if found.gpu_count is not None:   # --gpus all: the count the instance gave the host keys
+        answer["gpu_overrides"] = tao_gpus.filled(answer.get("gpu_overrides") or [], found.gpu_count)
     if found.resume_chosen:   # the instance chose the checkpoint: record it
         answer["resume_from"] = found.resume_chosen
         ctx.sidecars.update(job_id, resume_from=found.resume_chosen)

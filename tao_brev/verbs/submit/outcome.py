@@ -15,6 +15,7 @@ Who prints which marker (each read here by the same constant):
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Callable
@@ -61,6 +62,7 @@ class LaunchOutcome:
     fix: str | None = None
     before_run: bool = False   # a rule of _RULES decided it: the launch script stopped before `docker run`
     fields: dict = field(default_factory=dict)
+    gpu_count: int | None = None   # --gpus all: the GPUs the launch counted (the host keys' value)
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,10 @@ def parse(result, req, job_id: str, image: str, named: list, resumed,
         if failed is not None:   # brev's own retry found the container a first run created but could not start
             return LaunchOutcome(ok=True, adopted=True, failed_start=failed)
         container_id = out.strip().splitlines()[-1] if out.strip() and not adopted else None
+        counted = re.search(rf"^{remote.GPU_COUNT} ([0-9]+)$", out, re.MULTILINE)
         return LaunchOutcome(ok=True, adopted=adopted, container_id=container_id,
-                             resume_chosen=resume.launched(resumed, out))
+                             resume_chosen=resume.launched(resumed, out),
+                             gpu_count=int(counted.group(1)) if counted and not adopted else None)
     reply = _Reply(result.exit_code, out, result.stderr,
                    docker_error_code(result.stderr + out, default="SUBMIT_REFUSED"),   # e.g. the daemon is down
                    req, job_id, image, named, eta_of)
