@@ -610,7 +610,7 @@ def test_count_gpus_reads_the_instances_gpus(tmp_path, count, ids):
     script = remote.count_gpus() + '\necho "n=$__tb_ngpus ids=$__tb_gids"'
     done = subprocess.run(["sh", "-c", script], env={"PATH": _fake_nvidia_smi(tmp_path, count)},
                           capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout.strip() == f"{remote.GPU_COUNT} {count}\nn={count} ids={ids}"
+    assert done.returncode == 0 and done.stdout.strip() == f"TAO_GPU_COUNT {count}\nn={count} ids={ids}"
 
 
 @pytest.mark.parametrize("smi", ["none", "no lines"])
