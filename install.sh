@@ -290,7 +290,7 @@ if [ "$check" = 1 ]; then
   exit "$broken"
 fi
 
-# The skill folders an install created (e.g. ~/.claude/skills when it was missing), one per line in
+# The folders an install created (e.g. ~/.claude/skills, ~/.local/share when missing), one per line in
 # $SHARED/created-dirs, so --uninstall removes them again once they are empty - and nothing else.
 CREATED="$SHARED/created-dirs"
 note_created_dirs() {
@@ -323,7 +323,13 @@ if [ "$uninstall" = 1 ]; then
   for dest in "${ALL_TARGETS[@]}"; do
     if [ -e "$dest" ] || [ -L "$dest" ]; then left=1; fi
   done
-  if [ "$left" = 0 ] && [ -d "$SHARED" ]; then rm -rf "$SHARED"; say "removed $SHARED"; fi
+  if [ "$left" = 0 ] && [ -d "$SHARED" ]; then
+    created_list="$(mktemp)"   # the folders above $SHARED that install made, listed inside it
+    if [ -f "$CREATED" ]; then cp "$CREATED" "$created_list"; fi
+    rm -rf "$SHARED"; say "removed $SHARED"
+    CREATED="$created_list" remove_created_dirs
+    rm -f "$created_list"
+  fi
   exit 0
 fi
 
@@ -334,6 +340,7 @@ if [ "$local_only" = 1 ]; then
   exit 0
 fi
 
+note_created_dirs "$SHARED"   # e.g. ~/.local/share on a fresh home: --uninstall removes it again
 make_venv "$VENV"
 for dest in "${targets[@]}"; do
   if [ -L "$dest" ]; then   # a developer's link to a checkout: not ours to replace
