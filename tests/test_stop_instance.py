@@ -102,7 +102,7 @@ def test_a_named_instance_that_is_not_an_orphan_is_refused_with_its_own_reason(w
     refused = world.run("teardown.py", "--orphans", "--delete", "--instance", "box")
     assert refused.code == 1 and refused.json["error"]["code"] == "NOT_AN_ORPHAN", refused
     message, fix = refused.json["error"]["message"], refused.json["error"]["fix"]
-    assert "box: not an orphan: STOPPED, not owned by this bundle" in message
+    assert "box: not an orphan: STOPPED, not created by this bundle" in message
     assert "did not run a job on" not in fix and "--ephemeral" in fix and "/scripts/teardown.py --orphans" in fix
 
 

@@ -159,8 +159,8 @@ def survey(ctx: Context, price_per_hour: float | None = None) -> tuple[list[dict
                                                    "its disk still bills", price_per_hour))
         elif status in IDLE_OWNED_STATUSES:    # not ours to delete, yet not free: say so (the disk bills)
             kept.append({"instance": name, "bills": "disk",
-                         "reason": f"{status}, not owned by this bundle (reused, or never used by it): its disk still "
-                                   f"bills until its owner deletes it (brev delete {name})"})
+                         "reason": f"{status}, not created by this bundle (owned: false; a job of it may have run "
+                                   f"there): its disk still bills until its owner deletes it (brev delete {name})"})
         else:
             kept.append({"instance": name, "reason": f"{status or 'no status'}: not running, or in transition"})
 
