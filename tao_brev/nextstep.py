@@ -348,6 +348,9 @@ def teardown(answer: dict, code: int, argv: list[str]) -> dict:
             return _set(answer, None, FINISHED)
         if (answer.get("stop") or {}).get("why"):   # asked to stop a type that cannot: deleting is a choice
             return _set(answer, None, answer["stop"]["why"])
+        if answer.get("bundle_started_instance") and answer.get("job_id"):   # leave it as it was found: stopped
+            nxt, note = teardown_after_run(answer, answer["job_id"])
+            return _set(answer, nxt if "--stop-instance" in nxt else None, note or answer.get("next_note"))
         return _set(answer, command("teardown.py", "--orphans", *_kept(argv, ("--price-per-hour",))))
     return _set(answer, None)
 

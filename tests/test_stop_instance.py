@@ -289,6 +289,24 @@ def test_after_the_bundle_started_the_users_instance_the_polls_next_stops_it_aga
     assert world.sim.instance("box")["status"] == "STOPPED"
 
 
+def test_a_plain_teardown_on_an_instance_the_bundle_started_names_the_stop_next(world):
+    """The user (or --wait --teardown) tore the job down without --stop-instance: the instance the
+    bundle started stays up and bills, so the answer names it and next stops it; that run stops it."""
+    world.sim.set_instance("box", status="STOPPED")
+    assert world.run("preflight.py", "--instance", "box", "--image", "images.tao_toolkit.pyt", "--start").code == 0
+    job = world.submit().json["job_id"]
+    waited = world.run("poll_status.py", job, *WAIT, "--teardown")
+    validate("poll_status", waited.json)
+    assert waited.code == 0 and waited.json["teardown"]["bundle_started_instance"]["instance"] == "box", waited
+    words = waited.json["next"].split()
+    assert words[0].endswith("teardown.py") and words[1:] == [job, "--stop-instance"], words
+    assert world.sim.instance("box")["status"] == "RUNNING"
+    down = world.run("teardown.py", *words[1:])
+    validate("teardown", down.json)
+    assert down.code == 0 and down.json["instance_stopped"] is True and down.json["next"] is None, down
+    assert world.sim.instance("box")["status"] == "STOPPED"
+
+
 def test_a_job_on_a_running_instance_the_user_started_keeps_the_plain_teardown(world):
     job = finished_job(world)
     polled = world.run("poll_status.py", job)

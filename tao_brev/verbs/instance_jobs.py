@@ -6,7 +6,7 @@ can say (:func:`unknown_containers`, from the teardown's own round trip)."""
 
 from __future__ import annotations
 
-from .. import remote
+from .. import cost, prices, remote
 from ..context import Context
 from ..errors import TaoBrevError
 from ..model import JobSidecar
@@ -102,3 +102,15 @@ def unknown_containers(ctx: Context, instance: str, job_id: str, listing: remote
                else f"from another state dir than {ctx.state_root} (another user's or agent's job)")
             for name in remote.live_job_containers(listing.output) if name != job_id and name not in live_here]
 
+
+def bundle_started(ctx: Context, job_id: str, sidecar: JobSidecar) -> dict:
+    """``bundle_started_instance`` of an ended job's answer: the bundle itself started the instance
+    (``cost.started_by_bundle``) and it is the user's (an owned one is deleted by the teardown), so
+    the teardown ``next`` stops it again (``--stop-instance``) when its type can stop (``stoppable``:
+    brev search's, cached; null: unknown, the stop finds out); else what keeps billing."""
+    if created_by_bundle(ctx, sidecar) or sidecar.instance_deleted_at or sidecar.instance_stopped_at \
+            or not cost.started_by_bundle(ctx, job_id):
+        return {}
+    kind = cost.known_instance_type(ctx, job_id)
+    return {"bundle_started_instance": {"instance": sidecar.instance, "instance_type": kind,
+                                        "stoppable": prices.stoppable(ctx, kind, lookup=False)}}

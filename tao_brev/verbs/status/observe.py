@@ -14,7 +14,7 @@ from ...records import current_state, is_terminal, now_iso
 from ...vocabulary import ErrClass, JobState, Source
 from .. import instance_gate, reconcile
 from .. import results as results_mod
-from ..instance_jobs import created_by_bundle
+from ..instance_jobs import bundle_started, created_by_bundle
 from ..job_facts import job_instance, results_instance_dir, settle_interrupted_cancel
 from ..recovery_chain import annotate, recovering_command
 from .probe import Probe, deleted, job_sections, read_backend, read_job
@@ -181,19 +181,6 @@ def _answer(ctx: Context, record: dict, sidecar: JobSidecar, instance: str, answ
     out = gate_answer(out, prices.stoppable(ctx, cost.known_instance_type(ctx, job_id), lookup=False))
     return annotate(ctx, job_id, resume_advice.fill_answer(out, record, sidecar,
                                                            recovering_command(ctx, job_id)))   # + the chain
-
-
-def bundle_started(ctx: Context, job_id: str, sidecar: JobSidecar) -> dict:
-    """``bundle_started_instance`` of an ended job's answer: the bundle itself started the instance
-    (``cost.started_by_bundle``) and it is the user's (an owned one is deleted by the teardown), so
-    the teardown ``next`` stops it again (``--stop-instance``) when its type can stop (``stoppable``:
-    brev search's, cached; null: unknown, the stop finds out); else what keeps billing."""
-    if created_by_bundle(ctx, sidecar) or sidecar.instance_deleted_at or sidecar.instance_stopped_at \
-            or not cost.started_by_bundle(ctx, job_id):
-        return {}
-    kind = cost.known_instance_type(ctx, job_id)
-    return {"bundle_started_instance": {"instance": sidecar.instance, "instance_type": kind,
-                                        "stoppable": prices.stoppable(ctx, kind, lookup=False)}}
 
 
 def _add_logs(ctx: Context, out: dict, instance: str, job_id: str, observed: Observed,

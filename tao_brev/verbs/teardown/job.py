@@ -10,7 +10,8 @@ from ...errors import TaoBrevError
 from ...records import current_state, is_terminal, now_iso
 from .. import instance_gate, keep, reconcile, stop
 from .. import results as results_mod
-from ..instance_jobs import created_by_bundle, jobs_on, live_jobs, owns, unknown_containers, unverified_results
+from ..instance_jobs import (bundle_started, created_by_bundle, jobs_on, live_jobs, owns, unknown_containers,
+                             unverified_results)
 from ..job_facts import job_instance
 from .container import OTHERS, close_record, note_times, remove_container
 from .instance import delete
@@ -113,8 +114,8 @@ def _instance_end(ctx: Context, job_id: str, instance: str, answer: dict, gone: 
     elif not gone and (delete_instance is True or (delete_instance is None and owned)):
         out, code = delete(ctx, job_id, instance, answer, asked=delete_instance is True, force=force,
                            discard=discard_results, archived=archived, unknown=unknown)
-    else:
-        out, code = {"ok": True, **answer}, 0
+    else:   # kept: one the bundle itself started is named, so that next stops it again (nextstep.teardown)
+        out, code = {"ok": True, **answer, **({} if gone else bundle_started(ctx, job_id, ctx.sidecars.load(job_id)))}, 0
     out["cost"] = cost.facts(ctx, job_id, owned=owned or created_by_bundle(ctx, ctx.sidecars.load(job_id)),
                              price_per_hour=price_per_hour, lookup=not gone)
     return out, code
