@@ -105,6 +105,17 @@ def test_teardown_of_a_running_job_and_the_polls_after_it_agree(world):
     assert agree(world, job, waited.json, "poll_status") == "CANCELED"
 
 
+def test_a_wait_teardown_on_a_deleted_instance_says_teardown_closes_the_record_not_cancels(world):
+    from test_robustness import brev_cli
+
+    job = world.submit(spec=world.spec({"epoch_seconds": 5}, num_epochs=20)).json["job_id"]
+    brev_cli(world, "delete", "box")
+    waited = world.run("poll_status.py", job, *WAIT, "--teardown")
+    assert waited.json["state"] == "UNKNOWN" and waited.json["observed"]["gone"] == "instance", waited
+    assert "close its record (its instance is gone)" in waited.json["teardown_skipped"], waited
+    assert "to cancel it" not in waited.json["teardown_skipped"]
+
+
 def test_a_dead_container_closes_the_job_error_and_its_results_are_collected(world):
     job = world.submit(spec=world.spec({"epoch_seconds": 5}, num_epochs=20)).json["job_id"]
     world.sim.set_container_state("box", job, Status="dead", Running=False, Dead=True, ExitCode=137)

@@ -49,8 +49,10 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
         return out, code
     if not stalled and not is_terminal(out.get("state")) and error != "CONTAINER_GONE":
         why = error or f"--timeout reached after {out.get('waited_s', 0):.0f} s"
+        gone = (out.get("observed") or {}).get("gone") == "instance"   # nothing left to cancel there
         out["teardown_skipped"] = (f"job {job_id} is {out.get('state')} ({why}): nothing was removed or deleted; "
-                                   f"run teardown.py {job_id} to cancel it")
+                                   f"run teardown.py {job_id} to " + ("close its record (its instance is gone)"
+                                                                      if gone else "cancel it"))
         return out, code
     if stalled:
         out["stalled_s"] = out["stall"]["idle_s"]
