@@ -87,8 +87,8 @@ def build_parser():
     p.add_argument("--storage-tier", default="A", choices=["A", "B", "C"],
                    help="A: inputs already on the instance; B: staged through S3; C: the container fetches "
                         "(default A)")
-    p.add_argument("--inputs", nargs="+", default=[], metavar="SRC[=NAME]",
-                   help="inputs mounted read-only at /data/NAME. Tier A: instance paths (~/... or absolute). "
+    p.add_argument("--inputs", nargs="+", action="extend", default=[], metavar="SRC[=NAME]",
+                   help="inputs mounted read-only at /data/NAME (repeat --inputs, or name several after one). Tier A: instance paths (~/... or absolute). "
                         "Tiers B/C: local files/dirs (uploaded once to s3://BUCKET/inputs/NAME/<digest>/) or "
                         "s3://BUCKET/PREFIX/ URIs, copied onto the instance before the launch")
     p.add_argument("--results-root", help="instance directory under which <job_id>/ is the results dir "

@@ -150,8 +150,9 @@ def _planned(gpus: str, section: str, keys: list, spec_data: dict, overrides: li
             raise TaoBrevError("BAD_ARGUMENT", f"--gpus all hands the container every GPU of the instance (all "
                                f"billed), but the override {section}.{key} asks for {wanted or 'another'} GPU(s)", fix)
         set_in_spec = [f"{section}.{k}" for k in keys if k in spec_section]
-        warnings = ([f"{', '.join(set_in_spec)} of the spec replaced by the instance's GPUs (--gpus all: every GPU "
-                     "is billed, so every GPU is used); to use fewer, name them: --gpus 0 (or 0,1, ...)"]
+        warnings = ([f"{', '.join(set_in_spec)} of the spec: not used, the instance's GPU count is (--gpus all: "
+                     "every GPU is billed, so every GPU is used; gpu_overrides says the count); to use fewer, name "
+                     "them: --gpus 0 (or 0,1, ...)"]
                     if set_in_spec else [])
         return GpuPlan(host_keys=tuple(f"{section}.{k}" for k in keys), warnings=warnings)
     count = len(gpus.split(","))

@@ -96,6 +96,9 @@ def test_diagnosis_is_asked_once_then_the_next_step_follows():
     stalled = {"ok": False, "job_id": JOB, "state": "RUNNING", "stalled": True,
                "error": {"code": "JOB_STALLED", "message": "m", "fix": "f"}}
     assert nextstep.poll(dict(stalled), 1, [JOB, "--wait"])["next"] == cmd("poll_status.py", JOB, "--logs", "50")
+    # a threshold given keeps the log read judging by it (the default of 1800 s would call the job alive)
+    assert nextstep.poll(dict(stalled), 1, [JOB, "--wait", "--stall-after", "30"])["next"] == cmd(
+        "poll_status.py", JOB, "--logs", "50", "--stall-after", "30")
     read = nextstep.poll({**stalled, "logs": "..."}, 1, [JOB, "--logs", "50"])
     assert read["next"] is None and cmd("teardown.py", JOB) in read["next_note"]
 

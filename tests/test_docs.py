@@ -777,3 +777,11 @@ def test_the_skill_lifecycle_runs_as_written(tmp_path, state_env):
         assert listed["deleted"] == [] and sim.instance_home(DOC_INSTANCE).is_dir()
         run(pick("tao_job_record.py", "list"))
         assert run(pick("tao_job_record.py", "show"), "job_record")["id"] == job["id"]
+
+
+def test_inputs_repeated_are_all_kept():
+    """``--inputs A --inputs B`` mounts both (argparse's "extend"; it used to keep only the last)."""
+    args = captured_parser("submit.py").parse_args(
+        ["--instance", "box", "--image", "i", "--network-arch", "a", "--action", "train", "--spec", "s.yaml",
+         "--inputs", "~/a=a", "--inputs", "~/b=b", "~/c=c"])
+    assert args.inputs == ["~/a=a", "~/b=b", "~/c=c"]

@@ -25,7 +25,7 @@ def _plan(gpus="all", action="train", spec=None, overrides=(), config=None):
 def test_all_gpus_set_from_the_instance_replacing_the_spec_with_a_warning():
     plan = _plan("all")
     assert plan.host_keys == ("train.num_gpus", "train.gpu_ids") and plan.overrides == []
-    assert "train.num_gpus, train.gpu_ids of the spec replaced" in plan.warnings[0]
+    assert "train.num_gpus, train.gpu_ids of the spec: not used" in plan.warnings[0]
     # the answer shows what the instance sets in each key, a count for one, a list of ids for the other
     assert plan.to_json()["overrides"] == ["train.num_gpus=<the instance's GPU count N>",
                                            "train.gpu_ids=<[0,...,N-1] for its N GPUs>"]
@@ -135,7 +135,7 @@ def test_all_gpus_on_an_8_gpu_instance_trains_on_8_never_1(world):
     assert res.code == 0, res
     words = _docker_run_words(world, "big")
     assert "train.num_gpus=8" in words and "train.gpu_ids=[0,1,2,3,4,5,6,7]" in words
-    assert any("replaced by the instance's GPUs" in w for w in res.json["warnings"])
+    assert any("of the spec: not used, the instance's GPU count is" in w for w in res.json["warnings"])
     assert res.json["gpu_overrides"] == ["train.num_gpus=8", "train.gpu_ids=[0,1,2,3,4,5,6,7]"]   # what ran
 
 
