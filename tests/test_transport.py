@@ -18,7 +18,8 @@ TOKEN = "brevtok-Q7w3Zx9Lm2Np5Rt8Vy4Kd6Hs1Fg0Jc"
 def make_brev(world, **env):
     """A Brev on the simulator whose waits and progress lines are recorded, not slept/printed."""
     sleeps, logs = [], []
-    brev = Brev(env={**world.env, **env}, sleep=sleeps.append, log=logs.append)
+    given = {k: v for k, v in world.env.items() if k != "TAO_BREV_RETRY_BACKOFF_S"}   # the production waits:
+    brev = Brev(env={**given, **env}, sleep=sleeps.append, log=logs.append)           # recorded, not slept
     return brev, sleeps, logs
 
 
