@@ -268,8 +268,7 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
                                   f"instead: {command('teardown.py', job_id)}")
     if (err == "JOB_STALLED" or answer.get("stalled")) and state not in TERMINAL:
         if "--logs" not in argv:   # read what it printed last before anything else (by the same threshold)
-            return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES,
-                                        *_kept(argv, ("--stall-after",))))
+            return _set(answer, command("poll_status.py", job_id, "--logs", DIAGNOSE_LINES, *_kept(argv, ["--stall-after"])))
         return _set(answer, None, f"job {job_id} looks stalled (a heuristic) and its logs are read: if they show "
                                   f"it hung, {command('teardown.py', job_id)} cancels it (then stall.advice's submit command continues it "
                                   "from its last checkpoint); if it is only slow, wait "
