@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from tao_brev import remote
+from tao_brev.errors import TaoBrevError
 from tao_brev.verbs import submit
 from tao_brev.verbs.submit import SubmitRequest
 
@@ -27,6 +31,19 @@ def state(status: str = "running", exit_code: int = 0, **extra) -> str:
             "FinishedAt": "0001-01-01T00:00:00Z" if status == "running" else "2026-12-01T10:30:00.000000000Z"}
     data.update(extra)
     return json.dumps(data)
+
+
+def refused_busy(ctx, fake_brev, holders: str, **kw) -> TaoBrevError:
+    """A submit on box that the launch script refuses GPUS_BUSY (``holders``: its ``TAO_GPUS_BUSY NAME=GPUS``
+    lines); the error it raised."""
+    fake_brev.expect_ls(entry())
+    fake_brev.expect_exec("box", "docker run -d", stdout=holders, exit=remote.GPUS_BUSY_EXIT)
+    with pytest.raises(TaoBrevError) as raised:
+        submit.submit(ctx, SubmitRequest(instance="box", image="images.tao_toolkit.pyt", network_arch="visual_changenet",
+                                         action="train", spec=str(SPEC), no_spec_check=True,
+                                         inputs=["~/tao-data/levir_cd_tiny=levir_cd_tiny"], **kw))
+    assert raised.value.code == "GPUS_BUSY", raised.value.to_json()
+    return raised.value
 
 
 def launched(ctx, fake_brev, instance: str = "box", instance_type: str = "g5.xlarge", **kw) -> str:

@@ -10,13 +10,12 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tao_brev import nextstep, remote
-from tao_brev.errors import TaoBrevError
+from tao_brev import nextstep
 from tao_brev.isotime import parse_ts
-from tao_brev.verbs import status, submit
-from tao_brev.verbs.submit import SubmitRequest, outcome
+from tao_brev.verbs import status
+from tao_brev.verbs.submit import outcome
 from tests.unit.fake_brev import sections
-from tests.unit.jobs import SPEC, entry, launched, poll_sections, state
+from tests.unit.jobs import SPEC, entry, launched, poll_sections, refused_busy, state
 from tests.unit.test_verbs_status_probe import progress, status_line
 
 ARGV = ["--instance", "box", "--image", "images.tao_toolkit.pyt", "--network-arch", "visual_changenet",
@@ -29,15 +28,7 @@ def seen_ago(seconds: int) -> str:
 
 def refused(ctx, fake_brev, busy: str) -> dict:
     """A second submit on box, refused: ``busy`` holds all its GPUs. The answer as the script prints it."""
-    fake_brev.expect_ls(entry())
-    fake_brev.expect_exec("box", "docker run -d", stdout=f"{outcome.GPUS_BUSY} {busy}=all\n",
-                          exit=remote.GPUS_BUSY_EXIT)
-    with pytest.raises(TaoBrevError) as raised:
-        submit.submit(ctx, SubmitRequest(instance="box", image="images.tao_toolkit.pyt",
-                                         network_arch="visual_changenet", action="train", spec=str(SPEC),
-                                         inputs=["~/tao-data/levir_cd_tiny=levir_cd_tiny"], no_spec_check=True))
-    exc = raised.value
-    assert exc.code == "GPUS_BUSY", exc.to_json()
+    exc = refused_busy(ctx, fake_brev, f"{outcome.GPUS_BUSY} {busy}=all\n")
     answer = {"ok": False, **exc.details["answer"], "error": exc.to_json()}
     return nextstep.submit(answer, 1, ARGV)
 
@@ -118,13 +109,7 @@ def test_a_damaged_saved_eta_is_no_eta_and_the_refusal_still_answers(ctx, fake_b
 def test_one_holder_with_no_known_time_left_makes_the_wait_unknown(ctx, fake_brev):
     timed = launched(ctx, fake_brev, no_spec_check=True)
     ctx.sidecars.update(timed, last_eta={"eta_s": 30, "seen_at": seen_ago(0)})
-    fake_brev.expect_ls(entry())
-    fake_brev.expect_exec("box", "docker run -d", exit=remote.GPUS_BUSY_EXIT,
-                          stdout=f"{outcome.GPUS_BUSY} someone_else=all\n{outcome.GPUS_BUSY} {timed}=0\n")
-    with pytest.raises(TaoBrevError) as raised:
-        submit.submit(ctx, SubmitRequest(instance="box", image="images.tao_toolkit.pyt",
-                                         network_arch="visual_changenet", action="train", spec=str(SPEC),
-                                         inputs=["~/tao-data/levir_cd_tiny=levir_cd_tiny"], no_spec_check=True))
-    fields = raised.value.details["answer"]
+    refusal = refused_busy(ctx, fake_brev, f"{outcome.GPUS_BUSY} someone_else=all\n{outcome.GPUS_BUSY} {timed}=0\n")
+    fields = refusal.details["answer"]
     assert fields["busy_job"] == "someone_else" and fields["busy_eta_s"] is None, fields
-    assert "how long it has left is unknown" in raised.value.fix
+    assert "how long it has left is unknown" in refusal.fix

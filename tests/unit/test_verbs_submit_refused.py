@@ -6,27 +6,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
-from tao_brev import cost, remote
-from tao_brev.errors import TaoBrevError
-from tao_brev.verbs import cost_report, submit
-from tao_brev.verbs.submit import SubmitRequest, outcome
-from tests.unit.jobs import SPEC, entry, expect_catalog, launched
+from tao_brev import cost
+from tao_brev.verbs import cost_report
+from tao_brev.verbs.submit import outcome
+from tests.unit.jobs import entry, expect_catalog, launched, refused_busy
 
 
 def refused(ctx, fake_brev, busy: str) -> str:
     """A second submit on box, refused GPUS_BUSY by the launch script; returns its job id."""
-    fake_brev.expect_ls(entry())
-    fake_brev.expect_exec("box", "docker run -d", stdout=f"{outcome.GPUS_BUSY} {busy}=all\n",
-                          exit=remote.GPUS_BUSY_EXIT)
-    with pytest.raises(TaoBrevError) as raised:
-        submit.submit(ctx, SubmitRequest(instance="box", image="images.tao_toolkit.pyt",
-                                         network_arch="visual_changenet", action="train", spec=str(SPEC),
-                                         inputs=["~/tao-data/levir_cd_tiny=levir_cd_tiny"], no_spec_check=True,
-                                         price_per_hour=3.6))
-    assert raised.value.code == "GPUS_BUSY", raised.value.to_json()
-    return raised.value.details["answer"]["job_id"]
+    return refused_busy(ctx, fake_brev, f"{outcome.GPUS_BUSY} {busy}=all\n", price_per_hour=3.6).details["answer"]["job_id"]
 
 
 def test_a_refused_submit_bills_nothing(ctx, fake_brev):
