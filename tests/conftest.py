@@ -218,11 +218,13 @@ class SimWorld:
         return "~/tao-data/levir_cd_tiny"
 
     def submit(self, *extra: str, spec: Path | None = None, instance: str = "box", **extra_env) -> ScriptResult:
-        data = self.put_dataset(instance)
+        """submit.py of the example on ``instance``; its dataset as the input unless ``extra`` names
+        the inputs (repeated --inputs add up: submit.py's argparse "extend")."""
+        data = None if "--inputs" in extra else self.put_dataset(instance)
         return self.run("submit.py", "--instance", instance, "--image", "images.tao_toolkit.pyt",
                         "--network-arch", "visual_changenet", "--action", "train",
                         "--spec", str(spec or self.spec({"epoch_seconds": 0.05})),
-                        "--inputs", f"{data}=levir_cd_tiny", *extra, **extra_env)
+                        *(["--inputs", f"{data}=levir_cd_tiny"] if data else []), *extra, **extra_env)
 
 
 @pytest.fixture
