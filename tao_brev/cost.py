@@ -59,7 +59,7 @@ from .errors import TaoBrevError
 from .isotime import parse_ts
 from .model import InstanceSidecar, JobSidecar
 from .run_state import warn
-from .vocabulary import TERMINAL_STATES, JobState, LaunchState, Source
+from .vocabulary import TERMINAL_STATES, JobState, Source
 
 
 # -- prices ---------------------------------------------------------------------
@@ -276,7 +276,7 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     run_s = seconds(started, finished) if started and finished else seconds(running_mark, terminal_mark)
     end_here = _end_here(record, submitted, running_mark, terminal_mark, run_s if started and finished else None)
     never_existed = (sidecar.launch or {}).get("instance_missing") is True   # brev ls: no such instance
-    never_ran = _never_ran(sidecar)   # refused before launch, never launched, failed to start: bills nothing
+    never_ran = sidecar.never_ran   # refused before launch, never launched, failed to start: bills nothing
     if ended is not None and submitted is not None and finished is None and ended < submitted:
         ended = submitted   # a mark has whole seconds (truncated): never before the submit
     owned = owned and not never_existed   # who created the instance: a delete never changes it
@@ -317,12 +317,6 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     # is priced from the instance's remembered type meanwhile
     ctx.sidecars.update(job_id, cost={**out, "instance_type": stored.get("instance_type")})
     return out
-
-
-def _never_ran(sidecar: JobSidecar) -> bool:
-    """The job never ran (its sidecar's launch: refused, never launched, failed start): it costs nothing."""
-    state = (sidecar.launch or {}).get("state")
-    return state in LaunchState.values() and LaunchState(state).never_ran()
 
 
 def _parts(caused: bool, nothing_ran: Optional[str], start_s, pull_s, submitted, end_here, billing_end,

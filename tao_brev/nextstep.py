@@ -283,29 +283,29 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
         if closed(job_id) or answer.get("closed_at"):
             return _set(answer, None, FINISHED + (" (the refusal closed it; its error's fix says what to correct)"
                                                   if never_ran else " (teardown ran)"))
-        return _set(answer, *teardown_after_run(answer, job_id))
+        return _set(answer, stop_started(answer, job_id) or command("teardown.py", job_id))
     if state in (JobState.PENDING, JobState.RUNNING):
         return _set(answer, wait_command(job_id, argv, eta_s=eta_of(answer)))
     return _set(answer, None)
 
 
-def teardown_after_run(answer: dict, job_id: str, extra: tuple = ()) -> tuple[str, str | None]:
-    """(next, next_note) that tears down an ended job: with ``--stop-instance`` when the bundle itself
-    started the instance (``bundle_started_instance``: it was STOPPED before) and its type can stop,
-    so it is left as it was found; a type that cannot stop is named with what keeps billing."""
+def stop_started(answer: dict, job_id: str) -> str | None:
+    """``teardown.py JOB --stop-instance`` when the bundle itself started the job's instance
+    (``bundle_started_instance``: it was STOPPED before) and its type can stop, so it is left as it
+    was found; None otherwise (a type that cannot stop: ``next_note`` says what keeps billing)."""
     started = answer.get("bundle_started_instance") or {}
     if not started:
-        return command("teardown.py", job_id, *extra), None
+        return None
     name = started.get("instance") or answer.get("instance")
     if started.get("stoppable") is False:
         answer["next_note"] = (f"this bundle started {name} (it was STOPPED), but its type "
                                f"{started.get('instance_type')} cannot stop: after the teardown it keeps billing "
                                f"compute and disk until deleted ({command('teardown.py', job_id, '--delete-instance')}"
                                " deletes it; copy what you need first)")
-        return command("teardown.py", job_id, *extra), None
+        return None
     answer["next_note"] = (f"this bundle started {name} (it was STOPPED): the teardown stops it again once the "
                            "results are safe (its disk stays and bills storage; brev start brings it back)")
-    return command("teardown.py", job_id, "--stop-instance", *extra), None
+    return command("teardown.py", job_id, "--stop-instance")
 
 
 def poll_all(answer: dict, code: int, argv: list[str]) -> dict:
@@ -349,8 +349,7 @@ def teardown(answer: dict, code: int, argv: list[str]) -> dict:
         if (answer.get("stop") or {}).get("why"):   # asked to stop a type that cannot: deleting is a choice
             return _set(answer, None, answer["stop"]["why"])
         if answer.get("bundle_started_instance") and answer.get("job_id"):   # leave it as it was found: stopped
-            nxt, note = teardown_after_run(answer, answer["job_id"])
-            return _set(answer, nxt if "--stop-instance" in nxt else None, note or answer.get("next_note"))
+            return _set(answer, stop_started(answer, answer["job_id"]))
         return _set(answer, command("teardown.py", "--orphans", *_kept(argv, ("--price-per-hour",))))
     return _set(answer, None)
 

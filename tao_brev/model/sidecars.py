@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..vocabulary import LaunchState
 from .base import JsonObject
 
 
@@ -44,6 +45,13 @@ class JobSidecar(JsonObject):
 
     def __bool__(self) -> bool:   # an empty sidecar (none written: a bank-made record) is falsy, like {}
         return bool(self.to_json())
+
+    @property
+    def never_ran(self) -> bool:
+        """The job never ran: its launch was refused, never happened, or docker could not start it
+        (it wrote nothing and bills nothing)."""
+        state = (self.launch or {}).get("state")
+        return state in LaunchState.values() and LaunchState(state).never_ran()
 
 
 @dataclass

@@ -24,7 +24,6 @@ from ..errors import TaoBrevError
 from ..records import current_state
 from ..transport import check_instance
 from ..vocabulary import InstanceStatus
-from . import reconcile
 from . import teardown as teardown_mod
 from ..model import JobSidecar
 
@@ -137,7 +136,7 @@ def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = 
         line = _job_line(ctx, side, types)
         if line is None or (start is not None and (cost.parse_ts(line["submitted_at"]) or start) < start):
             continue
-        if reconcile.launch_failed(side):   # refused, never launched: nothing ran, $0 (not a cost line)
+        if side.never_ran:   # refused, never launched: nothing ran, $0 (not a cost line)
             never.append({"job_id": line["job_id"], "instance": line["instance"],
                           "code": (side.launch or {}).get("code") or ((side.launch or {}).get("error") or {}).get("code"),
                           "billed_s": 0.0, "estimated_cost_usd": 0.0})

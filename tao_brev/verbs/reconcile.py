@@ -196,7 +196,7 @@ def _never_launched(ctx: Context, job_id: str, source: str, why: str, code: str 
 
 def launch_failed(sidecar: JobSidecar) -> bool:
     """The job never ran: its launch was refused, never happened, or docker could not start it."""
-    return (sidecar.launch or {}).get("state") in NEVER_RAN
+    return sidecar.never_ran
 
 
 def container_may_exist(sidecar: JobSidecar) -> bool:
