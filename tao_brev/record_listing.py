@@ -131,14 +131,14 @@ def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> I
         cache.close()
 
 
-def _key(file: str, sidecar: str) -> tuple | None:
+def _key(file: str, sidecar: str | None) -> tuple | None:
     """(ino, mtime ns, ctime ns, size) of the record, then of its sidecar (:data:`_NO_FILE` when
     there is none); None when either cannot be read."""
     try:
         st = os.stat(file)
         try:
-            side = os.stat(sidecar)
-            side_key = (side.st_ino, side.st_mtime_ns, side.st_ctime_ns, side.st_size)
+            side = os.stat(sidecar) if sidecar else None
+            side_key = (side.st_ino, side.st_mtime_ns, side.st_ctime_ns, side.st_size) if side else _NO_FILE
         except FileNotFoundError:
             side_key = _NO_FILE
     except OSError:

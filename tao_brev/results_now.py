@@ -18,12 +18,13 @@ The record file is not touched: its required fields keep their bound values.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from .errors import TaoBrevError
 from .fsio import read_text
 from .model import JobSidecar
 from .secrets import safe_read
+from .sidecar import SidecarStore
 
 # What is left of the results once the instance is gone (``instance_copy.results``).
 RESULTS = {
@@ -39,8 +40,12 @@ _TSV = {"copied_here": "instance copy deleted", "s3": "instance copy deleted",
         "discarded": "instance deleted; results discarded", "lost": "instance deleted; results lost"}
 
 
-def sidecar_path(state_root: Path, job_id: str) -> str:
-    return os.path.join(state_root, "brev", "jobs", f"{job_id}.json")
+def sidecar_path(state_root: Path, job_id: str) -> str | None:
+    """The job's sidecar (``SidecarStore.path``); None for a name that is no job id (no sidecar)."""
+    try:
+        return str(SidecarStore(state_root).path(job_id))
+    except TaoBrevError:
+        return None
 
 
 def view(record: dict, state_root: Path) -> dict:
@@ -48,7 +53,8 @@ def view(record: dict, state_root: Path) -> dict:
     sidecar, a record the bank's tool made, an instance not deleted: the record as it is."""
     if record.get("corrupt") or not isinstance(record.get("id"), str):
         return record
-    sidecar = _deleted_sidecar(sidecar_path(state_root, record["id"]))
+    path = sidecar_path(state_root, record["id"])
+    sidecar = _deleted_sidecar(path) if path else JobSidecar()
     deleted_at = sidecar.instance_deleted_at
     if not isinstance(deleted_at, str):
         return record
