@@ -28,13 +28,108 @@ LAZY = frozenset({"boto3", "botocore", "yaml", "omegaconf", "nvidia_tao_core", "
 # say() the redaction; imported with their module they would cost every --help (ARCHITECTURE.md).
 HELP_BOUNDARY = {"tao_brev.cli": {"tao_brev.answering", "tao_brev.context"},
                  "tao_brev.run_state": {"tao_brev.secrets.redact"}}
+# Modules whose subject is a JSON document of any shape (an answer walked whole for redaction,
+# withholding and the size cap; a state file read or written whole; a spec as YAML gave it): there
+# ``dict[str, Any]`` is the type. Elsewhere a signature names what it takes (model/answer_types).
+FREE_FORM = frozenset({"tao_brev.answers", "tao_brev.logcap", "tao_brev.secrets.redact", "tao_brev.secrets.withhold",
+                       "tao_brev.secrets.safe_read", "tao_brev.model.base", "tao_brev.fsio", "tao_brev.yaml_bounded",
+                       "tao_brev.record_schema", "tao_brev.secrets.parsed", "tao_brev.secrets.interpolation",
+                       "tao_brev.tao_schema", "tao_brev.tao_schema_values", "tao_brev.spec_paths"})
 MAX_MODULE_LINES = 400
 MAX_VERB_FUNCTION_LINES = 60
 CLI = "tao_brev.cli"
 
 # The ratchet (python tests/test_architecture.py prints it anew): what each rule still finds.
 # DEBTS begin (python tests/test_architecture.py --write)
-DEBTS: dict = {'circles': [], 'function_imports': {}, 'import_cli': [], 'long_modules': {}, 'long_verb_functions': {}}
+DEBTS: dict = {'circles': [],
+ 'function_imports': {},
+ 'import_cli': [],
+ 'long_modules': {},
+ 'long_verb_functions': {},
+ 'untyped_dicts': {'tao_brev.archs': 1,
+                   'tao_brev.bank': 4,
+                   'tao_brev.cli': 10,
+                   'tao_brev.context': 1,
+                   'tao_brev.cost': 11,
+                   'tao_brev.credentials': 3,
+                   'tao_brev.docker_state.hints': 2,
+                   'tao_brev.docker_state.observe': 3,
+                   'tao_brev.docker_state.patterns': 1,
+                   'tao_brev.docker_state.rows': 1,
+                   'tao_brev.docker_state.tables': 1,
+                   'tao_brev.errors': 1,
+                   'tao_brev.eta_seen': 5,
+                   'tao_brev.next_words': 1,
+                   'tao_brev.nextstep': 20,
+                   'tao_brev.prices': 8,
+                   'tao_brev.progress': 11,
+                   'tao_brev.progress_kpi': 5,
+                   'tao_brev.progress_stall': 2,
+                   'tao_brev.record_index': 4,
+                   'tao_brev.record_quarantine': 4,
+                   'tao_brev.records': 10,
+                   'tao_brev.results_manifest': 5,
+                   'tao_brev.results_now': 3,
+                   'tao_brev.resume': 13,
+                   'tao_brev.resume_advice': 9,
+                   'tao_brev.resume_home': 7,
+                   'tao_brev.s3.clients': 1,
+                   'tao_brev.s3.index': 2,
+                   'tao_brev.s3.manifest': 4,
+                   'tao_brev.s3.objects': 2,
+                   'tao_brev.s3.staging': 6,
+                   'tao_brev.s3.transfer': 3,
+                   'tao_brev.s3.uris': 1,
+                   'tao_brev.s3.verify': 7,
+                   'tao_brev.secrets.file_names': 2,
+                   'tao_brev.secrets.forms': 2,
+                   'tao_brev.secrets.lint': 1,
+                   'tao_brev.secrets.proof': 2,
+                   'tao_brev.secrets.search': 3,
+                   'tao_brev.sidecar': 2,
+                   'tao_brev.spec_check': 2,
+                   'tao_brev.tao_gpus': 5,
+                   'tao_brev.tao_schema_pkg': 2,
+                   'tao_brev.tao_status': 14,
+                   'tao_brev.transport.auth': 3,
+                   'tao_brev.transport.commands': 3,
+                   'tao_brev.transport.names': 3,
+                   'tao_brev.transport.settings': 1,
+                   'tao_brev.verbs.checkpoint_sync': 1,
+                   'tao_brev.verbs.cost_report': 11,
+                   'tao_brev.verbs.instance_gate': 2,
+                   'tao_brev.verbs.instance_jobs': 1,
+                   'tao_brev.verbs.job_facts': 3,
+                   'tao_brev.verbs.keep': 4,
+                   'tao_brev.verbs.orphans': 15,
+                   'tao_brev.verbs.preflight.carrier_pull': 1,
+                   'tao_brev.verbs.preflight.disk': 1,
+                   'tao_brev.verbs.preflight.instance_wait': 7,
+                   'tao_brev.verbs.preflight.local': 1,
+                   'tao_brev.verbs.preflight.reach': 4,
+                   'tao_brev.verbs.preflight.report': 1,
+                   'tao_brev.verbs.preflight.smoke': 1,
+                   'tao_brev.verbs.preflight.verb': 4,
+                   'tao_brev.verbs.reconcile': 10,
+                   'tao_brev.verbs.recover': 21,
+                   'tao_brev.verbs.recovery_chain': 21,
+                   'tao_brev.verbs.results': 12,
+                   'tao_brev.verbs.status.all_jobs': 11,
+                   'tao_brev.verbs.status.observe': 15,
+                   'tao_brev.verbs.status.probe': 4,
+                   'tao_brev.verbs.status.wait': 15,
+                   'tao_brev.verbs.stop': 5,
+                   'tao_brev.verbs.stop_orphans': 1,
+                   'tao_brev.verbs.submit.guards': 3,
+                   'tao_brev.verbs.submit.launch': 13,
+                   'tao_brev.verbs.submit.plan': 6,
+                   'tao_brev.verbs.submit.spec_guards': 4,
+                   'tao_brev.verbs.submit.stage': 3,
+                   'tao_brev.verbs.submit.verb': 1,
+                   'tao_brev.verbs.teardown.container': 11,
+                   'tao_brev.verbs.teardown.instance': 8,
+                   'tao_brev.verbs.teardown.job': 10,
+                   'tao_brev.verbs.teardown.wait': 9}}
 # DEBTS end
 
 
@@ -164,6 +259,41 @@ def long_verb_functions(trees: dict[str, ast.Module]) -> dict[str, int]:
             and fn.end_lineno - fn.lineno + 1 > MAX_VERB_FUNCTION_LINES}
 
 
+def _untyped(annotation: ast.AST) -> int:
+    """How many untyped mappings an annotation names: a bare ``dict`` / ``Dict`` / ``Mapping``,
+    or one of ``str`` to ``Any`` / ``object`` (a TypedDict or ``dict[str, int]`` says its shape)."""
+    n = 0
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Subscript) and ast.unparse(node.value) in MAPPINGS:
+            n += ast.unparse(node.slice).strip("()") in ("str, Any", "str, object")
+        elif isinstance(node, ast.Name) and node.id in MAPPINGS:
+            n += 1
+    subscripted = sum(1 for node in ast.walk(annotation) if isinstance(node, ast.Subscript)
+                      and ast.unparse(node.value) in MAPPINGS)
+    return n - subscripted   # a subscripted name was counted as a Name too
+
+
+MAPPINGS = frozenset({"dict", "Dict", "Mapping", "MutableMapping"})
+
+
+def untyped_dicts(trees: dict[str, ast.Module]) -> dict[str, int]:
+    """Per module (but the FREE_FORM ones): untyped mappings in function signatures."""
+    counts = {}
+    for name, tree in trees.items():
+        if name in FREE_FORM:
+            continue
+        n = 0
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs + \
+                    [a for a in (fn.args.vararg, fn.args.kwarg) if a]
+                n += sum(_untyped(a.annotation) for a in args if a.annotation)
+                n += _untyped(fn.returns) if fn.returns else 0
+        if n:
+            counts[name] = n
+    return counts
+
+
 def import_cli(trees: dict[str, ast.Module]) -> list[str]:
     graph = import_graph(trees)
     return sorted(name for name, targets in graph.items() if CLI in targets and name != CLI)
@@ -174,7 +304,7 @@ def measured() -> dict:
     trees = modules()
     return {"circles": circles(import_graph(trees)), "function_imports": function_imports(trees),
             "long_modules": long_modules(), "long_verb_functions": long_verb_functions(trees),
-            "import_cli": import_cli(trees)}
+            "import_cli": import_cli(trees), "untyped_dicts": untyped_dicts(trees)}
 
 
 def _ratchet(rule: str) -> None:
@@ -209,6 +339,12 @@ def test_no_module_below_the_scripts_imports_the_cli_runner():
     _ratchet("import_cli")
 
 
+def test_no_untyped_mapping_in_a_signature_beyond_the_ratchet():
+    """An answer, a record, a sidecar or any other structure a function takes or gives has a type
+    (model/answer_types' TypedDicts, model's dataclasses, ``dict[str, int]``...), not ``dict``."""
+    _ratchet("untyped_dicts")
+
+
 def test_the_rules_see_what_they_claim(tmp_path, monkeypatch):
     """The readers themselves: a circle, a relative import of a package, a lazy import."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
@@ -220,6 +356,9 @@ def test_the_rules_see_what_they_claim(tmp_path, monkeypatch):
     trees = {"tao_brev.cli": cli, "tao_brev.answering": tree, "tao_brev.context": tree, "tao_brev.records": tree}
     assert function_imports(trees) == {"tao_brev.cli": 1, "tao_brev.answering": 2, "tao_brev.context": 2,
                                        "tao_brev.records": 2}   # the --help boundary names answering, context only
+    typed = ast.parse("def f(a: dict, b: dict[str, Any], c: dict[str, int], d: list[dict] | None,\n"
+                      "      e: PollAnswer, *f: Mapping[str, object], **g: Dict) -> dict | None: ...")
+    assert untyped_dicts({"tao_brev.x": typed, "tao_brev.answers": typed}) == {"tao_brev.x": 6}
     node = ast.parse("from ..errors import TaoBrevError").body[0]
     assert resolve("tao_brev.verbs.status", node, False)[0] == "tao_brev.errors"
     node = ast.parse("from . import remote").body[0]

@@ -1,0 +1,23 @@
+"""The scripts' answers as TypedDicts, made from references/schemas/ by dev/gen_answer_types.py."""
+
+from .common import (
+    AnswerCut, Checkpoint, ErrorObject, Hint, InputStaged, InstanceStarted, LogsCut, Results,
+    ResultsLinksItem, ResumeFrom,
+)
+from .cost import CostFacts, CostFactsBilledParts
+from .error import ErrorAnswer
+from .teardown import (
+    Orphan, OrphanDeletePending, StopFacts, TeardownAnswer, TeardownAnswerBundleStartedInstance,
+    TeardownAnswerKeptItem, TeardownAnswerResultsSavedItem,
+)
+from .submit import SubmitAnswer, SubmitAnswerFindingsItem, SubmitAnswerSpecCheck
+from .preflight import Check, PreflightAnswer, PreflightAnswerRoundTrips
+from .poll_status import (
+    Metrics, MetricsBestValue, MetricsBestValueBest, MetricsBestValueLast, MetricsBestValueMax,
+    MetricsBestValueMin, MetricsEpochsItem, PollAnswer, PollAnswerAttemptsItem, PollAnswerAttemptsItemCause,
+    PollAnswerAttemptsItemResumedFrom, PollAnswerBundleStartedInstance, PollAnswerChainCost,
+    PollAnswerJobsItem, PollAnswerObserved, PollAnswerQuarantinedItem, PollAnswerRecovery,
+    PollAnswerStallTeardown, PollAnswerStallTeardownResults, PollAnswerWithheld, Progress, Stall,
+)
+
+__all__ = ['AnswerCut', 'Check', 'Checkpoint', 'CostFacts', 'CostFactsBilledParts', 'ErrorAnswer', 'ErrorObject', 'Hint', 'InputStaged', 'InstanceStarted', 'LogsCut', 'Metrics', 'MetricsBestValue', 'MetricsBestValueBest', 'MetricsBestValueLast', 'MetricsBestValueMax', 'MetricsBestValueMin', 'MetricsEpochsItem', 'Orphan', 'OrphanDeletePending', 'PollAnswer', 'PollAnswerAttemptsItem', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerBundleStartedInstance', 'PollAnswerChainCost', 'PollAnswerJobsItem', 'PollAnswerObserved', 'PollAnswerQuarantinedItem', 'PollAnswerRecovery', 'PollAnswerStallTeardown', 'PollAnswerStallTeardownResults', 'PollAnswerWithheld', 'PreflightAnswer', 'PreflightAnswerRoundTrips', 'Progress', 'Results', 'ResultsLinksItem', 'ResumeFrom', 'Stall', 'StopFacts', 'SubmitAnswer', 'SubmitAnswerFindingsItem', 'SubmitAnswerSpecCheck', 'TeardownAnswer', 'TeardownAnswerBundleStartedInstance', 'TeardownAnswerKeptItem', 'TeardownAnswerResultsSavedItem']

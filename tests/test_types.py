@@ -1,0 +1,154 @@
+"""The package is type-checked: mypy over ``tao_brev`` (pyproject.toml ``[tool.mypy]``), and the
+answer TypedDicts (``tao_brev/model/answer_types/``) are what ``dev/gen_answer_types.py`` makes
+of ``references/schemas/`` today.
+
+mypy's errors per module are a ratchet, as tests/test_architecture.py's DEBTS: a module may not
+have more than MYPY_DEBTS lists, and one that has fewer fails too until the table is lowered
+(``python tests/test_types.py --write``), so it only shrinks. An answer read with a key its
+schema lacks (``answer.get("stauts")``) or built with a value of another type is an error here.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# MYPY_DEBTS begin (python tests/test_types.py --write)
+MYPY_DEBTS: dict = {'tao_brev/answers.py': 3,
+ 'tao_brev/cli.py': 4,
+ 'tao_brev/cost.py': 3,
+ 'tao_brev/credentials.py': 1,
+ 'tao_brev/docker_state/observe.py': 3,
+ 'tao_brev/eta_seen.py': 2,
+ 'tao_brev/fsio.py': 3,
+ 'tao_brev/logcap.py': 1,
+ 'tao_brev/model/base.py': 2,
+ 'tao_brev/nextstep.py': 1,
+ 'tao_brev/prices.py': 1,
+ 'tao_brev/progress.py': 5,
+ 'tao_brev/progress_kpi.py': 2,
+ 'tao_brev/record_listing.py': 15,
+ 'tao_brev/record_quarantine.py': 4,
+ 'tao_brev/records.py': 1,
+ 'tao_brev/results_now.py': 3,
+ 'tao_brev/resume.py': 12,
+ 'tao_brev/resume_advice.py': 1,
+ 'tao_brev/resume_home.py': 1,
+ 'tao_brev/s3/meter.py': 1,
+ 'tao_brev/secrets/forms.py': 3,
+ 'tao_brev/secrets/proof.py': 2,
+ 'tao_brev/secrets/rules.py': 2,
+ 'tao_brev/secrets/search.py': 2,
+ 'tao_brev/secrets/taint.py': 2,
+ 'tao_brev/spec_paths.py': 1,
+ 'tao_brev/tao_schema.py': 4,
+ 'tao_brev/tao_schema_values.py': 1,
+ 'tao_brev/transport/__init__.py': 2,
+ 'tao_brev/transport/auth.py': 8,
+ 'tao_brev/transport/commands.py': 6,
+ 'tao_brev/transport/copying.py': 1,
+ 'tao_brev/transport/process.py': 3,
+ 'tao_brev/transport/remote_exec.py': 21,
+ 'tao_brev/verbs/checkpoint_sync.py': 1,
+ 'tao_brev/verbs/cost_report.py': 7,
+ 'tao_brev/verbs/instance_jobs.py': 2,
+ 'tao_brev/verbs/keep.py': 7,
+ 'tao_brev/verbs/orphans.py': 5,
+ 'tao_brev/verbs/preflight/disk.py': 5,
+ 'tao_brev/verbs/preflight/docker_gpu.py': 1,
+ 'tao_brev/verbs/preflight/image.py': 5,
+ 'tao_brev/verbs/preflight/local.py': 2,
+ 'tao_brev/verbs/preflight/ngc.py': 2,
+ 'tao_brev/verbs/preflight/on_instance.py': 1,
+ 'tao_brev/verbs/preflight/s3_reach.py': 3,
+ 'tao_brev/verbs/preflight/smoke.py': 1,
+ 'tao_brev/verbs/preflight/verb.py': 2,
+ 'tao_brev/verbs/reconcile.py': 5,
+ 'tao_brev/verbs/recover.py': 7,
+ 'tao_brev/verbs/recovery_chain.py': 1,
+ 'tao_brev/verbs/results.py': 7,
+ 'tao_brev/verbs/status/observe.py': 2,
+ 'tao_brev/verbs/status/wait.py': 2,
+ 'tao_brev/verbs/stop.py': 1,
+ 'tao_brev/verbs/stop_orphans.py': 1,
+ 'tao_brev/verbs/submit/guards.py': 11,
+ 'tao_brev/verbs/submit/launch.py': 11,
+ 'tao_brev/verbs/submit/outcome.py': 18,
+ 'tao_brev/verbs/submit/plan.py': 7,
+ 'tao_brev/verbs/submit/stage.py': 1,
+ 'tao_brev/verbs/teardown/container.py': 4,
+ 'tao_brev/verbs/teardown/instance.py': 5,
+ 'tao_brev/verbs/teardown/job.py': 11,
+ 'tao_brev/verbs/teardown/wait.py': 1,
+ 'tao_brev/vocabulary.py': 1}
+# MYPY_DEBTS end
+
+_ERROR = re.compile(r"^(tao_brev/[^:]+\.py):\d+: error: ")
+
+
+@functools.lru_cache(maxsize=None)
+def mypy_errors() -> tuple[dict, str]:
+    """mypy's error count per file of the package, and its whole output."""
+    pytest.importorskip("mypy", reason="mypy is in the test extra: install.sh --local --dev")
+    done = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary", "--cache-dir",
+                           str(ROOT / ".mypy_cache"), "tao_brev"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode in (0, 1), done.stderr[-2000:] + done.stdout[-2000:]
+    counts = collections.Counter(m.group(1) for line in done.stdout.splitlines() if (m := _ERROR.match(line)))
+    return dict(sorted(counts.items())), done.stdout
+
+
+def test_mypy_finds_no_error_beyond_the_ratchet():
+    now, output = mypy_errors()
+    worse = {f: (n, MYPY_DEBTS.get(f, 0)) for f, n in now.items() if n > MYPY_DEBTS.get(f, 0)}
+    paid = {f: (now.get(f, 0), n) for f, n in MYPY_DEBTS.items() if now.get(f, 0) < n}
+    new = "\n".join(line for line in output.splitlines() if any(line.startswith(f + ":") for f in worse))
+    assert not worse, f"new mypy errors (now, listed): {worse}\n{new[:6000]}"
+    assert not paid, f"mypy errors fixed: lower MYPY_DEBTS (python tests/test_types.py --write): {paid}"
+
+
+def test_mypy_sees_an_answer_key_its_schema_lacks(tmp_path):
+    """The check has teeth: a misspelt key of a PollAnswer, and a value of the wrong type."""
+    pytest.importorskip("mypy", reason="mypy is in the test extra: install.sh --local --dev")
+    probe = tmp_path / "probe.py"
+    probe.write_text("from tao_brev.model.answer_types import PollAnswer\n"
+                     "def f(answer: PollAnswer) -> object:\n"
+                     "    answer['polls'] = 'two'\n"
+                     "    return answer.get('stauts')\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary", "--cache-dir",
+                           str(ROOT / ".mypy_cache"), str(probe)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env={"MYPYPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert 'has no key "stauts"' in done.stdout and '"polls" has incompatible type' in done.stdout, done.stdout
+
+
+def test_the_answer_types_are_made_from_todays_schemas():
+    done = subprocess.run([sys.executable, str(ROOT / "dev" / "gen_answer_types.py"), "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def write_debts() -> None:
+    me = Path(__file__)
+    text = me.read_text(encoding="utf-8")
+    head, rest = text.split("# MYPY_DEBTS begin", 1)
+    _, tail = rest.split("# MYPY_DEBTS end\n", 1)
+    import pprint
+
+    table = pprint.pformat(mypy_errors()[0], width=110, sort_dicts=True)
+    me.write_text(f"{head}# MYPY_DEBTS begin (python tests/test_types.py --write)\nMYPY_DEBTS: dict = {table}\n"
+                  f"# MYPY_DEBTS end\n{tail}", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        write_debts()
+    else:
+        print("\n".join(f"{n:4d} {f}" for f, n in mypy_errors()[0].items()))
