@@ -74,7 +74,7 @@ class Generator:
         if types == "array":
             item = self.type_of(module, schema.get("items", {}), name + "Item", pointer + "/items")
             return f"list[{item}]"
-        if types == "object" or "properties" in schema:
+        if types == "object" or (types is None and "properties" in schema):
             if "properties" in schema:
                 return self.object_class(module, schema, name, pointer)
             extra = schema.get("additionalProperties")

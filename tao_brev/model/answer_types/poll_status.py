@@ -123,10 +123,10 @@ class MetricsBestValueLast(TypedDict, total=False):
 
 class MetricsBestValue(TypedDict, total=False):
     goal: str | None
-    best: MetricsBestValueBest
-    min: MetricsBestValueMin
-    max: MetricsBestValueMax
-    last: MetricsBestValueLast
+    best: MetricsBestValueBest | None
+    min: MetricsBestValueMin | None
+    max: MetricsBestValueMax | None
+    last: MetricsBestValueLast | None
 
 
 class Metrics(TypedDict, total=False):
@@ -151,7 +151,7 @@ class PollAnswerStallTeardown(TypedDict, total=False):
     stalled_s: int | None
     stall_after_s: float
     logs_saved_to: str | None
-    results: PollAnswerStallTeardownResults
+    results: PollAnswerStallTeardownResults | None
     results_saved_to: str | None
     results_dir_on_instance: str | None
     results_destination: str | None
@@ -173,7 +173,7 @@ class PollAnswerAttemptsItem(TypedDict, total=False):
     attempt: int
     instance: str | None
     state: str
-    cause: PollAnswerAttemptsItemCause
+    cause: PollAnswerAttemptsItemCause | None
     epoch: int | None
     num_epochs: int | None
     resumed_from: PollAnswerAttemptsItemResumedFrom
