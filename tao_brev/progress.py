@@ -27,13 +27,17 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import cast
 
 from . import tao_status
 from .logcap import cut_redacted
+from .model.answer_types import (Metrics, MetricsBestValue, MetricsBestValueLast, MetricsBestValueMax,
+                                 MetricsBestValueMin, Progress)
 from .progress_kpi import MAX_KPIS, clean_kpi, epoch_table, goal, line_kpi  # noqa: F401 (handed on)
 from .progress_stall import (STALL_ADVICE, STALL_EPOCH_MULTIPLE, STALL_FALLBACK_S,  # noqa: F401 (handed on)
                              STALL_FLOOR_S, assess_stall, iso, rfc3339_epoch, stall_threshold)
 from .secrets.safe_read import bounded_int
+from .tao_status import Kpi, StatusLine
 from .vocabulary import JobState, TaoStatus
 
 METRICS_DEFAULT_EPOCHS = 10     # --metrics without a number
@@ -49,7 +53,7 @@ class StatusFile:
     path: str                  # under the results dir: "<action>/status.json" or "status.json"
     mtime: int                 # epoch seconds, instance clock
     size: int
-    lines: list = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
     long_lines: int = 0        # lines longer than remote.MAX_STATUS_LINE (not read)
 
 
@@ -58,7 +62,7 @@ class JobProbe:
     """What ``__tb_jobs`` printed for one container."""
 
     state: str = ""                                   # docker .State JSON text
-    files: list = field(default_factory=list)         # [StatusFile]
+    files: list[StatusFile] = field(default_factory=list)
     tail: str | None = None                           # log tail of a container that exited non-zero
 
 
@@ -67,11 +71,11 @@ def parse_files(text: str, token: str) -> list[StatusFile]:
     return parse_jobs(text, token, single=True)[0][None].files
 
 
-def parse_jobs(text: str, token: str, single: bool = False) -> tuple[dict, str]:
+def parse_jobs(text: str, token: str, single: bool = False) -> tuple[dict[str | None, JobProbe], str]:
     """(``{job_id: JobProbe}``, other text) from ``__tb_jobs`` output; ``single``:
     one ``__tb_progress`` output under the key None. The other text is what no
     marker claimed (docker's error messages)."""
-    jobs: dict = {None: JobProbe()} if single else {}
+    jobs: dict[str | None, JobProbe] = {None: JobProbe()} if single else {}
     noise: list[str] = []
     job: JobProbe | None = jobs.get(None)
     file: StatusFile | None = None
@@ -93,7 +97,7 @@ def parse_jobs(text: str, token: str, single: bool = False) -> tuple[dict, str]:
         elif line == f"{token}:T" and job is not None:
             file, tail = None, []
             job.tail = ""
-        elif tail is not None:
+        elif tail is not None and job is not None:   # a tail follows its job's marker
             tail.append(line)
             job.tail = "\n".join(tail)
         elif file is not None:
@@ -110,7 +114,7 @@ def pick(files: list[StatusFile], action: str) -> StatusFile | None:
 
 
 # -- values -----------------------------------------------------------------------
-def seconds(value) -> float | None:
+def seconds(value: object) -> float | None:
     """``time_per_epoch`` / ``eta``: a ``str(timedelta)`` (``1 day, 2:03:04.5``) or a number of seconds."""
     if isinstance(value, bool):
         return None
@@ -129,7 +133,7 @@ def seconds(value) -> float | None:
     return None
 
 
-def _int(value) -> int | None:
+def _int(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)) and math.isfinite(value) and abs(value) < BOUND:
@@ -139,7 +143,7 @@ def _int(value) -> int | None:
     return None
 
 
-def _line_time(entry: dict) -> float | None:
+def _line_time(entry: StatusLine) -> float | None:
     """The line's own time as seconds on the container's (unknown-zone) clock: only for differences."""
     try:
         stamp = datetime.strptime(f"{entry['date']} {entry['time']}", "%m/%d/%Y %H:%M:%S")
@@ -149,9 +153,10 @@ def _line_time(entry: dict) -> float | None:
 
 
 # -- lines -> progress ----------------------------------------------------------
-def entries(lines: list[str]) -> tuple[list[dict], int]:
+def entries(lines: list[str]) -> tuple[list[StatusLine], int]:
     """(the JSON objects, how many lines were not one: partial or foreign)."""
-    out, bad = [], 0
+    out: list[StatusLine] = []
+    bad = 0
     for line in lines:
         line = line.strip()
         if not line:
@@ -162,28 +167,29 @@ def entries(lines: list[str]) -> tuple[list[dict], int]:
             bad += 1
             continue
         if isinstance(entry, dict):
-            out.append(entry)
+            out.append(cast(StatusLine, entry))   # TAO's line as read: each value is checked where it is read
         else:
             bad += 1
     return out, bad
 
 
-def _epoch_line_age(items: list[dict], latest: dict, since: int) -> float:
+def _epoch_line_age(items: list[StatusLine], latest: StatusLine, since: int) -> float:
     """Seconds since the epoch line was written: the file's age plus the line times between it and
     the last line (both on the container's clock; later KPI lines renew the file's mtime)."""
     last, at = _line_time(items[-1]), _line_time(latest)
     return since + (last - at if last is not None and at is not None and last >= at else 0.0)
 
 
-def summarize(file: StatusFile | None, now: float | None, action: str = "") -> dict:
+def summarize(file: StatusFile | None, now: float | None, action: str = "") -> Progress:
     """The ``progress`` object of an answer (``references/progress.md``)."""
     if file is None:
         return {"available": False,
                 "note": f"no status.json under the results dir yet (normal before the container starts, for "
                         f"archs that do not write one, and for some {action or 'non-train'} actions)"}
     items, bad = entries(file.lines)
-    out: dict = {"available": bool(items), "file": file.path, "updated_at": iso(file.mtime) if file.mtime else None,
-                 "since_update_s": max(0, int(now - file.mtime)) if now and file.mtime else None}
+    out: Progress = {"available": bool(items), "file": file.path,
+                     "updated_at": iso(file.mtime) if file.mtime else None,
+                     "since_update_s": max(0, int(now - file.mtime)) if now and file.mtime else None}
     if bad or file.long_lines:
         out["unreadable_lines"] = bad + file.long_lines
     if not items:
@@ -197,32 +203,37 @@ def summarize(file: StatusFile | None, now: float | None, action: str = "") -> d
     done = tao_status.finished(run)
     if done:
         out["finished"] = True
-    facts = (("warnings", tao_status.warnings(run)), ("resumed_from", tao_status.resumed_from(run)),
-             ("interrupted", tao_status.interrupted(run) is not None))   # TAO caught an interrupt: exit 0, unfinished
-    for key, value in facts:
-        if value:
-            out[key] = value
-    latest_kpi: dict = {}
+    warnings, resumed_from = tao_status.warnings(run), tao_status.resumed_from(run)
+    if warnings:
+        out["warnings"] = warnings
+    if resumed_from:
+        out["resumed_from"] = resumed_from
+    if tao_status.interrupted(run) is not None:   # TAO caught an interrupt: exit 0, unfinished
+        out["interrupted"] = True
+    latest_kpi: Kpi = {}
     for item in items:   # the latest value of each KPI name (validation and training lines differ)
         latest_kpi.update(line_kpi(item))
     if latest_kpi:
         out["kpi"] = dict(list(latest_kpi.items())[-MAX_KPIS:])
-    epoch_items = [x for x in items if tao_status.epochs_done(x) is not None]
+    epoch_items = [(n, x) for x in items if (n := tao_status.epochs_done(x)) is not None]
     if not epoch_items:
         if action in ("", "train"):
             out["note"] = "no epoch line yet (before the first epoch ends, or an arch that writes none)"
         return out
-    latest = epoch_items[-1]
-    epoch, total = tao_status.epochs_done(latest), tao_status.num_epochs(latest)
-    out.update(epoch=epoch, num_epochs=total)
-    for key in ("step", "max_step"):
-        if _int(latest.get(key)) is not None:
-            out[key] = _int(latest.get(key))
+    epoch, latest = epoch_items[-1]
+    total = tao_status.num_epochs(latest)
+    out["epoch"], out["num_epochs"] = epoch, total
+    step, max_step = _int(latest.get("step")), _int(latest.get("max_step"))
+    if step is not None:
+        out["step"] = step
+    if max_step is not None:
+        out["max_step"] = max_step
     # ETA: the remaining epochs x time_per_epoch; else the line's own eta; else the remaining
     # epochs x the epoch rate observed between lines. Minus the time since the epoch line.
     tpe = seconds(latest.get("time_per_epoch"))
     observed = observed_epoch_seconds(items) if tpe is None else None
-    out["time_per_epoch_s"] = round(tpe if tpe is not None else observed, 3) if (tpe or observed) is not None else None
+    rate = tpe if tpe is not None else observed
+    out["time_per_epoch_s"] = round(rate, 3) if rate is not None and (tpe or observed) is not None else None
     if total:
         out["percent"] = 100.0 if done else round(min(100.0, 100.0 * epoch / total), 1)
     since = _epoch_line_age(items, latest, out["since_update_s"] or 0)
@@ -231,15 +242,15 @@ def summarize(file: StatusFile | None, now: float | None, action: str = "") -> d
     if done:
         out["eta_s"] = 0
     elif total and tpe is not None:
-        out.update(eta_s=int(max(0.0, (total - epoch) * tpe - since)), eta_source="time_per_epoch")
+        out["eta_s"], out["eta_source"] = int(max(0.0, (total - epoch) * tpe - since)), "time_per_epoch"
     elif eta_field is not None:
-        out.update(eta_s=int(max(0.0, eta_field - since)), eta_source="eta_field")
+        out["eta_s"], out["eta_source"] = int(max(0.0, eta_field - since)), "eta_field"
     elif total and observed is not None:
-        out.update(eta_s=int(max(0.0, (total - epoch) * observed - since)), eta_source="observed_rate")
+        out["eta_s"], out["eta_source"] = int(max(0.0, (total - epoch) * observed - since)), "observed_rate"
     return out
 
 
-def eta_note(progress: dict, action: str, now: float | None, started_at: str | None) -> str | None:
+def eta_note(progress: Progress, action: str, now: float | None, started_at: str | None) -> str | None:
     """Why a RUNNING train job's ``progress`` has no ETA: no epoch has finished yet (how long the
     container has run: ``now`` and docker's ``StartedAt``, both the instance's clock). None once
     an epoch finished or an ETA exists, and for actions without epochs (evaluate, inference)."""
@@ -250,7 +261,7 @@ def eta_note(progress: dict, action: str, now: float | None, started_at: str | N
     return f"no epoch finished yet{ran}; an ETA comes after the first epoch"
 
 
-def observed_epoch_seconds(items: list[dict]) -> float | None:
+def observed_epoch_seconds(items: list[StatusLine]) -> float | None:
     """Seconds per epoch from the line times: the last two epoch lines with different
     epochs, else the STARTED line to the last epoch line."""
     timed = [(e, t) for e, t in ((tao_status.epochs_done(x), _line_time(x)) for x in items)
@@ -268,14 +279,16 @@ def observed_epoch_seconds(items: list[dict]) -> float | None:
 
 
 # -- ends -----------------------------------------------------------------------
-def after_end(progress: dict, terminal: str | None, action: str = "", job_id: str = "JOB_ID") -> dict:
+def after_end(progress: Progress, terminal: str | None, action: str = "", job_id: str = "JOB_ID") -> Progress:
     """``progress`` of a job that ended (``terminal``: its docker end, COMPLETE for exit 0), TAO's ``status`` word
     kept as ``last_tao_status`` (the job's state is the answer's ``state``). COMPLETE with TAO's
     "finished successfully" line: done (100 %, no ETA left). Else (no such line, an interrupt TAO caught, any other
     end): no ETA, a note that says which. An evaluate that ended COMPLETE without any KPI says so."""
     if not terminal or not progress.get("available"):
         return progress
-    out = {k: v for k, v in progress.items() if k not in ("eta_source", "status")}
+    out = progress.copy()
+    out.pop("eta_source", None)
+    out.pop("status", None)
     if "status" in progress:   # TAO writes RUNNING even on its end line: its last word, not the job's state
         out["last_tao_status"] = progress["status"]
     tao_word = out.get("last_tao_status")
@@ -300,26 +313,50 @@ def after_end(progress: dict, terminal: str | None, action: str = "", job_id: st
 
 
 # -- metrics --------------------------------------------------------------------
-def metrics(file: StatusFile | None, last: int = METRICS_DEFAULT_EPOCHS) -> dict:
+def metrics(file: StatusFile | None, last: int = METRICS_DEFAULT_EPOCHS) -> Metrics:
     """``--metrics``: the last ``last`` epochs' KPIs and each KPI's best, last, min and max
     with their epochs, over every epoch line read (up to the last 4 MiB of the file)."""
     if file is None:
         return {"available": False, "epochs": [], "best": {}}
     items, _bad = entries(file.lines)
     rows = epoch_table(items)
-    summary: dict = {}
+    seen: dict[str, _Extremes] = {}
     for epoch, row in rows:
         for name, value in row.items():
             if not isinstance(value, (int, float)):
                 continue
-            entry = summary.setdefault(name, {"goal": goal(name), "min": None, "max": None})
-            if entry["min"] is None or value < entry["min"]["value"]:
-                entry["min"] = {"value": value, "epoch": epoch}
-            if entry["max"] is None or value > entry["max"]["value"]:
-                entry["max"] = {"value": value, "epoch": epoch}
-            entry["last"] = {"value": value, "epoch": epoch}
-    for entry in summary.values():
-        entry["best"] = entry[entry["goal"]] if entry["goal"] else None
-    return {"available": bool(rows), "file": file.path, "epochs_read": len(rows),
-            "epochs": [{"epoch": e, "kpi": row} for e, row in rows[-last:]], "best": summary,
-            **({"truncated": True} if len(rows) > last else {})}
+            entry = seen.get(name)
+            if entry is None:
+                seen[name] = _Extremes(_point(value, epoch), _point(value, epoch), _point(value, epoch))
+                continue
+            if value < entry.min["value"]:
+                entry.min = _point(value, epoch)
+            if value > entry.max["value"]:
+                entry.max = _point(value, epoch)
+            entry.last = _point(value, epoch)
+    out: Metrics = {"available": bool(rows), "file": file.path, "epochs_read": len(rows),
+                    "epochs": [{"epoch": e, "kpi": row} for e, row in rows[-last:]],
+                    "best": {name: entry.to_json(goal(name)) for name, entry in seen.items()}}
+    if len(rows) > last:
+        out["truncated"] = True
+    return out
+
+
+@dataclass
+class _Extremes:
+    """One KPI's lowest, highest and last value over the epochs read (each with its epoch)."""
+
+    min: MetricsBestValueMin
+    max: MetricsBestValueMax
+    last: MetricsBestValueLast
+
+    def to_json(self, goal: str | None) -> MetricsBestValue:
+        """``best``'s entry of the KPI: its goal (``min`` / ``max`` / None), the best by that goal
+        (None without a goal), min, max and last."""
+        best = self.min if goal == "min" else self.max if goal == "max" else None
+        return {"goal": goal, "min": self.min, "max": self.max, "last": self.last, "best": best}
+
+
+def _point(value: float, epoch: int) -> MetricsBestValueMin:
+    """A KPI's value at an epoch (the shape of ``best``, ``min``, ``max`` and ``last``)."""
+    return {"value": value, "epoch": epoch}

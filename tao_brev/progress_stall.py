@@ -8,6 +8,7 @@ import re
 from datetime import datetime, timezone
 
 from .logcap import cut_redacted
+from .model.answer_types import Progress, Stall
 
 STALL_EPOCH_MULTIPLE = 3        # default --stall-after: this many times the time per epoch ...
 STALL_FLOOR_S = 1800            # ... but never less than 30 min (tqdm-only output, long validations)
@@ -50,9 +51,9 @@ def stall_threshold(explicit: float | None, time_per_epoch_s: float | None) -> t
     return float(STALL_FALLBACK_S), "fallback"
 
 
-def assess_stall(job_id: str, now: float | None, progress: dict, started_at: str | None,
+def assess_stall(job_id: str, now: float | None, progress: Progress, started_at: str | None,
                  explicit: float | None = None, last_log: str | None = None,
-                 status_only: bool = False) -> dict | None:
+                 status_only: bool = False) -> Stall | None:
     """The ``stall`` object of a RUNNING job, or None when the instance clock is unknown
     or, with ``status_only`` (``--all``: no log call per job), when there is no status
     file to judge by (an arch that writes none may be logging happily).
@@ -64,7 +65,8 @@ def assess_stall(job_id: str, now: float | None, progress: dict, started_at: str
     """
     if now is None or (status_only and not progress.get("available")):
         return None
-    status_at = (now - progress["since_update_s"]) if progress.get("since_update_s") is not None else None
+    since = progress.get("since_update_s")
+    status_at = (now - since) if since is not None else None
     log_at, log_line = None, None
     if last_log and last_log.strip():
         stamp, _, rest = last_log.strip().splitlines()[-1].partition(" ")
@@ -77,9 +79,9 @@ def assess_stall(job_id: str, now: float | None, progress: dict, started_at: str
         return {"stalled": False, "idle_s": None, "threshold_s": threshold, "threshold_source": source,
                 "evidence": "no sign of life known (no status file, no log line, no start time)"}
     idle = max(0, int(now - latest))
-    out = {"stalled": idle > threshold, "idle_s": idle, "threshold_s": int(threshold),
-           "threshold_source": source, "last_progress_at": iso(latest), "last_status_at": iso(status_at),
-           "last_log_at": iso(log_at)}
+    out: Stall = {"stalled": idle > threshold, "idle_s": idle, "threshold_s": int(threshold),
+                  "threshold_source": source, "last_progress_at": iso(latest), "last_status_at": iso(status_at),
+                  "last_log_at": iso(log_at)}
     if log_line is not None:
         out["last_log_line"] = log_line
     if out["stalled"]:

@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
@@ -67,7 +68,7 @@ def cache_dir(state_root: Path, version: str) -> Path:
     return Path(state_root) / "brev" / "tao-schemas" / version
 
 
-def _install(target: Path, version: str, env: dict) -> None:
+def _install(target: Path, version: str, env: Mapping[str, str]) -> None:
     """``pip install --no-deps --target`` (uv when this environment has no pip). Raises Unavailable."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -100,7 +101,7 @@ def _install(target: Path, version: str, env: dict) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def locate(version: str, state_root: Path, env: dict, install: bool = True) -> str | None:
+def locate(version: str, state_root: Path, env: Mapping[str, str], install: bool = True) -> str | None:
     """The directory to put first on ``sys.path`` for ``nvidia_tao_core`` of ``version``: None when
     this environment's own is that version; else the per-version cache (installed when missing and
     ``install``). Raises Unavailable."""
@@ -114,7 +115,7 @@ def locate(version: str, state_root: Path, env: dict, install: bool = True) -> s
     return str(target)
 
 
-def import_schema(network_arch: str, version: str, where: str | None):
+def import_schema(network_arch: str, version: str, where: str | None) -> tuple[type, str]:
     """(the schema dataclass, its dotted name) of ``network_arch`` in nvidia-tao-core ``version``.
     Raises Unavailable (no omegaconf, or no schema for the network in that version)."""
     if where is not None and where not in sys.path:
@@ -147,7 +148,7 @@ def import_schema(network_arch: str, version: str, where: str | None):
     return found, f"{module_name}.{found.__name__}"
 
 
-def networks(version: str, where: str | None) -> list:
+def networks(version: str, where: str | None) -> list[str]:
     """The networks with a ``default_config`` in nvidia-tao-core ``version`` (directory names, not imported)."""
     if where is not None:
         base = Path(where) / "nvidia_tao_core" / "config"

@@ -35,9 +35,39 @@ progress as written; they count no completed epochs.
 from __future__ import annotations
 
 import re
+from typing import Callable, Dict, TypedDict, Union
 
 from .logcap import cut_redacted
 from .vocabulary import TaoStatus
+
+# A KPI name -> its value, cleaned (``progress_kpi.clean_kpi``): a number, or "nan"/"inf"/"-inf" or a
+# string cut to 80 (the answers' ``kpi``, references/schemas/poll_status.schema.json ``$defs/kpi``).
+Kpi = Dict[str, Union[float, str]]
+
+
+class StatusLine(TypedDict, total=False):
+    """One JSON line of ``status.json``: the keys TAO writes (nvidia-tao-core
+    ``nvidia_tao_core/loggers/logging.py`` ``BaseLogger.write`` / ``StatusLogger``: ``date``,
+    ``time``, ``status``, ``verbosity``, ``message``, the logger's ``kpi`` / ``graphical`` /
+    ``categorical`` dicts; tao-pytorch ``core/callbacks/loggers.py:121-138``: ``epoch``,
+    ``max_epoch``, ``step``, ``max_step``, ``time_per_epoch`` / ``eta`` as ``str(timedelta)``).
+    A document from outside: a foreign or older line may carry other types (numbers as text,
+    seconds as numbers) or other keys (mmlab's loose ``loss`` / ``lr``), so every reader checks
+    the value it reads."""
+    date: str
+    time: str
+    status: str
+    verbosity: str
+    message: str
+    kpi: dict[str, object]
+    graphical: dict[str, object]
+    categorical: dict[str, object]
+    epoch: int
+    max_epoch: int
+    step: int
+    max_step: int
+    time_per_epoch: object
+    eta: object
 
 MAX_WARNINGS = 5                 # FAILURE lines kept in an answer (the newest)
 WARNING_CHARS = 200
@@ -51,13 +81,13 @@ _EVAL_LINE = re.compile(r"^\s*(eval|validation)\b", re.I)
 _RESUMING = re.compile(r"^Resuming training from checkpoint: (\S+)")
 
 
-def _int(value) -> int | None:
+def _int(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return None
     return int(value) if abs(value) < 1e12 else None
 
 
-def epochs_done(item: dict) -> int | None:
+def epochs_done(item: StatusLine) -> int | None:
     """Completed epochs after this line: ``epoch + 1`` on a TAOStatusLogger line (it has
     ``max_epoch``); the epoch as written on other epoch lines; None without ``epoch``."""
     epoch = _int(item.get("epoch"))
@@ -66,7 +96,7 @@ def epochs_done(item: dict) -> int | None:
     return epoch + 1 if _int(item.get("max_epoch")) is not None else epoch
 
 
-def num_epochs(item: dict) -> int | None:
+def num_epochs(item: StatusLine) -> int | None:
     """The planned number of epochs (None without ``max_epoch``): ``max_epoch + 1`` on a
     TAOStatusLogger line (it has ``step`` / ``max_step``); ``max_epoch`` itself on the lines of
     pointpillars' own loop (``pointcloud/pointpillars/tools/train_utils/train_utils.py:89-94``:
@@ -78,7 +108,7 @@ def num_epochs(item: dict) -> int | None:
     return max_epoch + 1 if lightning else (max_epoch or None)
 
 
-def current_run(items: list[dict]) -> list[dict]:
+def current_run(items: list[StatusLine]) -> list[StatusLine]:
     """The lines from the newest run start on: a STARTED line other than the training loop's
     ("Starting <Name> <mode>.", workflow.py:54-57). A resumed run appends to the status.json of
     the run it resumes (StatusLogger append=True): that run's end and warnings are not its own."""
@@ -89,18 +119,18 @@ def current_run(items: list[dict]) -> list[dict]:
     return items
 
 
-def _is_end(item: dict) -> bool:
+def _is_end(item: StatusLine) -> bool:
     return bool(_FINISHED.search(str(item.get("message") or ""))) or item.get("status") == TaoStatus.SUCCESS
 
 
-def is_interruption(item: dict) -> bool:
+def is_interruption(item: StatusLine) -> bool:
     """A FAILURE line of an interrupt TAO caught (workflow.py:68-73: the process then exits 0). Its
     verbosity is INFO; an ERROR-level log call (tlt_logging.py:124-139) is a warning, not this."""
     return (item.get("status") == TaoStatus.FAILURE and item.get("verbosity") != "ERROR"
             and bool(_INTERRUPTED.match(str(item.get("message") or ""))))
 
 
-def interrupted(items: list[dict]) -> str | None:
+def interrupted(items: list[StatusLine]) -> str | None:
     """The message of the newest caught-interrupt FAILURE line after TAO's last end of a success
     (all lines when there is none), else None: such a run did not finish even when it exits 0."""
     last_end = max((i for i, x in enumerate(items) if _is_end(x)), default=-1)
@@ -110,20 +140,20 @@ def interrupted(items: list[dict]) -> str | None:
     return None
 
 
-def finished(items: list[dict]) -> bool:
+def finished(items: list[StatusLine]) -> bool:
     """Whether TAO wrote its end of a success: "... finished successfully." (or an older SUCCESS)
     and no caught-interrupt FAILURE line after it (:func:`interrupted`)."""
     return any(_is_end(x) for x in items) and interrupted(items) is None
 
 
-def warnings(items: list[dict]) -> list[str]:
+def warnings(items: list[StatusLine]) -> list[str]:
     """The messages of the FAILURE lines read (the newest MAX_WARNINGS), each cut to WARNING_CHARS."""
     found = [cut_redacted(str(x.get("message") or "FAILURE line without a message"), WARNING_CHARS)
              for x in items if x.get("status") == TaoStatus.FAILURE]   # redacted, then cut
     return found[-MAX_WARNINGS:]
 
 
-def resumed_from(items: list[dict]) -> str | None:
+def resumed_from(items: list[StatusLine]) -> str | None:
     """The checkpoint of the newest "Resuming training from checkpoint: PATH" line read."""
     for item in reversed(items):
         match = _RESUMING.match(str(item.get("message") or ""))
@@ -132,13 +162,13 @@ def resumed_from(items: list[dict]) -> str | None:
     return None
 
 
-def is_eval(item: dict, kpi: dict) -> bool:
+def is_eval(item: StatusLine, kpi: Kpi) -> bool:
     """A validation KPI line: its message says so, or every KPI name starts with ``val``."""
     message = str(item.get("message") or "")
     return bool(_EVAL_LINE.search(message)) or (bool(kpi) and all(k.startswith("val") for k in kpi))
 
 
-def epoch_rows(items: list[dict], line_kpi) -> list[tuple[int, dict]]:
+def epoch_rows(items: list[StatusLine], line_kpi: Callable[[StatusLine], Kpi]) -> list[tuple[int, Kpi]]:
     """[(completed epochs, {kpi: value})], by epoch.
 
     A KPI dict counts once: on the line that sets it (it differs from the previous line's, or
@@ -146,10 +176,10 @@ def epoch_rows(items: list[dict], line_kpi) -> list[tuple[int, dict]]:
     belongs to the next epoch line (validation runs inside the epoch, before its callback line);
     any other new dict to the last epoch line before it. An epoch that appears again (a resumed
     run re-running it) replaces its earlier row."""
-    rows: dict[int, dict] = {}
+    rows: dict[int, Kpi] = {}
     order: list[int] = []
-    pending: dict = {}
-    previous: dict | None = None
+    pending: Kpi = {}
+    previous: Kpi | None = None
     for item in items:
         kpi = line_kpi(item)
         new = bool(kpi) and (kpi != previous or bool(_METRICS_LINE.search(str(item.get("message") or ""))))

@@ -10,6 +10,8 @@ this preflight again with ``--pull`` (and ``next`` names it).
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from ... import bank, cost, docker_state, remote
 from ...secrets import redact
 from ...errors import TransportError
@@ -17,6 +19,17 @@ from ...nextstep import command
 from .report import Context, PreflightRequest, Report
 
 PULL_TIMEOUT_S = 900.0   # the AWS CLI image is ~150 MB compressed
+
+
+class _Reach(TypedDict):
+    endpoint: str        # host:port
+    carrier_image: str
+    carrier_present: bool
+
+
+class CarrierFacts(_Reach, total=False):
+    """The ``s3_from_instance`` check's ``data`` (``carrier_pulled`` added by a ``--pull``)."""
+    carrier_pulled: bool
 
 
 def pull_fix(instance: str, argv_hint: list[str]) -> str:
@@ -30,7 +43,7 @@ def registry_of(image: str) -> str:
 
 
 def pull_carrier(report: Report, ctx: Context, req: PreflightRequest, carrier: str, elapsed_s: float,
-                 data: dict) -> None:
+                 data: CarrierFacts) -> None:
     """Pull ``carrier`` on ``req.instance`` (PULL_TIMEOUT_S) and record the ``s3_from_instance`` check's
     outcome (``elapsed_s``: the combined round trip's; ``data``: the check's facts so far)."""
     started = ctx.clock()
@@ -43,11 +56,12 @@ def pull_carrier(report: Report, ctx: Context, req: PreflightRequest, carrier: s
     took = ctx.clock() - started
     if result.ok:
         cost.note_pull(ctx, req.instance, carrier, took)
+        pulled: CarrierFacts = {**data, "carrier_present": True, "carrier_pulled": True}
         report.passed("s3_from_instance", f"{data['endpoint']} is reachable from the instance; {carrier} pulled "
-                      f"from {registry_of(carrier)} in {took:.1f} s", elapsed_s=elapsed_s,
-                      **{**data, "carrier_present": True, "carrier_pulled": True})
+                      f"from {registry_of(carrier)} in {took:.1f} s", elapsed_s=elapsed_s, **pulled)
         return
     text = redact.tail(result.stdout + "\n" + result.stderr, 400)
     code = docker_state.registry_error_code(text, registry_of(carrier))
+    not_pulled: CarrierFacts = {**data, "carrier_pulled": False}
     report.fail("s3_from_instance", code, f"docker pull {carrier} (from {registry_of(carrier)}) failed after "
-                f"{took:.1f} s: {text}", elapsed_s=elapsed_s, **{**data, "carrier_pulled": False})
+                f"{took:.1f} s: {text}", elapsed_s=elapsed_s, **not_pulled)

@@ -4,12 +4,35 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from ... import remote
 from ...errors import CODES
 from .report import Check, Report, section_tail
 from .units import GIB, Answers, ImageFacts, Plan, RemoteCheck, Snippet
 
 DISK_HEADROOM_BYTES = 20 * GIB       # warn when less stays free for results and checkpoints
+
+
+class FreeSpace(TypedDict):
+    """``df -P -B1`` of the nearest existing directory of a path."""
+    path: str
+    free_bytes: int
+    filesystem: str
+    mount: str
+
+
+class ResultsFreeSpace(FreeSpace):
+    root: str   # the results root asked about (``path`` is its nearest existing directory)
+
+
+class DiskData(TypedDict):
+    """The ``disk`` check's ``data``."""
+    docker_root: FreeSpace | None
+    results_root: ResultsFreeSpace | None
+    image_bytes: int | None
+    image_size_source: str | None
+    need_bytes: int
 
 
 def _free_space(path_expr: str) -> str:
@@ -23,7 +46,7 @@ DISK_DOCKER = Snippet("disk_docker", lambda plan: _free_space(
 DISK_RESULTS = Snippet("disk_results", lambda plan: _free_space(remote.rpath(plan.results_root)))
 
 
-def _df(sec: remote.Section | None) -> dict | None:
+def _df(sec: remote.Section | None) -> FreeSpace | None:
     """``{"path", "free_bytes", "filesystem", "mount"}`` from a _free_space section."""
     if sec is None or sec.exit_code != 0:
         return None
@@ -41,14 +64,15 @@ def check_disk(report: Report, answers: Answers, facts: ImageFacts | None, resul
     t = answers.elapsed_s
     docker, results = _df(answers.get("disk_docker")), _df(answers.get("disk_results"))
     need = facts.size_bytes if facts and not facts.present else 0
-    data = {"docker_root": docker, "results_root": results and dict(results, root=results_root),
-            "image_bytes": facts and facts.size_bytes, "image_size_source": facts and facts.size_source,
-            "need_bytes": need}
+    data: DiskData = {"docker_root": docker,
+                      "results_root": {**results, "root": results_root} if results is not None else None,
+                      "image_bytes": facts.size_bytes if facts else None,
+                      "image_size_source": facts.size_source if facts else None, "need_bytes": need}
     if docker is None or results is None:
         sec = answers.get("disk_docker") if docker is None else answers.get("disk_results")
         return report.warn("disk", f"could not read free space: {section_tail(sec)}",
                            "Check the disk by hand: brev exec NAME \"df -h\".", elapsed_s=t, **data)
-    if docker["free_bytes"] < need:
+    if facts is not None and docker["free_bytes"] < need:   # need is 0 without facts
         return report.fail("disk", "DISK_FULL", f"{_gib(docker['free_bytes'])} free at {docker['path']} "
                            f"(Docker images) but {facts.image} needs ~{_gib(need)} ({facts.size_source} size)",
                            elapsed_s=t, **data)

@@ -5,6 +5,7 @@ Docker CLI messages are classified by :func:`tao_brev.docker_state.docker_error_
 from __future__ import annotations
 
 import json
+from typing import TypedDict
 
 from ... import docker_state, remote
 from ...errors import CODES
@@ -36,7 +37,15 @@ def docker_elsewhere(section: remote.Section | None) -> str | None:
     return found[0] if found else None
 
 
-def _json_line(text: str):
+class GpuData(TypedDict):
+    """The ``gpu`` check's ``data`` (nvidia-smi's first GPU gives memory and driver)."""
+    count: int
+    models: list[str]
+    memory: str
+    driver_version: str
+
+
+def _json_line(text: str) -> object:
     """The last line of ``text`` that parses as JSON (docker prints warnings around it)."""
     for line in reversed(text.strip().splitlines()):
         try:
@@ -85,7 +94,7 @@ def check_gpu(report: Report, answers: Answers) -> None:
                     elapsed_s=t)
         return
     models = [r[0] for r in rows]
-    data = {"count": len(rows), "models": models, "memory": rows[0][1], "driver_version": rows[0][2]}
+    data: GpuData = {"count": len(rows), "models": models, "memory": rows[0][1], "driver_version": rows[0][2]}
     detail = f"{len(rows)} x {models[0]} ({rows[0][1]}), driver {rows[0][2]}"
     docker = answers.get("docker")
     info = _json_line(docker.output) if docker and docker.exit_code == 0 else None

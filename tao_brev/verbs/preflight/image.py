@@ -55,7 +55,7 @@ def registry_bytes(manifest_text: str) -> int | None:
     return sum(int(layer.get("size") or 0) for layer in layers if isinstance(layer, dict)) or None
 
 
-def _not_in_registry(manifest) -> bool:
+def _not_in_registry(manifest: remote.Section | None) -> bool:
     """``docker manifest inspect`` failed because the registry has no such image."""
     return manifest is not None and manifest.exit_code != 0 and (
         NO_MANIFEST in section_tail(manifest).lower()
@@ -72,7 +72,7 @@ def check_image(report: Report, ctx: Context, req: PreflightRequest, answers: An
                       size_bytes=facts.local_bytes, pulled=False)
         return
     if blocker is not None and blocker.name == "docker":
-        report.fail("image", blocker.code, f"cannot look for {image}: the docker check failed", blocker.fix,
+        report.fail("image", blocker.failure_code, f"cannot look for {image}: the docker check failed", blocker.fix,
                     elapsed_s=t, image=image)
         return
     manifest = answers.get("manifest")
@@ -86,7 +86,7 @@ def check_image(report: Report, ctx: Context, req: PreflightRequest, answers: An
                     elapsed_s=t, image=image, present=False)
         return
     if blocker is not None:
-        report.fail("image", blocker.code, f"{image} is not on the instance; not pulled because the "
+        report.fail("image", blocker.failure_code, f"{image} is not on the instance; not pulled because the "
                     f"{blocker.name} check failed", blocker.fix, elapsed_s=t, image=image, present=False)
         return
     pull_image(report, ctx, req, image, logged_in)
@@ -98,6 +98,7 @@ def _read(report: Report, answers: Answers, plan: Plan) -> None:
     ngc = plan.done.get("ngc_auth")
     blocker = next((c for c in (plan.done["docker"], plan.done["disk"], ngc) if c is not None and not c.ok), None)
     authed = ngc is not None and ngc.data.get("status") == NgcStatus.AUTH_OK
+    assert plan.ctx is not None and plan.req is not None and plan.facts is not None   # a live plan with --image
     check_image(report, plan.ctx, plan.req, answers, plan.facts, blocker, logged_in=authed)
 
 

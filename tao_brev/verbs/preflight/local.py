@@ -3,6 +3,8 @@ resolves) and ``s3`` (credentials, the bucket, a probe object under ``results/``
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from ... import bank, remote, s3 as staging, s3 as storage
 from ... import routing as routing_mod
 from ...errors import TaoBrevError
@@ -10,8 +12,16 @@ from .report import Context, PreflightRequest, Report
 from .units import S3Target
 
 
-def check_image_ref(report: Report, ctx: Context, req: PreflightRequest) -> dict | None:
-    """``image_ref``: the image argument resolves (``bank.resolve_image``)."""
+class S3Data(TypedDict):
+    """The ``s3`` check's ``data``: where the probe ran and which variables gave each setting."""
+    bucket: str | None
+    prefix: str
+    endpoint: str | None
+    credential_sources: dict[str, str]   # setting -> the variable (or flag) it came from
+
+
+def check_image_ref(report: Report, ctx: Context, req: PreflightRequest) -> str | None:
+    """``image_ref``: the image argument resolves (``bank.resolve_image``); the image it names."""
     if not req.image:
         return None
     try:
@@ -20,7 +30,7 @@ def check_image_ref(report: Report, ctx: Context, req: PreflightRequest) -> dict
         report.error("image_ref", exc, argument=req.image)
         return None
     report.passed("image_ref", f"{req.image} -> {resolved['image']}", **resolved)
-    return resolved
+    return resolved["image"]
 
 
 def check_s3(report: Report, ctx: Context, req: PreflightRequest) -> tuple[str, S3Target | None]:
@@ -39,8 +49,8 @@ def check_s3(report: Report, ctx: Context, req: PreflightRequest) -> tuple[str, 
     settings = storage.s3_settings(ctx.env, bucket=routing.bucket)
     target = S3Target.of(settings.endpoint_url, settings.region, staging.carrier_image(ctx.env))
     where = f"s3://{routing.bucket}/results/"
-    data = {"bucket": routing.bucket, "prefix": "results/", "endpoint": settings.endpoint_url,
-            "credential_sources": {k: v for k, v in settings.sources.items() if k != "bucket"}}
+    data: S3Data = {"bucket": routing.bucket, "prefix": "results/", "endpoint": settings.endpoint_url,
+                    "credential_sources": {k: v for k, v in settings.sources.items() if k != "bucket"}}
     try:
         storage.probe(settings, where)
     except TaoBrevError as exc:

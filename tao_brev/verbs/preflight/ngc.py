@@ -118,6 +118,7 @@ def classify_ngc(login: remote.Section | None, manifest: remote.Section | None, 
 
 
 def _read(report: Report, answers: Answers, plan: Plan) -> Check:
+    assert plan.facts is not None   # ngc_auth applies to an nvcr.io --image, whose facts the plan holds
     return check_ngc(report, answers, plan.key, plan.facts.present)
 
 

@@ -63,5 +63,6 @@ def check_on_instance(report: Report, ctx: Context, req: PreflightRequest, image
     for check in CHECKS:
         if check.applies(plan):
             plan.done[check.name] = check.read(report, answers, plan)
-    if req.gpu_smoke:
-        check_gpu_smoke(report, ctx, req, plan.done["docker"])
+    docker = plan.done["docker"]
+    if req.gpu_smoke and docker is not None:   # the docker check always applies and reads to a Check
+        check_gpu_smoke(report, ctx, req, docker)

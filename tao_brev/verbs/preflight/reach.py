@@ -8,6 +8,8 @@ RUNNING before sshd, the two-word probe, >= 600 s for a first exec.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from ... import cost
 from ...secrets import redact
 from ...errors import TaoBrevError, TransportError
@@ -19,6 +21,16 @@ PROBE_INTERVAL_S = 5.0               # between readiness probes (each brev exec 
 MIN_ATTEMPT_TIMEOUT_S = 5.0          # an attempt in flight gets at least this long
 MAX_PROBE_TIMEOUT_S = 120.0          # one probe attempt never waits longer than this
 KEY_REJECTED_ATTEMPTS = 2            # probes refused with `Permission denied (publickey)` before giving up
+
+
+class InstanceFacts(TypedDict, total=False):
+    """The ``instance`` check's ``data`` from the ``brev ls --json`` entry (None: brev omits the field)."""
+    status: str | None
+    shell_status: str | None
+    health_status: str | None
+    build_status: str | None
+    gpu: str | None
+    instance_type: str | None
 
 
 def check_brev_cli(report: Report, ctx: Context) -> None:
@@ -73,9 +85,12 @@ def check_instance_state(report: Report, ctx: Context, req: PreflightRequest, en
                   started=started, waited_s=round(waited, 3), **facts)
 
 
-def _instance_facts(entry: dict | None) -> dict:
-    keys = ("status", "shell_status", "health_status", "build_status", "gpu", "instance_type")
-    return {k: entry.get(k) for k in keys} if entry else {}
+def _instance_facts(entry: dict | None) -> InstanceFacts:
+    if not entry:
+        return {}
+    return {"status": entry.get("status"), "shell_status": entry.get("shell_status"),
+            "health_status": entry.get("health_status"), "build_status": entry.get("build_status"),
+            "gpu": entry.get("gpu"), "instance_type": entry.get("instance_type")}
 
 
 def check_exec_ready(report: Report, ctx: Context, req: PreflightRequest, deadline: float) -> None:

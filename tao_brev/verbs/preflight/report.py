@@ -6,12 +6,18 @@ modules of the package take ``Context`` and ``say`` from here (one place to chan
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, NoReturn, TypeVar
 
 from ... import remote
 from ...secrets import redact
 from ...context import Context, say   # the package's one tie to the run: its modules take them from here
 from ...errors import CODES, TaoBrevError
+from ...model.answer_types import Check as CheckAnswer, PreflightAnswerRoundTrips
 from ...vocabulary import StorageTier
+
+# The steps whose ``brev exec`` calls the answer's ``round_trips`` counts (``copy``: ``brev copy`` calls).
+Step = Literal["probe", "checks", "pull", "gpu_smoke", "copy"]
+T = TypeVar("T")
 
 
 @dataclass
@@ -41,11 +47,18 @@ class Check:
     code: str | None = None
     warning: bool = False
     elapsed_s: float | None = None
-    data: dict = field(default_factory=dict)
+    data: dict[str, object] = field(default_factory=dict)   # the check's own facts (its module's TypedDict)
 
-    def to_json(self) -> dict:
-        out = {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix,
-               "elapsed_s": round(self.elapsed_s or 0.0, 3)}
+    @property
+    def failure_code(self) -> str:
+        """The code of a failed check (:meth:`Report.fail` gives every failed check one)."""
+        if self.code is None:
+            raise ValueError(f"the {self.name} check has no code")
+        return self.code
+
+    def to_json(self) -> CheckAnswer:
+        out: CheckAnswer = {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix,
+                            "elapsed_s": round(self.elapsed_s or 0.0, 3)}
         if self.code:
             out["code"] = self.code
         if self.warning:
@@ -63,10 +76,10 @@ class Report:
     """The checks in order, each timed from the previous one unless it brings its
     own time, and the round trips spent (``brev exec`` by step, ``brev copy``)."""
 
-    def __init__(self, ctx: Context):
+    def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.checks: list[Check] = []
-        self.round_trips = {"probe": 0, "checks": 0, "pull": 0, "gpu_smoke": 0, "copy": 0}
+        self.round_trips: PreflightAnswerRoundTrips = {"probe": 0, "checks": 0, "pull": 0, "gpu_smoke": 0, "copy": 0}
         self._mark = ctx.clock()
 
     def add(self, check: Check) -> Check:
@@ -79,25 +92,25 @@ class Report:
         say(f"preflight {check.name}: {state} {check.detail}")
         return check
 
-    def passed(self, name: str, detail: str, elapsed_s: float | None = None, **data) -> Check:
+    def passed(self, name: str, detail: str, elapsed_s: float | None = None, **data: object) -> Check:
         return self.add(Check(name, True, detail, elapsed_s=elapsed_s, data=data))
 
-    def warn(self, name: str, detail: str, fix: str, elapsed_s: float | None = None, code: str | None = None,
-             **data) -> Check:
+    def warn(self, name: str, detail: str, fix: str | None, elapsed_s: float | None = None, code: str | None = None,
+             **data: object) -> Check:
         return self.add(Check(name, True, detail, fix, code, warning=True, elapsed_s=elapsed_s, data=data))
 
     def fail(self, name: str, code: str, detail: str, fix: str | None = None, elapsed_s: float | None = None,
-             **data) -> Check:
+             **data: object) -> Check:
         return self.add(Check(name, False, detail, fix or CODES[code].fix, code, elapsed_s=elapsed_s, data=data))
 
-    def error(self, name: str, exc: TaoBrevError, elapsed_s: float | None = None, **data) -> Check:
+    def error(self, name: str, exc: TaoBrevError, elapsed_s: float | None = None, **data: object) -> Check:
         return self.fail(name, exc.code, exc.message, exc.fix, elapsed_s, **data)
 
-    def stop(self, name: str, exc: TaoBrevError, **data) -> None:
-        self.error(name, exc, **data)
+    def stop(self, name: str, exc: TaoBrevError, **data: object) -> NoReturn:
+        self.error(name, exc, None, **data)
         raise Stop()
 
-    def count(self, step: str, fn, *args, **kw):
+    def count(self, step: Step, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
         """Call ``fn`` and add the ``brev exec`` calls it made to ``round_trips[step]``."""
         before = self.ctx.brev.exec_calls
         try:

@@ -5,7 +5,7 @@ carrier image there; with ``--pull`` a missing carrier is pulled (:mod:`.carrier
 from __future__ import annotations
 
 from ... import remote
-from .carrier_pull import pull_carrier, pull_fix, registry_of
+from .carrier_pull import CarrierFacts, pull_carrier, pull_fix, registry_of
 from .report import Context, PreflightRequest, Report, section_tail
 from .units import Answers, Plan, RemoteCheck, S3Target, Snippet
 
@@ -22,8 +22,8 @@ def check_s3_from_instance(report: Report, answers: Answers, target: S3Target, c
     t = answers.elapsed_s
     where = f"{target.host}:{target.port}"
     reach, carrier = answers.get("s3_reach"), answers.get("carrier")
-    data = {"endpoint": where, "carrier_image": target.carrier,
-            "carrier_present": carrier is not None and carrier.exit_code == 0}
+    data: CarrierFacts = {"endpoint": where, "carrier_image": target.carrier,
+                          "carrier_present": carrier is not None and carrier.exit_code == 0}
     if reach is None or reach.exit_code != 0 or "reached" not in reach.output.split():
         report.fail("s3_from_instance", "S3_UNREACHABLE",
                     f"the instance cannot open a connection to the S3 endpoint {where}: {section_tail(reach)}",
@@ -32,7 +32,7 @@ def check_s3_from_instance(report: Report, answers: Answers, target: S3Target, c
                     elapsed_s=t, **data)
         return
     if not data["carrier_present"]:
-        if req is not None and req.pull:
+        if req is not None and req.pull and ctx is not None:
             pull_carrier(report, ctx, req, target.carrier, t, data)
             return
         hint = [*(["--image", req.image] if req and req.image else []),
@@ -48,6 +48,7 @@ def check_s3_from_instance(report: Report, answers: Answers, target: S3Target, c
 
 
 def _read(report: Report, answers: Answers, plan: Plan) -> None:
+    assert plan.s3 is not None   # s3_from_instance applies only to a plan with an S3 target
     check_s3_from_instance(report, answers, plan.s3, plan.ctx, plan.req)
 
 

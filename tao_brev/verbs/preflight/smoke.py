@@ -5,6 +5,7 @@ proves the NVIDIA Container Toolkit gives containers the GPUs, as its own round 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from ... import bank, docker_state, remote
 from ...secrets import redact
@@ -18,7 +19,7 @@ GPU_SMOKE_DEFAULT = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 PULL_FAILED = re.compile(r"Unable to find image|Error response from daemon: (Get|Head) \"https://", re.I)
 
 
-def gpu_smoke_image(env: dict) -> str:
+def gpu_smoke_image(env: Mapping[str, str]) -> str:
     """``images.gpu_smoke`` from versions.yaml, else GPU_SMOKE_DEFAULT (a bank without the key)."""
     try:
         return bank.resolve_image(GPU_SMOKE_KEY, env)["image"]
@@ -39,7 +40,7 @@ def check_gpu_smoke(report: Report, ctx: Context, req: PreflightRequest, docker:
     round trip (the small image may be pulled)."""
     image = gpu_smoke_image(ctx.env)
     if not docker.ok:
-        report.fail("gpu_smoke", docker.code, "not run: the docker check failed", docker.fix, image=image)
+        report.fail("gpu_smoke", docker.failure_code, "not run: the docker check failed", docker.fix, image=image)
         return
     started = ctx.clock()
     command = remote.gpu_smoke(image)

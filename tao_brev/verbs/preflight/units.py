@@ -28,7 +28,7 @@ NO_MANIFEST = "no such manifest"     # `docker manifest inspect` on a missing ta
 class Answers:
     """The sections of the combined script and how long its round trip took."""
 
-    sections: dict
+    sections: dict[str, remote.Section]
     elapsed_s: float
     instance: str = "NAME"
 

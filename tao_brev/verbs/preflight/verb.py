@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ... import remote
 from ...errors import CODES, TaoBrevError
+from ...model.answer_types import PreflightAnswer
 from ...transport import api_key, check_instance
 from ...vocabulary import STORAGE_TIERS
 from .local import check_image_ref, check_s3
@@ -14,11 +15,11 @@ from .reach import check_brev_auth, check_brev_cli, check_exec_ready, check_inst
 from .report import Context, PreflightRequest, Report, Stop
 
 
-def preflight(ctx: Context, req: PreflightRequest) -> tuple[dict, int]:
+def preflight(ctx: Context, req: PreflightRequest) -> tuple[PreflightAnswer, int]:
     """Run every check for ``req``; return (answer, exit code). Bad flags raise BAD_ARGUMENT/BAD_NAME."""
     _validate(req)
     report = Report(ctx)
-    resolved = check_image_ref(report, ctx, req)
+    image = check_image_ref(report, ctx, req)
     results_root, s3_target = check_s3(report, ctx, req)
     stopped = False
     try:
@@ -27,13 +28,13 @@ def preflight(ctx: Context, req: PreflightRequest) -> tuple[dict, int]:
         deadline = ctx.clock() + (req.exec_timeout or ctx.brev.timeout_for(req.instance))
         check_instance_state(report, ctx, req, entry, deadline)
         check_exec_ready(report, ctx, req, deadline)
-        check_on_instance(report, ctx, req, resolved["image"] if resolved else None, results_root, s3_target)
+        check_on_instance(report, ctx, req, image, results_root, s3_target)
     except Stop:
         stopped = True
-    return _answer(report, ctx, req, resolved, stopped)
+    return _answer(report, ctx, req, image, stopped)
 
 
-def login_only(ctx: Context) -> tuple[dict, int]:
+def login_only(ctx: Context) -> tuple[PreflightAnswer, int]:
     """``preflight.py --login``: ``brev_cli`` and ``brev_auth`` only (``brev ls --json``; the
     transport renews a missing login with BREV_API_TOKEN, or brev reads BREV_API_KEY from its
     environment), so that a plain ``brev`` command typed next finds brev logged in."""
@@ -69,24 +70,25 @@ def _validate(req: PreflightRequest) -> None:
         remote.rpath(req.results_root)
 
 
-def _answer(report: Report, ctx: Context, req: PreflightRequest, resolved: dict | None,
-            stopped: bool) -> tuple[dict, int]:
+def _answer(report: Report, ctx: Context, req: PreflightRequest, image: str | None,
+            stopped: bool) -> tuple[PreflightAnswer, int]:
     """The JSON answer. The error (and exit code) is the first failed check of
     bad input (exit 2), else the check that stopped the run (its code's class),
     else PREFLIGHT_FAILED (exit 1) naming every failed check."""
     failed = [c for c in report.checks if not c.ok]
-    answer = {"ok": not failed, "instance": req.instance, "image": resolved["image"] if resolved else None,
-              "checks": [c.to_json() for c in report.checks],
-              "warnings": [c.name for c in report.checks if c.warning],
-              "exec_calls": ctx.brev.exec_calls, "round_trips": dict(report.round_trips),
-              "brev_logins": ctx.brev.logins}
+    answer: PreflightAnswer = {"ok": not failed, "instance": req.instance, "image": image,
+                               "checks": [c.to_json() for c in report.checks],
+                               "warnings": [c.name for c in report.checks if c.warning],
+                               "exec_calls": ctx.brev.exec_calls, "round_trips": report.round_trips.copy(),
+                               "brev_logins": ctx.brev.logins}
     if not failed:
         return answer, 0
-    decisive = next((c for c in failed if CODES[c.code].exit_code == 2), None) or (failed[-1] if stopped else None)
+    decisive = next((c for c in failed if CODES[c.failure_code].exit_code == 2), None) or (
+        failed[-1] if stopped else None)
     if decisive is not None:
-        answer["error"] = {"code": decisive.code, "message": f"{decisive.name}: {decisive.detail}",
-                           "fix": decisive.fix}
-        return answer, CODES[decisive.code].exit_code
+        answer["error"] = {"code": decisive.failure_code, "message": f"{decisive.name}: {decisive.detail}",
+                           "fix": decisive.fix or CODES[decisive.failure_code].fix}   # fail() gave it one
+        return answer, CODES[decisive.failure_code].exit_code
     names = ", ".join(c.name for c in failed)
     answer["error"] = TaoBrevError("PREFLIGHT_FAILED", f"failed checks: {names}").to_json()
     return answer, 1
