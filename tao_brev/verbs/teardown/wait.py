@@ -57,7 +57,7 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
                                                                       if gone else "cancel it"))
         return out, code
     if stalled:
-        out["stalled_s"] = out["stall"]["idle_s"]
+        out["stalled_s"] = out["stall"]["idle_s"] or 0   # never None: a stalled stall has its idle seconds
         ctx.sidecars.update(job_id, cost={"stalled_s": out["stalled_s"]})   # the cost facts carry it from now on
         say(f"job {job_id} stalled for {out['stalled_s']} s (--stall-after {stall_after:g}): tearing it down")
     down: TeardownAnswer
