@@ -19,8 +19,11 @@ a teardown that deletes it) goes on.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from ..context import Context, say
 from ..errors import TaoBrevError
+from ..model.answer_types import ErrorObject
 from ..nextstep import command
 from ..transport import BREV_START_WAIT_S
 from ..vocabulary import InstanceStatus, JobState
@@ -103,12 +106,23 @@ def stopped_error(instance: str, script: str, job_id: str) -> TaoBrevError:
                         instance=instance)
 
 
-def stopped_answer(answer: dict, instance: str, script: str, job_id: str, terminal: str | None = None) -> dict:
-    """A job's answer without exec because its instance is STOPPED; ``state``: the record's
-    terminal state, else UNKNOWN (the stop killed any running container). ``next`` is null:
-    starting resumes billing, a person decides; ``next_note`` names the --start command."""
+class Stopped(TypedDict):
+    """What a job's answer (poll or teardown) says when its instance is STOPPED: :func:`stopped_fields`."""
+    state: str
+    instance_status: str
+    message: str
+    error: ErrorObject
+    next: str | None
+    next_note: str
+
+
+def stopped_fields(instance: str, script: str, job_id: str, terminal: str | None = None) -> Stopped:
+    """What a job's answer without exec because its instance is STOPPED carries (merged over the
+    answer); ``state``: the record's terminal state, else UNKNOWN (the stop killed any running
+    container). ``next`` is null: starting resumes billing, a person decides; ``next_note`` names
+    the --start command."""
     exc = stopped_error(instance, script, job_id)
-    return {**answer, "state": terminal or JobState.UNKNOWN, "instance_status": InstanceStatus.STOPPED,
+    return {"state": terminal or JobState.UNKNOWN, "instance_status": InstanceStatus.STOPPED,
             "message": exc.message, "error": exc.to_json(), "next": None,
             "next_note": stopped_note(instance, script, job_id)}
 

@@ -6,10 +6,13 @@ can say (:func:`unknown_containers`, from the teardown's own round trip)."""
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from .. import cost, prices, remote
 from ..context import Context
 from ..errors import TaoBrevError
 from ..model import JobSidecar
+from ..model.answer_types import PollAnswerBundleStartedInstance
 from ..records import current_state, is_terminal
 from . import keep
 from . import results as results_mod
@@ -22,13 +25,18 @@ def jobs_on(ctx: Context, instance: str) -> list[JobSidecar]:
             if side.instance == instance and side.job_id and not side.instance_deleted_at]
 
 
+def job_ids_on(ctx: Context, instance: str) -> list[str]:
+    """The job ids of :func:`jobs_on`."""
+    return [side.job_id for side in jobs_on(ctx, instance) if side.job_id]
+
+
 def owns(ctx: Context, instance: str) -> bool:
     """The instance is this bundle's to delete: a job on it was submitted with ``--ephemeral``.
     A reused instance (no such job) is deleted only when asked by name."""
     return any(side.ephemeral for side in jobs_on(ctx, instance))
 
 
-def created_by_bundle(ctx: Context, side) -> bool:
+def created_by_bundle(ctx: Context, side: JobSidecar) -> bool:
     """``owned`` in every answer (cost facts, orphans): this bundle created the job's instance (the job,
     or another job on that instance, was submitted with ``--ephemeral``), so it may delete it. A delete
     never changes it: after one, the jobs that were on the instance when it was deleted decide."""
@@ -48,7 +56,7 @@ def live_jobs(ctx: Context, instance: str, except_job: str | None = None) -> lis
     live = []
     for side in jobs_on(ctx, instance):
         job_id = side.job_id
-        if job_id == except_job:
+        if job_id is None or job_id == except_job:   # jobs_on lists only sidecars with a job id
             continue
         try:
             record = ctx.records.load(job_id)
@@ -76,7 +84,7 @@ def unverified_results(ctx: Context, instance: str) -> list[str]:
 def unsaved_results(ctx: Context, instance: str) -> list[str]:
     """The jobs on ``instance`` whose results exist only there (``keep.pending``), as blockers
     for a delete that does not copy them back first (``teardown.py --orphans --delete``)."""
-    return [f"job {side.job_id}: results only on {instance} ({side.results['instance_dir']}): "
+    return [f"job {side.job_id}: results only on {instance} ({(side.results or {})['instance_dir']}): "
             f"teardown.py {side.job_id} --delete-instance copies them back, verifies, then deletes"
             for side in keep.pending(ctx, jobs_on(ctx, instance))]
 
@@ -103,7 +111,12 @@ def unknown_containers(ctx: Context, instance: str, job_id: str, listing: remote
             for name in remote.live_job_containers(listing.output) if name != job_id and name not in live_here]
 
 
-def bundle_started(ctx: Context, job_id: str, sidecar: JobSidecar) -> dict:
+class BundleStarted(TypedDict, total=False):
+    """:func:`bundle_started`: merged over a poll or teardown answer (empty: nothing to say)."""
+    bundle_started_instance: PollAnswerBundleStartedInstance
+
+
+def bundle_started(ctx: Context, job_id: str, sidecar: JobSidecar) -> BundleStarted:
     """``bundle_started_instance`` of an ended job's answer: the bundle itself started the instance
     (``cost.started_by_bundle``) and it is the user's (an owned one is deleted by the teardown), so
     the teardown ``next`` stops it again (``--stop-instance``) when its type can stop (``stoppable``:

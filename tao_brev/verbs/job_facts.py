@@ -25,7 +25,7 @@ def results_instance_dir(record: dict, sidecar: JobSidecar) -> str | None:
     return recorded if recorded.startswith(("~/", "/")) else None
 
 
-def settle_interrupted_cancel(observed: Observed, cancel: dict | None) -> None:
+def settle_interrupted_cancel(observed: Observed, cancel: dict[str, str] | None) -> None:
     """Turn ``observed`` into CANCELED (in place) when it is what a teardown that recorded
     its intent (sidecar ``cancel``) and was then interrupted leaves: the container removed
     (``gone == "container"``), or killed by ``docker rm -f`` before its removal (exit 137

@@ -39,14 +39,17 @@ remember it (``teardown.delete_and_record``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
+from typing import Any
 
 from .. import cost, instance_names, prices, remote
 from ..secrets import redact
 from ..context import Context, say
 from ..errors import TaoBrevError, TransportError
 from ..model import JobSidecar
+from ..model.answer_types import Orphan, TeardownAnswer, TeardownAnswerKeptItem
 from ..nextstep import command
 from ..transport import INSTANCE_RE, check_instance
 from ..vocabulary import InstanceStatus
@@ -65,14 +68,15 @@ ORPHAN_REFUSED_FIX = ("Clear the blockers first: run teardown.py JOB_ID for each
 
 
 def orphans(ctx: Context, delete: bool = False, names: list[str] | None = None,
-            price_per_hour: float | None = None) -> tuple[dict, int]:
+            price_per_hour: float | None = None) -> tuple[TeardownAnswer, int]:
     """List the orphans (see the module doc); with ``delete``, delete the owned ones or the named ones."""
     names = [check_instance(n) for n in names or []]
     if names and not delete:
         raise TaoBrevError("BAD_ARGUMENT", "--instance names what --orphans --delete deletes; add --delete")
     cost.check_price(price_per_hour)
     found, kept = survey(ctx, price_per_hour)
-    answer = {"orphans": found, "kept": kept, "deleted": []}
+    answer: TeardownAnswer = {"orphans": found, "kept": kept, "deleted": []}
+    deleted: list[str] = answer["deleted"]
     if not delete:
         return {"ok": True, **answer}, 0
 
@@ -81,7 +85,7 @@ def orphans(ctx: Context, delete: bool = False, names: list[str] | None = None,
     if near_names(names, found, kept):
         answer["did_you_mean"] = near_names(names, found, kept)
     targets = [listed[n] for n in names if n in listed] if names else [o for o in found if o["owned"]]
-    failure = None
+    failure: TaoBrevError | None = None
     for orphan in targets:
         why = _refusal(ctx, orphan) or _save_results(ctx, orphan)
         if why:
@@ -96,7 +100,7 @@ def orphans(ctx: Context, delete: bool = False, names: list[str] | None = None,
             failure = failure or exc
             continue
         orphan["deleted"] = True
-        answer["deleted"].append(orphan["instance"])
+        deleted.append(orphan["instance"])
     if refused:
         code = refused[0][0]
         fix = refusal_fix(code, names)
@@ -113,7 +117,7 @@ RULE = ("--orphans deletes unasked only instances made for this bundle's jobs (a
         "that was not made for it, belongs to whoever created it")
 
 
-def not_listed(name: str, kept: list[dict], found: list[dict] = ()) -> tuple[str, str]:
+def not_listed(name: str, kept: list[TeardownAnswerKeptItem], found: Sequence[Orphan] = ()) -> tuple[str, str]:
     """NOT_AN_ORPHAN for a named instance that this run did not list as an orphan, with the reason
     it was kept (or that brev ls does not list it, and the closest names it lists)."""
     reason = next((k["reason"] for k in kept if k["instance"] == name), None)
@@ -122,7 +126,7 @@ def not_listed(name: str, kept: list[dict], found: list[dict] = ()) -> tuple[str
                              else f"{name}: {instance_names.unknown_message(name, listed)}")
 
 
-def near_names(names: list[str], found: list[dict], kept: list[dict]) -> dict:
+def near_names(names: list[str], found: list[Orphan], kept: list[TeardownAnswerKeptItem]) -> dict[str, str]:
     """``{named: closest listed name}`` for each ``--instance`` name brev ls does not list (a typo)."""
     listed = [o["instance"] for o in found] + [k["instance"] for k in kept]
     near = {name: instance_names.closest(name, listed, n=1) for name in names if name not in listed}
@@ -139,9 +143,11 @@ def refusal_fix(code: str, names: list[str]) -> str | None:
             "stops it (brev stop NAME, if its type can stop) or deletes it (brev delete NAME).")
 
 
-def survey(ctx: Context, price_per_hour: float | None = None) -> tuple[list[dict], list[dict]]:
+def survey(ctx: Context, price_per_hour: float | None = None) -> tuple[list[Orphan], list[TeardownAnswerKeptItem]]:
     """(orphans, kept): ``brev ls``, the local records, one exec per running candidate."""
-    found, kept, running = [], [], []
+    found: list[Orphan] = []
+    kept: list[TeardownAnswerKeptItem] = []
+    running: list[tuple[Mapping[str, Any], list[JobSidecar]]] = []   # (brev ls's entry, the jobs on it)
     for entry in ctx.brev.ls():
         name = str(entry.get("name") or "")
         status = str(entry.get("status") or "").upper()
@@ -166,21 +172,21 @@ def survey(ctx: Context, price_per_hour: float | None = None) -> tuple[list[dict
 
     with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
         answers = list(pool.map(lambda item: _live_containers(ctx, item[0]["name"]), running))
-    for (entry, jobs), (live_containers, error) in zip(running, answers):
+    for (candidate, jobs), (live_containers, error) in zip(running, answers):
         if error:
-            kept.append({"instance": entry["name"], "reason": f"could not list its containers: {error}"})
+            kept.append({"instance": candidate["name"], "reason": f"could not list its containers: {error}"})
         elif live_containers:
-            kept.append({"instance": entry["name"],
+            kept.append({"instance": candidate["name"],
                          "reason": f"tao-job container running: {', '.join(live_containers)}"})
         else:
             why = "all its jobs ended" if jobs else "never used by this bundle"
-            found.append(_orphan(ctx, entry, jobs, f"{entry.get('status')} with no tao-job container running; "
+            found.append(_orphan(ctx, candidate, jobs, f"{candidate.get('status')} with no tao-job container running; "
                                                    + why, price_per_hour))
     _note_pending_deletes(ctx, found, kept)
     return sorted(found, key=lambda o: o["instance"]), sorted(kept, key=lambda k: k["instance"])
 
 
-def _note_pending_deletes(ctx: Context, found: list[dict], kept: list[dict]) -> None:
+def _note_pending_deletes(ctx: Context, found: list[Orphan], kept: list[TeardownAnswerKeptItem]) -> None:
     """A ``brev delete`` that failed (``delete_pending`` in the instance memory) stays
     visible until a delete succeeds: the orphan carries it, a kept instance names it;
     one that ``brev ls`` no longer lists was deleted since - nothing is pending any more."""
@@ -217,23 +223,25 @@ def _live_containers(ctx: Context, instance: str) -> tuple[list[str], str | None
     return remote.live_job_containers(ps.output), None
 
 
-def _orphan(ctx: Context, entry: dict, jobs: list[JobSidecar], reason: str, price_per_hour: float | None) -> dict:
+def _orphan(ctx: Context, entry: Mapping[str, Any], jobs: list[JobSidecar], reason: str,
+            price_per_hour: float | None) -> Orphan:
     """One orphan: who it belongs to, since when it idles, what blocks its deletion."""
     name = entry["name"]
     ours, owned = bool(jobs), teardown_mod.owns(ctx, name)
-    idle_since = max((t for t in (_ended(ctx, j.job_id) for j in jobs) if t), default=None)
+    ids = [j.job_id for j in jobs if j.job_id]   # jobs_on lists only sidecars with a job id
+    idle_since = max((t for t in (_ended(ctx, job_id) for job_id in ids) if t), default=None)
     idle_s = cost.seconds(idle_since, datetime.now(timezone.utc))
     price, source, note = prices.price(ctx, price_per_hour, entry.get("instance_type"))
-    out = {"instance": name, "id": entry.get("id"), "status": entry.get("status"),
-           "instance_type": entry.get("instance_type"), "ours": ours, "owned": owned,
-           "jobs": sorted(j.job_id for j in jobs), "reason": reason,
-           "idle_since": idle_since.isoformat(timespec="seconds") if idle_since else None, "idle_s": idle_s,
-           "price_per_hour_usd": price, "price_source": source, "price_note": note,
-           "estimated_idle_cost_usd": (round(idle_s / 3600 * price, 4)
-                                       if idle_s is not None and price is not None else None),
-           "blockers": teardown_mod.unverified_results(ctx, name), "deleted": False}
+    out: Orphan = {"instance": name, "id": entry.get("id"), "status": entry.get("status"),
+                   "instance_type": entry.get("instance_type"), "ours": ours, "owned": owned,
+                   "jobs": sorted(ids), "reason": reason,
+                   "idle_since": idle_since.isoformat(timespec="seconds") if idle_since else None, "idle_s": idle_s,
+                   "price_per_hour_usd": price, "price_source": source, "price_note": note,
+                   "estimated_idle_cost_usd": (round(idle_s / 3600 * price, 4)
+                                               if idle_s is not None and price is not None else None),
+                   "blockers": teardown_mod.unverified_results(ctx, name), "deleted": False}
     out["advice"] = _advice(out)
-    unsaved = [side.job_id for side in keep.pending(ctx, jobs)]
+    unsaved = [side.job_id for side in keep.pending(ctx, jobs) if side.job_id]
     if unsaved and not out["blockers"]:
         out["advice"] += (f"; results of {', '.join(unsaved)} exist only on it: "
                           f"{command('teardown.py', '--orphans', '--delete', '--instance', name)} first copies them back to "
@@ -251,7 +259,7 @@ def _ended(ctx: Context, job_id: str) -> datetime | None:
         return None
 
 
-def _advice(orphan: dict) -> str:
+def _advice(orphan: Orphan) -> str:
     name = orphan["instance"]
     if not orphan["ours"]:
         return (f"never used by this bundle, so never deleted by it: ask its owner; they can stop or delete it "
@@ -267,7 +275,7 @@ def _advice(orphan: dict) -> str:
             f"--instance {name}")
 
 
-def _refusal(ctx: Context, orphan: dict) -> tuple[str, str] | None:
+def _refusal(ctx: Context, orphan: Orphan) -> tuple[str, str] | None:
     """(code, why) when ``orphan`` must not be deleted now; checked right before the delete."""
     name = orphan["instance"]
     if not orphan["ours"]:
@@ -281,7 +289,7 @@ def _refusal(ctx: Context, orphan: dict) -> tuple[str, str] | None:
     return None
 
 
-def _save_results(ctx: Context, orphan: dict) -> tuple[str, str] | None:
+def _save_results(ctx: Context, orphan: Orphan) -> tuple[str, str] | None:
     """Copy back the results that exist only on the orphan (``keep.save_from``), right before its
     delete; (RESULTS_ONLY_ON_INSTANCE, why) when any is not verified here - or when the orphan is
     not running (copying would start it: ``teardown.py JOB_ID --delete-instance`` does that on request)."""

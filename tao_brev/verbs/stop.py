@@ -15,16 +15,19 @@ instance). Results that exist only on the instance stay on its disk, which a sto
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import TypedDict
 
 from .. import cost, prices
 from ..context import Context, say, warn
 from ..errors import TaoBrevError
+from ..model.answer_types import StopFacts, TeardownAnswer
 from ..nextstep import command
 
 NOT_STOPPABLE = re.compile(r'instance "[^"]*" does not support stop')
 
 
-def cannot_stop(instance: str, instance_type: str | None, how: str, delete_cmd: str) -> dict:
+def cannot_stop(instance: str, instance_type: str | None, how: str, delete_cmd: str) -> StopFacts:
     """The answer part for a type brev cannot stop: why, and what bills."""
     return {"stopped": False, "stoppable": False, "still_billing": True,
             "why": (f"{instance} ({instance_type or 'type unknown'}) cannot be stopped: {how}. It bills until it "
@@ -32,7 +35,7 @@ def cannot_stop(instance: str, instance_type: str | None, how: str, delete_cmd: 
 
 
 def stop_instance(ctx: Context, instance: str, instance_type: str | None, job_ids: list[str],
-                  delete_cmd: str) -> dict:
+                  delete_cmd: str) -> StopFacts:
     """``brev stop`` ``instance`` unless its type cannot stop; returns ``{"stopped", "stoppable",
     "still_billing", "why"?, "stopped_at"?}``. Raises TaoBrevError when brev fails otherwise."""
     can = prices.stoppable(ctx, instance_type)
@@ -75,7 +78,15 @@ def instance_type(ctx: Context, job_id: str, instance: str) -> str | None:
     return found
 
 
-def unknown_refusal(ctx: Context, job_id: str, instance: str, unknown: list[str], verb: str) -> dict:
+class UnknownRefusal(TypedDict, total=False):
+    """:func:`unknown_refusal`: merged over a refused teardown's answer (empty: no unknown container)."""
+    unknown_containers: list[str]
+    still_billing: bool
+    force: str
+    why: str
+
+
+def unknown_refusal(ctx: Context, job_id: str, instance: str, unknown: list[str], verb: str) -> UnknownRefusal:
     """The refusal's part for live job containers this state dir did not launch: what a ``verb``
     (``stop`` / ``delete``) would cost, and the exact command that does it anyway."""
     kind = instance_type(ctx, job_id, instance)
@@ -91,13 +102,13 @@ def unknown_refusal(ctx: Context, job_id: str, instance: str, unknown: list[str]
                    + command("teardown.py", job_id, flag, "--force")}
 
 
-def after_teardown(ctx: Context, job_id: str, instance: str, answer: dict, blockers: list[str],
-                   job_ids: list[str], unknown: list[str] = ()) -> tuple[dict, int]:
+def after_teardown(ctx: Context, job_id: str, instance: str, answer: TeardownAnswer, blockers: list[str],
+                   job_ids: list[str], unknown: Sequence[str] = ()) -> tuple[TeardownAnswer, int]:
     """``teardown.py JOB_ID --stop-instance`` once the container is removed and the results
     handled: refuse while ``blockers`` or ``unknown`` (live containers another state dir launched:
     ``instance_jobs.unknown_containers``) - INSTANCE_STOP_REFUSED - else stop when the type can."""
     if blockers or unknown:
-        extra = unknown_refusal(ctx, job_id, instance, list(unknown), "stop") if unknown else {}
+        extra: UnknownRefusal = unknown_refusal(ctx, job_id, instance, list(unknown), "stop") if unknown else {}
         fix = STOP_REFUSED_FIX.format(poll=command("poll_status.py", job_id, "--wait"),
                                       again=command("teardown.py", job_id, "--stop-instance"))
         err = TaoBrevError("INSTANCE_STOP_REFUSED", f"not stopping {instance}: " + "; ".join([*blockers, *unknown]),
@@ -106,7 +117,7 @@ def after_teardown(ctx: Context, job_id: str, instance: str, answer: dict, block
                 "error": err.to_json()}, 1
     kind = instance_type(ctx, job_id, instance)
     done = stop_instance(ctx, instance, kind, job_ids, command("teardown.py", job_id, "--delete-instance"))
-    answer.update(instance_stopped=done["stopped"], stop=done)
+    answer.update({"instance_stopped": done["stopped"], "stop": done})
     if not done["stopped"]:
         answer["warnings"].append(done["why"])
     return {"ok": True, **answer}, 0

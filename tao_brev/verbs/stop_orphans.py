@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..context import Context
 from ..errors import TaoBrevError
+from ..model.answer_types import TeardownAnswer
 from ..nextstep import command
 from ..transport import check_instance
 from . import orphans as orphans_mod
@@ -18,14 +19,14 @@ from . import teardown as teardown_mod
 
 
 def stop_orphans(ctx: Context, names: list[str] | None = None,
-                 price_per_hour: float | None = None) -> tuple[dict, int]:
+                 price_per_hour: float | None = None) -> tuple[TeardownAnswer, int]:
     names = [check_instance(n) for n in names or []]
     found, kept = orphans_mod.survey(ctx, price_per_hour)
     listed = {o["instance"]: o for o in found}
     refused = [orphans_mod.not_listed(name, kept, found) for name in names if name not in listed]
     running = [o for o in found if str(o.get("status") or "").upper() in orphans_mod.RUNNING_STATUSES]
     targets = [listed[n] for n in names if n in listed] if names else [o for o in running if o["ours"] and o.get("owned")]
-    stopped = []
+    stopped: list[str] = []
     for orphan in targets:
         name = orphan["instance"]
         if not orphan["ours"]:
@@ -52,7 +53,7 @@ def stop_orphans(ctx: Context, names: list[str] | None = None,
             orphan["advice"] = f"stopped by this run: {orphan['stop']['note']} (brev start {name} brings it back)"
         else:
             orphan["advice"] = orphan["stop"]["why"]
-    answer = {"orphans": found, "kept": kept, "deleted": [], "stopped": stopped}
+    answer: TeardownAnswer = {"orphans": found, "kept": kept, "deleted": [], "stopped": stopped}
     if orphans_mod.near_names(names, found, kept):
         answer["did_you_mean"] = orphans_mod.near_names(names, found, kept)
     if refused:

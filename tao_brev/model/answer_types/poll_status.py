@@ -26,12 +26,22 @@ class PollAnswerObserved(TypedDict, total=False):
     started_at: str
     finished_at: str
     docker_error: str
+    hint: Hint
+    gone: str
 
 
 class PollAnswerWithheld(TypedDict, total=False):
     """the job's --env names whose value this shell cannot prove (unset, another value, no ..."""
     names: list[str]
     fields: list[str]
+    fix: str
+
+
+class PollAnswerQuarantinedItem(TypedDict, total=False):
+    job_id: str
+    instance: str | None
+    path: str
+    message: str
     fix: str
 
 
@@ -73,27 +83,6 @@ class Stall(TypedDict, total=False):
     last_log_line: str
     evidence: str
     advice: str
-
-
-class PollAnswerJobsItem(TypedDict, total=False):
-    job_id: str
-    ok: bool
-    state: str
-    instance_status: str
-    progress: Progress
-    stalled: bool
-    stall: Stall
-    final_kpi: dict[str, float | str]
-    hint: Hint
-    error: ErrorObject
-
-
-class PollAnswerQuarantinedItem(TypedDict, total=False):
-    job_id: str
-    instance: str | None
-    path: str
-    message: str
-    fix: str
 
 
 class MetricsEpochsItem(TypedDict, total=False):
@@ -157,6 +146,20 @@ class PollAnswerStallTeardown(TypedDict, total=False):
     results_destination: str | None
 
 
+class PollAnswerObservedBeforeTeardown(TypedDict, total=False):
+    """--wait --teardown"""
+    state: str
+    message: str
+    docker_status: str
+    exit_code: int
+    oom_killed: bool
+    started_at: str
+    finished_at: str
+    docker_error: str
+    hint: Hint
+    gone: str
+
+
 class PollAnswerAttemptsItemCause(TypedDict, total=False):
     """why this attempt was recovered"""
     kind: str
@@ -198,6 +201,38 @@ class PollAnswerChainCost(TypedDict, total=False):
     attempts: int
 
 
+class PollAnswerJobsItem(TypedDict, total=False):
+    """--all"""
+    job_id: str
+    ok: bool
+    state: str
+    instance_status: str
+    progress: Progress
+    stalled: bool
+    stall: Stall
+    final_kpi: dict[str, float | str]
+    hint: Hint
+    error: ErrorObject
+    instance: str | None
+    backend_ref: str | None
+    results_dir: str
+    message: str
+    terminal_state: str | None
+    observed: PollAnswerObserved
+    logs: str
+    logs_cut: LogsCut
+    logs_source: str
+    reconciled: str
+    closed_at: str
+    results: Results
+    cost: CostFacts
+    metrics: Metrics
+    bundle_started_instance: PollAnswerBundleStartedInstance
+    attempts: list[PollAnswerAttemptsItem]
+    next: str | None
+    next_note: str
+
+
 class PollAnswer(TypedDict, total=False):
     """scripts/poll_status.py answer (one job, or --all)"""
     instance_started: InstanceStarted
@@ -225,7 +260,6 @@ class PollAnswer(TypedDict, total=False):
     waited_s: float
     reconciled: str
     closed_at: str
-    jobs: list[PollAnswerJobsItem]
     quarantined: list[PollAnswerQuarantinedItem]
     results: Results
     cost: CostFacts
@@ -238,11 +272,12 @@ class PollAnswer(TypedDict, total=False):
     final_kpi: dict[str, float | str]
     stalled_s: int
     stall_teardown: PollAnswerStallTeardown
-    observed_before_teardown: dict[str, Any]
+    observed_before_teardown: PollAnswerObservedBeforeTeardown
     attempts: list[PollAnswerAttemptsItem]
     recovery: PollAnswerRecovery
     chain_cost: PollAnswerChainCost
     recovery_note: str
+    jobs: list[PollAnswerJobsItem]
     error: ErrorObject
 
-__all__ = ['PollAnswerBundleStartedInstance', 'PollAnswerObserved', 'PollAnswerWithheld', 'Progress', 'Stall', 'PollAnswerJobsItem', 'PollAnswerQuarantinedItem', 'MetricsEpochsItem', 'MetricsBestValueBest', 'MetricsBestValueMin', 'MetricsBestValueMax', 'MetricsBestValueLast', 'MetricsBestValue', 'Metrics', 'PollAnswerStallTeardownResults', 'PollAnswerStallTeardown', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerAttemptsItem', 'PollAnswerRecovery', 'PollAnswerChainCost', 'PollAnswer']
+__all__ = ['PollAnswerBundleStartedInstance', 'PollAnswerObserved', 'PollAnswerWithheld', 'PollAnswerQuarantinedItem', 'Progress', 'Stall', 'MetricsEpochsItem', 'MetricsBestValueBest', 'MetricsBestValueMin', 'MetricsBestValueMax', 'MetricsBestValueLast', 'MetricsBestValue', 'Metrics', 'PollAnswerStallTeardownResults', 'PollAnswerStallTeardown', 'PollAnswerObservedBeforeTeardown', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerAttemptsItem', 'PollAnswerRecovery', 'PollAnswerChainCost', 'PollAnswerJobsItem', 'PollAnswer']

@@ -89,12 +89,17 @@ class TeardownAnswer(TypedDict, total=False):
     state: str | None
     backend_ref: str | None
     results_dir: str
+    message: str
     container_removed: bool
     instance_deleted: bool
     deleted: list[str]
     forced: bool
     warnings: list[str]
     blockers: list[str]
+    unknown_containers: list[str]
+    force: str
+    why: str
+    did_you_mean: dict[str, str]
     instance_kept: str
     cleanup_pending: bool
     still_billing: bool

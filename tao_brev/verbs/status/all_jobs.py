@@ -11,6 +11,7 @@ from ... import progress as progress_mod
 from ...context import Context
 from ...docker_state import after_instance_start, docker_error_code
 from ...errors import CODES, TaoBrevError, TransportError
+from ...model.answer_types import ErrorObject, PollAnswer, PollAnswerJobsItem, PollAnswerQuarantinedItem
 from ...record_index import live_records
 from ...records import is_terminal
 from ...vocabulary import InstanceStatus, JobState
@@ -22,7 +23,7 @@ from .observe import apply, interrupted_end, observe, watch_fields
 from .probe import Probe, from_probe, instance_clock
 
 
-def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[dict]:
+def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[PollAnswerJobsItem]:
     """Poll every job once: one round trip per instance, instances concurrently.
 
     The instance's script does not name the jobs: it finds every container
@@ -31,8 +32,8 @@ def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[di
     (``remote.progress_functions``), so its size does not grow with the jobs.
     A job without a container there is UNKNOWN (no such container). Stall
     detection rests on the status file alone (no log call per job)."""
-    by_instance: dict[str, list[dict]] = {}
-    answers = []
+    by_instance: dict[str, list[dict]] = {}   # instance -> the records of its jobs
+    answers: list[PollAnswerJobsItem] = []
     for job_id in job_ids:
         record = ctx.records.load(job_id)
         instance = job_instance(record, ctx.sidecars.load(job_id))
@@ -50,7 +51,7 @@ def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[di
     return sorted(answers, key=lambda a: a["job_id"])
 
 
-def _poll_instance(ctx: Context, instance: str, records: list[dict]) -> list[dict]:
+def _poll_instance(ctx: Context, instance: str, records: list[dict]) -> list[PollAnswerJobsItem]:
     """The answers of the jobs on one instance, from one round trip (none to a STOPPED one)."""
     if instance_gate.stopped(ctx, instance, fresh=False):
         return [{"job_id": r["id"], "instance": instance, "ok": False, "instance_status": InstanceStatus.STOPPED,
@@ -76,8 +77,8 @@ def _poll_instance(ctx: Context, instance: str, records: list[dict]) -> list[dic
             for record in records]
 
 
-def _job_answer(ctx: Context, instance: str, record: dict, probe, now: float | None,
-                instance_started: bool) -> dict:
+def _job_answer(ctx: Context, instance: str, record: dict, probe: progress_mod.JobProbe | None, now: float | None,
+                instance_started: bool) -> PollAnswerJobsItem:
     """One job's ``--all`` answer from its entry in the instance's answer (``probe``: None, no container)."""
     try:
         observed = from_probe(record["id"], probe)
@@ -99,14 +100,14 @@ def _job_answer(ctx: Context, instance: str, record: dict, probe, now: float | N
         return {"job_id": record["id"], "instance": instance, "ok": False, "error": exc.to_json()}
 
 
-def _needs_action(job: dict) -> bool:
+def _needs_action(job: PollAnswerJobsItem) -> bool:
     """A job the reader must act on (ended, lost, failed to answer, stalled): listed first, so an
     answer cut to its size bound (``answer_cut``) drops quiet RUNNING/PENDING jobs before these."""
     return (not job.get("ok") or job.get("stalled") is True
             or job.get("state") not in (JobState.RUNNING, JobState.PENDING))
 
 
-def poll_all(ctx: Context) -> tuple[dict, int]:
+def poll_all(ctx: Context) -> tuple[PollAnswer, int]:
     """``--all``: every unfinished Brev job in the record store, polled once.
 
     The store is scanned with ``record_index.live_records``: a record is read
@@ -136,26 +137,26 @@ def poll_all(ctx: Context) -> tuple[dict, int]:
     if ids:
         ctx.brev.path()   # BREV_NOT_FOUND: the whole answer is exit 3, not one error per job
     jobs = sorted(poll_many(ctx, ids), key=lambda a: (not _needs_action(a), a["job_id"]))
-    extra = {"quarantined": quarantined} if quarantined else {}
+    extra: PollAnswer = {"quarantined": quarantined} if quarantined else {}
     failed = [j for j in jobs if not j.get("ok")]
     if not failed:
         return {"ok": True, "jobs": jobs, **extra}, 0
     classes = {CODES[j["error"]["code"]].exit_code for j in failed if j["error"]["code"] in CODES}
     code = 3 if 3 in classes else 2 if 2 in classes else 1
     first = failed[0]["error"]
-    error = {**first, "message": f"{len(failed)} of {len(jobs)} jobs answered with an error; "
+    error: ErrorObject = {**first, "message": f"{len(failed)} of {len(jobs)} jobs answered with an error; "
                                  f"{failed[0]['job_id']}: {first['message']}"}
     return {"ok": False, "jobs": jobs, **extra, "error": error}, code
 
 
-def _quarantined_entry(ctx: Context, listed: dict) -> dict:
+def _quarantined_entry(ctx: Context, listed: dict) -> PollAnswerQuarantinedItem:
     """``--all``'s entry for a damaged record: where it is, its instance (sidecar), what closes it."""
     job_id = listed["id"]
     try:
         instance = ctx.sidecars.load(job_id).instance
     except TaoBrevError:
         instance = None
-    return {"job_id": job_id, "instance": instance, "path": listed.get("quarantined"),
+    return {"job_id": job_id, "instance": instance, "path": listed["quarantined"],
             "message": listed["error"],
             "fix": f"teardown.py {job_id} removes its container{' on ' + instance if instance else ''} "
                    "and closes the record"}
@@ -174,7 +175,7 @@ def _never_ran_unclosed(ctx: Context, record: dict) -> bool:
     return reconcile.launch_failed(sidecar) and not sidecar.teardown
 
 
-def observe_safely(ctx: Context, job_id: str) -> dict:
+def observe_safely(ctx: Context, job_id: str) -> PollAnswerJobsItem:
     """:func:`observe` as ``--all``'s entry: an error is the job's answer (``ok: false``), never raised."""
     try:
         return {"ok": True, **observe(ctx, job_id, read_failed=False)}

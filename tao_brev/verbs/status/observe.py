@@ -4,6 +4,7 @@ answer (state, progress, stall, logs, results, cost, the recovery chain)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import TypedDict
 
 from ... import cost, eta_seen, logcap, prices, remote, resume_advice, tao_status
 from ... import progress as progress_mod
@@ -19,10 +20,21 @@ from ..job_facts import job_instance, results_instance_dir, settle_interrupted_c
 from ..recovery_chain import annotate, recovering_command
 from .probe import Probe, deleted, job_sections, read_backend, read_job
 from ...model import JobSidecar
+from ...model.answer_types import Hint, Metrics, PollAnswerJobsItem, Progress, Stall
+
+
+class Watched(TypedDict, total=False):
+    """What :func:`watch_fields` adds to a job's answer."""
+    progress: Progress
+    final_kpi: dict[str, float | str]
+    metrics: Metrics
+    stalled: bool
+    stall: Stall
 
 
 def watch_fields(ctx: Context, record: dict, observed: Observed, probe: Probe | None, *,
-                 metrics: int | None = None, stall_after: float | None = None, terminal: str | None = None) -> dict:
+                 metrics: int | None = None, stall_after: float | None = None,
+                 terminal: str | None = None) -> Watched:
     """``progress`` (always; a RUNNING train job's says why it has no ETA yet: ``eta_note``),
     ``stalled``/``stall`` (RUNNING), ``metrics`` (asked), ``final_kpi``
     (COMPLETE) for an answer. A terminal job's last progress is kept in the sidecar
@@ -30,7 +42,7 @@ def watch_fields(ctx: Context, record: dict, observed: Observed, probe: Probe | 
     (``last_eta``, :mod:`eta_seen`)."""
     job_id, action = record["id"], record.get("action") or ""
     file = progress_mod.pick(probe.files, action) if probe and probe.files is not None else None
-    out: dict = {"progress": {"available": False, "note": "the status file was not read (the instance is deleted "
+    out: Watched = {"progress": {"available": False, "note": "the status file was not read (the instance is deleted "
                                                       "or unreachable, or the job's results dir on it is unknown)"}}
     if probe is not None and probe.files is not None:
         out["progress"] = progress_mod.summarize(file, probe.now, action)
@@ -57,11 +69,11 @@ def watch_fields(ctx: Context, record: dict, observed: Observed, probe: Probe | 
                                           explicit=stall_after, last_log=probe.last_log,
                                           status_only=probe.status_only)
         if stall is not None:
-            out.update(stalled=stall["stalled"], stall=stall)
+            out.update({"stalled": stall["stalled"], "stall": stall})
     return out
 
 
-def interrupted_end(observed: Observed, files: list | None, action: str) -> Observed:
+def interrupted_end(observed: Observed, files: list[progress_mod.StatusFile] | None, action: str) -> Observed:
     """An exit 0 is no success when TAO caught an interrupt: it writes the FAILURE line "... was
     interrupted" and returns (tao-pytorch core/decorators/workflow.py:68-73). Such a COMPLETE
     becomes ERROR, ERR_PROGRAM (an interrupt is a stop asked of the process, not an infrastructure
@@ -70,10 +82,10 @@ def interrupted_end(observed: Observed, files: list | None, action: str) -> Obse
     message = tao_status.interrupted(tao_status.current_run(progress_mod.entries(file.lines)[0])) if file else None
     if message is None:
         return observed
-    hint = {"err_class": ErrClass.PROGRAM, "reason": "TAO caught an interrupt and exited 0 without finishing",
-            "advice": f"Find what sent the interrupt, then run {resume_advice.RESUME_WORDS} (continues from "
-                      "its last checkpoint); nothing resumes it by itself.",
-            "evidence": logcap.cut_redacted(message, 200)}
+    hint: Hint = {"err_class": ErrClass.PROGRAM, "reason": "TAO caught an interrupt and exited 0 without finishing",
+                  "advice": f"Find what sent the interrupt, then run {resume_advice.RESUME_WORDS} (continues from "
+                            "its last checkpoint); nothing resumes it by itself.",
+                  "evidence": [logcap.cut_redacted(message, 200)]}   # a list of lines, as every hint's
     return dataclasses.replace(observed, state=JobState.ERROR, hint=hint,
                                message=f"exited 0 but did not finish: {tao_status.INTERRUPTED_NOTE}")
 
@@ -95,7 +107,7 @@ def apply(ctx: Context, record: dict, observed: Observed) -> dict:
 
 def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float | None = None,
             metrics: int | None = None, stall_after: float | None = None, read_failed: bool = True,
-            start: bool = False) -> dict:
+            start: bool = False) -> PollAnswerJobsItem:
     """One poll of one job. Returns the JSON answer (without ``ok``): the docker state,
     the progress from the job's status file, read in the same round trip, ``metrics``
     (the last N epochs' KPIs) when asked, and for a RUNNING job whether it stalled
@@ -104,23 +116,23 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
     record = ctx.records.load(job_id)
     sidecar = ctx.sidecars.load(job_id)
     instance = job_instance(record, sidecar)
-    answer = {"job_id": job_id, "instance": instance, "backend_ref": record.get("backend_ref"),
-              "results_dir": record["results_dir"]}
+    answer: PollAnswerJobsItem = {"job_id": job_id, "instance": instance, "backend_ref": record.get("backend_ref"),
+                                  "results_dir": record["results_dir"]}
     if reconcile.launch_failed(sidecar) and is_terminal(record.get("terminal_state")):
         return _never_ran(ctx, job_id, answer, record, sidecar, price_per_hour, log_lines, read_failed)
     # torn down, then stopped by the bundle (teardown --stop-instance): an exec would start it (and bill)
     stopped_at = sidecar.instance_stopped_at if sidecar.teardown and is_terminal(
         record.get("terminal_state")) else None
-    if not stopped_at and _stopped(ctx, instance, sidecar, start):
-        return instance_gate.stopped_answer(answer, instance, "poll_status.py", job_id,
-                                            record.get("terminal_state"))
+    if not stopped_at and instance and _stopped(ctx, instance, sidecar, start):
+        return {**answer, **instance_gate.stopped_fields(instance, "poll_status.py", job_id,
+                                                         record.get("terminal_state"))}
     if current_state(record) == JobState.PENDING and not record.get("backend_ref") and not record.get("terminal_state"):
         settled, sidecar = _settle_launch(ctx, record, sidecar, instance, answer,
                                           price_per_hour, log_lines, read_failed)
         if settled is not None:
             return settled
         record = ctx.records.load(job_id)
-        answer.update(backend_ref=record.get("backend_ref"), reconciled="adopted")
+        answer.update({"backend_ref": record.get("backend_ref"), "reconciled": "adopted"})
 
     if instance is None:
         raise TaoBrevError("CORRUPT_RECORD", f"job {job_id} names no instance (no sidecar, no backend ref)")
@@ -128,8 +140,9 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
                    metrics, stall_after)
 
 
-def _settle_launch(ctx: Context, record: dict, sidecar: JobSidecar, instance: str | None, answer: dict,
-                   price_per_hour: float | None, log_lines: int, read_failed: bool) -> tuple[dict | None, JobSidecar]:
+def _settle_launch(ctx: Context, record: dict, sidecar: JobSidecar, instance: str | None, answer: PollAnswerJobsItem,
+                   price_per_hour: float | None, log_lines: int,
+                   read_failed: bool) -> tuple[PollAnswerJobsItem | None, JobSidecar]:
     """A PENDING launch without a backend ref: (the answer when it stays unsettled or never ran,
     else None: adopted; the sidecar as it is now)."""
     job_id = record["id"]
@@ -145,12 +158,14 @@ def _settle_launch(ctx: Context, record: dict, sidecar: JobSidecar, instance: st
     return None, sidecar
 
 
-def _answer(ctx: Context, record: dict, sidecar: JobSidecar, instance: str, answer: dict, stopped_at: str | None,
-            log_lines: int, price_per_hour: float | None, metrics: int | None, stall_after: float | None) -> dict:
+def _answer(ctx: Context, record: dict, sidecar: JobSidecar, instance: str, answer: PollAnswerJobsItem,
+            stopped_at: str | None, log_lines: int, price_per_hour: float | None, metrics: int | None,
+            stall_after: float | None) -> PollAnswerJobsItem:
     """The answer of a job that ran: its state read (or known), marked, and all an answer carries."""
     job_id = record["id"]
     deleted_at = sidecar.instance_deleted_at
-    probe = None
+    probe: Probe | None = None
+    logs: logcap.Bounded | None
     if deleted_at:   # nothing to ask - and never a new instance that took the name
         observed, logs = deleted(instance, f"teardown deleted {instance} at {deleted_at}"), None
     elif stopped_at:
@@ -163,8 +178,8 @@ def _answer(ctx: Context, record: dict, sidecar: JobSidecar, instance: str, answ
         observed = interrupted_end(observed, probe.files if probe else None, record.get("action", ""))
     record = apply(ctx, record, observed)
     terminal = record.get("terminal_state")
-    out = {**answer, "state": terminal or observed.state, "observed": observed.to_json(),
-           "message": observed.message, "terminal_state": terminal}
+    out: PollAnswerJobsItem = {**answer, "state": terminal or observed.state, "observed": observed.to_json(),
+                               "message": observed.message, "terminal_state": terminal}
     if observed.hint:
         out["hint"] = observed.hint
     out.update(watch_fields(ctx, record, observed, probe, metrics=metrics, stall_after=stall_after,
@@ -183,7 +198,7 @@ def _answer(ctx: Context, record: dict, sidecar: JobSidecar, instance: str, answ
                                                            recovering_command(ctx, job_id)))   # + the chain
 
 
-def _add_logs(ctx: Context, out: dict, instance: str, job_id: str, observed: Observed,
+def _add_logs(ctx: Context, out: PollAnswerJobsItem, instance: str, job_id: str, observed: Observed,
               logs: logcap.Bounded | None, log_lines: int, reached: bool) -> None:
     """The asked log lines: the instance's, else (the container gone) those a teardown saved here."""
     full_log = logcap.full_log_command(instance, job_id) if reached else None
@@ -200,21 +215,24 @@ def _add_logs(ctx: Context, out: dict, instance: str, job_id: str, observed: Obs
 def _stopped(ctx: Context, instance: str | None, sidecar: JobSidecar, start: bool) -> bool:
     """The job's instance is STOPPED and must stay so (no exec follows); never asked once a
     teardown deleted it (a new instance may carry the name)."""
-    return bool(instance) and not sidecar.instance_deleted_at and instance_gate.stopped(ctx, instance, start)
+    if not instance:
+        return False
+    return not sidecar.instance_deleted_at and instance_gate.stopped(ctx, instance, start)
 
 
-def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: JobSidecar,
-               price_per_hour: float | None, log_lines: int = 0, read_failed: bool = True) -> dict:
+def _never_ran(ctx: Context, job_id: str, answer: PollAnswerJobsItem, record: dict, sidecar: JobSidecar,
+               price_per_hour: float | None, log_lines: int = 0, read_failed: bool = True) -> PollAnswerJobsItem:
     """A job whose launch failed or never happened: the same answer on every poll (``reconcile``).
     When docker may have left a container (a refused or failed start), its ``.State`` is read as
     ``observed`` (facts only: the answer stays the same; ``read_failed`` False, as in ``--all``:
     not read); else no round trip at all."""
-    out = {**answer, **reconcile.launch_failure_answer(ctx, record, sidecar)}
-    if (read_failed and reconcile.container_may_exist(sidecar) and answer.get("instance")
-            and not _stopped(ctx, answer["instance"], sidecar, False)):
+    out: PollAnswerJobsItem = {**answer, **reconcile.launch_failure_answer(ctx, record, sidecar)}
+    instance = answer.get("instance")
+    if (read_failed and reconcile.container_may_exist(sidecar) and instance
+            and not _stopped(ctx, instance, sidecar, False)):
         token = remote.new_token()
         try:
-            result = ctx.brev.exec(answer["instance"], job_sections(token, job_id, log_lines), idempotent=True)
+            result = ctx.brev.exec(instance, job_sections(token, job_id, log_lines), idempotent=True)
             observed, logs = read_job(remote.parse_sections(result.stdout, token), job_id, log_lines, token)
         except TaoBrevError as exc:
             warn(f"poll {job_id}: its container could not be read ({exc.message}); the answer stands")
@@ -222,7 +240,7 @@ def _never_ran(ctx: Context, job_id: str, answer: dict, record: dict, sidecar: J
             if observed.docker_status:
                 out["observed"] = observed.to_json()
             if logs is not None:
-                out.update(logs.answer(logcap.full_log_command(answer["instance"], job_id)))
+                out.update(logs.answer(logcap.full_log_command(instance, job_id)))
     results = results_mod.finalize(ctx, job_id)
     if results is not None:
         out["results"] = results

@@ -14,6 +14,7 @@ from ...context import Context
 from ...docker_state import Observed
 from ...docker_state import after_instance_start, docker_error_code, from_inspect
 from ...errors import TaoBrevError, TransportError
+from ...model.answer_types import Hint
 from ...vocabulary import ErrClass, InstanceStatus, JobState
 
 CLASSIFY_TAIL_LINES = 200
@@ -45,12 +46,12 @@ class Probe:
     """What a poll read beside the docker state (``None``: not read)."""
 
     now: float | None = None                  # the instance's clock, epoch seconds
-    files: list | None = None                 # [progress.StatusFile] of the results dir
+    files: list[progress_mod.StatusFile] | None = None   # the status files of the results dir
     last_log: str | None = None               # ``docker logs --timestamps --tail 1``
     status_only: bool = False                 # --all: stalls judged from the status file alone
 
 
-def read_job(sections: dict, job_id: str, log_lines: int,
+def read_job(sections: dict[str, remote.Section], job_id: str, log_lines: int,
              token: str | None = None) -> tuple[Observed, logcap.Bounded | None]:
     """(state, bounded logs) of one job from its parsed sections (``token``: the sections' token,
     which the instance's log filter marks its cuts with)."""
@@ -78,7 +79,7 @@ def read_job(sections: dict, job_id: str, log_lines: int,
     return observed, logs
 
 
-def from_probe(job_id: str, probe) -> Observed:
+def from_probe(job_id: str, probe: progress_mod.JobProbe | None) -> Observed:
     """A job's state from ``__tb_jobs`` output (no entry: no such container)."""
     if probe is None:
         return from_inspect(None)
@@ -106,7 +107,7 @@ def read_backend(ctx: Context, instance: str, job_id: str, log_lines: int, resul
     return (after_instance_start(observed, instance) if result.instance_started else observed), logs, probe
 
 
-def instance_clock(sections: dict) -> float | None:
+def instance_clock(sections: dict[str, remote.Section]) -> float | None:
     """The instance's clock (``now`` section, epoch seconds), or None."""
     now = sections.get("now")
     try:
@@ -115,7 +116,7 @@ def instance_clock(sections: dict) -> float | None:
         return None
 
 
-def _probe(sections: dict, token: str, job_id: str, results_dir: str | None) -> Probe | None:
+def _probe(sections: dict[str, remote.Section], token: str, job_id: str, results_dir: str | None) -> Probe | None:
     if not results_dir or f"{job_id}:progress" not in sections:
         return None
     lastlog = sections.get(f"{job_id}:lastlog")
@@ -153,5 +154,5 @@ def deleted(instance: str, evidence: str) -> Observed:
                                     "teardown.py JOB_ID"))
 
 
-def _lost_hint(reason: str, evidence: str, advice: str) -> dict:
+def _lost_hint(reason: str, evidence: str, advice: str) -> Hint:
     return {"err_class": ErrClass.INFRA, "reason": reason, "advice": advice, "evidence": [evidence]}

@@ -9,6 +9,7 @@ from ... import cost, docker_state, resume_advice
 from ... import progress as progress_mod
 from ...context import Context, note_job, note_state, say
 from ...errors import CODES, TaoBrevError
+from ...model.answer_types import ErrorObject, PollAnswer, PollAnswerJobsItem, Progress, Results
 from ...records import check_job_id, current_state, is_terminal
 from ...vocabulary import ErrClass, JobState
 from .. import results as results_mod
@@ -19,7 +20,7 @@ from .observe import observe
 def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
          interval: float = 30.0, timeout: float | None = None,
          price_per_hour: float | None = None, metrics: int | None = None,
-         stall_after: float | None = None, start: bool = False) -> tuple[dict, int]:
+         stall_after: float | None = None, start: bool = False) -> tuple[PollAnswer, int]:
     """status (``wait=False``) or wait-until-terminal. Exit 0, or 1 when the wait
     ended in ERROR/CANCELED/lost, or found the job stalled (JOB_STALLED: RUNNING with
     no status line and no log output for longer than the threshold). A wait that
@@ -51,8 +52,8 @@ def poll(ctx: Context, job_id: str, log_lines: int = 0, wait: bool = False,
         ctx.sleep(interval)
 
 
-def _ended(ctx: Context, job_id: str, out: dict, polls: int, wait: bool, started: float,
-           timeout: float | None, interval: float) -> tuple[dict, int] | None:
+def _ended(ctx: Context, job_id: str, out: PollAnswerJobsItem, polls: int, wait: bool, started: float,
+           timeout: float | None, interval: float) -> tuple[PollAnswer, int] | None:
     """The (answer, exit code) that ends the poll after this ``out``, or None: poll again."""
     # A launch whose outcome the instance did not tell yet (no answer, lock busy) is not an end:
     # --wait asks again, as it does for a RUNNING job whose instance did not answer.
@@ -73,7 +74,8 @@ def _ended(ctx: Context, job_id: str, out: dict, polls: int, wait: bool, started
     return None
 
 
-def _waited_out(ctx: Context, job_id: str, out: dict, polls: int, started: float) -> tuple[dict, int]:
+def _waited_out(ctx: Context, job_id: str, out: PollAnswerJobsItem, polls: int,
+                started: float) -> tuple[PollAnswer, int]:
     """The wait reached its --timeout on a job that is not terminal: the job as the last poll read it,
     ok (``waited_out``, ``waited_s``; ``next`` waits again), or WAIT_TIMEOUT (exit 1) when that poll
     could not read it (the instance did not answer: an ``error`` beside RUNNING, a launch unanswered)."""
@@ -88,19 +90,19 @@ def _waited_out(ctx: Context, job_id: str, out: dict, polls: int, started: float
     return {"ok": True, **out, "polls": polls, "waited_out": True, "waited_s": waited}, 0
 
 
-def timed_out(out: dict) -> bool:
+def timed_out(out: PollAnswer) -> bool:
     """The wait's answer ran out of --timeout before the job ended (read or not)."""
     return bool(out.get("waited_out")) or (out.get("error") or {}).get("code") == "WAIT_TIMEOUT"
 
 
-def _terminal(ctx: Context, job_id: str, out: dict, polls: int) -> tuple[dict, int]:
+def _terminal(ctx: Context, job_id: str, out: PollAnswerJobsItem, polls: int) -> tuple[PollAnswer, int]:
     """A wait that reached a terminal state: done (COMPLETE, its S3 results verified), else its error."""
     state = out["state"]
     if state == JobState.COMPLETE:
         unverified = _unverified_results(job_id, out.get("results"))
         if unverified is not None:   # the documented contract: the job ended, its S3 results did not
-            code = CODES.get(unverified["code"])
-            return {"ok": False, **out, "polls": polls, "error": unverified}, code.exit_code if code else 1
+            known = CODES.get(unverified["code"])
+            return {"ok": False, **out, "polls": polls, "error": unverified}, known.exit_code if known else 1
         return {"ok": True, **out, "polls": polls}, 0
     code = "JOB_FAILED" if state == JobState.ERROR else "JOB_CANCELED"
     err = TaoBrevError(code, f"job {job_id} ended {state}: {out.get('message', '')}",
@@ -108,7 +110,7 @@ def _terminal(ctx: Context, job_id: str, out: dict, polls: int) -> tuple[dict, i
     return {"ok": False, **out, "polls": polls, "error": _with_resume(ctx, job_id, err, out)}, 1
 
 
-def _wait_error(job_id: str, out: dict) -> TaoBrevError | None:
+def _wait_error(job_id: str, out: PollAnswerJobsItem) -> TaoBrevError | None:
     """Why a wait on a job that is not terminal ends now as a failure (lost, stalled), or None."""
     state = out["state"]
     if state == JobState.UNKNOWN:
@@ -122,14 +124,14 @@ def _wait_error(job_id: str, out: dict) -> TaoBrevError | None:
     return None
 
 
-def _with_resume(ctx: Context, job_id: str, err: TaoBrevError, out: dict) -> dict:
+def _with_resume(ctx: Context, job_id: str, err: TaoBrevError, out: PollAnswerJobsItem) -> ErrorObject:
     """The error as JSON, its fix naming the exact resume command (``resume_advice.fill``; the
     recovering command when the chain remembers one)."""
     return resume_advice.fill_job(ctx, job_id, {"error": err.to_json()}, recovering_command(ctx, job_id),
                                   out.get("hint"))["error"]
 
 
-def failed_fix(job_id: str, out: dict) -> str:
+def failed_fix(job_id: str, out: PollAnswerJobsItem) -> str:
     """JOB_FAILED's fix for this answer: the cause is in ``hint`` (and the log tail, when this
     answer carries it); only an answer without logs sends the reader to read them."""
     read = ("the log tail is in this answer (logs)" if out.get("logs")
@@ -151,7 +153,7 @@ def check_watch(metrics: int | None, stall_after: float | None) -> None:
         raise TaoBrevError("BAD_ARGUMENT", f"--stall-after must be > 0 seconds (got {stall_after})")
 
 
-def progress_note(progress: dict | None) -> str:
+def progress_note(progress: Progress | None) -> str:
     """`` - epoch 3/10 (30%), ETA 420 s`` (3 epochs completed of 10) for the stderr progress line
     ('' when unknown)."""
     if not progress or progress.get("epoch") is None:
@@ -160,7 +162,7 @@ def progress_note(progress: dict | None) -> str:
     return f" - epoch {progress['epoch']}/{progress.get('num_epochs') or '?'} ({progress.get('percent', '?')}%){eta}"
 
 
-def _unverified_results(job_id: str, results: dict | None) -> dict | None:
+def _unverified_results(job_id: str, results: Results | None) -> ErrorObject | None:
     """The error of S3-routed results that are not verified (RESULTS_UPLOAD_FAILED, S3_VERIFY_FAILED,
     or what stopped the attempt), else None."""
     if not results or results.get("kind") != "s3" or results.get("verified"):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from ... import cost, logcap, remote
 from ...secrets import redact
@@ -18,6 +20,7 @@ from .. import keep
 from .instance import forget_pending_delete
 from ..job_facts import job_instance, settle_interrupted_cancel
 from ...model import JobSidecar
+from ...model.answer_types import TeardownAnswer
 
 SAVED_LOG_LINES = 500   # kept in $TAO_STATE_DIR/brev/logs/<id>.log when the container is removed
 # `docker rm -f` of a container that is already gone: Docker CLI >= 20.10 prints this and exits 0,
@@ -26,7 +29,8 @@ OTHERS = "others"   # the section listing the job containers left on the instanc
 NO_SUCH_CONTAINER = re.compile(r"No such container", re.IGNORECASE)
 
 
-def _script(token: str, job_id: str, owner: tuple[str, str] | None, saves: list[JobSidecar], others: bool = False) -> str:
+def _script(token: str, job_id: str, owner: tuple[str, str] | None, saves: Sequence[JobSidecar],
+            others: bool = False) -> str:
     """The sections of the teardown's one exec (``state``, ``logs``, ``rm``, ``others``, ``own``, ``save:<id>``)."""
     parts = [remote.abandon_launch(job_id),   # a launch still on its way now refuses
              remote.discard_job_credentials(job_id),   # none outlives the job
@@ -43,7 +47,8 @@ def _script(token: str, job_id: str, owner: tuple[str, str] | None, saves: list[
 
 
 def observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[str, str] | None = None,
-                       saves: list[JobSidecar] = (), others: bool = False) -> tuple[dict | None, bool, dict]:
+                       saves: Sequence[JobSidecar] = (),
+                       others: bool = False) -> tuple[dict[str, Any] | None, bool, dict[str, remote.Section]]:
     """(last docker .State or None, container was present, archive sections) in one round trip;
     the last SAVED_LOG_LINES log lines are kept locally (``poll_status --logs`` reads them).
     When brev had to start the STOPPED instance for it, the state carries
@@ -71,7 +76,7 @@ def observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[st
     logs = sections.get("logs")
     if logs is not None and logs.exit_code == 0 and logs.output.strip():   # `docker logs` dies with the container
         kept, _cut = logcap.bound(logs.output, token=token, total_bytes=logcap.SAVED_LOG_BYTES)
-        ctx.sidecars.save_logs(job_id, kept + "\n")
+        ctx.sidecars.save_logs(job_id, (kept or "") + "\n")   # a text given: never None
     state_sec = sections["state"]
     if state_sec.exit_code != 0:
         return None, False, archived
@@ -82,9 +87,9 @@ def observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[st
     return ({**state, "TaoInstanceStarted": True} if result.instance_started else state), True, archived
 
 
-def remove_container(ctx: Context, instance: str, job_id: str, sidecar: JobSidecar, answer: dict,
-                     image: str | None = None, saves: list[dict] = (),
-                     others: bool = False) -> tuple[dict | None, bool, dict]:
+def remove_container(ctx: Context, instance: str, job_id: str, sidecar: JobSidecar, answer: TeardownAnswer,
+                     image: str | None = None, saves: Sequence[JobSidecar] = (),
+                     others: bool = False) -> tuple[dict[str, Any] | None, bool, dict[str, remote.Section]]:
     """(the container's last docker .State or None, the instance is gone, archive sections).
     No round trip once a teardown deleted the instance: a rerun reaches nothing (and never a
     new instance of that name)."""
@@ -106,8 +111,8 @@ def remove_container(ctx: Context, instance: str, job_id: str, sidecar: JobSidec
     return docker_state, False, archived
 
 
-def close_record(ctx: Context, record: dict, docker_state: dict | None, why: str,
-                 earlier_cancel: dict | None = None) -> dict:
+def close_record(ctx: Context, record: dict, docker_state: dict[str, Any] | None, why: str,
+                 earlier_cancel: dict[str, str] | None = None) -> dict:
     """Close a non-terminal record from the container's last state (``earlier_cancel``:
     the intent of an earlier teardown, interrupted, whose SIGKILL that state may show)."""
     if is_terminal(record.get("terminal_state")):
@@ -122,7 +127,7 @@ def close_record(ctx: Context, record: dict, docker_state: dict | None, why: str
                             if observed.state == JobState.CANCELED else why, source=Source.AGENT)
 
 
-def note_times(ctx: Context, job_id: str, docker_state: dict | None) -> None:
+def note_times(ctx: Context, job_id: str, docker_state: dict[str, Any] | None) -> None:
     """docker's StartedAt / FinishedAt of the removed container, for the cost facts."""
     if docker_state:
         seen = from_inspect(docker_state)

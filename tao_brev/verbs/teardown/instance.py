@@ -4,13 +4,16 @@ refuses), results that exist only there copied home first."""
 
 from __future__ import annotations
 
-from ... import cost
+from collections.abc import Sequence
+
+from ... import cost, remote
 from ...context import Context, say
 from ...errors import TaoBrevError
 from ...records import now_iso
 from .. import keep, stop
 from .. import results as results_mod
-from ..instance_jobs import jobs_on, live_jobs, unverified_results
+from ...model.answer_types import OrphanDeletePending, TeardownAnswer
+from ..instance_jobs import job_ids_on, jobs_on, live_jobs, unverified_results
 
 DELETE_REFUSED_FIX = ("Run teardown.py {job_id} --delete-instance again once the jobs ended: it uploads unverified "
                       "results again from the instance and verifies them; or pass --force to delete anyway and "
@@ -20,15 +23,15 @@ DELETE_REFUSED_FIX = ("Run teardown.py {job_id} --delete-instance again once the
 def delete_and_record(ctx: Context, instance: str) -> None:
     """``brev delete`` and remember it: every job on the instance gets ``instance_deleted_at``
     (so a rerun deletes nothing twice) and the instance memory ``deleted_at``."""
-    jobs = jobs_on(ctx, instance)
+    jobs = job_ids_on(ctx, instance)
     try:
         ctx.brev.delete(instance)
     except TaoBrevError as exc:
         raise delete_pending(ctx, instance, exc) from None
     deleted_at = cost.now_precise()
     ctx.sidecars.note_instance(instance, deleted_at=deleted_at, delete_pending=None)
-    for side in jobs:
-        ctx.sidecars.update(side.job_id, instance_deleted_at=deleted_at, delete_pending=None)
+    for job_id in jobs:
+        ctx.sidecars.update(job_id, instance_deleted_at=deleted_at, delete_pending=None)
     say(f"teardown: instance {instance} deleted")
 
 
@@ -38,12 +41,12 @@ def delete_pending(ctx: Context, instance: str, exc: TaoBrevError) -> TaoBrevErr
     every job on it carry ``delete_pending`` until a later delete succeeds, and
     ``teardown.py --orphans`` lists it - and return INSTANCE_DELETE_PENDING saying
     that the instance still bills, with the exact manual command."""
-    pending = {"since": (ctx.sidecars.instance(instance).delete_pending or {}).get("since") or now_iso(),
-               "last_attempt_at": now_iso(), "error": exc.code, "message": exc.message,
-               "manual_command": f"brev delete {instance}"}
+    pending: OrphanDeletePending = {"since": (ctx.sidecars.instance(instance).delete_pending or {}).get("since") or now_iso(),
+                                    "last_attempt_at": now_iso(), "error": exc.code, "message": exc.message,
+                                    "manual_command": f"brev delete {instance}"}
     ctx.sidecars.note_instance(instance, delete_pending=pending)
-    for side in jobs_on(ctx, instance):
-        ctx.sidecars.update(side.job_id, delete_pending=pending)
+    for job_id in job_ids_on(ctx, instance):
+        ctx.sidecars.update(job_id, delete_pending=pending)
     say(f"teardown: brev delete {instance} failed ({exc.code}); cleanup pending, the instance still bills")
     return TaoBrevError("INSTANCE_DELETE_PENDING",
                         f"instance {instance} was NOT deleted and still bills: brev delete failed ({exc.code}: "
@@ -57,12 +60,13 @@ def forget_pending_delete(ctx: Context, instance: str) -> None:
     """The instance is gone (deleted by hand, or by someone else): nothing is pending any more."""
     if ctx.sidecars.instance(instance).delete_pending:
         ctx.sidecars.note_instance(instance, delete_pending=None)
-        for side in jobs_on(ctx, instance):
-            ctx.sidecars.update(side.job_id, delete_pending=None)
+        for job_id in job_ids_on(ctx, instance):
+            ctx.sidecars.update(job_id, delete_pending=None)
 
 
-def delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool, force: bool,
-           discard: bool = False, archived: dict | None = None, unknown: list[str] = ()) -> tuple[dict, int]:
+def delete(ctx: Context, job_id: str, instance: str, answer: TeardownAnswer, asked: bool, force: bool,
+           discard: bool = False, archived: dict[str, remote.Section] | None = None,
+           unknown: Sequence[str] = ()) -> tuple[TeardownAnswer, int]:
     """``brev delete`` the instance unless something on it would be lost.
 
     Unverified (or since lost) S3 results and, when asked by name, live jobs refuse
@@ -74,7 +78,7 @@ def delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool, 
     launched (``instance_jobs.unknown_containers``): they refuse (never kept silently), unless ``force``."""
     lost = results_mod.recheck_instance(ctx, instance)   # a LIST per verified job: nothing lost since?
     if "results" in answer:
-        answer["results"] = results_mod.summary(ctx.sidecars.load(job_id).results)
+        answer["results"] = results_mod.summary(ctx.sidecars.load(job_id).results or {})   # kept: results known
     lost += unverified_results(ctx, instance)
     live = live_jobs(ctx, instance, job_id)
     if live and not lost and not asked and not force:
@@ -85,7 +89,8 @@ def delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool, 
         return {"ok": True, **answer}, 0
     blockers = live + lost + list(unknown)
     if blockers and not force:
-        extra = stop.unknown_refusal(ctx, job_id, instance, list(unknown), "delete") if unknown else {}
+        extra: stop.UnknownRefusal = (stop.unknown_refusal(ctx, job_id, instance, list(unknown), "delete")
+                                      if unknown else {})
         fix = DELETE_REFUSED_FIX.format(job_id=job_id)
         err = TaoBrevError("INSTANCE_DELETE_REFUSED", f"not deleting {instance}: " + "; ".join(blockers),
                            f"{extra['why']}. {fix}" if extra else fix)
@@ -96,8 +101,8 @@ def delete(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool, 
     return _delete_now(ctx, job_id, instance, answer, forced=bool(blockers))
 
 
-def _save_or_discard(ctx: Context, job_id: str, instance: str, answer: dict, asked: bool, discard: bool,
-                     archived: dict | None) -> tuple[dict, int] | None:
+def _save_or_discard(ctx: Context, job_id: str, instance: str, answer: TeardownAnswer, asked: bool,
+                     discard: bool, archived: dict[str, remote.Section] | None) -> tuple[TeardownAnswer, int] | None:
     """Results that exist only on ``instance``: discarded (``--discard-results``) or copied home and
     verified (``keep.fetch``); the refusal (RESULTS_ONLY_ON_INSTANCE) when one is not, else None."""
     unsaved = keep.pending(ctx, jobs_on(ctx, instance))
@@ -118,7 +123,8 @@ def _save_or_discard(ctx: Context, job_id: str, instance: str, answer: dict, ask
     return None
 
 
-def _delete_now(ctx: Context, job_id: str, instance: str, answer: dict, forced: bool) -> tuple[dict, int]:
+def _delete_now(ctx: Context, job_id: str, instance: str, answer: TeardownAnswer,
+                forced: bool) -> tuple[TeardownAnswer, int]:
     """The delete itself, once nothing blocks it (or ``--force``): the answer says what was deleted."""
     results = ctx.sidecars.load(job_id).results or {}
     if results.get("kind") == "local":
@@ -128,8 +134,8 @@ def _delete_now(ctx: Context, job_id: str, instance: str, answer: dict, forced: 
     try:
         delete_and_record(ctx, instance)
     except TaoBrevError as exc:   # the container is removed and the record closed: say so, then fail
-        pending = {"cleanup_pending": True, "still_billing": True, "manual_command": f"brev delete {instance}"} \
+        pending: TeardownAnswer = {"cleanup_pending": True, "still_billing": True, "manual_command": f"brev delete {instance}"} \
             if exc.code == "INSTANCE_DELETE_PENDING" else {}
         return {"ok": False, **answer, **pending, "error": exc.to_json()}, exc.exit_code
-    answer.update(instance_deleted=True, deleted=[instance], forced=forced)
+    answer.update({"instance_deleted": True, "deleted": [instance], "forced": forced})
     return {"ok": True, **answer}, 0

@@ -4,23 +4,24 @@ stopped or deleted (``container``, ``instance``, ``verbs/stop.py``)."""
 
 from __future__ import annotations
 
-from ... import cost
+from ... import cost, remote
 from ...context import Context, note_job, note_state, say
 from ...errors import TaoBrevError
 from ...records import current_state, is_terminal, now_iso
 from .. import instance_gate, keep, reconcile, stop
 from .. import results as results_mod
-from ..instance_jobs import (bundle_started, created_by_bundle, jobs_on, live_jobs, owns, unknown_containers,
-                             unverified_results)
+from ..instance_jobs import (BundleStarted, bundle_started, created_by_bundle, job_ids_on, jobs_on, live_jobs, owns,
+                             unknown_containers, unverified_results)
 from ..job_facts import job_instance
 from .container import OTHERS, close_record, note_times, remove_container
 from .instance import delete
 from ...model import JobSidecar
+from ...model.answer_types import TeardownAnswer
 
 
 def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, force: bool = False,
              price_per_hour: float | None = None, discard_results: bool = False,
-             stop_instance: bool = False, start: bool = False) -> tuple[dict, int]:
+             stop_instance: bool = False, start: bool = False) -> tuple[TeardownAnswer, int]:
     """Tear one job down (see the module doc). ``delete_instance``: True = asked by name
     (``--delete-instance``), False = never (``--keep-instance``), None = when this bundle owns it.
     ``stop_instance``: ``brev stop`` it instead once the results are safe (``verbs/stop.py``).
@@ -40,16 +41,17 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
     cost.note_price(ctx, job_id, price_per_hour)   # a known price spares the brev ls for the type
     sidecar = ctx.sidecars.load(job_id)
     instance = job_instance(record, sidecar)
-    answer = {"job_id": job_id, "instance": instance, "backend_ref": record.get("backend_ref"),
-              "results_dir": record["results_dir"], "container_removed": False,
-              "instance_deleted": False, "deleted": [], "warnings": []}
+    answer: TeardownAnswer = {"job_id": job_id, "instance": instance, "backend_ref": record.get("backend_ref"),
+                              "results_dir": record["results_dir"], "container_removed": False,
+                              "instance_deleted": False, "deleted": [], "warnings": []}
     unreached = _nothing_to_reach(ctx, record, sidecar, instance, answer, price_per_hour)
     if unreached is not None:
         return unreached
+    assert instance is not None   # _nothing_to_reach answered a job with no instance
     deletes = delete_instance is True or (delete_instance is None and owns(ctx, instance))
     if not sidecar.instance_deleted_at and instance_gate.stopped(ctx, instance, start or deletes):
-        out = instance_gate.stopped_answer({"ok": False, **answer}, instance, "teardown.py", job_id,
-                                           record.get("terminal_state"))
+        out: TeardownAnswer = {"ok": False, **answer, **instance_gate.stopped_fields(
+            instance, "teardown.py", job_id, record.get("terminal_state"))}
         return out, 1
     earlier_cancel = sidecar.cancel
     if not is_terminal(record.get("terminal_state")) and not earlier_cancel:   # intent first, then act
@@ -69,8 +71,8 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
                          discard_results, stop_instance, archived)
 
 
-def _nothing_to_reach(ctx: Context, record: dict, sidecar: JobSidecar, instance: str | None, answer: dict,
-                      price_per_hour: float | None) -> tuple[dict, int] | None:
+def _nothing_to_reach(ctx: Context, record: dict, sidecar: JobSidecar, instance: str | None,
+                      answer: TeardownAnswer, price_per_hour: float | None) -> tuple[TeardownAnswer, int] | None:
     """The teardown's answer when no exec may or need happen (no instance recorded, none existed,
     or stopped by an earlier teardown); else None."""
     job_id = record["id"]
@@ -83,12 +85,12 @@ def _nothing_to_reach(ctx: Context, record: dict, sidecar: JobSidecar, instance:
                                   "nothing to remove; the record is closed")
         record = close_record(ctx, record, None, f"never launched: no instance {instance}")
         ctx.sidecars.update(job_id, teardown={"at": now_iso(), "container_removed": False})
-        out = {"ok": True, **answer, "state": record.get("terminal_state")}
+        out: TeardownAnswer = {"ok": True, **answer, "state": record.get("terminal_state")}
         out["cost"] = cost.facts(ctx, job_id, owned=False, price_per_hour=price_per_hour, lookup=False)
         return out, 0
     if sidecar.instance_stopped_at and sidecar.teardown and is_terminal(record.get("terminal_state")):
         # torn down and stopped by the bundle: any exec would start it again (and bill)
-        answer.update(instance_stopped=True, state=record.get("terminal_state"))
+        answer.update({"instance_stopped": True, "state": record.get("terminal_state")})
         answer["warnings"].append(f"instance {instance} was stopped by teardown at {sidecar.instance_stopped_at}; "
                                   "nothing left to remove (reaching it would start it)")
         out = {"ok": True, **answer}
@@ -98,9 +100,10 @@ def _nothing_to_reach(ctx: Context, record: dict, sidecar: JobSidecar, instance:
     return None
 
 
-def _instance_end(ctx: Context, job_id: str, instance: str, answer: dict, gone: bool,
+def _instance_end(ctx: Context, job_id: str, instance: str, answer: TeardownAnswer, gone: bool,
                   delete_instance: bool | None, force: bool, price_per_hour: float | None,
-                  discard_results: bool, stop_instance: bool, archived: dict) -> tuple[dict, int]:
+                  discard_results: bool, stop_instance: bool,
+                  archived: dict[str, remote.Section]) -> tuple[TeardownAnswer, int]:
     """After the container: the instance stopped (asked), deleted (asked or owned) or kept; + ``cost``.
     A live job container this state dir did not launch (``unknown_containers``, listed in the
     teardown's round trip) blocks a stop or delete like a live job of ours, unless ``force``."""
@@ -110,19 +113,20 @@ def _instance_end(ctx: Context, job_id: str, instance: str, answer: dict, gone: 
     if stop_instance and not gone:
         out, code = stop.after_teardown(ctx, job_id, instance, answer,
                                         live_jobs(ctx, instance, job_id) + unverified_results(ctx, instance),
-                                        [side.job_id for side in jobs_on(ctx, instance)], unknown)
+                                        job_ids_on(ctx, instance), unknown)
     elif not gone and (delete_instance is True or (delete_instance is None and owned)):
         out, code = delete(ctx, job_id, instance, answer, asked=delete_instance is True, force=force,
                            discard=discard_results, archived=archived, unknown=unknown)
     else:   # kept: one the bundle itself started is named, so that next stops it again (nextstep.teardown)
-        out, code = {"ok": True, **answer, **({} if gone else bundle_started(ctx, job_id, ctx.sidecars.load(job_id)))}, 0
+        started: BundleStarted = {} if gone else bundle_started(ctx, job_id, ctx.sidecars.load(job_id))
+        out, code = {"ok": True, **answer, **started}, 0
     out["cost"] = cost.facts(ctx, job_id, owned=owned or created_by_bundle(ctx, ctx.sidecars.load(job_id)),
                              price_per_hour=price_per_hour, lookup=not gone)
     return out, code
 
 
 def to_save(ctx: Context, instance: str, job_id: str, sidecar: JobSidecar, delete_instance: bool | None,
-            force: bool, discard: bool) -> list[dict]:
+            force: bool, discard: bool) -> list[JobSidecar]:
     """The jobs on ``instance`` whose results exist only there, to archive in the teardown's exec:
     none unless this teardown may delete it (asked, or owned with no other live job, or forced)."""
     if discard or delete_instance is False or sidecar.instance_deleted_at:
@@ -134,12 +138,15 @@ def to_save(ctx: Context, instance: str, job_id: str, sidecar: JobSidecar, delet
     return keep.pending(ctx, jobs_on(ctx, instance))
 
 
-def finalize_results(ctx: Context, job_id: str, sidecar: JobSidecar, instance_gone: bool, answer: dict) -> None:
+def finalize_results(ctx: Context, job_id: str, sidecar: JobSidecar, instance_gone: bool,
+                     answer: TeardownAnswer) -> None:
     """Upload and verify S3-routed results (after the rm: the job no longer writes); ``answer["results"]``."""
     if not sidecar.results:
         return
     if not instance_gone:
-        answer["results"] = results_mod.finalize(ctx, job_id)
+        results = results_mod.finalize(ctx, job_id)   # never None: the sidecar has results
+        if results is not None:
+            answer["results"] = results
         return
     answer["results"] = results_mod.summary(sidecar.results)
     if answer["results"].get("kind") == "s3" and not answer["results"].get("verified"):
@@ -147,16 +154,16 @@ def finalize_results(ctx: Context, job_id: str, sidecar: JobSidecar, instance_go
                                   "was deleted: what was not uploaded is lost")
 
 
-def teardown_damaged(ctx: Context, job_id: str, damaged: TaoBrevError) -> tuple[dict, int]:
+def teardown_damaged(ctx: Context, job_id: str, damaged: TaoBrevError) -> tuple[TeardownAnswer, int]:
     """Teardown of a quarantined (damaged) record: remove the job's container when the
     sidecar names its instance (the record cannot say whether one runs), then close the
     record (``jobs/quarantine/closed/``). The instance is never deleted from here."""
     note_job(job_id)
     sidecar = ctx.sidecars.load(job_id)
     instance = sidecar.instance
-    answer = {"job_id": job_id, "instance": instance, "backend_ref": None, "container_removed": False,
-              "instance_deleted": False, "deleted": [], "state": None,
-              "warnings": [f"{damaged.message}; its state cannot be known"]}
+    answer: TeardownAnswer = {"job_id": job_id, "instance": instance, "backend_ref": None, "container_removed": False,
+                              "instance_deleted": False, "deleted": [], "state": None,
+                              "warnings": [f"{damaged.message}; its state cannot be known"]}
     already = ctx.records.closed_quarantine(job_id)
     if instance and not already:   # a rerun after the close has nothing left to remove
         ctx.sidecars.update(job_id, cancel={"requested_at": now_iso(), "by": "teardown"})

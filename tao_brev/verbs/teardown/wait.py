@@ -6,6 +6,8 @@ from __future__ import annotations
 from ... import progress as progress_mod
 from ...context import Context, say
 from ...errors import TaoBrevError
+from ...model.answer_types import (PollAnswer, PollAnswerObserved, PollAnswerStallTeardown,
+                                   PollAnswerStallTeardownResults, Results, TeardownAnswer)
 from ...records import is_terminal
 from .. import results as results_mod
 from .. import status
@@ -15,7 +17,7 @@ from .job import teardown
 
 def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: float = 30.0,
                       timeout: float | None = None, price_per_hour: float | None = None,
-                      metrics: int | None = None, stall_after: float | None = None) -> tuple[dict, int]:
+                      metrics: int | None = None, stall_after: float | None = None) -> tuple[PollAnswer, int]:
     """``poll_status.py JOB_ID --wait --teardown``: carry the job to its end in one call.
 
     Wait until terminal (``status.poll``: the results are uploaded and verified
@@ -55,9 +57,10 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
                                                                       if gone else "cancel it"))
         return out, code
     if stalled:
-        out["stalled_s"] = out["stall"]["idle_s"]
+        out["stalled_s"] = out["stall"]["idle_s"] or 0   # never None: a stalled stall has its idle seconds
         ctx.sidecars.update(job_id, cost={"stalled_s": out["stalled_s"]})   # the cost facts carry it from now on
         say(f"job {job_id} stalled for {out['stalled_s']} s (--stall-after {stall_after:g}): tearing it down")
+    down: TeardownAnswer
     try:
         down, down_code = teardown(ctx, job_id, price_per_hour=price_per_hour)
     except TaoBrevError as exc:
@@ -65,28 +68,29 @@ def wait_and_teardown(ctx: Context, job_id: str, log_lines: int = 0, interval: f
     return _with_teardown(ctx, job_id, out, code, down, down_code, stalled, stall_after)
 
 
-def _with_teardown(ctx: Context, job_id: str, out: dict, code: int, down: dict, down_code: int, stalled: bool,
-                   stall_after: float | None) -> tuple[dict, int]:
+def _with_teardown(ctx: Context, job_id: str, out: PollAnswer, code: int, down: TeardownAnswer, down_code: int,
+                   stalled: bool, stall_after: float | None) -> tuple[PollAnswer, int]:
     """The wait's answer with the teardown's (``teardown``, the final ``cost``, the record's state)."""
     if "cost" in down:
         out["cost"] = down.pop("cost")
     out["teardown"] = down
-    if down.get("state"):   # one story: the answer's state is the record's after the teardown
-        out["state"] = down["state"]
-        if "terminal_state" in out and is_terminal(down["state"]):
-            out["terminal_state"] = down["state"]
-        _after_teardown(ctx, job_id, out, down)
+    state = down.get("state")
+    if state:   # one story: the answer's state is the record's after the teardown
+        out["state"] = state
+        if "terminal_state" in out and is_terminal(state):
+            out["terminal_state"] = state
+        _after_teardown(ctx, job_id, out, down, state)
     if down_code != 0:
-        out.update(ok=False, error=down["error"])
+        out.update({"ok": False, "error": down["error"]})
         code = down_code
-    elif stalled:   # the stop that --stall-after asked for happened: done, not a failure
+    elif stalled and stall_after is not None:   # the stop that --stall-after asked for happened: done, not a failure
         out.pop("error", None)
-        out.update(ok=True, stall_teardown=_stall_story(ctx, job_id, out, down, stall_after))
+        out.update({"ok": True, "stall_teardown": _stall_story(ctx, job_id, out, down, stall_after)})
         code = 0
     return out, code
 
 
-def _after_teardown(ctx: Context, job_id: str, out: dict, down: dict) -> None:
+def _after_teardown(ctx: Context, job_id: str, out: PollAnswer, down: TeardownAnswer, state: str) -> None:
     """What the answer shows as the job now is what the teardown left: the results as its upload and
     verification left them (the sidecar's), the progress of a job that ended, and, when the poll saw
     the job otherwise (a stalled RUNNING container, one already gone), the teardown's observation as
@@ -94,21 +98,22 @@ def _after_teardown(ctx: Context, job_id: str, out: dict, down: dict) -> None:
     sidecar = ctx.sidecars.load(job_id)
     if sidecar.results:
         out["results"] = results_mod.summary(sidecar.results)
-    if is_terminal(down["state"]) and out.get("progress"):
-        out["progress"] = progress_mod.after_end(out["progress"], down["state"],
+    if is_terminal(state) and out.get("progress"):
+        out["progress"] = progress_mod.after_end(out["progress"], state,
                                                  ctx.records.load(job_id).get("action") or "", job_id)
     before = out.get("observed")
-    if before is None or before.get("state") == down["state"]:
+    if before is None or before.get("state") == state:
         return
     removed = down.get("container_removed")
-    now = {"state": down["state"], "message": ("container removed by teardown" if removed
-                                               else "no container found at teardown")}
+    now: PollAnswerObserved = {"state": state, "message": ("container removed by teardown" if removed
+                                                           else "no container found at teardown")}
     if removed or before.get("gone") == "container":
         now["gone"] = "container"
-    out.update(observed=now, observed_before_teardown=before, message=now["message"])
+    out.update({"observed": now, "observed_before_teardown": before, "message": now["message"]})
 
 
-def _stall_story(ctx: Context, job_id: str, out: dict, down: dict, stall_after: float) -> dict:
+def _stall_story(ctx: Context, job_id: str, out: PollAnswer, down: TeardownAnswer,
+                 stall_after: float) -> PollAnswerStallTeardown:
     """What the stall teardown did and what it kept: the job CANCELED after ``stalled_s`` without a
     sign of life, its last log lines saved here, its results where the teardown left them."""
     logs = ctx.sidecars.logs_path(job_id)
@@ -116,8 +121,19 @@ def _stall_story(ctx: Context, job_id: str, out: dict, down: dict, stall_after: 
     on_instance = results_instance_dir(ctx.records.load(job_id), ctx.sidecars.load(job_id))
     return {"state": down.get("state"), "stalled_s": out.get("stalled_s"), "stall_after_s": stall_after,
             "logs_saved_to": str(logs) if logs.is_file() else None,
-            "results": ({k: results.get(k) for k in ("kind", "destination", "verified") if k in results}
-                        if results else None),
+            "results": _results_part(results) if results else None,
             "results_saved_to": down.get("results_saved_to"),
             "results_dir_on_instance": None if down.get("instance_deleted") else on_instance,
             "results_destination": results.get("destination") if results.get("kind") == "s3" else None}
+
+
+def _results_part(results: Results) -> PollAnswerStallTeardownResults:
+    """``kind``, ``destination``, ``verified`` of ``results``, those it has."""
+    part: PollAnswerStallTeardownResults = {}
+    if "kind" in results:
+        part["kind"] = results["kind"]
+    if "destination" in results:
+        part["destination"] = results["destination"]
+    if "verified" in results:
+        part["verified"] = results["verified"]
+    return part
