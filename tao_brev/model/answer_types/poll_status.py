@@ -243,6 +243,7 @@ class PollAnswer(TypedDict, total=False):
     recovery: PollAnswerRecovery
     chain_cost: PollAnswerChainCost
     recovery_note: str
+    did_you_mean: dict[str, str]
     error: ErrorObject
 
 __all__ = ['PollAnswerBundleStartedInstance', 'PollAnswerObserved', 'PollAnswerWithheld', 'Progress', 'Stall', 'PollAnswerJobsItem', 'PollAnswerQuarantinedItem', 'MetricsEpochsItem', 'MetricsBestValueBest', 'MetricsBestValueMin', 'MetricsBestValueMax', 'MetricsBestValueLast', 'MetricsBestValue', 'Metrics', 'PollAnswerStallTeardownResults', 'PollAnswerStallTeardown', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerAttemptsItem', 'PollAnswerRecovery', 'PollAnswerChainCost', 'PollAnswer']

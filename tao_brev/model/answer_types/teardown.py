@@ -109,6 +109,7 @@ class TeardownAnswer(TypedDict, total=False):
     stopped: list[str]
     orphans: list[Orphan]
     kept: list[TeardownAnswerKeptItem]
+    did_you_mean: dict[str, str]
     error: ErrorObject
 
 __all__ = ['TeardownAnswerBundleStartedInstance', 'TeardownAnswerResultsSavedItem', 'StopFacts', 'OrphanDeletePending', 'Orphan', 'TeardownAnswerKeptItem', 'TeardownAnswer']
