@@ -14,7 +14,7 @@ import json
 import re
 import signal
 import sys
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from . import logcap, nextstep, pipes
 from .errors import TaoBrevError
@@ -91,10 +91,11 @@ def _withheld_walk(obj, parent: str, notice: str, found: list[str]):
         return [_withheld_walk(item, parent, notice, found) for item in obj]
     if not isinstance(obj, dict):
         return obj
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in obj.items():
         if key == "logs" and isinstance(value, str) and value:
-            out[key], _ = notice, found.append(key)
+            out[key] = notice
+            found.append(key)
         elif value and (key in JOB_VALUES or (parent == "progress" and key in PROGRESS_VALUES)):
             # the same type, emptied (answers keep their schema)
             out[key] = _emptied(key, value, notice)
@@ -108,7 +109,8 @@ def _withheld_walk(obj, parent: str, notice: str, found: list[str]):
                 (parent == "progress" and key == "message" and isinstance(value, str)) or \
                 (parent == "progress" and key in ("status", "last_tao_status") and isinstance(value, str)
                  and value not in TAO_STATUSES):
-            out[key], _ = notice[:280], found.append(key)
+            out[key] = notice[:280]
+            found.append(key)
         else:
             out[key] = _withheld_walk(value, key, notice, found)
     return out
