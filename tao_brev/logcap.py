@@ -39,7 +39,7 @@ import copy
 import json
 import shlex
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import Optional, TypedDict
 
 from .model.answer_types import AnswerCut, LogsCut
 from .secrets import guard as known_secrets
@@ -50,7 +50,7 @@ LOG_BYTES = 32 * 1024        # the logs of one answer: the last lines within 32 
 SAVED_LOG_BYTES = 256 * 1024  # a log saved at teardown ($TAO_STATE_DIR/brev/logs/<id>.log)
 ANSWER_BYTES = 64 * 1024     # a whole JSON answer (cli.emit), --all included
 CUT_MARK = "[tao-brev: {n} bytes cut] "
-LogsPart = TypedDict("LogsPart", {"logs": str | None, "logs_cut": LogsCut}, total=False)   # Bounded.answer
+LogsPart = TypedDict("LogsPart", {"logs": Optional[str], "logs_cut": LogsCut}, total=False)   # Bounded.answer
 
 
 @dataclass
