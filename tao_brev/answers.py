@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 
 from . import logcap, nextstep, pipes
 from .errors import TaoBrevError
+from .model.answer_types import InstanceStarted, PollAnswerWithheld
 from .secrets import redact
 from .secrets import values as known_secrets
 from .run_state import RUN
@@ -81,7 +82,8 @@ def withhold_job_output(answer: dict) -> dict:
     found: list[str] = []
     result = _withheld_walk(answer, "", notice, found)
     if found:
-        result["withheld"] = {"names": names, "fields": sorted(set(found)), "fix": withheld_fix(names)}
+        withheld: PollAnswerWithheld = {"names": names, "fields": sorted(set(found)), "fix": withheld_fix(names)}
+        result["withheld"] = withheld
     return result
 
 
@@ -147,7 +149,7 @@ def emit_stream_texts(head: dict, key: str, texts_of: Callable[[redact.ObjRedact
     sys.stdout.flush()
 
 
-def instance_started_answer(names: list[str]) -> dict:
+def instance_started_answer(names: list[str]) -> InstanceStarted:
     """The ``instance_started`` object of an answer (schema: common.schema.json)."""
     stop = " && ".join(f"brev stop {n}" for n in names)
     return {"instances": list(names), "billing": True,
