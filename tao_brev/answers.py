@@ -14,10 +14,11 @@ import json
 import re
 import signal
 import sys
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from . import logcap, nextstep, pipes
 from .errors import TaoBrevError
+from .model.answer_types import InstanceStarted, PollAnswerWithheld
 from .secrets import redact
 from .secrets import values as known_secrets
 from .run_state import RUN
@@ -81,7 +82,8 @@ def withhold_job_output(answer: dict) -> dict:
     found: list[str] = []
     result = _withheld_walk(answer, "", notice, found)
     if found:
-        result["withheld"] = {"names": names, "fields": sorted(set(found)), "fix": withheld_fix(names)}
+        withheld: PollAnswerWithheld = {"names": names, "fields": sorted(set(found)), "fix": withheld_fix(names)}
+        result["withheld"] = withheld
     return result
 
 
@@ -91,10 +93,11 @@ def _withheld_walk(obj, parent: str, notice: str, found: list[str]):
         return [_withheld_walk(item, parent, notice, found) for item in obj]
     if not isinstance(obj, dict):
         return obj
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in obj.items():
         if key == "logs" and isinstance(value, str) and value:
-            out[key], _ = notice, found.append(key)
+            out[key] = notice
+            found.append(key)
         elif value and (key in JOB_VALUES or (parent == "progress" and key in PROGRESS_VALUES)):
             # the same type, emptied (answers keep their schema)
             out[key] = _emptied(key, value, notice)
@@ -108,7 +111,8 @@ def _withheld_walk(obj, parent: str, notice: str, found: list[str]):
                 (parent == "progress" and key == "message" and isinstance(value, str)) or \
                 (parent == "progress" and key in ("status", "last_tao_status") and isinstance(value, str)
                  and value not in TAO_STATUSES):
-            out[key], _ = notice[:280], found.append(key)
+            out[key] = notice[:280]
+            found.append(key)
         else:
             out[key] = _withheld_walk(value, key, notice, found)
     return out
@@ -145,7 +149,7 @@ def emit_stream_texts(head: dict, key: str, texts_of: Callable[[redact.ObjRedact
     sys.stdout.flush()
 
 
-def instance_started_answer(names: list[str]) -> dict:
+def instance_started_answer(names: list[str]) -> InstanceStarted:
     """The ``instance_started`` object of an answer (schema: common.schema.json)."""
     stop = " && ".join(f"brev stop {n}" for n in names)
     return {"instances": list(names), "billing": True,

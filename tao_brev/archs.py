@@ -17,6 +17,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TypedDict
 
 ARCHS_FILE = Path(__file__).resolve().parent.parent / "references" / "tao-pyt-archs.yaml"
 COMMON_ACTIONS = ("default_specs",)   # added to every arch by tao-pytorch core/entrypoint.py (README "Supported Commands")
@@ -48,8 +49,17 @@ class Verdict:
     warnings: list = field(default_factory=list)
 
 
+class Table(TypedDict):
+    """references/tao-pyt-archs.yaml as :func:`table` reads it."""
+    archs: dict[str, tuple[str, ...]]         # arch -> actions
+    newer: dict[str, tuple[str, ...]]
+    not_runnable: dict[str, dict[str, str]]   # arch -> why, image
+    strict_images: str
+    source: dict[str, str]                    # repository, release, commit, actions_from
+
+
 @lru_cache(maxsize=1)
-def table() -> dict:
+def table() -> Table:
     """The reference file: ``archs`` / ``newer`` ({arch: actions}), ``not_runnable``, ``strict_images``, ``source``."""
     import yaml
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, TypedDict
 
 from .errors import TaoBrevError
 from .secrets.safe_read import read_text
@@ -24,17 +26,17 @@ _IMAGE_URI = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]
                         r"|^[a-z0-9]+([._-][a-z0-9]+)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")
 
 
-def bank_root(env=os.environ) -> Path:
+def bank_root(env: Mapping[str, str] = os.environ) -> Path:
     """The skill bank root: ``$TAO_SKILL_BANK_PATH`` if set and non-empty, else the bundle."""
     raw = env.get("TAO_SKILL_BANK_PATH", "").strip()
     return Path(raw).expanduser() if raw else BUNDLE_ROOT
 
 
-def versions_file(env=os.environ) -> Path:
+def versions_file(env: Mapping[str, str] = os.environ) -> Path:
     return bank_root(env) / "versions.yaml"
 
 
-def load_versions(env=os.environ) -> dict:
+def load_versions(env: Mapping[str, str] = os.environ) -> dict[str, Any]:
     """Parse ``$BANK/versions.yaml``. Raises VERSIONS_FILE when missing or invalid."""
     import yaml
 
@@ -54,7 +56,14 @@ def is_versions_key(ref: str) -> bool:
     return bool(_VERSIONS_KEY.match(ref)) and "/" not in ref
 
 
-def resolve_image(ref: str, env=os.environ) -> dict:
+class ResolvedImage(TypedDict):
+    """An image argument resolved (:func:`resolve_image`)."""
+    image: str
+    versions_key: str | None
+    source: str   # "uri", or the versions file that named it
+
+
+def resolve_image(ref: str, env: Mapping[str, str] = os.environ) -> ResolvedImage:
     """Resolve an image argument to ``{"image", "versions_key", "source"}``.
 
     ``ref`` is a full image URI (``nvcr.io/nvidia/tao/tao-toolkit:7.3.0-pyt``)
@@ -74,7 +83,7 @@ def resolve_image(ref: str, env=os.environ) -> dict:
         raise TaoBrevError("BAD_ARGUMENT", f"--image {ref!r} is neither an image URI nor a versions key",
                            "Pass a full image URI or a dotted key such as images.tao_toolkit.pyt.")
     versions = load_versions(env)
-    node = versions
+    node: Any = versions   # versions.yaml: nested mappings, image URIs at the leaves
     for part in ref.split("."):
         if not isinstance(node, dict) or part not in node:
             raise unknown_key(ref, versions, env, "not found in")
@@ -87,7 +96,7 @@ def resolve_image(ref: str, env=os.environ) -> dict:
 KEYS_SHOWN = 20
 
 
-def image_keys(versions: dict, prefix: str = "") -> list[str]:
+def image_keys(versions: dict[str, Any], prefix: str = "") -> list[str]:
     """Every dotted key of ``versions`` whose value is an image URI, in file order."""
     keys = []
     for name, value in versions.items():
@@ -99,7 +108,7 @@ def image_keys(versions: dict, prefix: str = "") -> list[str]:
     return keys
 
 
-def unknown_key(ref: str, versions: dict, env, why: str) -> TaoBrevError:
+def unknown_key(ref: str, versions: dict[str, Any], env: Mapping[str, str], why: str) -> TaoBrevError:
     """UNKNOWN_VERSIONS_KEY naming the file actually read (the bundle's own, or the one under
     $TAO_SKILL_BANK_PATH) and the image keys it has (at most :data:`KEYS_SHOWN`)."""
     path = versions_file(env)

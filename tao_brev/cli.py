@@ -215,7 +215,7 @@ def run(main: Callable[[list[str] | None], tuple[dict | None, int]], argv: list[
         pipes.flush_stdout()   # bank-format text printed by main: a reader that left ends us quietly
         return code
     answers = _answering().answers
-    if interrupted:
+    if result is None:   # interrupted (main's own None answer returned above)
         result = answers.interrupted_answer()
     result.setdefault("ok", code == EXIT_OK)
     if _RUN["job_id"] and not result.get("job_id"):

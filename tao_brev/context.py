@@ -24,7 +24,7 @@ class Context:
     values are redacted from every output from now on), ``sleep`` and ``clock`` (seconds),
     and the stores and brev made from them."""
 
-    def __init__(self, env: dict | None = None, sleep: Callable[[float], None] = time.sleep,
+    def __init__(self, env: dict[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic, _brev: Brev | None = None):
         self.env = dict(os.environ) if env is None else env
         self.sleep = sleep

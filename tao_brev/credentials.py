@@ -35,6 +35,7 @@ import sys
 import tempfile
 import uuid
 from collections import namedtuple
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .errors import TaoBrevError
@@ -54,7 +55,7 @@ RemoteSecretFile = namedtuple("RemoteSecretFile", ["path"])
 RemoteSecretFile.__doc__ = "A credential file on the instance: its ``~/`` path, removed after use."
 
 
-def collect(env: dict, names: list[str] | tuple[str, ...]) -> dict[str, str]:
+def collect(env: Mapping[str, str], names: list[str] | tuple[str, ...]) -> dict[str, str]:
     """Values of ``names`` from the local ``env``; MISSING_CREDENTIAL names the absent ones."""
     values, missing = {}, []
     for name in names:
@@ -136,7 +137,7 @@ def sweep_local(tmp_dir: str | None = None) -> list[str]:
     """Remove the local credential directories (``$TMPDIR/tao-cred-*``) of this user whose
     writing process is gone (their ``.owner`` lock is free). Returns the removed paths;
     never raises. A directory without ``.owner`` holds no credential yet and is left alone."""
-    removed = []
+    removed: list[str] = []
     base = tmp_dir or _temp_dir()
     try:
         entries = [e for e in os.scandir(base) if e.name.startswith(LOCAL_PREFIX)]
@@ -170,7 +171,7 @@ def discard(brev: Brev, instance: str, secret: RemoteSecretFile) -> bool:
 
 
 # -- NGC registry login ----------------------------------------------------------
-def ngc_key(env: dict) -> str | None:
+def ngc_key(env: Mapping[str, str]) -> str | None:
     """``NGC_KEY`` from the local ``env``, or None when unset or blank.
 
     Raises BAD_ARGUMENT for a value with a newline: ``docker login
@@ -186,7 +187,7 @@ def ngc_key(env: dict) -> str | None:
     return value
 
 
-def push_ngc_key(brev: Brev, instance: str, env: dict) -> RemoteSecretFile | None:
+def push_ngc_key(brev: Brev, instance: str, env: Mapping[str, str]) -> RemoteSecretFile | None:
     """Copy ``NGC_KEY`` to a fresh 0600 file on ``instance`` (see :func:`push`);
     None when the key is not set. The command that reads it must start with
     :func:`remove_on_exit`."""

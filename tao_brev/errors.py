@@ -20,6 +20,12 @@ from __future__ import annotations
 
 from .error_codes import CODES, Code  # noqa: F401 (handed on: the table is data in its own module)
 
+TYPE_CHECKING = False   # mypy reads it as True; a --help imports this module, and not even typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .model.answer_types import ErrorObject
+
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
@@ -29,7 +35,7 @@ EXIT_UNREACHABLE = 3
 class TaoBrevError(Exception):
     """A failure with a stable code. ``details`` is extra JSON for the answer."""
 
-    def __init__(self, code: str, message: str, fix: str | None = None, **details):
+    def __init__(self, code: str, message: str, fix: str | None = None, **details: Any):
         if code not in CODES:
             raise ValueError(f"unregistered error code {code!r}")
         super().__init__(message)
@@ -42,7 +48,7 @@ class TaoBrevError(Exception):
     def exit_code(self) -> int:
         return CODES[self.code].exit_code
 
-    def to_json(self) -> dict:
+    def to_json(self) -> ErrorObject:
         return {"code": self.code, "message": self.message, "fix": self.fix}
 
 

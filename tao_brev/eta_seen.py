@@ -11,27 +11,47 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING, TypedDict
 
 from .isotime import parse_ts
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs   # typing's from Python 3.13 (the package runs on 3.9)
+
+    from .model.answer_types import Progress
 
 MAX_ETA_S = 30 * 86400   # an ETA past 30 days is no estimate to wait on
 
 
-def record(progress: dict | None, seen_at: str) -> dict | None:
+class LastEta(TypedDict):
+    """The sidecar's ``last_eta`` (job_sidecar.schema.json): a poll's ETA and when it saw it."""
+    eta_s: int
+    seen_at: str
+
+
+class EtaLeft(TypedDict):
+    """What :func:`left` tells: the seconds left now, how long ago the poll saw the ETA, that ETA."""
+    left_s: int
+    age_s: int
+    eta_s: int
+
+
+def record(progress: Progress | None, seen_at: str) -> LastEta | None:
     """The sidecar's ``last_eta`` for this poll's ``progress`` (None: the poll computed no ETA)."""
     eta = progress.get("eta_s") if isinstance(progress, dict) else None
     return {"eta_s": int(eta), "seen_at": seen_at} if _seconds(eta) else None
 
 
-def _seconds(value) -> bool:
+def _seconds(value: object) -> TypeIs[int | float]:
     """A number of seconds an ETA can be: finite, 0 to MAX_ETA_S (a damaged sidecar may hold anything)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
         and 0 <= value <= MAX_ETA_S
 
 
-def left(last_eta: dict | None, now: datetime | None = None) -> dict | None:
+def left(last_eta: object, now: datetime | None = None) -> EtaLeft | None:
     """``{"left_s", "age_s", "eta_s"}``: the seconds left now (never below 0), how long ago the
-    poll saw the ETA, and the ETA it saw; None when no poll saw one (or the saved one is unreadable)."""
+    poll saw the ETA, and the ETA it saw; None when no poll saw one (or the saved one is unreadable).
+    ``last_eta``: what the sidecar holds (a :class:`LastEta`, or anything once damaged)."""
     if not isinstance(last_eta, dict):
         return None
     eta, seen = last_eta.get("eta_s"), parse_ts(last_eta.get("seen_at"))
@@ -51,7 +71,7 @@ def span(seconds: int) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def phrase(known: dict | None) -> str:
+def phrase(known: EtaLeft | None) -> str:
     """What :func:`left` says, in words ('' when no poll saw an ETA)."""
     if known is None:
         return ""

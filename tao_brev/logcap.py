@@ -39,7 +39,9 @@ import copy
 import json
 import shlex
 from dataclasses import dataclass, field
+from typing import Optional, TypedDict
 
+from .model.answer_types import AnswerCut, LogsCut
 from .secrets import guard as known_secrets
 from .secrets import redact
 
@@ -48,6 +50,7 @@ LOG_BYTES = 32 * 1024        # the logs of one answer: the last lines within 32 
 SAVED_LOG_BYTES = 256 * 1024  # a log saved at teardown ($TAO_STATE_DIR/brev/logs/<id>.log)
 ANSWER_BYTES = 64 * 1024     # a whole JSON answer (cli.emit), --all included
 CUT_MARK = "[tao-brev: {n} bytes cut] "
+LogsPart = TypedDict("LogsPart", {"logs": Optional[str], "logs_cut": LogsCut}, total=False)   # Bounded.answer
 
 
 @dataclass
@@ -65,7 +68,7 @@ class Cut:
     def any(self) -> bool:
         return bool(self.lines_dropped or self.lines_cut)
 
-    def to_json(self, full_log: str | None) -> dict:
+    def to_json(self, full_log: str | None) -> LogsCut:
         return {"lines": self.lines, "lines_dropped": self.lines_dropped, "lines_cut": self.lines_cut,
                 "bytes_cut": self.bytes_cut, "line_bytes": LINE_BYTES, "full_log": full_log}
 
@@ -175,9 +178,9 @@ class Bounded:
     text: str | None
     cut: Cut
 
-    def answer(self, full_log: str | None) -> dict:
+    def answer(self, full_log: str | None) -> LogsPart:
         """The answer's ``logs`` (and ``logs_cut`` when anything was cut, saying where the full log is)."""
-        out = {"logs": self.text}
+        out: LogsPart = {"logs": self.text}
         if self.cut.any:
             out["logs_cut"] = self.cut.to_json(full_log)
         return out
@@ -337,7 +340,7 @@ def cap_answer(answer: dict, limit: int = ANSWER_BYTES) -> dict:
         return answer
 
     out = copy.deepcopy(answer)
-    note = {"bytes_before": size, "limit": limit, "strings_cut": 0, "items_dropped": 0}
+    note: AnswerCut = {"bytes_before": size, "limit": limit, "strings_cut": 0, "items_dropped": 0}
     out["answer_cut"] = note
     for _round in range(4):
         excess = _size(out) - limit

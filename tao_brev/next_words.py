@@ -3,6 +3,10 @@ suggested wait gets (:func:`covering_timeout`: the job's known ETA plus a margin
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model.answer_types import PollAnswer
 
 # A --wait in a ``next`` always has a --timeout: an agent with no memory that runs it must get its
 # shell back (SKILL.md section 6: keep --timeout below the tool-call limit). The values given to this
@@ -54,7 +58,7 @@ def with_timeout(argv: list[str], eta_s) -> list[str]:
     return out if "--timeout" in out or f"--timeout={timeout}" in out else [*out, "--timeout", timeout]
 
 
-def eta_of(answer: dict):
+def eta_of(answer: PollAnswer) -> int | None:
     """The answer's known ETA in seconds (``progress.eta_s``), else None."""
     progress = answer.get("progress")
     return progress.get("eta_s") if isinstance(progress, dict) else None

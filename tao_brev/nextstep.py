@@ -24,31 +24,34 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from .errors import CODES
+from .model.answer_types import PollAnswer, PreflightAnswer, SubmitAnswer, TeardownAnswer
 from .next_words import WAIT_INTERVAL_S, WAIT_TIMEOUT_MAX_S, WAIT_TIMEOUT_S, covering_timeout, eta_of  # noqa: F401
 from .next_words import flag as _flag, kept as _kept, with_timeout as _with_timeout, without as _without
-from .vocabulary import TERMINAL_STATES, InstanceStatus, JobState, LaunchState, StorageTier
+from .vocabulary import TERMINAL_STATES as TERMINAL, InstanceStatus, JobState, LaunchState, StorageTier
 
 BUNDLE_ROOT = Path(__file__).absolute().parent.parent
 SCRIPTS_DIR = BUNDLE_ROOT / "scripts"
-TERMINAL = TERMINAL_STATES
 DIAGNOSE_LINES = 50
 
 # a person must act before any command helps (the error's fix says what)
 HUMAN_ACTION = {"BREV_NOT_FOUND", "BREV_NOT_LOGGED_IN", "BREV_LOGIN_FAILED", "MISSING_CREDENTIAL",
-                "BREV_NVIDIA_LOGIN_REQUIRED", "BREV_API_KEY_REJECTED", "INSTANCE_AMBIGUOUS",
-                "S3_AUTH_FAILED", "SSH_KEY_REJECTED", "SECRET_IN_COMMAND", "SECRET_IN_IDENTIFIER",
-                "SECRET_TOO_SHORT", "BUNDLE_CREDENTIAL_ENV", "SPEC_NOT_FOUND", "BAD_SPEC", "BAD_NAME",
-                "VERSIONS_FILE", "UNKNOWN_VERSIONS_KEY", "BAD_STATE_DIR", "INTERNAL_ERROR"}
+                "BREV_NVIDIA_LOGIN_REQUIRED", "BREV_API_KEY_REJECTED", "INSTANCE_AMBIGUOUS", "S3_AUTH_FAILED",
+                "SSH_KEY_REJECTED", "SECRET_IN_COMMAND", "SECRET_IN_IDENTIFIER", "SECRET_TOO_SHORT",
+                "BUNDLE_CREDENTIAL_ENV", "SPEC_NOT_FOUND", "BAD_SPEC", "BAD_NAME", "VERSIONS_FILE",
+                "UNKNOWN_VERSIONS_KEY", "BAD_STATE_DIR", "INTERNAL_ERROR"}
 RECOVERY_STOPS = ("RECOVERY_LIMIT", "RECOVERY_BUDGET_EXHAUSTED", "RECOVERY_NOT_POSSIBLE")   # verbs/recover.py
 # the backend did not answer: the same command again is safe for these verbs
 RETRY_SAFE = ("preflight.py", "poll_status.py", "teardown.py")
 ENV_CODES = ("PYTHON_ENV_MISSING", "DEPENDENCIES_MISSING")
 FINISHED = "nothing left to run: the job is closed"
+VerbAnswer = PreflightAnswer | SubmitAnswer | PollAnswer | TeardownAnswer
+A = TypeVar("A", PreflightAnswer, SubmitAnswer, PollAnswer, TeardownAnswer)
 
 
-def command(script: str, *args) -> str:
+def command(script: str, *args: object) -> str:
     """``script`` (a name in scripts/) of this bundle with ``args``, as one quoted shell command."""
     return shlex.join([str(SCRIPTS_DIR / script), *(str(a) for a in args)])
 
@@ -83,13 +86,13 @@ def _absolute_paths(argv: list[str]) -> list[str]:
 POLL_KEPT = ("--interval", "--timeout", "--stall-after", "--price-per-hour")
 
 
-def corrected(script: str, argv: list[str], near: dict) -> str:
+def corrected(script: str, argv: list[str], near: dict[str, str]) -> str:
     """This run's command with each misspelt job id / instance name replaced by its closest known one
     (``did_you_mean``: ``{given: closest}``): all typos of one call corrected at once."""
     return rerun(script, [near.get(word, word) for word in argv])
 
 
-def wait_command(job_id: str, argv: list[str], *extra, eta_s=None) -> str:
+def wait_command(job_id: str, argv: list[str], *extra: object, eta_s: float | None = None) -> str:
     """``poll_status.py JOB --wait --interval S --timeout S`` (this run's --interval / --timeout /
     --stall-after / --price-per-hour, else WAIT_INTERVAL_S / WAIT_TIMEOUT_S; the --timeout raised to
     cover ``eta_s``: :func:`covering_timeout`) plus ``extra``."""
@@ -100,17 +103,17 @@ def wait_command(job_id: str, argv: list[str], *extra, eta_s=None) -> str:
     return command("poll_status.py", job_id, "--wait", *kept, *extra)
 
 
-def _set(answer: dict, nxt: str | None, note: str | None = None) -> dict:
+def _set(answer: A, nxt: str | None, note: str | None = None) -> A:
     answer.setdefault("next", nxt)
     if answer["next"] is None and "next_note" not in answer:
         answer["next_note"] = note or ((answer.get("error") or {}).get("fix")) or FINISHED
     return answer
 
 
-def common_error(script: str, argv: list[str], answer: dict) -> tuple[bool, str | None, str | None]:
+def common_error(script: str, argv: list[str], answer: VerbAnswer,
+                 job_id: str | None = None) -> tuple[bool, str | None, str | None]:
     """(decided, next, note) for the failures every verb shares; ``decided`` False: the verb decides."""
     code = (answer.get("error") or {}).get("code")
-    job_id = answer.get("job_id")
     if code in ENV_CODES:
         return True, install_command(), None
     if code == "BAD_ARGUMENT":
@@ -163,8 +166,8 @@ def resume_fix(script: str, argv: list[str], job_id: str | None, state: str | No
 # -- per verb -------------------------------------------------------------------
 
 
-def preflight(answer: dict, code: int, argv: list[str]) -> dict:
-    decided, nxt, note = common_error("preflight.py", argv, answer) if answer.get("error") else (False, None, None)
+def preflight(answer: PreflightAnswer, code: int, argv: list[str]) -> PreflightAnswer:
+    decided, nxt, note = common_error("preflight.py", argv, answer)
     if decided:
         return _set(answer, nxt, note)
     if answer.get("ok") and "--login" in argv:
@@ -192,12 +195,11 @@ def preflight(answer: dict, code: int, argv: list[str]) -> dict:
 
 # preflight.py flags that act on what a warning names (a missing carrier image, an unproven GPU runtime)
 WARNING_FLAGS = ("--pull", "--gpu-smoke")
-
 # preflight.py flags that submit.py takes too, with the same meaning: the submit it names keeps them
 SUBMIT_KEPT = ("--instance", "--image", "--storage-tier", "--bucket", "--results-root")
 
 
-def preflight_note(answer: dict, argv: list[str]) -> str:
+def preflight_note(answer: PreflightAnswer, argv: list[str]) -> str:
     """The submit a passed preflight leads to: every value preflight checked (instance, image,
     storage tier, bucket, results root) kept; the job's own flags left to the caller. Without
     --image no image was checked, and the note says how to check (and pull) it first."""
@@ -216,7 +218,7 @@ def preflight_note(answer: dict, argv: list[str]) -> str:
             "--network-arch, --action and --spec (--help lists the rest)")
 
 
-def submit(answer: dict, code: int, argv: list[str]) -> dict:
+def submit(answer: SubmitAnswer, code: int, argv: list[str]) -> SubmitAnswer:
     job_id = answer.get("job_id")
     if answer.get("ok"):
         if answer.get("dry_run"):   # a STOPPED instance: the submit INSTANCE_NOT_RUNNING's fix names (--start)
@@ -225,8 +227,8 @@ def submit(answer: dict, code: int, argv: list[str]) -> dict:
             if answer.get("instance_status") == InstanceStatus.STOPPED and "--start" not in words[:cut]:
                 words[cut:cut] = ["--start"]
             return _set(answer, rerun("submit.py", words))
-        return _set(answer, poll_after_submit(job_id, argv))
-    decided, nxt, note = common_error("submit.py", argv, answer)
+        return _set(answer, poll_after_submit(job_id, argv) if job_id else None)
+    decided, nxt, note = common_error("submit.py", argv, answer, job_id)
     if decided:
         return _set(answer, nxt, note)
     err = answer.get("error") or {}
@@ -242,12 +244,11 @@ def submit(answer: dict, code: int, argv: list[str]) -> dict:
     return _set(answer, None)
 
 
-def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) -> dict:
+def poll(answer: PollAnswer, code: int, argv: list[str], closed: Callable[[str], bool] = lambda job_id: False) -> PollAnswer:
     """``closed(job_id)``: a teardown already closed the job (nothing left to tear down)."""
     if "jobs" in answer and not answer.get("job_id"):
         return poll_all(answer, code, argv)
-    decided, nxt, note = common_error("poll_status.py", argv, answer) if answer.get("error") else (False, None,
-                                                                                                      None)
+    decided, nxt, note = common_error("poll_status.py", argv, answer, answer.get("job_id"))
     if decided:
         return _set(answer, nxt, note)
     job_id, state = answer.get("job_id"), answer.get("state")
@@ -289,7 +290,7 @@ def poll(answer: dict, code: int, argv: list[str], closed=lambda job_id: False) 
     return _set(answer, None)
 
 
-def stop_started(answer: dict, job_id: str) -> str | None:
+def stop_started(answer: PollAnswer | TeardownAnswer, job_id: str) -> str | None:
     """``teardown.py JOB --stop-instance`` when the bundle itself started the job's instance
     (``bundle_started_instance``: it was STOPPED before) and its type can stop, so it is left as it
     was found; None otherwise (a type that cannot stop: ``next_note`` says what keeps billing)."""
@@ -308,10 +309,10 @@ def stop_started(answer: dict, job_id: str) -> str | None:
     return command("teardown.py", job_id, "--stop-instance")
 
 
-def poll_all(answer: dict, code: int, argv: list[str]) -> dict:
+def poll_all(answer: PollAnswer, code: int, argv: list[str]) -> PollAnswer:
     jobs = answer.get("jobs") or []
     if answer.get("error") and (answer["error"].get("code") in ENV_CODES or code == 2 or not jobs):
-        decided, nxt, note = common_error("poll_status.py", argv, answer)
+        decided, nxt, note = common_error("poll_status.py", argv, answer, answer.get("job_id"))
         if decided:
             return _set(answer, nxt, note)
     parked = [j for j in jobs if j.get("instance_status") == InstanceStatus.STOPPED]   # never started by a read
@@ -334,10 +335,10 @@ def poll_all(answer: dict, code: int, argv: list[str]) -> dict:
     return _set(answer, None, "no unfinished job: nothing to poll")
 
 
-def teardown(answer: dict, code: int, argv: list[str]) -> dict:
+def teardown(answer: TeardownAnswer, code: int, argv: list[str]) -> TeardownAnswer:
     if "orphans" in answer:
         return orphans(answer, code, argv)
-    decided, nxt, note = common_error("teardown.py", argv, answer) if answer.get("error") else (False, None, None)
+    decided, nxt, note = common_error("teardown.py", argv, answer, answer.get("job_id"))
     if decided:
         return _set(answer, nxt, note)
     err = (answer.get("error") or {}).get("code")
@@ -354,8 +355,8 @@ def teardown(answer: dict, code: int, argv: list[str]) -> dict:
     return _set(answer, None)
 
 
-def orphans(answer: dict, code: int, argv: list[str]) -> dict:
-    decided, nxt, note = common_error("teardown.py", argv, answer) if answer.get("error") else (False, None, None)
+def orphans(answer: TeardownAnswer, code: int, argv: list[str]) -> TeardownAnswer:
+    decided, nxt, note = common_error("teardown.py", argv, answer, answer.get("job_id"))
     if decided:
         return _set(answer, nxt, note)
     if answer.get("error"):
@@ -372,7 +373,7 @@ def orphans(answer: dict, code: int, argv: list[str]) -> dict:
     return _set(answer, None, orphans_note(answer))
 
 
-def reused_orphans_note(answer: dict) -> str:
+def reused_orphans_note(answer: TeardownAnswer) -> str:
     """No orphan is the bundle's to delete: the complete commands that stop or delete the reused ones
     of ours (the user's choice, so no ``next``), or why none is ours to touch."""
     reused = [o["instance"] for o in answer.get("orphans") or [] if o.get("ours") and not o.get("owned")]
@@ -385,7 +386,7 @@ def reused_orphans_note(answer: dict) -> str:
             f"results of ours are copied home first): {delete}")
 
 
-def orphans_note(answer: dict) -> str:
+def orphans_note(answer: TeardownAnswer) -> str:
     """What is left after ``--orphans [--delete]``: true of every instance the answer lists."""
     deleted = answer.get("deleted") or []
     left = [o for o in answer.get("orphans") or [] if not o.get("deleted") and not (o.get("stop") or {}).get("stopped")]

@@ -59,7 +59,8 @@ def view(record: dict, state_root: Path) -> dict:
     if not isinstance(deleted_at, str):
         return record
     results = sidecar.results if isinstance(sidecar.results, dict) else {}
-    saved = results.get("saved") if isinstance(results.get("saved"), dict) else {}
+    saved = results.get("saved")
+    saved = saved if isinstance(saved, dict) else {}
     here = saved.get("path") if isinstance(saved.get("path"), str) and saved["path"] else None
     if here:
         left = "copied_here"
@@ -93,4 +94,4 @@ def _deleted_sidecar(path: str) -> JobSidecar:
 def tsv_note(entry: dict) -> str | None:
     """The listing line's fifth field for a job whose instance was deleted, else None."""
     copy = entry.get("instance_copy")
-    return _TSV.get(copy.get("results"), "instance deleted") if isinstance(copy, dict) else None
+    return _TSV.get(copy.get("results", ""), "instance deleted") if isinstance(copy, dict) else None

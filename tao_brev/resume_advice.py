@@ -16,12 +16,16 @@ the same settings fail the same way, so no recovery repeats them.
 from __future__ import annotations
 
 import re
-
-from typing import Optional, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from . import nextstep
 from .errors import TaoBrevError
 from .model import JobSidecar
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .model.answer_types import Hint, PollAnswer
 
 # The instance placeholder of the static advice texts (docker_state's GPU-reset and disk advice), a
 # whole word only (never inside a code such as INSTANCE_STOPPED)
@@ -39,7 +43,7 @@ DEFAULT_SHM_SIZE = "16g"   # submit.py --shm-size's default (verbs/submit/plan.S
 _SIZE = re.compile(r"^([0-9]+)([bkmgBKMG]?)$")   # remote.SHM_RE's form
 
 
-def shm_exhausted(hint) -> bool:
+def shm_exhausted(hint: Optional[Hint]) -> bool:
     """``hint`` (a poll answer's) says the job ran out of /dev/shm."""
     return isinstance(hint, dict) and hint.get("code") == SHM_EXHAUSTED
 
@@ -57,7 +61,9 @@ def shm_size(words: Sequence[str]) -> str:
 
 def larger_shm(size: str) -> str:
     """Twice ``size`` in its own unit (``16g`` -> ``32g``); twice the default when it does not parse."""
-    match = _SIZE.match(size or "") or _SIZE.match(DEFAULT_SHM_SIZE)
+    match = _SIZE.match(size or "")
+    if match is None:
+        return larger_shm(DEFAULT_SHM_SIZE)
     return f"{int(match.group(1)) * 2}{match.group(2)}"
 
 
@@ -132,7 +138,8 @@ def fill(text: Optional[str], record: dict, sidecar: JobSidecar, recovering: Opt
     return text.replace(RESUME_WORDS, exact).replace("JOB_ID", record["id"])
 
 
-def fill_job(ctx, job_id: str, out: dict, recovering: Optional[str] = None, hint: Optional[dict] = None) -> dict:
+def fill_job(ctx: Context, job_id: str, out: PollAnswer, recovering: Optional[str] = None,
+             hint: Optional[Hint] = None) -> PollAnswer:
     """:func:`fill_answer` for ``job_id`` (its record and sidecar read here); ``out`` as it was when
     they cannot be read (the answer says why elsewhere)."""
     try:
@@ -142,8 +149,8 @@ def fill_job(ctx, job_id: str, out: dict, recovering: Optional[str] = None, hint
     return fill_answer(out, record, sidecar, recovering, hint)
 
 
-def fill_answer(out: dict, record: dict, sidecar: JobSidecar, recovering: Optional[str] = None,
-                hint: Optional[dict] = None) -> dict:
+def fill_answer(out: PollAnswer, record: dict, sidecar: JobSidecar, recovering: Optional[str] = None,
+                hint: Optional[Hint] = None) -> PollAnswer:
     """Every resume advice of a poll answer (``hint.advice``, ``stall.advice``, the error's fix,
     ``observed.hint.advice``) with the exact command (``recovering``: the chain's recovering
     command instead; a job out of /dev/shm: its resubmit with a larger ``--shm-size``), and the
@@ -152,20 +159,41 @@ def fill_answer(out: dict, record: dict, sidecar: JobSidecar, recovering: Option
     hint = hint or out.get("hint") or (out.get("observed") or {}).get("hint")
     shm = larger_shm(shm_size(sidecar.submit_argv or [])) if shm_exhausted(hint) else None
     instance = out.get("instance") or sidecar.instance
-    instance = instance if isinstance(instance, str) and instance else None
-    for key in ("hint", "stall", "error", "observed"):
-        part = out.get(key)
-        if not isinstance(part, dict):
-            continue
-        if key == "observed" and isinstance(part.get("hint"), dict):
-            part = out[key] = {**part, "hint": fill_answer({"hint": part["hint"]}, record, sidecar, recovering,
-                                                           hint)["hint"]}
-        if shm and key == "hint" and isinstance(part.get("advice"), str) and RESUME_WORDS not in part["advice"]:
-            part = out[key] = {**part, "advice": f"{part['advice'].rstrip('. ')}; the resubmit with a larger "
-                               f"--shm-size: {RESUME_WORDS}"}
-        for field in ("advice", "fix"):
-            if isinstance(part.get(field), str) and RESUME_WORDS in part[field]:
-                part = out[key] = {**part, field: fill(part[field], record, sidecar, recovering, shm)}
-            if isinstance(part.get(field), str) and instance and _INSTANCE_WORD.search(part[field]):
-                part = out[key] = {**part, field: _INSTANCE_WORD.sub(instance, part[field])}
+    job = _Job(record, sidecar, recovering, shm)
+    part, stall, error, observed = out.get("hint"), out.get("stall"), out.get("error"), out.get("observed")
+    if isinstance(part, dict):
+        out["hint"] = job.hint(part, instance)
+    if isinstance(stall, dict) and isinstance(stall.get("advice"), str):
+        out["stall"] = {**stall, "advice": job.text(stall["advice"], instance)}
+    if isinstance(error, dict) and isinstance(error.get("fix"), str):
+        out["error"] = {**error, "fix": job.text(error["fix"], instance)}
+    if isinstance(observed, dict) and isinstance(observed.get("hint"), dict):   # the job's instance: the sidecar's
+        out["observed"] = {**observed, "hint": job.hint(observed["hint"], sidecar.instance)}
     return out
+
+
+@dataclass
+class _Job:
+    """What a job's advice texts are filled with (:func:`fill_answer`)."""
+
+    record: dict
+    sidecar: JobSidecar
+    recovering: Optional[str]
+    shm: Optional[str]
+
+    def hint(self, part: Hint, instance: Optional[str]) -> Hint:
+        """A failure hint with its advice filled (a job out of /dev/shm: its resubmit with a larger --shm-size)."""
+        advice = part.get("advice")
+        if not isinstance(advice, str):
+            return part
+        if self.shm and RESUME_WORDS not in advice:
+            advice = f"{advice.rstrip('. ')}; the resubmit with a larger --shm-size: {RESUME_WORDS}"
+        return {**part, "advice": self.text(advice, instance)}
+
+    def text(self, text: str, instance: Optional[str]) -> str:
+        """One advice or fix: the exact command (:func:`fill`), the placeholder INSTANCE the instance."""
+        if RESUME_WORDS in text:
+            text = fill(text, self.record, self.sidecar, self.recovering, self.shm) or text
+        if isinstance(instance, str) and instance:
+            text = _INSTANCE_WORD.sub(instance, text)
+        return text

@@ -10,7 +10,9 @@ Same atomic, locked, redacted writes as the records.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from . import statedir
 from .errors import TaoBrevError
@@ -152,13 +154,13 @@ class SidecarStore:
             atomic_write_json(path, redact.redact_obj(InstanceSidecar.from_json(data).to_json()))
 
 
-def _check_fields(kind, fields: dict) -> None:
+def _check_fields(kind: type[JobSidecar] | type[InstanceSidecar], fields: Iterable[str]) -> None:
     unknown = sorted(set(fields) - set(kind.json_fields()))
     if unknown:
         raise TypeError(f"{kind.__name__} has no field {', '.join(unknown)}")
 
 
-def _read(path: Path, strict: bool = True) -> dict:
+def _read(path: Path, strict: bool = True) -> dict[str, Any]:   # a state file read whole
     try:
         data = safe_read.loads(read_text(path))   # a regular file, bounded; a link/FIFO/directory raises
     except FileNotFoundError:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any
+from typing import Any, ClassVar
 
 
 class JsonObject:
     """A dataclass mixin. ``from_json`` takes the document's known fields (the others are kept in
     ``extra`` when the class has that field, else dropped); ``to_json`` gives the document back,
     fields in declaration order, a field left at None omitted (absent and null read the same)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]   # a mixin of dataclasses: each subclass is one
 
     @classmethod
     def json_fields(cls) -> tuple[str, ...]:

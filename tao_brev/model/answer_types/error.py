@@ -15,6 +15,7 @@ class ErrorAnswer(TypedDict, total=False):
     next_note: str
     answer_cut: AnswerCut
     ok: bool
+    did_you_mean: dict[str, str]
     error: ErrorObject
 
 __all__ = ['ErrorAnswer']

@@ -278,6 +278,7 @@ class PollAnswer(TypedDict, total=False):
     chain_cost: PollAnswerChainCost
     recovery_note: str
     jobs: list[PollAnswerJobsItem]
+    did_you_mean: dict[str, str]
     error: ErrorObject
 
 __all__ = ['PollAnswerBundleStartedInstance', 'PollAnswerObserved', 'PollAnswerWithheld', 'PollAnswerQuarantinedItem', 'Progress', 'Stall', 'MetricsEpochsItem', 'MetricsBestValueBest', 'MetricsBestValueMin', 'MetricsBestValueMax', 'MetricsBestValueLast', 'MetricsBestValue', 'Metrics', 'PollAnswerStallTeardownResults', 'PollAnswerStallTeardown', 'PollAnswerObservedBeforeTeardown', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerAttemptsItem', 'PollAnswerRecovery', 'PollAnswerChainCost', 'PollAnswerJobsItem', 'PollAnswer']

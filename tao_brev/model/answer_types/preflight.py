@@ -41,6 +41,7 @@ class PreflightAnswer(TypedDict, total=False):
     exec_calls: int
     round_trips: PreflightAnswerRoundTrips
     brev_logins: int
+    did_you_mean: dict[str, str]
     error: ErrorObject
 
 __all__ = ['Check', 'PreflightAnswerRoundTrips', 'PreflightAnswer']

@@ -54,6 +54,7 @@ class SubmitAnswer(TypedDict, total=False):
     inputs: list[InputStaged]
     results: Results
     resume_from: ResumeFrom
+    did_you_mean: dict[str, str]
     error: ErrorObject
 
 __all__ = ['SubmitAnswerSpecCheck', 'SubmitAnswerFindingsItem', 'SubmitAnswer']
