@@ -24,6 +24,17 @@ class SubmitAnswerFindingsItem(TypedDict, total=False):
     override: int | None
 
 
+class SubmitAnswerPlanItem(TypedDict, total=False):
+    step: str
+    what: str
+    command: str
+    script: str
+    gpu_overrides: list[str]
+    lines: list[str]
+    inputs: list[InputStaged]
+    backend_ref: str
+
+
 class SubmitAnswer(TypedDict, total=False):
     """scripts/submit.py answer"""
     instance_started: InstanceStarted
@@ -49,11 +60,11 @@ class SubmitAnswer(TypedDict, total=False):
     spec_check: SubmitAnswerSpecCheck
     gpu_overrides: list[str]
     findings: list[SubmitAnswerFindingsItem]
-    plan: list[dict[str, Any]]
+    plan: list[SubmitAnswerPlanItem]
     storage_tier: str
     inputs: list[InputStaged]
     results: Results
     resume_from: ResumeFrom
     error: ErrorObject
 
-__all__ = ['SubmitAnswerSpecCheck', 'SubmitAnswerFindingsItem', 'SubmitAnswer']
+__all__ = ['SubmitAnswerSpecCheck', 'SubmitAnswerFindingsItem', 'SubmitAnswerPlanItem', 'SubmitAnswer']
