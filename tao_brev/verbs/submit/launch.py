@@ -145,7 +145,7 @@ def push_credentials(ctx: Context, req: SubmitRequest, plan: Plan,
                      answer: SubmitAnswer) -> tuple[str | None, str | None]:
     """Copy the credential files (the --env values; tiers B/C: the S3 settings; --resume-from's
     copies). Returns (the job container's env file, the carrier's); a failure closes the record."""
-    job_id, stage = str(answer["job_id"]), plan.stage
+    job_id, stage = _job_of(answer), plan.stage
     env_file: str | None = None
     carrier_file: str | None = None
     try:
@@ -220,7 +220,7 @@ def _eta_left(ctx: Context, name: str) -> EtaLeft:
 
 def _launched(ctx: Context, req: SubmitRequest, answer: SubmitAnswer, found: LaunchOutcome) -> SubmitAnswer:
     """The container runs (or existed already: adopted): the record RUNNING with its backend ref."""
-    job_id = str(answer["job_id"])
+    job_id = _job_of(answer)
     backend_ref = f"{req.instance}/{job_id}"
     ctx.records.mark(job_id, JobState.RUNNING, message="container started" if not found.adopted else
                      "container already existed; adopted", source=Source.AGENT, backend_ref=backend_ref)
@@ -236,13 +236,20 @@ def _launched(ctx: Context, req: SubmitRequest, answer: SubmitAnswer, found: Lau
     return launched
 
 
+def _job_of(answer: SubmitAnswer) -> str:
+    """The job id of a launch's answer (``open_record`` minted it)."""
+    job_id = answer["job_id"]
+    assert job_id is not None, "the answer of an opened record names its job"
+    return job_id
+
+
 def interrupted_fix(job_id: str) -> str:
     """Never resubmit an interrupted submit: poll the job (absolute command, ``nextstep``)."""
     return nextstep.resume_fix("submit.py", [], job_id, JobState.PENDING)
 
 
 def _interrupted(answer: SubmitAnswer) -> TaoBrevError:
-    job_id = str(answer["job_id"])
+    job_id = _job_of(answer)
     return TaoBrevError("INTERRUPTED", f"submit of {job_id} was interrupted while launching: the container may "
                         "or may not start", interrupted_fix(job_id),
                         answer={**answer, "state": JobState.PENDING})
