@@ -39,15 +39,21 @@ import posixpath
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Sequence, TypedDict
 
 from . import credentials, nextstep, remote, resume_home
 from . import s3 as staging, s3 as storage
 from .errors import TaoBrevError
 from .model import JobSidecar
+from .model.answer_types import Checkpoint, ResultsLinksItem, ResumeFrom
 from .records import is_terminal
 from .results_manifest import load_links, load_manifest
 from .verbs.reconcile import launch_failed
+
+if TYPE_CHECKING:   # type hints only: the context is above, the request's module imports this one
+    from .context import Context
+    from .verbs.submit.plan import SubmitRequest
 
 CONTAINER_DIR = "/resume"          # the old job's results (or the staged checkpoint) inside the container
 OVERRIDE_KEY = "train.resume_training_checkpoint_path"
@@ -56,6 +62,13 @@ MARKER = "TAO_RESUME_CHECKPOINT"   # + <path under the results dir> <bytes> [<li
 MISSING = "TAO_RESUME_MISSING"
 _CHECKPOINT = re.compile(r"(?:^|/)model_epoch_(\d+)(?:_step_(\d+))?\.pth$")
 _SAFE = re.compile(r"^[A-Za-z0-9._/-]+$")
+
+
+class ManifestFile(TypedDict):
+    """A file of a results manifest (``results_manifest.load_manifest``; ``resume_home.members``)."""
+    path: str
+    size: int
+    sha256: str
 
 
 # ---------------------------------------------------------------- which checkpoint
@@ -81,25 +94,28 @@ def epoch_step(path: str) -> Optional[tuple[int, int]]:
     return (int(found.group(1)), int(found.group(2) or 0)) if found else None
 
 
-def latest_checkpoint(manifest: Sequence[dict], links: Sequence[dict]) -> Optional[dict]:
+def latest_checkpoint(manifest: Sequence[ManifestFile], links: Sequence[ResultsLinksItem]) -> Optional[Checkpoint]:
     """The checkpoint a resume uses, from a results manifest (verified files: path, size, sha256)
     and the links recorded beside it (path, target, dangling): the target of a ``*_latest.pth``
     link that is a file of the manifest (``train/`` first, as TAO writes it), else the manifest's
     checkpoint of the highest (epoch, step). Returns ``{"path", "size", "sha256", "link"}``
     (``link``: the link it came through, or None) or None when the manifest holds no checkpoint."""
     files = {entry["path"]: entry for entry in manifest}
+    found: Checkpoint
     latest = sorted((link for link in links if str(link.get("path", "")).endswith("_latest.pth")),
                     key=lambda link: (posixpath.dirname(link["path"]) != "train", link["path"]))
     for link in latest:
         path = link_target(link["path"], link.get("target"))
-        if path in files:
-            return {"path": path, "size": files[path]["size"], "sha256": files[path]["sha256"],
-                    "link": link["path"]}
+        if path is not None and path in files:
+            found = {"path": path, "size": files[path]["size"], "sha256": files[path]["sha256"],
+                     "link": link["path"]}
+            return found
     ranked = sorted((epoch_step(path), path) for path in files if epoch_step(path) is not None)
     if not ranked:
         return None
     path = ranked[-1][1]
-    return {"path": path, "size": files[path]["size"], "sha256": files[path]["sha256"], "link": None}
+    found = {"path": path, "size": files[path]["size"], "sha256": files[path]["sha256"], "link": None}
+    return found
 
 
 # ---------------------------------------------------------------- the plan
@@ -108,13 +124,20 @@ class ResumePlan:
     """Where the new job finds the old job's checkpoint."""
 
     job_id: str                       # the job resumed from
-    source: str                       # "instance" or "s3"
+    source: str                       # "instance", "s3" or "home"
     results_dir: str                  # the old job's results dir on its instance
-    checkpoint: Optional[dict] = None  # s3: latest_checkpoint(); instance: known after the launch
+    checkpoint: Optional[Checkpoint] = None  # s3, home: latest_checkpoint(); instance: known after the launch
     destination: Optional[str] = None  # s3: the old job's s3://.../results/<id>/
-    settings: object = None            # s3: storage.S3Settings of that bucket (never serialized)
-    verified: Optional[dict] = None    # instance: the checkpoint verified in S3 (path, size, sha256), if any
+    settings: Optional[storage.S3Settings] = None   # s3: the settings of that bucket (never serialized)
+    verified: Optional[Checkpoint] = None   # instance: the checkpoint verified in S3 (path, size, sha256), if any
     uploaded: Optional[str] = None     # home: the instance path the checkpoint was copied to (resume_home.push)
+    member: Optional[str] = None       # home: the checkpoint's member name in the kept archive
+
+    @property
+    def chosen(self) -> Checkpoint:
+        """The checkpoint chosen here (s3, home): a plan of those sources is made with it."""
+        assert self.checkpoint is not None, f"a {self.source} resume plan holds its checkpoint"
+        return self.checkpoint
 
     def host_dir(self, new_job: str) -> str:
         """The instance directory mounted at CONTAINER_DIR."""
@@ -127,18 +150,18 @@ class ResumePlan:
         """The override word, quoted for the remote shell (instance: the script's choice, ``$__tb_resume``)."""
         if self.source == "instance":
             return f'"{OVERRIDE_KEY}={CONTAINER_DIR}/$__tb_resume"'
-        return shlex.quote(f"{OVERRIDE_KEY}={CONTAINER_DIR}/{self.checkpoint['path']}")
+        return shlex.quote(f"{OVERRIDE_KEY}={CONTAINER_DIR}/{self.chosen['path']}")
 
-    def to_json(self) -> dict:
-        out = {"job_id": self.job_id, "source": self.source, "override_key": OVERRIDE_KEY,
-               "container_dir": CONTAINER_DIR}
+    def to_json(self) -> ResumeFrom:
+        out: ResumeFrom = {"job_id": self.job_id, "source": self.source, "override_key": OVERRIDE_KEY,
+                           "container_dir": CONTAINER_DIR}
         if self.checkpoint:
-            out["checkpoint"] = {k: v for k, v in self.checkpoint.items() if k != "member"}
+            out["checkpoint"] = self.checkpoint.copy()
             out["container_path"] = f"{CONTAINER_DIR}/{self.checkpoint['path']}"
         return out
 
 
-def plan(ctx, req) -> Optional[ResumePlan]:
+def plan(ctx: Context, req: SubmitRequest) -> Optional[ResumePlan]:
     """The plan for ``req.resume_from`` (None without it). Raises UNKNOWN_JOB / BAD_JOB_ID,
     RESUME_NOT_POSSIBLE (not a train job of the same network, still running, a spec or override
     that sets the resume path itself, results out of reach), before anything is recorded."""
@@ -172,12 +195,13 @@ def plan(ctx, req) -> Optional[ResumePlan]:
         return ResumePlan(old_id, "s3", results["instance_dir"], chosen, results["destination"], settings)
     saved = results.get("saved") or {}
     if saved.get("path") and saved.get("sha256"):   # kept here by the teardown that deleted its instance
-        return ResumePlan(old_id, "home", results["instance_dir"], resume_home.choose(old_id, saved, latest_checkpoint))
-    raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: {_out_of_reach(req, sidecar, results)}",
-                       _reach_fix(req, old_id, sidecar, results))
+        chosen, member = resume_home.choose(old_id, Path(saved["path"]), saved["sha256"], latest_checkpoint)
+        return ResumePlan(old_id, "home", results["instance_dir"], chosen, member=member)
+    raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: {_out_of_reach(req, sidecar)}",
+                       _reach_fix(req, old_id, sidecar))
 
 
-def _unfit(req, record: dict) -> Optional[str]:
+def _unfit(req: SubmitRequest, record: dict) -> Optional[str]:
     if req.action != "train" or record.get("action") != "train":
         return (f"only a train job resumes from a train job's checkpoint (this is {req.action}, "
                 f"{record['id']} was {record.get('action')})")
@@ -190,15 +214,15 @@ def _unfit(req, record: dict) -> Optional[str]:
     return None
 
 
-def _unfit_fix(req, record: dict) -> str:
+def _unfit_fix(req: SubmitRequest, record: dict) -> str:
     if not is_terminal(record.get("terminal_state")):
         return (f"Poll it ({nextstep.command('poll_status.py', record['id'])}); if it still runs, stop it with "
                 f"{nextstep.command('teardown.py', record['id'])}, then submit again.")
     return f"Name a train job of {req.network_arch} (tao_job_record.py list), or submit without --resume-from."
 
 
-def _out_of_reach(req, sidecar: JobSidecar, results: dict) -> str:
-    where = sidecar.instance
+def _out_of_reach(req: SubmitRequest, sidecar: JobSidecar) -> str:
+    where, results = sidecar.instance, sidecar.results or {}
     if not where or not results:
         return "this bundle holds no instance or results dir for it (it was not submitted by submit.py here)"
     if sidecar.instance_deleted_at and results.get("kind") != "s3":
@@ -210,7 +234,8 @@ def _out_of_reach(req, sidecar: JobSidecar, results: dict) -> str:
     return f"its results live on {where} only (results kind {results.get('kind')}), not on {req.instance}"
 
 
-def _reach_fix(req, old_id: str, sidecar: JobSidecar, results: dict) -> str:
+def _reach_fix(req: SubmitRequest, old_id: str, sidecar: JobSidecar) -> str:
+    results = sidecar.results or {}
     if results.get("kind") == "s3" and not sidecar.instance_deleted_at:
         return (f"Upload and verify them: {nextstep.command('poll_status.py', old_id)}, then submit again: "
                 f"{req.rerun()}")
@@ -220,9 +245,10 @@ def _reach_fix(req, old_id: str, sidecar: JobSidecar, results: dict) -> str:
             f"or, with a checkpoint file of your own in an input, pass -- {OVERRIDE_KEY}=/data/NAME/FILE.pth.")
 
 
-def refuse_conflicts(spec: dict, overrides: Sequence[str], old_id: str) -> None:
+def refuse_conflicts(spec: dict[str, Any], overrides: Sequence[str], old_id: str) -> None:
     """RESUME_NOT_POSSIBLE when the spec or an override sets the resume path itself (only one may)."""
-    train = spec.get("train") if isinstance(spec.get("train"), dict) else {}
+    train = spec.get("train")
+    train = train if isinstance(train, dict) else {}
     if train.get("resume_training_checkpoint_path") not in (None, ""):
         raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: the spec sets {OVERRIDE_KEY} already",
                            f"Set {OVERRIDE_KEY}: null in the spec (--resume-from sets it), or drop --resume-from.")
@@ -233,7 +259,7 @@ def refuse_conflicts(spec: dict, overrides: Sequence[str], old_id: str) -> None:
 
 
 # ---------------------------------------------------------------- on the instance
-def instance_lines(results_dir: str, verified: Optional[dict] = None) -> str:
+def instance_lines(results_dir: str, verified: Optional[Checkpoint] = None) -> str:
     """Shell lines (before ``docker run``) that pick the checkpoint in the old job's results dir
     into ``$__tb_resume`` (a path under it): a ``*_latest.pth`` link's target (``train/`` first, then
     the dir itself, then any other first-level dir: a spec's own ``train.results_dir``;
@@ -269,7 +295,7 @@ def instance_lines(results_dir: str, verified: Optional[dict] = None) -> str:
     ])
 
 
-def _verified_check(verified: dict) -> list[str]:
+def _verified_check(verified: Checkpoint) -> list[str]:
     path = shlex.quote(verified["path"])
     size = int(verified["size"])
     return [f'if [ "$__tb_resume" = {path} ]; then [ "$(wc -c < "$__tb_rd/$__tb_resume")" -eq {size} ] '
@@ -277,11 +303,13 @@ def _verified_check(verified: dict) -> list[str]:
             f'{{ echo "{MISSING} $__tb_resume differs from its verified sha256"; exit {RESUME_FAILED_EXIT}; }}; fi']
 
 
-def s3_lines(resume: ResumePlan, new_job: str, carrier) -> str:
+def s3_lines(resume: ResumePlan, new_job: str, carrier: staging.Carrier) -> str:
     """Shell lines (before ``docker run``; skipped when the job's container exists) that copy the
     chosen checkpoint from S3 with the carrier into ``~/tao-jobs/<id>/resume/`` and check its size
     and sha256 against the verified manifest; ``MISSING`` and exit RESUME_FAILED_EXIT otherwise."""
-    path = resume.checkpoint["path"]
+    checkpoint, destination = resume.chosen, resume.destination
+    assert destination is not None, "an s3 resume plan names its results' destination"
+    path = checkpoint["path"]
     if not _SAFE.fullmatch(path) or ".." in path.split("/"):
         raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {resume.job_id}: checkpoint name {path!r} "
                            "holds characters this bundle does not pass to a shell")
@@ -289,32 +317,35 @@ def s3_lines(resume: ResumePlan, new_job: str, carrier) -> str:
     target = remote.rpath(remote.join(host, path))
     fail = f'{{ echo "{MISSING} {path}"; exit {RESUME_FAILED_EXIT}; }}'
     copy = carrier.run(host, CONTAINER_DIR, ["s3", "cp", "--only-show-errors", "--no-progress",
-                                             resume.destination.rstrip("/") + "/" + path,
+                                             destination.rstrip("/") + "/" + path,
                                              f"{CONTAINER_DIR}/{path}"])
     lines = [f"if ! docker inspect --type container {shlex.quote(new_job)} >/dev/null 2>&1; then",
              f"mkdir -p {remote.rpath(remote.join(host, posixpath.dirname(path) or '.'))} || exit 3"]
     if carrier.path_style:
         lines.append(carrier.prepare().rstrip("\n"))
     lines += [f"{copy} || {fail}",
-              f'[ "$(wc -c < {target})" -eq {int(resume.checkpoint["size"])} ] && '
-              f'[ "$(sha256sum < {target} | cut -c1-64)" = {resume.checkpoint["sha256"]} ] || {fail}',
+              f'[ "$(wc -c < {target})" -eq {int(checkpoint["size"])} ] && '
+              f'[ "$(sha256sum < {target} | cut -c1-64)" = {checkpoint["sha256"]} ] || {fail}',
               "fi"]
     return "\n".join(lines)
 
 
-def push(ctx, resume: Optional[ResumePlan], instance: str, new_job: str, carrier_file: Optional[str]) -> Optional[str]:
+def push(ctx: Context, resume: Optional[ResumePlan], instance: str, new_job: str,
+         carrier_file: Optional[str]) -> Optional[str]:
     """What the launch needs on the instance first (after the record opened): the s3 source's
     carrier credential file when the job has none (``credentials.push``, one ``brev copy``), the
     home source's checkpoint (``resume_home.push``, one ``brev copy``). Returns the carrier file."""
     if resume is not None and resume.source == "home":
-        resume.uploaded = resume_home.push(ctx.brev, instance, new_job, resume.checkpoint)
+        assert resume.member is not None, "a home resume plan names the archive's member"
+        resume.uploaded = resume_home.push(ctx.brev, instance, new_job, resume.chosen, resume.member)
     if resume is None or resume.source != "s3" or carrier_file:
         return carrier_file
+    assert resume.settings is not None, "an s3 resume plan holds the settings of its bucket"
     text = credentials.env_file_text(resume.settings.container_env())
     return credentials.push(ctx.brev, instance, f"{new_job}-s3", text).path
 
 
-def checks(resume: Optional[ResumePlan], new_job: str, carrier_image: str, remove: Sequence[str],
+def checks(resume: Optional[ResumePlan], new_job: str, carrier_image: str, remove: Sequence[Optional[str]],
            carrier_file: Optional[str]) -> str:
     """The launch script's resume lines: the credential files removed on every path (``remove``),
     then :func:`instance_lines` or :func:`s3_lines`. Empty without a resume."""
@@ -323,7 +354,7 @@ def checks(resume: Optional[ResumePlan], new_job: str, carrier_image: str, remov
     if resume.source == "instance":
         return instance_lines(resume.results_dir, resume.verified)
     if resume.source == "home":
-        return resume_home.lines(resume.host_dir(new_job), resume.checkpoint, resume.uploaded, MISSING,
+        return resume_home.lines(resume.host_dir(new_job), resume.chosen, resume.uploaded, MISSING,
                                  RESUME_FAILED_EXIT)
     carrier = staging.Carrier(carrier_image, carrier_file or "~/.tao-cred-<job_id>-s3", new_job,
                               path_style=bool(resume.settings and resume.settings.endpoint_url))
@@ -331,20 +362,25 @@ def checks(resume: Optional[ResumePlan], new_job: str, carrier_image: str, remov
     return "\n".join(trap + [s3_lines(resume, new_job, carrier)])
 
 
-def launched(resume: Optional[ResumePlan], out: str) -> Optional[dict]:
+def launched(resume: Optional[ResumePlan], out: str) -> Optional[ResumeFrom]:
     """After a launch: the plan's JSON with the checkpoint the launch script chose (instance
     source, :func:`parse_marker`); None when there is nothing new to record."""
-    chosen = parse_marker(out) if resume is not None and resume.source == "instance" else None
+    if resume is None or resume.source != "instance":
+        return None
+    chosen = parse_marker(out)
     if chosen is None:
         return None
-    return {**resume.to_json(), "checkpoint": chosen, "container_path": f"{CONTAINER_DIR}/{chosen['path']}"}
+    found: ResumeFrom = {**resume.to_json(), "checkpoint": chosen, "container_path": f"{CONTAINER_DIR}/{chosen['path']}"}
+    return found
 
 
-def parse_marker(out: str) -> Optional[dict]:
+def parse_marker(out: str) -> Optional[Checkpoint]:
     """The ``MARKER`` line of the launch's output: {"path", "size", "link"} or None."""
     for line in out.splitlines():
         if line.startswith(MARKER + " "):
             words = line.split()
             if len(words) >= 3 and words[2].isdigit():
-                return {"path": words[1], "size": int(words[2]), "link": words[3] if len(words) > 3 else None}
+                found: Checkpoint = {"path": words[1], "size": int(words[2]),
+                                     "link": words[3] if len(words) > 3 else None}
+                return found
     return None

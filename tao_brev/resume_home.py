@@ -25,37 +25,49 @@ import tarfile
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, BinaryIO, Callable, Optional, Sequence
 
 from . import remote
 from . import s3 as storage
 from .errors import TaoBrevError
+from .model.answer_types import Checkpoint, ResultsLinksItem
+from .transport import Brev
+
+if TYPE_CHECKING:   # type hints only: resume imports this module
+    from .resume import ManifestFile
+
+# resume.latest_checkpoint: the checkpoint of a manifest and its links
+Pick = Callable[[Sequence["ManifestFile"], Sequence[ResultsLinksItem]], Optional[Checkpoint]]
 
 CHUNK = 1 << 20
 
 
-def members(archive: Path) -> tuple[list[dict], list[dict], dict]:
-    """(files [{path, size, sha256: None}], links [{path, target, dangling}], path -> member name)
-    of a results archive, paths relative to the results dir (the archive's top directory)."""
-    files, links, names = [], [], {}
+def members(archive: Path) -> tuple[list[ManifestFile], list[ResultsLinksItem], dict[str, str]]:
+    """(files [{path, size, sha256: "" (not read)}], links [{path, target, dangling}], path -> member
+    name) of a results archive, paths relative to the results dir (the archive's top directory)."""
+    files: list[ManifestFile] = []
+    links: list[ResultsLinksItem] = []
+    names: dict[str, str] = {}
     with tarfile.open(archive, "r:gz") as tar:
         for member in tar.getmembers():
             rel = member.name.split("/", 1)[1] if "/" in member.name else ""
             if not rel:
                 continue
             if member.isfile():
-                files.append({"path": rel, "size": member.size, "sha256": None})
+                files.append({"path": rel, "size": member.size, "sha256": ""})   # only the chosen one is read
                 names[rel] = member.name
             elif member.issym():
                 links.append({"path": rel, "target": member.linkname, "dangling": False})
     return files, links, names
 
 
-def _copy_member(archive: Path, name: str, out) -> str:
+def _copy_member(archive: Path, name: str, out: Optional[BinaryIO]) -> str:
     """Stream member ``name`` of ``archive`` into ``out`` (a binary file or None); its sha256."""
     digest = hashlib.sha256()
     with tarfile.open(archive, "r:gz") as tar:
         handle = tar.extractfile(name)
+        if handle is None:   # no regular file now: the archive changed since its members were listed
+            raise TaoBrevError("RESUME_CHECKPOINT_MISSING", f"{archive} changed while it was read ({name} is no file)")
         for block in iter(lambda: handle.read(CHUNK), b""):
             digest.update(block)
             if out is not None:
@@ -63,14 +75,13 @@ def _copy_member(archive: Path, name: str, out) -> str:
     return digest.hexdigest()
 
 
-def choose(old_id: str, saved: dict, pick) -> dict:
-    """The checkpoint of the kept archive ``saved`` (``results.saved``): ``{"path", "size",
-    "sha256", "link", "archive", "member"}``. ``pick`` is ``resume.latest_checkpoint``.
+def choose(old_id: str, archive: Path, sha256: str, pick: Pick) -> tuple[Checkpoint, str]:
+    """The checkpoint of the kept ``archive`` whose sha256 ``results.saved`` recorded: (``{"path", "size",
+    "sha256", "link", "archive"}``, its member name). ``pick`` is ``resume.latest_checkpoint``.
     Raises RESUME_NOT_POSSIBLE (archive missing, changed since it was verified, no checkpoint)."""
-    archive = Path(saved["path"])
     if not archive.is_file():
         raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: its kept results {archive} are gone")
-    if storage.file_checksum(archive) != saved.get("sha256"):
+    if storage.file_checksum(archive) != sha256:
         raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: {archive} is not the archive verified "
                            "at the teardown (its sha256 differs)")
     files, links, names = members(archive)
@@ -78,11 +89,13 @@ def choose(old_id: str, saved: dict, pick) -> dict:
     if chosen is None:
         raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: {archive} holds no checkpoint "
                            "(model_epoch_*.pth)")
-    chosen["sha256"] = _copy_member(archive, names[chosen["path"]], None)
-    return {**chosen, "archive": str(archive), "member": names[chosen["path"]]}
+    member = names[chosen["path"]]
+    chosen["sha256"] = _copy_member(archive, member, None)
+    chosen["archive"] = str(archive)
+    return chosen, member
 
 
-def push(brev, instance: str, new_job: str, checkpoint: dict) -> str:
+def push(brev: Brev, instance: str, new_job: str, checkpoint: Checkpoint, member: str) -> str:
     """Extract the chosen member to a private temporary file, ``brev copy`` it to the instance's
     home; its instance path (``~/.tao-resume-<job_id>-<random>.pth``). Raises the copy's error."""
     target = f"~/.tao-resume-{remote.check_name(new_job, 'job id')}-{uuid.uuid4().hex[:10]}.pth"
@@ -91,7 +104,7 @@ def push(brev, instance: str, new_job: str, checkpoint: dict) -> str:
         local = os.path.join(local_dir, "checkpoint.pth")
         fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as out:
-            digest = _copy_member(Path(checkpoint["archive"]), checkpoint["member"], out)
+            digest = _copy_member(Path(checkpoint["archive"]), member, out)
         if digest != checkpoint["sha256"]:
             raise TaoBrevError("RESUME_CHECKPOINT_MISSING", f"{checkpoint['archive']} changed while it was read")
         brev.copy(local, f"{instance}:{target[2:]}")   # scp: relative to the home directory
@@ -100,7 +113,7 @@ def push(brev, instance: str, new_job: str, checkpoint: dict) -> str:
     return target
 
 
-def lines(host_dir: str, checkpoint: dict, uploaded: Optional[str], missing: str, exit_code: int) -> str:
+def lines(host_dir: str, checkpoint: Checkpoint, uploaded: Optional[str], missing: str, exit_code: int) -> str:
     """Shell lines (before ``docker run``): the uploaded file moved under ``host_dir``, then its
     size and sha256 checked; ``missing`` and ``exit_code`` otherwise."""
     path = checkpoint["path"]

@@ -9,6 +9,7 @@ The merge itself: :mod:`tao_brev.tao_schema`; the package: :mod:`tao_brev.tao_sc
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Sequence
 
 from . import tao_schema, tao_schema_pkg, tao_schema_values
 from .remote import CONTAINER_RESULTS_DIR
@@ -38,9 +39,9 @@ def not_checked(reason: str) -> tao_schema.SpecCheck:
     return tao_schema.SpecCheck(False, reason=reason)
 
 
-def bare_overrides(overrides: list) -> list:
+def bare_overrides(overrides: Sequence[str]) -> list[tao_schema.Finding]:
     """Findings for overrides that Hydra's grammar refuses whatever the schema (no ``=``, no key)."""
-    found = []
+    found: list[tao_schema.Finding] = []
     for number, item in enumerate(overrides, 1):
         key, eq, _ = item.partition("=")
         if not eq and not key.startswith("~"):
@@ -50,8 +51,8 @@ def bare_overrides(overrides: list) -> list:
     return found
 
 
-def check(*, network_arch: str, action: str, image: str, spec_path: str, spec_text: str, spec_data: dict,
-          overrides: list, state_root: Path, env: dict, skip: bool, fix: str) -> tao_schema.SpecCheck:
+def check(*, network_arch: str, action: str, image: str, spec_path: str, spec_text: str, spec_data: dict[str, Any],
+          overrides: list[str], state_root: Path, env: dict[str, str], skip: bool, fix: str) -> tao_schema.SpecCheck:
     """Merge as the container will; raise BAD_SPEC (``fix``: the exact command after fixing) or answer.
 
     ``skip`` (--no-spec-check) answers ``checked: false`` at once. Installs the schema package of
@@ -86,10 +87,10 @@ def check(*, network_arch: str, action: str, image: str, spec_path: str, spec_te
             return f"the bundle's own {BUNDLE_OVERRIDE}" if number == 1 else f"override {number - 1}"
         findings += tao_schema.apply_overrides(omegaconf, merged, [BUNDLE_OVERRIDE, *overrides], label_of,
                                                lambda number: number - 1 or None)
-    warnings: list = []
+    warnings: list[str] = []
     if merged is not None and not findings:   # the values the action reads: a ??? still missing, a ${...} dangling
         positions = tao_schema.key_positions(spec_text)
-        def where_of(path: tuple) -> str:
+        def where_of(path: tuple[str, ...]) -> str:
             return tao_schema._where(spec_path, positions, path)
         findings += tao_schema_values.missing_values(omegaconf, merged, action, where_of)
         dangling, warnings = tao_schema_values.dangling(omegaconf, merged, action, where_of)

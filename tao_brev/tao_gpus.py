@@ -27,23 +27,30 @@ The rule (``references/submit-guards.md``, "GPUs"):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Callable, TypedDict
 
 from .errors import TaoBrevError
 from .tao_schema import override_value
 
 GPU_TASKS = {"train": "train", "distill": "train", "evaluate": "evaluate", "inference": "inference"}
 KEYS = ("num_gpus", "gpu_ids")
+Rerun = Callable[..., str]   # SubmitRequest.rerun: the submit's command line, changed (set_flags=, to_overrides=)
+
+
+class GpuOverrides(TypedDict):
+    """:meth:`GpuPlan.to_json`: the overrides submit adds (the answer's ``gpu_overrides``)."""
+    overrides: list[str]
 
 
 @dataclass
 class GpuPlan:
     """Overrides to add: ``overrides`` (fixed) and ``host_keys`` (set on the instance from its GPU count)."""
 
-    overrides: list = field(default_factory=list)
-    host_keys: tuple = ()
-    warnings: list = field(default_factory=list)
+    overrides: list[str] = field(default_factory=list)
+    host_keys: tuple[str, ...] = ()
+    warnings: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> GpuOverrides:
         """``{"overrides": [...]}``: the fixed ones as given, the host keys with what the instance sets."""
         host = [f"{key}={HOST_VALUE[key.rsplit('.', 1)[-1]]}" for key in self.host_keys]
         return {"overrides": list(self.overrides) + host}
@@ -69,15 +76,16 @@ def _ids(count: int) -> str:
     return "[" + ",".join(str(i) for i in range(count)) + "]"
 
 
-def _count(key: str, value) -> int | None:
+def _count(key: str, value: object) -> int | None:
     """The GPU count a num_gpus / gpu_ids value asks for (None when not a plain int / list)."""
     if key == "num_gpus":
         return value if isinstance(value, int) and not isinstance(value, bool) else None
     return len(value) if isinstance(value, (list, tuple)) else None
 
 
-def _user_overrides(overrides: list, section: str) -> dict:
-    found = {}
+def _user_overrides(overrides: list[str], section: str) -> dict[str, tuple[str, object]]:
+    """{num_gpus / gpu_ids: (the override word, its value as Hydra reads it)} of ``section``'s GPU overrides."""
+    found: dict[str, tuple[str, object]] = {}
     for item in overrides:
         key, eq, value = item.partition("=")
         name = key.lstrip("+")
@@ -86,7 +94,7 @@ def _user_overrides(overrides: list, section: str) -> dict:
     return found
 
 
-def _schema_keys(config, spec_data: dict, section: str) -> list:
+def _schema_keys(config: object, spec_data: dict[str, Any], section: str) -> list[str]:
     """The GPU keys of the task: those of the merged schema, else (unchecked) those the spec writes."""
     if config is not None:
         node = config.get(section) if hasattr(config, "get") else None
@@ -95,7 +103,7 @@ def _schema_keys(config, spec_data: dict, section: str) -> list:
     return [k for k in KEYS if isinstance(node, dict) and k in node]
 
 
-def refuse_repeated_ids(gpus: str, rerun) -> None:
+def refuse_repeated_ids(gpus: str, rerun: Rerun) -> None:
     """BAD_ARGUMENT when ``--gpus`` names one GPU id twice (``0,0``, ``1,01``): docker counts
     distinct device ids, so the container would get fewer GPUs than the ids TAO is told to use."""
     ids = gpus.split(",")
@@ -118,7 +126,8 @@ def _unchecked_note(gpus: str, section: str) -> str:
             "for every network); an image whose schema lacks them refuses the override: then use --gpus 0")
 
 
-def plan(*, gpus: str, action: str, config, spec_data: dict, overrides: list, rerun) -> GpuPlan:
+def plan(*, gpus: str, action: str, config: object, spec_data: dict[str, Any], overrides: list[str],
+         rerun: Rerun) -> GpuPlan:
     """The GPU overrides for this submit, or BAD_ARGUMENT (an id named twice, or an override that
     disagrees). ``rerun(set_flags=..., to_overrides=...)`` builds the fix commands (``SubmitRequest.rerun``)."""
     refuse_repeated_ids(gpus, rerun)
@@ -137,7 +146,8 @@ def plan(*, gpus: str, action: str, config, spec_data: dict, overrides: list, re
     return _planned(gpus, section, keys, spec_data, overrides, rerun)
 
 
-def _planned(gpus: str, section: str, keys: list, spec_data: dict, overrides: list, rerun) -> GpuPlan:
+def _planned(gpus: str, section: str, keys: list[str], spec_data: dict[str, Any], overrides: list[str],
+             rerun: Rerun) -> GpuPlan:
     """The overrides for ``keys`` of ``section`` (present in the schema, or both when unchecked)."""
     given = _user_overrides(overrides, section)
     spec_section = spec_data.get(section) if isinstance(spec_data, dict) else None

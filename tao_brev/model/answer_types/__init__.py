@@ -10,7 +10,7 @@ from .teardown import (
     Orphan, OrphanDeletePending, StopFacts, TeardownAnswer, TeardownAnswerBundleStartedInstance,
     TeardownAnswerKeptItem, TeardownAnswerResultsSavedItem,
 )
-from .submit import SubmitAnswer, SubmitAnswerFindingsItem, SubmitAnswerSpecCheck
+from .submit import SubmitAnswer, SubmitAnswerFindingsItem, SubmitAnswerPlanItem, SubmitAnswerSpecCheck
 from .preflight import Check, PreflightAnswer, PreflightAnswerRoundTrips
 from .poll_status import (
     Metrics, MetricsBestValue, MetricsBestValueBest, MetricsBestValueLast, MetricsBestValueMax,
@@ -21,4 +21,4 @@ from .poll_status import (
     Stall,
 )
 
-__all__ = ['AnswerCut', 'Check', 'Checkpoint', 'CostFacts', 'CostFactsBilledParts', 'ErrorAnswer', 'ErrorObject', 'Hint', 'InputStaged', 'InstanceStarted', 'LogsCut', 'Metrics', 'MetricsBestValue', 'MetricsBestValueBest', 'MetricsBestValueLast', 'MetricsBestValueMax', 'MetricsBestValueMin', 'MetricsEpochsItem', 'Orphan', 'OrphanDeletePending', 'PollAnswer', 'PollAnswerAttemptsItem', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerBundleStartedInstance', 'PollAnswerChainCost', 'PollAnswerJobsItem', 'PollAnswerObserved', 'PollAnswerObservedBeforeTeardown', 'PollAnswerQuarantinedItem', 'PollAnswerRecovery', 'PollAnswerStallTeardown', 'PollAnswerStallTeardownResults', 'PollAnswerWithheld', 'PreflightAnswer', 'PreflightAnswerRoundTrips', 'Progress', 'Results', 'ResultsLinksItem', 'ResumeFrom', 'Stall', 'StopFacts', 'SubmitAnswer', 'SubmitAnswerFindingsItem', 'SubmitAnswerSpecCheck', 'TeardownAnswer', 'TeardownAnswerBundleStartedInstance', 'TeardownAnswerKeptItem', 'TeardownAnswerResultsSavedItem']
+__all__ = ['AnswerCut', 'Check', 'Checkpoint', 'CostFacts', 'CostFactsBilledParts', 'ErrorAnswer', 'ErrorObject', 'Hint', 'InputStaged', 'InstanceStarted', 'LogsCut', 'Metrics', 'MetricsBestValue', 'MetricsBestValueBest', 'MetricsBestValueLast', 'MetricsBestValueMax', 'MetricsBestValueMin', 'MetricsEpochsItem', 'Orphan', 'OrphanDeletePending', 'PollAnswer', 'PollAnswerAttemptsItem', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerBundleStartedInstance', 'PollAnswerChainCost', 'PollAnswerJobsItem', 'PollAnswerObserved', 'PollAnswerObservedBeforeTeardown', 'PollAnswerQuarantinedItem', 'PollAnswerRecovery', 'PollAnswerStallTeardown', 'PollAnswerStallTeardownResults', 'PollAnswerWithheld', 'PreflightAnswer', 'PreflightAnswerRoundTrips', 'Progress', 'Results', 'ResultsLinksItem', 'ResumeFrom', 'Stall', 'StopFacts', 'SubmitAnswer', 'SubmitAnswerFindingsItem', 'SubmitAnswerPlanItem', 'SubmitAnswerSpecCheck', 'TeardownAnswer', 'TeardownAnswerBundleStartedInstance', 'TeardownAnswerKeptItem', 'TeardownAnswerResultsSavedItem']

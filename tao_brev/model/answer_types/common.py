@@ -33,6 +33,7 @@ class Checkpoint(TypedDict, total=False):
     size: int
     sha256: str
     link: str | None
+    archive: str
 
 
 class Results(TypedDict, total=False):

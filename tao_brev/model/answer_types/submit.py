@@ -24,6 +24,17 @@ class SubmitAnswerFindingsItem(TypedDict, total=False):
     override: int | None
 
 
+class SubmitAnswerPlanItem(TypedDict, total=False):
+    step: str
+    what: str
+    command: str
+    script: str
+    gpu_overrides: list[str]
+    lines: list[str]
+    inputs: list[InputStaged]
+    backend_ref: str
+
+
 class SubmitAnswer(TypedDict, total=False):
     """scripts/submit.py answer"""
     instance_started: InstanceStarted
@@ -49,7 +60,7 @@ class SubmitAnswer(TypedDict, total=False):
     spec_check: SubmitAnswerSpecCheck
     gpu_overrides: list[str]
     findings: list[SubmitAnswerFindingsItem]
-    plan: list[dict[str, Any]]
+    plan: list[SubmitAnswerPlanItem]
     storage_tier: str
     inputs: list[InputStaged]
     results: Results
@@ -57,4 +68,4 @@ class SubmitAnswer(TypedDict, total=False):
     did_you_mean: dict[str, str]
     error: ErrorObject
 
-__all__ = ['SubmitAnswerSpecCheck', 'SubmitAnswerFindingsItem', 'SubmitAnswer']
+__all__ = ['SubmitAnswerSpecCheck', 'SubmitAnswerFindingsItem', 'SubmitAnswerPlanItem', 'SubmitAnswer']

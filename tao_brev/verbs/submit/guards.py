@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ... import archs, bank, cost, credentials, remote, resume, spec_check
 from ... import routing as routing_mod
-from ... import spec_paths, tao_gpus, tao_schema_pkg
+from ... import spec_paths, tao_gpus, tao_schema, tao_schema_pkg
 from ... import s3 as staging
 from ...errors import TaoBrevError
+from ...model.answer_types import SubmitAnswerFindingsItem
 from ...limits import refuse_long_env, refuse_long_script
 from ...secrets import guard as known_secrets, redact
 from ...transport import check_instance, refuse_secrets
@@ -66,7 +67,7 @@ def _history(ctx: Context, req: SubmitRequest, plan: Plan) -> None:
         ctx.records.load(req.retry_of)
     plan.resumed = resume.plan(ctx, req)
     if plan.resumed:
-        resume.refuse_conflicts(plan.spec_data, req.overrides, req.resume_from)
+        resume.refuse_conflicts(plan.spec_data, req.overrides, plan.resumed.job_id)
 
 
 def _where(ctx: Context, req: SubmitRequest, plan: Plan) -> None:
@@ -101,7 +102,7 @@ def _script(ctx: Context, req: SubmitRequest, plan: Plan) -> None:
 
 def _input_mounts(inputs: list[str]) -> list[tuple[str, str, bool]]:
     """Tier A inputs ``PATH[=NAME]`` (instance paths, names unique) -> read-only mounts at /data/NAME."""
-    mounts = []
+    mounts: list[tuple[str, str, bool]] = []
     for inp in staging.parse_inputs(inputs):
         if inp.source.startswith("s3://") or not inp.source.startswith(("/", "~/")):
             raise TaoBrevError("BAD_ARGUMENT", f"tier A input {inp.source!r} is not an instance path",
@@ -154,7 +155,7 @@ def _routed_identifiers(ctx: Context, req: SubmitRequest, plan: Plan) -> None:
     keep (the image the bank resolved, the results root and dir, the bucket, each staged input's
     URI): one holding a known value is refused (SECRET_IN_IDENTIFIER) before a record opens."""
     routing = plan.routing
-    names = {"the image": plan.image, "the results root": routing.record_root, "the bucket": routing.bucket,
+    names: dict[str, str | None] = {"the image": plan.image, "the results root": routing.record_root, "the bucket": routing.bucket,
              "the instance results dir": routing.instance_root, "the results dir": routing.results_dir("JOB")}
     if plan.stage is not None:
         settings = plan.stage.settings
@@ -217,18 +218,22 @@ def _check_arch(ctx: Context, req: SubmitRequest, image: str) -> list[str]:
     if unknown.why:
         raise TaoBrevError("BAD_ARGUMENT", unknown.message(image),
                            f"Use the image that runs it: {req.rerun(set_flags={'--image': unknown.image})}")
+    assert unknown.closest is not None, "a refused typo names the name it is a typo of"
     found = [unknown]
+    flags = {"--" + unknown.flag: unknown.closest}
     if unknown.flag == "network-arch":   # every typo of the call at once: the action of the arch it meant
         second = archs.check(unknown.closest, req.action, image, networks, version).refusal
         if second is not None and second.flag == "action" and second.closest:
             found.append(second)
-    corrected = req.rerun(set_flags={"--" + u.flag: u.closest for u in found})
+            flags["--" + second.flag] = second.closest
+    corrected = req.rerun(set_flags=flags)
     fix = f"Use {' and '.join(repr(u.closest) for u in found)}: {corrected}"
     raise TaoBrevError("BAD_ARGUMENT", "; ".join(u.message(image) for u in found), fix,
                        known=list(found[-1].known), answer={"next": corrected})   # the corrected call is next
 
 
-def _check_spec(ctx: Context, req: SubmitRequest, image: str, spec_text: str, spec_data: dict):
+def _check_spec(ctx: Context, req: SubmitRequest, image: str, spec_text: str,
+                spec_data: dict[str, Any]) -> tao_schema.SpecCheck:
     """The spec and overrides against TAO's schema of the image's version (:mod:`tao_brev.spec_check`)."""
     fix = (f"Fix the spec {req.spec} (or the override) where the finding says, then run the same command: "
            f"{req.rerun()}. A custom image with its own schema: {req.rerun(add=('--no-spec-check',))}")
@@ -245,10 +250,10 @@ def _check_spec(ctx: Context, req: SubmitRequest, image: str, spec_text: str, sp
         raise
 
 
-def _corrected_overrides(req: SubmitRequest, findings: list) -> dict:
+def _corrected_overrides(req: SubmitRequest, findings: list[SubmitAnswerFindingsItem]) -> dict[str, str]:
     """{override word: the word with its key replaced by the closest valid key} when every finding is an
     override's unknown key that has one (its ``override``: N, the Nth override), else {}."""
-    renamed = {}
+    renamed: dict[str, str] = {}
     for found in findings:
         number, key, closest = found.get("override"), found.get("key"), found.get("closest")
         if not (isinstance(number, int) and closest and 0 < number <= len(req.overrides)):
@@ -262,7 +267,7 @@ def _corrected_overrides(req: SubmitRequest, findings: list) -> dict:
     return renamed
 
 
-def _gpu_plan(req: SubmitRequest, checked, spec_data: dict):
+def _gpu_plan(req: SubmitRequest, checked: tao_schema.SpecCheck, spec_data: dict[str, Any]) -> tao_gpus.GpuPlan:
     """--gpus and the spec's num_gpus / gpu_ids agree (:mod:`tao_brev.tao_gpus`), or BAD_ARGUMENT."""
     return tao_gpus.plan(gpus=req.gpus, action=req.action, config=checked.config, spec_data=spec_data,
                          overrides=list(req.overrides), rerun=req.rerun)

@@ -16,13 +16,14 @@ import os
 from ... import cost, credentials, eta_seen, nextstep, resume, resume_advice, tao_gpus
 from ...context import Context, deferred_interrupts, note_job, note_state, say
 from ...errors import CODES, TaoBrevError, TransportError
+from ...model.answer_types import ErrorObject, Hint, SubmitAnswer
 from ...records import now_iso
 from ...secrets import proof as env_proof
 from ...transport import FIRST_EXEC_TIMEOUT_S
 from ...vocabulary import ErrClass, InstanceStatus, JobState, LaunchState, Source
 from .. import reconcile, recovery_chain
 from ..preflight import PreflightRequest, settle_instance
-from .outcome import LaunchOutcome, parse
+from .outcome import EtaLeft, LaunchOutcome, parse
 from .plan import Plan, SubmitRequest, launch_parts, script
 
 STAGE_TIMEOUT_S = 3600.0     # a launch round trip that first copies the inputs onto the instance
@@ -81,7 +82,7 @@ def instance_running(ctx: Context, req: SubmitRequest) -> None:
         raise
 
 
-def dry_run_status(ctx: Context, req: SubmitRequest) -> dict:
+def dry_run_status(ctx: Context, req: SubmitRequest) -> SubmitAnswer:
     """What a dry run adds about the instance (one ``brev ls --json``, read only): ``instance_status``
     (null when brev could not say) and, when the submit would be refused or would start the instance,
     ``instance_note`` (also a warning). A STOPPED instance without ``--start``: the submit that works
@@ -105,7 +106,7 @@ def dry_run_status(ctx: Context, req: SubmitRequest) -> dict:
     return {"instance_status": status, "instance_note": note}
 
 
-def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: dict) -> tuple[dict, dict]:
+def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: dict) -> tuple[dict, SubmitAnswer]:
     """Mint the job id (PENDING) and write its sidecar; returns (record, the answer so far)."""
     routing, stage, resumed = plan.routing, plan.stage, plan.resumed
     parent = req.retry_of or req.resume_from   # a later attempt of parent's chain, chained as it opens
@@ -129,7 +130,7 @@ def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: dict) -> tu
                         **({"resume_from": resumed.to_json()} if resumed else {}),
                         **({"recovery_policy": req.recover} if req.recover else {}))
     cost.note_submit(ctx, job_id, req.price_per_hour)
-    answer = {"job_id": job_id, "instance": req.instance, "backend_ref": None, "image": plan.image,
+    answer: SubmitAnswer = {"job_id": job_id, "instance": req.instance, "backend_ref": None, "image": plan.image,
               "results_dir": record["results_dir"], "storage_tier": req.storage_tier,
               **(stage.answer() if stage else {}),
               "results": {"kind": routing.kind, "destination": routing.destination(job_id),
@@ -140,11 +141,13 @@ def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: dict) -> tu
     return record, answer
 
 
-def push_credentials(ctx: Context, req: SubmitRequest, plan: Plan, answer: dict) -> tuple[str | None, str | None]:
+def push_credentials(ctx: Context, req: SubmitRequest, plan: Plan,
+                     answer: SubmitAnswer) -> tuple[str | None, str | None]:
     """Copy the credential files (the --env values; tiers B/C: the S3 settings; --resume-from's
     copies). Returns (the job container's env file, the carrier's); a failure closes the record."""
-    job_id, stage = answer["job_id"], plan.stage
-    env_file = carrier_file = None
+    job_id, stage = _job_of(answer), plan.stage
+    env_file: str | None = None
+    carrier_file: str | None = None
     try:
         if stage:
             env_file, carrier_file = stage.push_credentials(ctx, req.instance, job_id, plan.secret_values,
@@ -165,8 +168,8 @@ def push_credentials(ctx: Context, req: SubmitRequest, plan: Plan, answer: dict)
     return env_file, carrier_file
 
 
-def run_once(ctx: Context, req: SubmitRequest, plan: Plan, record: dict, answer: dict,
-        env_file: str | None, carrier_file: str | None) -> tuple[dict, int]:
+def run_once(ctx: Context, req: SubmitRequest, plan: Plan, record: dict, answer: SubmitAnswer,
+             env_file: str | None, carrier_file: str | None) -> tuple[SubmitAnswer, int]:
     """The one launch round trip and what its answer means: (answer, exit code), or TaoBrevError."""
     job_id = record["id"]
     docker_run, checks = launch_parts(req, plan, job_id, env_file, carrier_file, ctx.env)
@@ -184,10 +187,11 @@ def run_once(ctx: Context, req: SubmitRequest, plan: Plan, record: dict, answer:
         raise _interrupted(answer) from None
     found = parse(result, req, job_id, plan.image, plan.named, plan.resumed, eta_of=lambda name: _eta_left(ctx, name))
     if not found.ok:
+        assert found.code is not None, "a refused launch names its code"
         mark_never_launched(ctx, job_id, found.why, found.code, found.fix, before_run=found.before_run)
         _say_refused(job_id, req.instance, found.code, found.why if found.before_run else None)
         raise TaoBrevError(found.code, f"submit refused: {found.why}", found.fix,
-                           answer={**answer, "state": JobState.ERROR, "backend_ref": None, **found.fields})
+                           answer={**answer, "state": JobState.ERROR, "backend_ref": None, **(found.fields or {})})
     if found.failed_start is not None:   # brev's own retry found the container a first run created, not started
         settled = reconcile.start_failed(ctx, job_id, req.instance, Source.AGENT, found.failed_start)
         return {**answer, **settled["answer"]}, settled["exit_code"]
@@ -205,7 +209,7 @@ def _say_refused(job_id: str, instance: str, code: str | None, why: str | None) 
             f"a created container may remain: {nextstep.command('teardown.py', job_id)}")
 
 
-def _eta_left(ctx: Context, name: str) -> dict | None:
+def _eta_left(ctx: Context, name: str) -> EtaLeft:
     """What is left of the ETA the last poll of job ``name`` saw (``eta_seen.left``); None when no
     poll saw one, or ``name`` is no job of this state dir (another tool's container)."""
     try:
@@ -214,9 +218,9 @@ def _eta_left(ctx: Context, name: str) -> dict | None:
         return None
 
 
-def _launched(ctx: Context, req: SubmitRequest, answer: dict, found: LaunchOutcome) -> dict:
+def _launched(ctx: Context, req: SubmitRequest, answer: SubmitAnswer, found: LaunchOutcome) -> SubmitAnswer:
     """The container runs (or existed already: adopted): the record RUNNING with its backend ref."""
-    job_id = answer["job_id"]
+    job_id = _job_of(answer)
     backend_ref = f"{req.instance}/{job_id}"
     ctx.records.mark(job_id, JobState.RUNNING, message="container started" if not found.adopted else
                      "container already existed; adopted", source=Source.AGENT, backend_ref=backend_ref)
@@ -227,8 +231,16 @@ def _launched(ctx: Context, req: SubmitRequest, answer: dict, found: LaunchOutco
     if found.resume_chosen:   # the instance chose the checkpoint: record it
         answer["resume_from"] = found.resume_chosen
         ctx.sidecars.update(job_id, resume_from=found.resume_chosen)
-    return {"ok": True, **answer, "state": JobState.RUNNING, "backend_ref": backend_ref,
-            "container_id": found.container_id, "adopted": found.adopted}
+    launched: SubmitAnswer = {"ok": True, **answer, "state": JobState.RUNNING, "backend_ref": backend_ref,
+                              "container_id": found.container_id, "adopted": found.adopted}
+    return launched
+
+
+def _job_of(answer: SubmitAnswer) -> str:
+    """The job id of a launch's answer (``open_record`` minted it)."""
+    job_id = answer["job_id"]
+    assert job_id is not None, "the answer of an opened record names its job"
+    return job_id
 
 
 def interrupted_fix(job_id: str) -> str:
@@ -236,8 +248,8 @@ def interrupted_fix(job_id: str) -> str:
     return nextstep.resume_fix("submit.py", [], job_id, JobState.PENDING)
 
 
-def _interrupted(answer: dict) -> TaoBrevError:
-    job_id = answer["job_id"]
+def _interrupted(answer: SubmitAnswer) -> TaoBrevError:
+    job_id = _job_of(answer)
     return TaoBrevError("INTERRUPTED", f"submit of {job_id} was interrupted while launching: the container may "
                         "or may not start", interrupted_fix(job_id),
                         answer={**answer, "state": JobState.PENDING})
@@ -253,9 +265,9 @@ def mark_never_launched(ctx: Context, job_id: str, why: str, code: str | None = 
     ctx.records.mark(job_id, JobState.ERROR, message=f"never launched: {why}", source=Source.AGENT,
                      err_class=err_class)
     advice = fix or CODES[code if code in CODES else "NEVER_LAUNCHED"].fix
-    hint = {"err_class": err_class, "reason": f"refused before launch ({code or 'NEVER_LAUNCHED'}): nothing ran",
+    hint: Hint = {"err_class": err_class, "reason": f"refused before launch ({code or 'NEVER_LAUNCHED'}): nothing ran",
             "advice": advice, "evidence": [why]}
-    error = {"code": code or "NEVER_LAUNCHED", "message": f"job {job_id} never ran: {why}", "fix": advice}
+    error: ErrorObject = {"code": code or "NEVER_LAUNCHED", "message": f"job {job_id} never ran: {why}", "fix": advice}
     ctx.sidecars.update(job_id, launch={"state": LaunchState.REFUSED, "finished_at": now_iso(), "hint": hint,
                                         "error": error, **({"code": code} if code else {})})
     if before_run or code in REFUSED_BEFORE_RUN:

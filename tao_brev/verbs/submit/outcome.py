@@ -17,15 +17,20 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, TypedDict
 
 from ... import eta_seen, nextstep, remote, resume, spec_paths
 from ... import s3 as staging
-from ...docker_state import docker_error_code
+from ...docker_state import Observed, docker_error_code
 from ...errors import CODES
+from ...model.answer_types import ResumeFrom
 from ...secrets import redact
+from ...transport import RemoteResult
 from .. import reconcile
+
+if TYPE_CHECKING:   # type hints only: plan imports this module (inputs_check)
+    from .plan import SubmitRequest
 
 INPUT_MISSING = "TAO_INPUT_MISSING"
 INPUT_MISSING_EXIT = 5
@@ -38,10 +43,30 @@ WRITE_FAILED = ("TAO_WRITE_FAILED", "TAO_SPEC_UNVERIFIED")
 STAGE_FAILED = "TAO_STAGE_FAILED"
 
 
-def inputs_check(mounts) -> str:
+def inputs_check(mounts: Sequence[tuple[str, str, bool]]) -> str:
     """The launch script's ``test -e`` of each tier A input (``INPUT_MISSING PATH``, exit 5)."""
     return "\n".join(f"test -e {remote.rpath(host)} || {{ echo {INPUT_MISSING} {remote.rpath(host)}; "
                      f"exit {INPUT_MISSING_EXIT}; }}" for host, _c, _ro in mounts)
+
+
+# what a live job has left of its last poll's ETA (eta_seen.left: left_s, age_s, eta_s), or None
+EtaLeft = Optional[dict[str, int]]
+
+
+class BusyFields(TypedDict):
+    """What a GPUS_BUSY refusal adds to the answer (SubmitAnswer's ``busy_job``, ``busy_eta_s``)."""
+    busy_job: str
+    busy_eta_s: int | None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """What a rule of _RULES recognised: the error code, why, the fix (None: the code's own), the fields."""
+
+    code: str
+    why: str
+    fix: str | None = None
+    fields: BusyFields | None = None
 
 
 @dataclass(frozen=True)
@@ -55,13 +80,13 @@ class LaunchOutcome:
     ok: bool
     adopted: bool = False
     container_id: str | None = None
-    failed_start: object = None
-    resume_chosen: dict | None = None
+    failed_start: Observed | None = None
+    resume_chosen: ResumeFrom | None = None
     code: str | None = None
     why: str = ""
     fix: str | None = None
     before_run: bool = False   # a rule of _RULES decided it: the launch script stopped before `docker run`
-    fields: dict = field(default_factory=dict)
+    fields: BusyFields | None = None
     gpu_count: int | None = None   # --gpus all: the GPUs the launch counted (the host keys' value)
 
 
@@ -71,15 +96,15 @@ class _Reply:
     out: str
     err: str
     docker_code: str   # docker_state's reading of the output (SUBMIT_REFUSED when it names nothing)
-    req: object        # the SubmitRequest (its rerun builds the fixes)
+    req: SubmitRequest  # its rerun builds the fixes
     job_id: str
     image: str
-    named: list        # spec_paths.named: the paths the spec reads, numbered as the script checks them
-    eta_of: Callable   # a live job's name -> eta_seen.left of its last poll's ETA, or None
+    named: list[tuple[str, str]]   # spec_paths.named: the paths the spec reads, numbered as the script checks them
+    eta_of: Callable[[str], EtaLeft]   # a live job's name -> eta_seen.left of its last poll's ETA, or None
 
 
-def parse(result, req, job_id: str, image: str, named: list, resumed,
-          eta_of: Callable = lambda name: None) -> LaunchOutcome:
+def parse(result: RemoteResult, req: SubmitRequest, job_id: str, image: str, named: list[tuple[str, str]],
+          resumed: resume.ResumePlan | None, eta_of: Callable[[str], EtaLeft] = lambda name: None) -> LaunchOutcome:
     """The outcome of ``brev exec``'s ``result`` (stdout, stderr, exit code) of the launch script
     (``eta_of``: what is left of a live job's ETA, :func:`eta_seen.left`, for GPUS_BUSY)."""
     out = result.stdout
@@ -99,40 +124,39 @@ def parse(result, req, job_id: str, image: str, named: list, resumed,
     for rule in _RULES:
         found = rule(reply)
         if found is not None:
-            code, why, fix, *fields = found
-            return LaunchOutcome(ok=False, code=code, why=why, fix=fix, before_run=True,
-                                 fields=fields[0] if fields else {})
+            return LaunchOutcome(ok=False, code=found.code, why=found.why, fix=found.fix, before_run=True,
+                                 fields=found.fields)
     return LaunchOutcome(ok=False, code=reply.docker_code, why=f"docker run failed (exit {reply.exit_code}): "
                          f"{redact.tail(reply.err or out, 500)}")
 
 
-def _image_missing(r: _Reply):
+def _image_missing(r: _Reply) -> Refusal | None:
     if r.exit_code == IMAGE_MISSING_EXIT and IMAGE_MISSING in r.out and r.docker_code == "SUBMIT_REFUSED":
-        return "IMAGE_NOT_PULLED", f"image {r.image} is not on {r.req.instance}", None
+        return Refusal("IMAGE_NOT_PULLED", f"image {r.image} is not on {r.req.instance}")
     return None
 
 
-def _docker_missing(r: _Reply):
+def _docker_missing(r: _Reply) -> Refusal | None:
     if not (r.exit_code == 127 and remote.DOCKER_MISSING in r.out):
         return None
     command = r.out.split(remote.DOCKER_MISSING, 1)[1].strip().splitlines()[0]
     why = (f"`{command}` failed on {r.req.instance}: docker: command not found on the PATH of the "
            "non-interactive ssh shell (nothing was launched)")
-    return "DOCKER_NOT_FOUND", why, (f"Run preflight.py --instance {r.req.instance}: its docker check tells a "
-                                     "missing Docker from one that only a login shell finds, with the fix for each.")
+    return Refusal("DOCKER_NOT_FOUND", why, f"Run preflight.py --instance {r.req.instance}: its docker check tells "
+                   "a missing Docker from one that only a login shell finds, with the fix for each.")
 
 
-def _no_gpus(r: _Reply):
+def _no_gpus(r: _Reply) -> Refusal | None:
     if not (r.exit_code == remote.NO_GPUS_EXIT and NO_GPUS in r.out):
         return None
     why = f"--gpus all: nvidia-smi -L on {r.req.instance} lists no GPU (nothing was launched)"
     if r.docker_code == "GPU_DRIVER_NOT_LOADED":   # nvidia-smi: couldn't communicate with the NVIDIA driver
-        return (r.docker_code, why + ": " + redact.tail(r.err, 200),
-                CODES[r.docker_code].fix.replace("NAME", r.req.instance))
-    return "GPU_NOT_FOUND", why, f"Check the instance: preflight.py --instance {r.req.instance} --gpu-smoke"
+        return Refusal(r.docker_code, why + ": " + redact.tail(r.err, 200),
+                       CODES[r.docker_code].fix.replace("NAME", r.req.instance))
+    return Refusal("GPU_NOT_FOUND", why, f"Check the instance: preflight.py --instance {r.req.instance} --gpu-smoke")
 
 
-def _gpus_busy(r: _Reply):
+def _gpus_busy(r: _Reply) -> Refusal | None:
     """GPUS_BUSY: the live tao-job containers (``TAO_GPUS_BUSY NAME=GPUS`` lines), how long they have
     left (their last poll's ETA: ``busy_eta_s``, None when no poll saw one) and how to wait or cancel."""
     if not (r.exit_code == remote.GPUS_BUSY_EXIT and GPUS_BUSY in r.out):
@@ -142,9 +166,10 @@ def _gpus_busy(r: _Reply):
                if line.startswith(GPUS_BUSY + " ")]
     known = {name: r.eta_of(name) for name, _, _ in holders}
     untimed = [name for name, _, _ in holders if known[name] is None]
+    timed = {name: left for name, left in known.items() if left is not None}
     # the last to end: one whose time left is unknown may be it (the wait's length is unknown then)
-    busy = untimed[0] if untimed else max(known, key=lambda name: known[name]["left_s"])
-    eta = None if untimed else known[busy]["left_s"]
+    busy = untimed[0] if untimed else max(timed, key=lambda name: timed[name]["left_s"])
+    eta = None if untimed else timed[busy]["left_s"]
     live = ", ".join(f"{name} (GPUs {gpus or 'all'}; {eta_seen.phrase(known[name]) or 'time left unknown'})"
                      for name, _, gpus in holders)
     scripts = os.path.dirname(req.prog)
@@ -158,10 +183,10 @@ def _gpus_busy(r: _Reply):
             else "how long it has left is unknown: no poll saw its ETA")
     fix = (f"Wait for it ({left}): {poll}, then submit again: {again}. Or cancel it: {cancel}. Or share the GPUs "
            f"on purpose: {req.rerun(set_flags={'--retry-of': r.job_id}, add=('--share-gpus',))}")
-    return "GPUS_BUSY", why, fix, {"busy_job": busy, "busy_eta_s": eta}
+    return Refusal("GPUS_BUSY", why, fix, {"busy_job": busy, "busy_eta_s": eta})
 
 
-def _spec_failed(r: _Reply):
+def _spec_failed(r: _Reply) -> Refusal | None:
     """The spec did not reach the instance intact (write failed, or size/sha256 differ): nothing launched."""
     if not (r.exit_code == remote.WRITE_FAILED_EXIT and any(word in r.out for word in WRITE_FAILED)):
         return None
@@ -170,12 +195,12 @@ def _spec_failed(r: _Reply):
     why = f"the spec did not reach {req.instance} intact ({marker}): {redact.tail(r.err, 300) or 'no message'}"
     again = req.rerun(set_flags={"--retry-of": r.job_id})
     if r.docker_code == "DISK_FULL":
-        return "DISK_FULL", why, (f"Free disk space on {req.instance} (see what fills it: brev exec {req.instance} "
-                                  f"'df -h ~ /var/lib/docker; docker system df' </dev/null), then: {again}")
-    return "SPEC_NOT_WRITTEN", why, f"Check the instance disk and home directory, then: {again}"
+        return Refusal("DISK_FULL", why, f"Free disk space on {req.instance} (see what fills it: brev exec "
+                       f"{req.instance} 'df -h ~ /var/lib/docker; docker system df' </dev/null), then: {again}")
+    return Refusal("SPEC_NOT_WRITTEN", why, f"Check the instance disk and home directory, then: {again}")
 
 
-def _resume_failed(r: _Reply):
+def _resume_failed(r: _Reply) -> Refusal | None:
     """RESUME_CHECKPOINT_MISSING: the instance found no usable checkpoint of --resume-from's job."""
     if not (r.exit_code == resume.RESUME_FAILED_EXIT and resume.MISSING in r.out):
         return None
@@ -183,28 +208,29 @@ def _resume_failed(r: _Reply):
     detail = r.out.split(resume.MISSING, 1)[1].strip().splitlines()[0]
     why = f"no usable checkpoint of {req.resume_from} on {req.instance} ({detail}): nothing was launched"
     look = nextstep.command("poll_status.py", req.resume_from)
-    return "RESUME_CHECKPOINT_MISSING", why, (f"Train from the start instead: {req.rerun(drop=('--resume-from',))}; "
-                                              f"or look at its results: {look}")
+    return Refusal("RESUME_CHECKPOINT_MISSING", why, f"Train from the start instead: "
+                   f"{req.rerun(drop=('--resume-from',))}; or look at its results: {look}")
 
 
-def _spec_path_missing(r: _Reply):
+def _spec_path_missing(r: _Reply) -> Refusal | None:
     if r.exit_code == spec_paths.MISSING_EXIT and spec_paths.MARKER in r.out:
-        return "SPEC_PATH_MISSING", spec_paths.describe(r.named, r.out), spec_paths.fix(r.req)
+        return Refusal("SPEC_PATH_MISSING", spec_paths.describe(r.named, r.out), spec_paths.fix(r.req))
     return None
 
 
-def _input_missing(r: _Reply):
+def _input_missing(r: _Reply) -> Refusal | None:
     if r.exit_code == INPUT_MISSING_EXIT and INPUT_MISSING in r.out:
-        return "INPUT_NOT_FOUND", "input path missing on the instance: " + r.out.split(INPUT_MISSING, 1)[1].strip(), None
+        return Refusal("INPUT_NOT_FOUND",
+                       "input path missing on the instance: " + r.out.split(INPUT_MISSING, 1)[1].strip())
     return None
 
 
-def _stage_failed(r: _Reply):
+def _stage_failed(r: _Reply) -> Refusal | None:
     if not (r.exit_code == staging.STAGE_FAILED_EXIT and STAGE_FAILED in r.out):
         return None
     code = r.docker_code if r.docker_code in ("DISK_FULL", "DOCKER_DAEMON_DOWN") else "INPUT_STAGING_FAILED"
-    return code, ("copying input " + r.out.split(STAGE_FAILED, 1)[1].strip() + " from S3 failed: "
-                  + redact.tail(r.err, 500)), None
+    return Refusal(code, "copying input " + r.out.split(STAGE_FAILED, 1)[1].strip() + " from S3 failed: "
+                   + redact.tail(r.err, 500))
 
 
 # in the order they are tried: the first that recognises the reply decides

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
 from ... import remote, resume, spec_paths, tao_gpus, tao_schema
 from ... import s3 as staging
+from ...model.answer_types import SubmitAnswer, SubmitAnswerPlanItem
 from ...remote import RunSpec
 from ...routing import Routing
 from ...vocabulary import StorageTier
@@ -50,8 +52,9 @@ class SubmitRequest:
     argv: list[str] | None = None         # the script's own arguments: each fix names the exact command
     prog: str = "submit.py"               # the script as it was invoked
 
-    def rerun(self, *, set_flags: dict | None = None, env_names: list[str] | None = None,
-              to_overrides: tuple = (), add: tuple = (), drop: tuple = (), renamed: dict | None = None) -> str:
+    def rerun(self, *, set_flags: dict[str, str] | None = None, env_names: list[str] | None = None,
+              to_overrides: tuple[str, ...] = (), add: tuple[str, ...] = (), drop: tuple[str, ...] = (),
+              renamed: dict[str, str] | None = None) -> str:
         """This submit's command line, changed: ``set_flags`` replaces (or adds)
         ``--flag value``, ``env_names`` replaces every ``--env`` value, ``to_overrides``
         moves those words after ``--``, ``add`` appends flags, ``drop`` removes flags (with
@@ -61,7 +64,8 @@ class SubmitRequest:
         if renamed:
             head, tail = [renamed.get(w, w) for w in head], [renamed.get(w, w) for w in tail]
         set_flags = dict(set_flags or {})
-        out, i = [], 0
+        out: list[str] = []
+        i = 0
         while i < len(head):
             word = head[i]
             flag = word.split("=", 1)[0] if word.startswith("--") else None
@@ -103,29 +107,32 @@ class SubmitRequest:
 
 @dataclass
 class Plan:
-    """What the guards (:mod:`.guards`) learn about a request, in their order; the launch uses it."""
+    """What the guards (:mod:`.guards`) learn about a request, in their order; the launch uses it.
+    ``checked``, ``routing`` and ``run`` have no value until their guard sets it (``_schema``,
+    ``_where``, ``_script``): read before, they raise AttributeError."""
 
     image: str = ""                      # bank.resolve_image: the image the versions key names
-    arch_warnings: list = field(default_factory=list)
+    arch_warnings: list[str] = field(default_factory=list)
     spec_text: str = ""
-    spec_data: dict = field(default_factory=dict)
-    checked: tao_schema.SpecCheck | None = None   # spec_check.check's verdict
-    gpu_plan: tao_gpus.GpuPlan | None = None
+    spec_data: dict[str, Any] = field(default_factory=dict)   # the spec's YAML mapping
+    checked: tao_schema.SpecCheck = field(init=False)   # spec_check.check's verdict
+    gpu_plan: tao_gpus.GpuPlan = field(default_factory=tao_gpus.GpuPlan)
     resumed: resume.ResumePlan | None = None
-    secret_values: dict = field(default_factory=dict, repr=False)   # the --env values: never shown
-    proved_env: list = field(default_factory=list)      # launch.proved_env: the names a later verb proves
-    routing: Routing | None = None
+    secret_values: dict[str, str] = field(default_factory=dict, repr=False)   # the --env values: never shown
+    proved_env: list[str] = field(default_factory=list)      # launch.proved_env: the names a later verb proves
+    routing: Routing = field(init=False)
     stage: Staging | None = None         # tiers B/C, else None
-    mounts: list = field(default_factory=list)          # the placeholder job's (tier A: the instance paths)
-    named: list = field(default_factory=list)           # spec_paths.named: paths the spec reads under /data
-    warnings: list = field(default_factory=list)
-    run: RunSpec | None = None           # the placeholder job's docker run
+    mounts: list[tuple[str, str, bool]] = field(default_factory=list)   # the placeholder job's (tier A: instance paths)
+    named: list[tuple[str, str]] = field(default_factory=list)   # spec_paths.named: paths the spec reads under /data
+    warnings: list[str] = field(default_factory=list)
+    run: RunSpec = field(init=False)     # the placeholder job's docker run
     script: str = ""                     # the placeholder job's launch script
 
 
-def run_spec(req: SubmitRequest, plan: Plan, job_id: str, mounts, env_file) -> RunSpec:
+def run_spec(req: SubmitRequest, plan: Plan, job_id: str, mounts: Sequence[tuple[str, str, bool]],
+             env_file: str | None) -> RunSpec:
     """The ``docker run`` of ``job_id``: image, results dir, GPUs (with the GPU overrides), mounts."""
-    gpu_plan, resumed = plan.gpu_plan or tao_gpus.GpuPlan(), plan.resumed
+    gpu_plan, resumed = plan.gpu_plan, plan.resumed
     return RunSpec(job_id=job_id, image=plan.image, network_arch=req.network_arch, action=req.action,
                    results_dir=plan.routing.instance_dir(job_id), gpus=req.gpus, shm_size=req.shm_size,
                    env_file=env_file, mounts=tuple(mounts) + ((resumed.mount(job_id),) if resumed else ()),
@@ -133,7 +140,8 @@ def run_spec(req: SubmitRequest, plan: Plan, job_id: str, mounts, env_file) -> R
                    gpu_count_keys=gpu_plan.host_keys, shell_args=(resumed.override(),) if resumed else ())
 
 
-def extra_checks(resumed, job_id: str, env_file, carrier_file, named, mounts, carrier_image: str) -> str:
+def extra_checks(resumed: resume.ResumePlan | None, job_id: str, env_file: str | None, carrier_file: str | None,
+                 named: list[tuple[str, str]], mounts: Sequence[tuple[str, str, bool]], carrier_image: str) -> str:
     """The launch script's lines after the inputs are in place: the resume checkpoint
     (``tao_brev.resume``), then every path the spec names under an input mount (``spec_paths``)."""
     return "\n".join(filter(None, [resume.checks(resumed, job_id, carrier_image, (env_file, carrier_file),
@@ -146,7 +154,7 @@ def script(run: RunSpec, spec_text: str, checks: str) -> str:
     return remote.submit_script(run, spec_text, checks)
 
 
-def placeholder_script(req: SubmitRequest, plan: Plan, env: dict) -> tuple[RunSpec, str]:
+def placeholder_script(req: SubmitRequest, plan: Plan, env: Mapping[str, str]) -> tuple[RunSpec, str]:
     """The placeholder job's docker run and launch script (no credential file yet): the
     script the guards size and search for known values before a record opens."""
     resumed, job_id = plan.resumed, req.placeholder
@@ -157,20 +165,24 @@ def placeholder_script(req: SubmitRequest, plan: Plan, env: dict) -> tuple[RunSp
     return run, script(run, plan.spec_text, "\n".join(filter(None, checks)))
 
 
-def launch_parts(req: SubmitRequest, plan: Plan, job_id: str, env_file, carrier_file,
-                 env: dict) -> tuple[RunSpec, str]:
+def launch_parts(req: SubmitRequest, plan: Plan, job_id: str, env_file: str | None, carrier_file: str | None,
+                 env: Mapping[str, str]) -> tuple[RunSpec, str]:
     """The launch's docker run and check lines for the minted ``job_id`` and the copied
     credential files (:func:`script` joins them into the launch script)."""
     stage = plan.stage
     mounts = stage.mounts(job_id) if stage else plan.mounts
     run = run_spec(req, plan, job_id, mounts, env_file)
-    checks = stage.checks(job_id, plan.image, env_file, carrier_file) if stage else inputs_check(mounts)
+    if stage:
+        assert carrier_file is not None, "tiers B/C copied the carrier's credential file first"
+        checks = stage.checks(job_id, plan.image, env_file, carrier_file)
+    else:
+        checks = inputs_check(mounts)
     checks = "\n".join(filter(None, [checks, extra_checks(plan.resumed, job_id, env_file, carrier_file, plan.named,
                                                           mounts, staging.carrier_image(env))]))
     return run, checks
 
 
-def dry_run(req: SubmitRequest, plan: Plan) -> dict:
+def dry_run(req: SubmitRequest, plan: Plan) -> SubmitAnswer:
     """The answer of ``--dry-run``: every step a launch would take, its script redacted by the CLI."""
     stage, resumed = plan.stage, plan.resumed
     shown = plan.script
@@ -182,28 +194,31 @@ def dry_run(req: SubmitRequest, plan: Plan) -> dict:
             stage.checks(req.placeholder, plan.image, job_file, carrier_file),
             extra_checks(resumed, req.placeholder, job_file, carrier_file, plan.named, plan.mounts,
                          stage.carrier_image)])))
-    return {"ok": True, "dry_run": True, "job_id": None, "instance": req.instance, "state": None,
+    answer: SubmitAnswer = {"ok": True, "dry_run": True, "job_id": None, "instance": req.instance, "state": None,
             "backend_ref": None, "image": plan.image, "results_dir": plan.routing.results_dir(req.placeholder),
             "plan": _dry_run_steps(req, plan, shown),
             "storage_tier": req.storage_tier, **(stage.answer() if stage else {}),
             "spec_check": plan.checked.to_json(), **({"resume_from": resumed.to_json()} if resumed else {}),
             "warnings": plan.warnings}
+    return answer
 
 
-def _dry_run_steps(req: SubmitRequest, plan: Plan, shown: str) -> list[dict]:
+def _dry_run_steps(req: SubmitRequest, plan: Plan, shown: str) -> list[SubmitAnswerPlanItem]:
     stage, resumed = plan.stage, plan.resumed
-    return [{"step": "open_record", "what": "scripts/tao_job_record.py open (mints the job id)"},
-            *(stage.plan_steps(req.instance) if stage else []),
-            *([{"step": "copy_s3_credentials", "what": f"brev copy <0600 file with the AWS_* settings, "
-                f"read by the carrier that copies the checkpoint of {req.resume_from}> "
-                f"{req.instance}:.tao-cred-<job_id>-s3-<random>"}]
-              if resumed and resumed.source == "s3" and not stage else []),
-            *([{"step": "copy_checkpoint", "what": f"brev copy <{resumed.checkpoint['path']} of "
-                f"{resumed.checkpoint['archive']}> {req.instance}:.tao-resume-<job_id>-<random>.pth"}]
-              if resumed and resumed.source == "home" else []),
-            *([{"step": "copy_credentials", "what": f"brev copy <0600 file with {', '.join(req.env_names)}> "
-                f"{req.instance}:.tao-cred-<job_id>-<random>"}] if req.env_names else []),
-            {"step": "launch", "command": f"brev exec {req.instance} <script>", "script": shown,
-             "gpu_overrides": plan.gpu_plan.to_json()["overrides"],
-             "lines": remote.readable_lines(shown)},
-            {"step": "mark_running", "backend_ref": f"{req.instance}/<job_id>"}]
+    steps: list[SubmitAnswerPlanItem] = [{"step": "open_record",
+                                          "what": "scripts/tao_job_record.py open (mints the job id)"}]
+    steps += stage.plan_steps(req.instance) if stage else []
+    if resumed and resumed.source == "s3" and not stage:
+        steps.append({"step": "copy_s3_credentials", "what": f"brev copy <0600 file with the AWS_* settings, "
+                      f"read by the carrier that copies the checkpoint of {req.resume_from}> "
+                      f"{req.instance}:.tao-cred-<job_id>-s3-<random>"})
+    if resumed and resumed.source == "home":
+        steps.append({"step": "copy_checkpoint", "what": f"brev copy <{resumed.chosen['path']} of "
+                      f"{resumed.chosen['archive']}> {req.instance}:.tao-resume-<job_id>-<random>.pth"})
+    if req.env_names:
+        steps.append({"step": "copy_credentials", "what": f"brev copy <0600 file with {', '.join(req.env_names)}> "
+                      f"{req.instance}:.tao-cred-<job_id>-<random>"})
+    return steps + [{"step": "launch", "command": f"brev exec {req.instance} <script>", "script": shown,
+                     "gpu_overrides": plan.gpu_plan.to_json()["overrides"],
+                     "lines": remote.readable_lines(shown)},
+                    {"step": "mark_running", "backend_ref": f"{req.instance}/<job_id>"}]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import re
+from typing import TYPE_CHECKING, Any
 
 from ... import yaml_bounded
 from ...errors import TaoBrevError
@@ -13,22 +14,26 @@ from ...secrets import guard as known_secrets, interpolation, redact
 from ...secrets.safe_read import UnsafeFile, read_bytes
 from ...transport import refuse_secrets
 
+if TYPE_CHECKING:   # type hints only: the CLI runner is the scripts' layer; guards import this module
+    from ...context import Context
+    from .plan import Plan, SubmitRequest
+
 MAX_SPEC_BYTES = 64 * 1024   # the spec travels inside the command string (argv limit 128 KiB)
 
 
-def guard_spec_file(ctx, req, plan) -> None:
+def guard_spec_file(ctx: Context, req: SubmitRequest, plan: Plan) -> None:
     """Guard: the spec file (``plan.spec_text``, ``plan.spec_data``)."""
     plan.spec_text, plan.spec_data = _read_spec(req.spec)
 
 
-def guard_overrides(ctx, req, plan) -> None:
+def guard_overrides(ctx: Context, req: SubmitRequest, plan: Plan) -> None:
     """Guard: the overrides ask for one node and hold no known value, nor do the spec's interpolations."""
     _refuse_multi_node_overrides(req.overrides)
     _refuse_secret_overrides(req.overrides, ctx.env)
     _refuse_interpolated_secrets(plan.spec_data, req.overrides, ctx.env)
 
 
-def _read_spec(path: str) -> tuple[str, dict]:
+def _read_spec(path: str) -> tuple[str, dict[str, Any]]:
     try:   # a regular file (a link to one is followed), opened without blocking, read up to the cap
         text = read_bytes(path, MAX_SPEC_BYTES, follow=True).decode("utf-8")
     except UnsafeFile as exc:
@@ -63,9 +68,9 @@ def _read_spec(path: str) -> tuple[str, dict]:
     return text, data
 
 
-def _node_counts(node, prefix: str = "") -> dict[str, int]:
+def _node_counts(node: object, prefix: str = "") -> dict[str, int]:
     """Every integer ``num_nodes`` in a spec (TAO's multi-node knob), by dotted key."""
-    found = {}
+    found: dict[str, int] = {}
     if isinstance(node, dict):
         for key, value in node.items():
             dotted = f"{prefix}{key}"
@@ -85,7 +90,7 @@ def _refuse_multi_node_overrides(overrides: list[str]) -> None:
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_.\[\]/@:-]{1,80}")
 
 
-def _override_views(item: str) -> tuple[str, list]:
+def _override_views(item: str) -> tuple[str, list[object]]:
     """(key, [value as each reader may decode it]) of a ``KEY=VALUE`` override.
 
     TAO's launchers hand overrides to Hydra, whose grammar drops quotes and
@@ -99,7 +104,7 @@ def _override_views(item: str) -> tuple[str, list]:
     key = key.lstrip("+~").strip()
     if not _PLAIN_KEY.fullmatch(key):   # no key Hydra reads (quotes, escapes, blanks): not repeated
         key = "(its key)"
-    views: list = [value]
+    views: list[object] = [value]
     decoded, kept = _hydra_unquote(value)
     views += [decoded, kept]
     for text in (value, decoded):
@@ -110,7 +115,7 @@ def _override_views(item: str) -> tuple[str, list]:
     return key, views
 
 
-def _refuse_interpolated_secrets(spec: dict, overrides: list[str], env: dict) -> None:
+def _refuse_interpolated_secrets(spec: dict[str, Any], overrides: list[str], env: dict[str, str]) -> None:
     """SECRET_IN_COMMAND when a string of the spec or an override's value, once its
     OmegaConf interpolations are evaluated as TAO's loader evaluates them (:mod:`tao_brev.interpolation`:
     references of any spelling, ``oc.select`` with its default, ``oc.decode``, nested; an
@@ -120,8 +125,10 @@ def _refuse_interpolated_secrets(spec: dict, overrides: list[str], env: dict) ->
     interpolation.leaves(spec, (), scalars)
     for item in overrides:
         key, views = _override_views(item)
-        scalars[interpolation.segments(key)] = views[1]   # quotes dropped, escapes decoded: what Hydra sets
-    readings: list[dict] = []   # readings[n]: each string's n-th possible value
+        decoded = views[1]   # quotes dropped, escapes decoded: what Hydra sets
+        assert isinstance(decoded, str), "_override_views' second view is the decoded text"
+        scalars[interpolation.segments(key)] = decoded
+    readings: list[dict[str, str]] = []   # readings[n]: each string's n-th possible value
     memo: dict = {}
     for path, text in scalars.items():
         if "${" in text:
@@ -141,7 +148,9 @@ def _refuse_interpolated_secrets(spec: dict, overrides: list[str], env: dict) ->
 
 def _hydra_unquote(value: str) -> tuple[str, str]:
     """``value`` with its quotes dropped: (backslash escapes decoded, backslashes kept)."""
-    decoded, kept, quote = [], [], ""
+    decoded: list[str] = []
+    kept: list[str] = []
+    quote = ""
     i = 0
     while i < len(value):
         char = value[i]
@@ -159,7 +168,7 @@ def _hydra_unquote(value: str) -> tuple[str, str]:
     return "".join(decoded), "".join(kept)
 
 
-def _refuse_secret_overrides(overrides: list[str], env: dict) -> None:
+def _refuse_secret_overrides(overrides: list[str], env: dict[str, str]) -> None:
     """Check each ``-- KEY=VALUE`` override on its own, so the finding names it:
     known secret values first (as written, then as parsed: :func:`_override_views`),
     then the lint."""

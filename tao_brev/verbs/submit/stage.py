@@ -12,11 +12,14 @@ from ... import credentials
 from ... import s3 as staging, s3 as storage
 from ...s3 import hash_cache
 from ...errors import TaoBrevError
+from ...model.answer_types import SubmitAnswer, SubmitAnswerPlanItem
+from ...routing import Routing
 from ...secrets.values import is_credential_env_name
 from ...vocabulary import StorageTier
 
-if TYPE_CHECKING:   # type hints only: the CLI runner is the scripts' layer
+if TYPE_CHECKING:   # type hints only: the CLI runner is the scripts' layer; plan imports this module
     from ...context import Context
+    from .plan import SubmitRequest
 
 
 @dataclass
@@ -25,13 +28,13 @@ class Staging:
 
     tier: str
     settings: storage.S3Settings
-    inputs: list
+    inputs: list[staging.Input]
     carrier_image: str
     cache_path: Path | None = None     # the local hash cache (hash_cache.default_path)
     index_copies: Path | None = None   # local copies of the inputs' index.json (staging.index_copies_dir)
 
     @classmethod
-    def plan(cls, ctx: Context, req) -> "Staging | None":
+    def plan(cls, ctx: Context, req: SubmitRequest) -> "Staging | None":
         """None for tier A. Raises MISSING_CREDENTIAL / BAD_ARGUMENT before anything moves."""
         if req.storage_tier == StorageTier.A:
             return None
@@ -50,7 +53,9 @@ class Staging:
 
     def prepare(self, upload: bool = True) -> None:
         """Put the local inputs in S3 (or, with ``upload=False``, only work out where they would go)."""
-        staging.prepare_inputs(self.settings, self.settings.bucket, self.inputs, upload=upload,
+        bucket = self.settings.bucket
+        assert bucket is not None, "routing.route refuses tiers B/C without a bucket"
+        staging.prepare_inputs(self.settings, bucket, self.inputs, upload=upload,
                                cache=hash_cache.HashCache(self.cache_path), index_copies=self.index_copies)
 
     def mounts(self, job_id: str) -> list[tuple[str, str, bool]]:
@@ -65,7 +70,7 @@ class Staging:
         return {n: v for n, v in self.settings.container_env(legacy=True).items()
                 if is_credential_env_name(n)}
 
-    def push_credentials(self, ctx: Context, instance: str, job_id: str, user_values: dict,
+    def push_credentials(self, ctx: Context, instance: str, job_id: str, user_values: dict[str, str],
                          destination: str | None) -> tuple[str | None, str]:
         """(job container env file or None, carrier env file): B keeps the S3 keys away from the job."""
         s3_env = self.settings.container_env(legacy=self.tier == StorageTier.C)
@@ -85,10 +90,10 @@ class Staging:
         remove = list(dict.fromkeys(p for p in (env_file, carrier_file) if p))
         return staging.fetch_script(carrier, self.inputs, image, remove=remove)
 
-    def answer(self) -> dict:
+    def answer(self) -> SubmitAnswer:
         return {"inputs": [inp.to_json() for inp in self.inputs]}
 
-    def plan_steps(self, instance: str) -> list[dict]:
+    def plan_steps(self, instance: str) -> list[SubmitAnswerPlanItem]:
         who = "the carrier and the job container" if self.tier == StorageTier.C else "the carrier only"
         return [{"step": "upload_inputs", "what": "staging.sync_input of each local input to "
                  "s3://BUCKET/inputs/NAME/ (only files not already there are sent)",
@@ -97,7 +102,7 @@ class Staging:
                  f"{who}> {instance}:.tao-cred-<job_id>-<random>"}]
 
 
-def credential_warnings(ctx: Context, routing, stage: Staging | None) -> list[str]:
+def credential_warnings(ctx: Context, routing: Routing, stage: Staging | None) -> list[str]:
     """Tier A with results routed to S3: the upload at the end needs credentials then."""
     if stage is None and routing.kind == "s3":
         missing = storage.s3_settings(ctx.env, bucket=routing.bucket).missing()

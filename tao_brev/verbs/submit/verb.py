@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...model.answer_types import SubmitAnswer
 from .launch import dry_run_status, open_record, prepare, push_credentials, run_once
 from .guards import GUARDS
 from .plan import Plan, SubmitRequest, dry_run
@@ -12,7 +13,7 @@ if TYPE_CHECKING:   # type hints only: the CLI runner is the scripts' layer
     from ...context import Context
 
 
-def submit(ctx: Context, req: SubmitRequest) -> tuple[dict, int]:
+def submit(ctx: Context, req: SubmitRequest) -> tuple[SubmitAnswer, int]:
     """Submit one TAO job: (answer, exit code 0) or TaoBrevError (bad input: exit 2, before
     any record opens; a refused or failed launch: exit 1, its record closed as ERROR).
     An ambiguous launch answers what ``reconcile.pending_launch`` found."""
