@@ -140,7 +140,7 @@ def attempts_view(ctx: Context, root: str) -> list[PollAnswerAttemptsItem]:
         item: PollAnswerAttemptsItem = {
             "job_id": job, "attempt": entry["attempt"], "instance": side.instance,
             "state": record.get("terminal_state") or current_state(record),
-            "cause": entry.get("cause"),   # type: ignore[typeddict-item]  # the schema's [object, null]: the generator drops null
+            "cause": entry.get("cause"),
             "epoch": progress.get("epoch"), "num_epochs": progress.get("num_epochs")}
         resumed = side.resume_from or {}
         start = resumed.get("checkpoint") or {}
