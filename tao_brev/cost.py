@@ -51,13 +51,14 @@ Computing the facts never fails a verb: what cannot be known stays null.
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Callable, Optional
+from typing import Callable, Optional, TypedDict
 
 from . import prices
 from .context import Context
 from .errors import TaoBrevError
 from .isotime import parse_ts
 from .model import InstanceSidecar, JobSidecar
+from .model.answer_types import CostFacts, CostFactsBilledParts, PollAnswerChainCost
 from .run_state import warn
 from .vocabulary import TERMINAL_STATES, JobState, Source
 
@@ -102,8 +103,7 @@ def note_pull(ctx: Context, instance: str, image: str, took_s: float) -> None:
                                last_pull_at=now_precise())
 
 
-def note_instance_type(ctx: Context, instance: Optional[str], entry: Optional[dict],
-                       price_lookup: bool = False) -> None:
+def note_instance_type(ctx: Context, instance: Optional[str], entry: Optional[dict], price_lookup: bool = False) -> None:
     """Remember the ``brev ls`` type of ``instance``: its jobs are priced from it with no brev call of
     their own. ``price_lookup`` (preflight): also fill brev's price cache (``prices.catalog``)."""
     kind = (entry or {}).get("instance_type") if isinstance(entry, dict) else None
@@ -178,12 +178,12 @@ def clock_skew(submitted: Optional[datetime], record: dict, started: Optional[da
     The container started after the submit and before the first mark that saw it (RUNNING or
     terminal); it finished before the terminal mark. A docker time outside that window, by more
     than MARK_SLACK_S, proves the clocks disagree by at least that much."""
-    first = _first_transition(record, (JobState.RUNNING, *TERMINAL_STATES))
+    first_ts = parse_ts((_first_transition(record, (JobState.RUNNING, *TERMINAL_STATES)) or {}).get("ts"))
     terminal = _transition_ts(record, TERMINAL_STATES)
     lower, upper = [], []   # bounds of (instance - here)
     if started is not None:
-        if first is not None and parse_ts(first.get("ts")) is not None:
-            lower.append((started - parse_ts(first["ts"])).total_seconds() - MARK_SLACK_S)
+        if first_ts is not None:
+            lower.append((started - first_ts).total_seconds() - MARK_SLACK_S)
         if submitted is not None:
             upper.append((started - submitted).total_seconds() + MARK_SLACK_S)
     if finished is not None:
@@ -205,9 +205,8 @@ def _pull_seconds(ctx: Context, instance: Optional[str], submitted: Optional[dat
     name was deleted between the pull and the submit (the job runs on a newer one)."""
     memory = ctx.sidecars.instance(instance) if instance else InstanceSidecar()
     pulled_at, deleted_at = parse_ts(memory.last_pull_at), parse_ts(memory.deleted_at)
-    if pulled_at is None or submitted is None or pulled_at > submitted:
-        return None
-    if deleted_at is not None and pulled_at <= deleted_at <= submitted:
+    if pulled_at is None or submitted is None or pulled_at > submitted or \
+            (deleted_at is not None and pulled_at <= deleted_at <= submitted):
         return None
     return memory.last_pull_s
 
@@ -250,8 +249,7 @@ def started_by_bundle(ctx: Context, job_id: str) -> bool:
     return _bundle_start_seconds(ctx, side.instance, submitted) is not None
 
 
-def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float] = None,
-          lookup: bool = True) -> dict:
+def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float] = None, lookup: bool = True) -> CostFacts:
     """The job's ``cost`` object (see the module doc), also saved in its sidecar.
 
     ``owned``: this bundle created the instance (``instance_jobs.created_by_bundle``), so its
@@ -287,8 +285,7 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     caused = (owned or deleted_at is not None or start_s is not None) and not never_existed and not never_ran
     stop_end = deleted_at or stopped_at
     # a reused instance bills its owner whatever the job did: not this bundle's to say (null)
-    still_billing = (caused and stop_end is None and end_here is not None) if caused or never_existed or never_ran \
-        else None
+    still_billing = (caused and stop_end is None and end_here is not None) if caused or never_existed or never_ran else None
     billing_end = (stop_end or datetime.now(timezone.utc)) if caused else end_here
     pull_s = None if never_ran else _pull_seconds(ctx, sidecar.instance, submitted)
     billed = 0.0 if never_existed or never_ran else seconds(submitted, billing_end)
@@ -297,7 +294,7 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
     kind = stored.get("instance_type") or known_instance_type(ctx, job_id)
     price, source, price_note = prices.price(ctx, explicit, kind, lookup)
     idle_s = seconds(end_here, billing_end) if caused else None
-    out = {
+    out: CostFacts = {
         "submitted_at": _iso(submitted), "running_at": _iso(running), "ended_at": _iso(ended),
         "instance_deleted_at": _iso(deleted_at),
         "submit_to_running_s": seconds(submitted, running_mark), "image_pull_s": pull_s,
@@ -320,7 +317,7 @@ def facts(ctx: Context, job_id: str, owned: bool, price_per_hour: Optional[float
 
 
 def _parts(caused: bool, nothing_ran: Optional[str], start_s, pull_s, submitted, end_here, billing_end,
-           deleted_at, stopped_at) -> dict:
+           deleted_at, stopped_at) -> CostFactsBilledParts:
     """``billed_s`` part by part, each named (seconds; null: not part of this job's bill), and
     ``until``: what ended the billing this job is charged for (``nothing_ran``: why nothing did)."""
     if nothing_ran:
@@ -354,7 +351,7 @@ def _iso(ts: Optional[datetime]) -> Optional[str]:
     return ts.isoformat(timespec="milliseconds") if ts else None
 
 
-def chain_total(ctx: Context, job_ids: list[str], owned: Callable[[JobSidecar], bool]) -> dict:
+def chain_total(ctx: Context, job_ids: list[str], owned: Callable[[JobSidecar], bool]) -> PollAnswerChainCost:
     """``{"billed_s", "estimated_cost_usd", "attempts"}`` of jobs that follow each other (a recovery
     chain): each attempt's own time (its ``billed_s`` minus its ``idle_billed_s``: on an owned instance
     the idle time after one attempt is the next one's time, counted once), plus the last attempt's idle
@@ -365,7 +362,8 @@ def chain_total(ctx: Context, job_ids: list[str], owned: Callable[[JobSidecar], 
     parts = [_attempt(ctx, job_id, owned) for job_id in job_ids]
     by_instance = {p["instance"]: p["price"] for p in parts if p["price"] is not None}
     anyone = next((p["price"] for p in parts if p["price"] is not None), None)
-    billed, usd = 0.0, 0.0
+    billed: Optional[float] = 0.0
+    usd: Optional[float] = 0.0
     for number, part in enumerate(parts, 1):
         seconds_ = part["seconds"]
         if seconds_ is not None and number == len(parts):
@@ -377,8 +375,15 @@ def chain_total(ctx: Context, job_ids: list[str], owned: Callable[[JobSidecar], 
             "estimated_cost_usd": None if usd is None else round(usd, 4), "attempts": len(parts)}
 
 
-def _attempt(ctx: Context, job_id: str, owned: Callable[[JobSidecar], bool]) -> dict:
+class _Attempt(TypedDict):
     """One attempt of :func:`chain_total`: its seconds, idle seconds after it, instance and hourly price."""
+    seconds: Optional[float]
+    idle: float
+    instance: Optional[str]
+    price: Optional[float]
+
+
+def _attempt(ctx: Context, job_id: str, owned: Callable[[JobSidecar], bool]) -> _Attempt:
     record, side = ctx.records.load(job_id), ctx.sidecars.load(job_id)
     if record.get("terminal_state") not in TERMINAL_STATES:
         stored = side.cost or {}

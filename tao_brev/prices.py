@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import Optional, TypedDict
 
 from .context import Context
 from .errors import TaoBrevError
@@ -32,6 +32,20 @@ MISS_REFETCH_AGE_S = 600.0        # a type missing from a list at least this old
 KINDS = ("gpu", "cpu")
 
 
+class TypeFacts(TypedDict):
+    """One instance type as brev search lists it: USD per hour, whether it can stop, ``gpu`` or ``cpu``."""
+    usd_per_hour: float
+    stoppable: bool
+    kind: str
+
+
+class Catalog(TypedDict, total=False):
+    """brev's lists as cached (``instance-types.json``): when fetched, from what, each type's facts."""
+    fetched_at: str
+    source: str
+    types: dict[str, TypeFacts]
+
+
 def cache_path(ctx: Context) -> Path:
     return ctx.state_root / "brev" / "instance-types.json"
 
@@ -40,12 +54,12 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _age_s(cache: dict) -> Optional[float]:
+def _age_s(cache: Catalog) -> Optional[float]:
     at = parse_ts(cache.get("fetched_at"))
     return None if at is None else (_now() - at).total_seconds()
 
 
-def read_cache(ctx: Context) -> dict:
+def read_cache(ctx: Context) -> Catalog:
     """The cached lists (``{"fetched_at", "types": {type: {usd_per_hour, stoppable, kind}}}``), or {}:
     read within its cap, a regular file only, JSON of bounded depth and integers (``safe_read``). A cache
     that is not that (a directory, a FIFO, nested too deep, not UTF-8, a field of the wrong shape) is
@@ -61,17 +75,19 @@ def read_cache(ctx: Context) -> dict:
     return {**data, "types": types}
 
 
-def _good_entry(entry) -> bool:
-    price = entry.get("usd_per_hour") if isinstance(entry, dict) else None
+def _good_entry(entry: object) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    price = entry.get("usd_per_hour")
     return (isinstance(price, (int, float)) and not isinstance(price, bool) and 0 <= price < 1e6
             and isinstance(entry.get("stoppable"), bool) and entry.get("kind") in KINDS)
 
 
-def types_from_rows(rows: list[dict], kind: str) -> dict[str, dict]:
+def types_from_rows(rows: list[dict], kind: str) -> dict[str, TypeFacts]:
     """``{type: {"usd_per_hour", "stoppable", "kind"}}`` from brev search rows (one row per GPU
     of a type: the first row of a type wins); rows without a type or a numeric USD price
     (``price_per_hour``, else ``base_price.amount``) are skipped."""
-    out: dict[str, dict] = {}
+    out: dict[str, TypeFacts] = {}
     for row in rows:
         name, price = row.get("type"), row.get("price_per_hour", _api_price(row.get("base_price")))
         if not isinstance(name, str) or not name or name in out:
@@ -82,23 +98,23 @@ def types_from_rows(rows: list[dict], kind: str) -> dict[str, dict]:
     return out
 
 
-def _api_price(base_price) -> Optional[float]:
+def _api_price(base_price: object) -> Optional[float]:
     """The API's ``base_price`` ``{"currency": "USD", "amount": "1.006"}`` (gpusearch.go BasePrice), which
     ProcessInstances turns into ``price_per_hour``: read too, for a listing that carries only it."""
     if not isinstance(base_price, dict) or str(base_price.get("currency", "USD")).upper() != "USD":
         return None
     try:
-        return float(base_price.get("amount"))
-    except (TypeError, ValueError):
+        return float(base_price["amount"])
+    except (KeyError, TypeError, ValueError):   # no amount, null, not a number
         return None
 
 
-def fetch(ctx: Context) -> dict:
+def fetch(ctx: Context) -> Catalog:
     """Ask brev (both kinds) and cache the answer; raises TaoBrevError when brev fails."""
-    table: dict[str, dict] = {}
+    table: dict[str, TypeFacts] = {}
     for kind in KINDS:
         table.update({k: v for k, v in types_from_rows(ctx.brev.search(kind), kind).items() if k not in table})
-    cache = {"fetched_at": _now().isoformat(timespec="seconds"), "source": "brev search gpu|cpu --json",
+    cache: Catalog = {"fetched_at": _now().isoformat(timespec="seconds"), "source": "brev search gpu|cpu --json",
              "types": table}
     try:
         private_dir(cache_path(ctx).parent)
@@ -108,7 +124,7 @@ def fetch(ctx: Context) -> dict:
     return cache
 
 
-def catalog(ctx: Context, lookup: bool, want: Optional[str] = None) -> dict:
+def catalog(ctx: Context, lookup: bool, want: Optional[str] = None) -> Catalog:
     """The cached lists, fetched first when ``lookup`` and they are missing, older than
     CACHE_MAX_AGE_S, or lack ``want`` while older than MISS_REFETCH_AGE_S. {} when none."""
     cache = read_cache(ctx)
@@ -124,7 +140,7 @@ def catalog(ctx: Context, lookup: bool, want: Optional[str] = None) -> dict:
     return cache
 
 
-def type_facts(ctx: Context, instance_type: Optional[str], lookup: bool = True) -> tuple[Optional[dict], dict]:
+def type_facts(ctx: Context, instance_type: Optional[str], lookup: bool = True) -> tuple[Optional[TypeFacts], Catalog]:
     """(the type's entry or None, the catalog it came from)."""
     if not instance_type:
         return None, {}

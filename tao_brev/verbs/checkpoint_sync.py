@@ -12,17 +12,26 @@ is judged as before and ``submit.py --resume-from`` can stage it on another inst
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, TypedDict
 
 from .. import resume
 from .. import s3 as storage
 from ..context import Context, say
 from ..errors import TaoBrevError
 from ..fsio import locked, private_dir
+from ..model.answer_types import Checkpoint
 from ..records import is_terminal, now_iso
 from . import results as results_mod
+from .results import ManifestFile, ManifestLink
 
 SYNC_EVERY_S = 300.0   # default seconds between two uploads of a live job's checkpoints
+
+
+class CheckpointSync(TypedDict):
+    """The sidecar's ``results.checkpoint_sync``: when, the verified checkpoint, the links beside it."""
+    at: str
+    latest_checkpoint: Checkpoint
+    links: list[ManifestLink]
 
 
 def wanted(ctx: Context, job_id: str) -> bool:
@@ -33,7 +42,7 @@ def wanted(ctx: Context, job_id: str) -> bool:
             and not is_terminal(record.get("terminal_state")))
 
 
-def sync(ctx: Context, job_id: str) -> Optional[dict]:
+def sync(ctx: Context, job_id: str) -> Optional[CheckpointSync]:
     """One upload of ``job_id``'s results so far; returns the verified ``checkpoint_sync`` or None."""
     side = ctx.sidecars.load(job_id)
     results = side.results or {}
@@ -47,8 +56,8 @@ def sync(ctx: Context, job_id: str) -> Optional[dict]:
         with locked(lock):   # never beside the final upload of the same job
             reported, error = results_mod._upload(ctx, job_id, side.instance, results["instance_dir"],
                                                   results["destination"], settings, excludes)
-            entries = [e for e in reported.entries if not storage.is_excluded(e["path"], excludes)]
-            links = [link for link in reported.links if not storage.is_excluded(link["path"], excludes)]
+            entries: list[ManifestFile] = [e for e in reported.entries if not storage.is_excluded(e["path"], excludes)]
+            links: list[ManifestLink] = [link for link in reported.links if not storage.is_excluded(link["path"], excludes)]
             chosen = resume.latest_checkpoint(entries, links)
             if chosen is None or chosen == (results.get("checkpoint_sync") or {}).get("latest_checkpoint"):
                 return results.get("checkpoint_sync")
@@ -59,7 +68,7 @@ def sync(ctx: Context, job_id: str) -> Optional[dict]:
                 return results.get("checkpoint_sync")
             manifest = results_mod._merge(results_mod.load_manifest(ctx, job_id) or [], [entry])
             results_mod._save_manifest(ctx, job_id, manifest, links)
-            synced = {"at": now_iso(), "latest_checkpoint": chosen, "links": links}
+            synced: CheckpointSync = {"at": now_iso(), "latest_checkpoint": chosen, "links": links}
             ctx.sidecars.update(job_id, results={"checkpoint_sync": synced})
     except TaoBrevError as exc:
         say(f"checkpoint sync {job_id}: {exc.code}: {exc.message}")

@@ -16,7 +16,7 @@ still totalled from what is known here, and ``billing_now`` is null with the rea
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Optional
+from typing import Optional, TypedDict
 
 from .. import cost, instance_names, nextstep, prices
 from ..context import Context
@@ -26,8 +26,92 @@ from ..transport import check_instance
 from ..vocabulary import InstanceStatus
 from . import teardown as teardown_mod
 from ..model import JobSidecar
+from ..model.answer_types import CostFactsBilledParts
 
 RUNNING = (InstanceStatus.RUNNING, InstanceStatus.UNHEALTHY)
+
+
+class JobLine(TypedDict):
+    """One job of ``jobs``: its cost facts (``cost.facts``) as the report shows them."""
+    job_id: str
+    instance: Optional[str]
+    state: str
+    submitted_at: Optional[str]
+    ended_at: Optional[str]
+    billed_s: Optional[float]
+    billed_parts: CostFactsBilledParts
+    instance_type: Optional[str]
+    price_per_hour_usd: Optional[float]
+    price_source: Optional[str]
+    price_note: Optional[str]
+    estimated_cost_usd: Optional[float]
+    still_billing: Optional[bool]
+
+
+class NeverLaunched(TypedDict):
+    """One job of ``never_launched``: refused or never launched, $0."""
+    job_id: str
+    instance: Optional[str]
+    code: Optional[str]
+    billed_s: float
+    estimated_cost_usd: float
+
+
+class BillingNow(TypedDict):
+    """One instance of ``billing_now``: what it bills at this moment, at which hourly price."""
+    instance: Optional[str]
+    status: str
+    instance_type: Optional[str]
+    bills: str
+    ours: bool
+    usd_per_hour: Optional[float]
+    price_source: Optional[str]
+    price_note: Optional[str]
+
+
+class InstanceTotal(TypedDict):
+    """One instance of ``total.instances``: its jobs' billed intervals counted once, and priced."""
+    instance: Optional[str]
+    jobs: list[str]
+    billed_s: float
+    jobs_billed_s: float
+    usd_per_hour: Optional[float]
+    price_source: Optional[str]
+    estimated_cost_usd: Optional[float]
+
+
+class Total(TypedDict):
+    """The report's ``total``."""
+    jobs: int
+    billed_s: float
+    estimated_cost_usd: float
+    instances: list[InstanceTotal]
+    unpriced_jobs: list[str]
+    still_billing_jobs: list[str]
+    price_sources: list[str]
+    note: str
+
+
+class NextStep(TypedDict):
+    next: Optional[str]
+    next_note: str
+
+
+class CostReport(TypedDict, total=False):
+    """The answer of ``tao_job_record.py cost``."""
+    ok: bool
+    since: Optional[str]
+    instance: Optional[str]
+    jobs: list[JobLine]
+    total: Total
+    never_launched: list[NeverLaunched]
+    billing_now: Optional[list[BillingNow]]
+    billing_now_note: Optional[str]
+    usd_per_hour_now: float
+    instance_note: str
+    did_you_mean: dict[str, str]
+    next: Optional[str]
+    next_note: str
 
 
 def parse_since(text: Optional[str]) -> Optional[datetime]:
@@ -47,8 +131,10 @@ def _listing(ctx: Context) -> tuple[Optional[list[dict]], Optional[str]]:
         return None, f"brev ls failed ({exc.code}): {exc.message}"
 
 
-def _job_line(ctx: Context, side: JobSidecar, types: dict) -> Optional[dict]:
+def _job_line(ctx: Context, side: JobSidecar, types: dict[str, str]) -> Optional[JobLine]:
     job_id, instance = side.job_id, side.instance
+    if not job_id:   # no record to read (as records.load's BAD_JOB_ID)
+        return None
     try:
         record = ctx.records.load(job_id)
     except TaoBrevError:
@@ -64,8 +150,8 @@ def _job_line(ctx: Context, side: JobSidecar, types: dict) -> Optional[dict]:
             "still_billing": facts["still_billing"]}
 
 
-def _billing_now(ctx: Context, listing: list[dict], ours: set) -> list[dict]:
-    out = []
+def _billing_now(ctx: Context, listing: list[dict], ours: set[str]) -> list[BillingNow]:
+    out: list[BillingNow] = []
     for entry in listing:
         status = str(entry.get("status") or "").upper()
         if status not in RUNNING and status != InstanceStatus.STOPPED:
@@ -80,7 +166,7 @@ def _billing_now(ctx: Context, listing: list[dict], ours: set) -> list[dict]:
     return out
 
 
-def _interval(job: dict) -> Optional[tuple[datetime, datetime]]:
+def _interval(job: JobLine) -> Optional[tuple[datetime, datetime]]:
     """The instance time a job's ``billed_s`` counts, as one interval on this machine's clock: it
     ends where its billing ended (submit + billed_s - the start and pull parts before the submit)."""
     submitted, billed = cost.parse_ts(job["submitted_at"]), job["billed_s"]
@@ -103,11 +189,11 @@ def _union_s(intervals: list[tuple[datetime, datetime]]) -> float:
     return round(out, 3)
 
 
-def per_instance(jobs: list[dict]) -> list[dict]:
+def per_instance(jobs: list[JobLine]) -> list[InstanceTotal]:
     """Per instance: its jobs, the union of their billed intervals (``billed_s``: overlapping time
     counted once), the sum of their own figures (``jobs_billed_s``) and the price of the instance
     (a job's explicit price, else brev's of its type: one instance, one price)."""
-    out = []
+    out: list[InstanceTotal] = []
     for name in sorted({j["instance"] or "" for j in jobs}):
         mine = [j for j in jobs if (j["instance"] or "") == name]
         spans = [span for span in map(_interval, mine) if span is not None]
@@ -121,15 +207,17 @@ def per_instance(jobs: list[dict]) -> list[dict]:
     return out
 
 
-def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = None) -> tuple[dict, int]:
+def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = None) -> tuple[CostReport, int]:
     """The answer (see the module doc); exit 0 (also when brev could not be reached)."""
     start = parse_since(since)
     if instance is not None:
         check_instance(instance)
     listing, why = _listing(ctx)
     prices.catalog(ctx, lookup=listing is not None)   # one brev search per day at most
-    types = {e.get("name"): e.get("instance_type") for e in listing or [] if e.get("instance_type")}
-    jobs, never = [], []
+    types: dict[str, str] = {e["name"]: e["instance_type"] for e in listing or []   # a nameless entry: none
+                             if e.get("instance_type") and isinstance(e.get("name"), str)}
+    jobs: list[JobLine] = []
+    never: list[NeverLaunched] = []
     for side in sorted(ctx.sidecars.all(), key=lambda s: str(s.job_id)):
         if not side.job_id or (instance is not None and side.instance != instance):
             continue
@@ -144,21 +232,21 @@ def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = 
         jobs.append(line)
     instances = per_instance(jobs)
     priced = [i for i in instances if i["estimated_cost_usd"] is not None]
-    total = {"jobs": len(jobs), "billed_s": round(sum(i["billed_s"] for i in instances), 3),
-             "estimated_cost_usd": round(sum(i["estimated_cost_usd"] for i in priced), 4),
+    total: Total = {"jobs": len(jobs), "billed_s": round(sum(i["billed_s"] for i in instances), 3),
+             "estimated_cost_usd": round(sum(i["estimated_cost_usd"] or 0.0 for i in priced), 4),
              "instances": instances,
              "unpriced_jobs": [j["job_id"] for j in jobs if j["estimated_cost_usd"] is None],
              "still_billing_jobs": [j["job_id"] for j in jobs if j["still_billing"]],
-             "price_sources": sorted({i["price_source"] for i in priced}),
+             "price_sources": sorted({i["price_source"] for i in priced if i["price_source"] is not None}),
              "note": "estimates from brev's listed hourly prices (the Brev console is authoritative); an "
                      "instance's time is counted once however many jobs shared it (total.instances)"}
-    answer = {"ok": True, "since": start.isoformat() if start else None, "instance": instance, "jobs": jobs,
+    answer: CostReport = {"ok": True, "since": start.isoformat() if start else None, "instance": instance, "jobs": jobs,
               "total": total, "never_launched": never}
     # ``ours`` as the orphans answer it: a job of this state dir ran on the instance as it is now
     # (jobs on an earlier instance of that name, which a teardown deleted, left out: teardown.jobs_on)
     ours = {j.instance for j in ctx.sidecars.all() if j.instance and j.job_id and not j.instance_deleted_at}
     if listing is None:
-        answer.update(billing_now=None, billing_now_note=why)
+        answer.update({"billing_now": None, "billing_now_note": why})
     else:
         now = [b for b in _billing_now(ctx, listing, ours) if instance is None or b["instance"] == instance]
         answer["billing_now"] = now
@@ -170,13 +258,13 @@ def report(ctx: Context, since: Optional[str] = None, instance: Optional[str] = 
         if near:
             answer["did_you_mean"] = {instance: near[0]}
             argv = ["cost", "--instance", near[0]] + (["--since", since] if since else [])
-            answer.update(next=nextstep.command("tao_job_record.py", *argv), next_note=answer["instance_note"])
+            answer.update({"next": nextstep.command("tao_job_record.py", *argv), "next_note": answer["instance_note"]})
             return answer, 0
     answer.update(_next(answer))
     return answer, 0
 
 
-def _next(answer: dict) -> dict:
+def _next(answer: CostReport) -> NextStep:
     """``next``: the orphan check when a running instance bills, else nothing to run."""
     running = [b for b in answer.get("billing_now") or []
                if b["usd_per_hour"] is not None or b["status"] != InstanceStatus.STOPPED]

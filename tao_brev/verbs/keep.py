@@ -29,6 +29,7 @@ import re
 import tarfile
 import zlib
 from pathlib import Path
+from typing import Optional
 
 from .. import nextstep, remote, s3 as storage
 from ..secrets import archive_names, redact
@@ -36,12 +37,15 @@ from ..context import Context, say
 from ..errors import TaoBrevError
 from ..fsio import private_dir
 from ..model import JobSidecar
+from ..model.answer_types import TeardownAnswerResultsSavedItem
 from ..records import now_iso
 
 COPY_TIMEOUT_S = 3600.0   # one archive of the whole results dir through scp
 ARCHIVE_TIMEOUT_S = 3600.0   # the exec that writes that archive on the instance (tar + gzip + sha256)
 ARCHIVE_NAME = "results.tar.gz"
 _ARCHIVED = re.compile(r"^TAO_ARCHIVE ([0-9a-f]{64}) ([0-9]+)$", re.MULTILINE)
+# a job's results copied back (the sidecar's ``results.saved``; with its job_id, an answer's ``results_saved``)
+Saved = TeardownAnswerResultsSavedItem
 
 
 def pending(ctx: Context, sidecars: list[JobSidecar]) -> list[JobSidecar]:
@@ -64,25 +68,39 @@ def local_archive(ctx: Context, job_id: str) -> Path:
     return ctx.state_root / "brev" / "results" / f"{job_id}.tar.gz"
 
 
+def _job_id(side: JobSidecar) -> str:
+    """The job of a sidecar :func:`pending` found (one without its id is damaged: BAD_JOB_ID)."""
+    if not side.job_id:
+        raise TaoBrevError("BAD_JOB_ID", "a job's sidecar names no job id: its results cannot be saved")
+    return side.job_id
+
+
+def _results_dir(side: JobSidecar) -> str:
+    """The results dir on the instance of a sidecar :func:`pending` found."""
+    return (side.results or {})["instance_dir"]
+
+
 def sections(token: str, sidecars: list[JobSidecar]) -> list[str]:
     """The exec sections (``save:<job_id>``) that archive each job's results dir on the instance."""
     return [remote.section(token, f"save:{side.job_id}",
-                           remote.archive_results(side.results["instance_dir"], remote_archive(side.job_id)))
+                           remote.archive_results(_results_dir(side), remote_archive(_job_id(side))))
             for side in sidecars]
 
 
-def fetch(ctx: Context, instance: str, sidecars: list[JobSidecar], archived: dict) -> tuple[list[dict], list[str]]:
+def fetch(ctx: Context, instance: str, sidecars: list[JobSidecar],
+          archived: dict[str, remote.Section]) -> tuple[list[Saved], list[str]]:
     """Copy each archive of ``archived`` (``save:<job_id>`` -> exec section) back and verify it.
 
     Returns (saved: [{job_id, path, sha256, bytes}], problems: one line per job
     whose results are still only on ``instance``). Never raises for a failed copy."""
-    saved, problems = [], []
+    saved: list[Saved] = []
+    problems: list[str] = []
     for side in sidecars:
-        job_id = side.job_id
+        job_id = _job_id(side)
         try:
             entry = _fetch_one(ctx, instance, job_id, archived.get(f"save:{job_id}"))
         except TaoBrevError as exc:
-            problems.append(f"job {job_id}: results only on {instance} ({side.results['instance_dir']}): "
+            problems.append(f"job {job_id}: results only on {instance} ({_results_dir(side)}): "
                             f"{exc.message}")
             say(f"results {job_id}: NOT saved from {instance}: {exc.message}")
             continue
@@ -91,7 +109,7 @@ def fetch(ctx: Context, instance: str, sidecars: list[JobSidecar], archived: dic
     return saved, problems
 
 
-def _fetch_one(ctx: Context, instance: str, job_id: str, section) -> dict:
+def _fetch_one(ctx: Context, instance: str, job_id: str, section: Optional[remote.Section]) -> Saved:
     if section is None:
         raise TaoBrevError("RESULTS_ONLY_ON_INSTANCE", "not archived on the instance in this run")
     if "TAO_NO_RESULTS" in section.output.split():
@@ -145,7 +163,7 @@ def _names_as_digests(part: Path) -> int:
         clean.unlink(missing_ok=True)
 
 
-def save_from(ctx: Context, instance: str, sidecars: list[JobSidecar]) -> tuple[list[dict], list[str]]:
+def save_from(ctx: Context, instance: str, sidecars: list[JobSidecar]) -> tuple[list[Saved], list[str]]:
     """Archive (one ``brev exec``) and :func:`fetch` the results of ``sidecars`` from ``instance``
     when no teardown exec carries the archive (``teardown.py --orphans --delete``)."""
     token = remote.new_token()
@@ -172,5 +190,5 @@ def mark_discarded(ctx: Context, sidecars: list[JobSidecar]) -> list[str]:
     """``--discard-results``: remember that the results of these jobs were knowingly left to the delete."""
     at = now_iso()
     for side in sidecars:
-        ctx.sidecars.update(side.job_id, results={"discarded_at": at})
-    return [side.job_id for side in sidecars]
+        ctx.sidecars.update(_job_id(side), results={"discarded_at": at})
+    return [_job_id(side) for side in sidecars]

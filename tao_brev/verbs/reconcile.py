@@ -32,14 +32,16 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Optional, TypedDict
 
 from .. import remote
 from ..secrets import redact
 from ..context import Context, say, warn
-from ..docker_state import docker_error_code, from_inspect
+from ..docker_state import Observed, docker_error_code, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..fsio import pid_alive
 from ..model import JobSidecar
+from ..model.answer_types import ErrorObject, Hint
 from ..records import now_iso
 from ..vocabulary import ErrClass, JobState, LaunchState
 
@@ -58,6 +60,26 @@ UNSETTLED_FIX = ("Run poll_status.py {job_id} later: it asks the instance again 
 EXIT_EXISTS, EXIT_DOCKER_FAILED, EXIT_NONE, EXIT_BUSY = 0, 2, 5, 7
 
 
+class LaunchAnswer(TypedDict, total=False):
+    """What a settled launch decides of an answer (poll_status's and submit's merge it into theirs)."""
+    ok: bool
+    state: str
+    terminal_state: Optional[str]
+    backend_ref: Optional[str]
+    reconciled: str
+    adopted: bool
+    message: str
+    hint: Hint
+    error: ErrorObject
+    closed_at: str
+
+
+class Settled(TypedDict):
+    """A launch of unknown outcome, settled (:func:`pending_launch`): the answer's part and the exit code."""
+    answer: LaunchAnswer
+    exit_code: int
+
+
 def launch_in_progress(sidecar: JobSidecar) -> bool:
     """True while the submit process that is launching this job is alive."""
     launch = sidecar.launch or {}
@@ -68,7 +90,7 @@ def launch_in_progress(sidecar: JobSidecar) -> bool:
 
 
 def pending_launch(ctx: Context, record: dict, instance: str | None, source: str,
-                   cause: TaoBrevError | None = None) -> dict:
+                   cause: TaoBrevError | None = None) -> Settled:
     """Settle a launch of unknown outcome. Returns ``{"answer": {...}, "exit_code": n}``.
 
     ``cause``: the transport failure that made the launch ambiguous, if any. When
@@ -108,15 +130,16 @@ def pending_launch(ctx: Context, record: dict, instance: str | None, source: str
         return _never_launched(ctx, job_id, source, f"no container named {job_id} on {instance}")
     output = (result.stdout + result.stderr).strip()
     if result.exit_code == EXIT_BUSY:
-        exc = TaoBrevError("LAUNCH_IN_PROGRESS", f"a launch of {job_id} still holds its lock on {instance}")
+        problem = TaoBrevError("LAUNCH_IN_PROGRESS", f"a launch of {job_id} still holds its lock on {instance}")
     elif result.exit_code == EXIT_DOCKER_FAILED:
         code = docker_error_code(output, default="REMOTE_COMMAND_FAILED")
-        exc = TaoBrevError(code, f"cannot tell whether {job_id} was launched on {instance}: {redact.tail(output, 400)}")
+        problem = TaoBrevError(code, f"cannot tell whether {job_id} was launched on {instance}: "
+                               f"{redact.tail(output, 400)}")
     else:
-        exc = TaoBrevError("REMOTE_COMMAND_FAILED", f"reconciling {job_id} on {instance} exited "
-                           f"{result.exit_code}: {redact.tail(output, 400)}")
-    say(f"reconcile {job_id}: {exc.message}; the record stays PENDING")
-    return _unsettled(job_id, exc)
+        problem = TaoBrevError("REMOTE_COMMAND_FAILED", f"reconciling {job_id} on {instance} exited "
+                               f"{result.exit_code}: {redact.tail(output, 400)}")
+    say(f"reconcile {job_id}: {problem.message}; the record stays PENDING")
+    return _unsettled(job_id, problem)
 
 
 def _brev_lookup_failed(exc: TaoBrevError | None) -> bool:
@@ -125,7 +148,7 @@ def _brev_lookup_failed(exc: TaoBrevError | None) -> bool:
     return exc is not None and BREV_LOOKUP_FAILED in exc.message
 
 
-def failed_start(stdout: str):
+def failed_start(stdout: str) -> Optional[Observed]:
     """The JobState of a container docker created but could not start (``created`` + Error), else None."""
     for line in reversed(stdout.strip().splitlines()):
         try:
@@ -139,7 +162,7 @@ def failed_start(stdout: str):
     return None
 
 
-def start_failed(ctx: Context, job_id: str, instance: str, source: str, observed) -> dict:
+def start_failed(ctx: Context, job_id: str, instance: str, source: str, observed: Observed) -> Settled:
     """A created container docker could not start: a failed launch (ERROR, ERR_INFRA), its error as evidence."""
     backend_ref = f"{instance}/{job_id}"
     code = docker_error_code(observed.docker_error or "", default="SUBMIT_REFUSED")
@@ -159,7 +182,7 @@ def start_failed(ctx: Context, job_id: str, instance: str, source: str, observed
             "exit_code": error.exit_code}
 
 
-def _no_instance(ctx: Context, job_id: str, instance: str, source: str) -> dict:
+def _no_instance(ctx: Context, job_id: str, instance: str, source: str) -> Settled:
     return _never_launched(ctx, job_id, source, f"instance {instance} does not exist (not in brev ls)",
                            code="UNKNOWN_INSTANCE", instance=instance)
 
@@ -172,14 +195,14 @@ def _instance_gone(ctx: Context, instance: str) -> bool:
         return False
 
 
-def _unsettled(job_id: str, exc: TaoBrevError) -> dict:
+def _unsettled(job_id: str, exc: TaoBrevError) -> Settled:
     fix = exc.fix if exc.code not in ("TRANSPORT_FAILED", "TRANSPORT_TIMEOUT") else UNSETTLED_FIX.format(job_id=job_id)
     return {"answer": {"ok": False, "state": JobState.PENDING, "backend_ref": None, "reconciled": "unanswered",
                        "error": {**exc.to_json(), "fix": fix}}, "exit_code": exc.exit_code}
 
 
 def _never_launched(ctx: Context, job_id: str, source: str, why: str, code: str = "NEVER_LAUNCHED",
-                    instance: str | None = None) -> dict:
+                    instance: str | None = None) -> Settled:
     current = ctx.records.load(job_id)
     if not current.get("terminal_state"):
         ctx.records.mark(job_id, JobState.ERROR, message=f"never launched: {why}", source=source,
@@ -220,23 +243,23 @@ def instance_missing(sidecar: JobSidecar) -> bool:
     return bool((sidecar.launch or {}).get("instance_missing"))
 
 
-def launch_failure_answer(ctx: Context, record: dict, sidecar: JobSidecar) -> dict:
+def launch_failure_answer(ctx: Context, record: dict, sidecar: JobSidecar) -> LaunchAnswer:
     """THE answer for a job whose launch failed or never happened, from its record and sidecar
     (no round trip): the same state, error code and fix on every poll, with or without --wait.
     ``ok`` false, exit 1 (the error's class). No logs advice: nothing ran."""
     job_id = record["id"]
     launch = sidecar.launch or {}
     why = _last_message(record) or "never launched"
-    error = launch.get("error") or TaoBrevError(
+    error: ErrorObject = launch.get("error") or TaoBrevError(
         launch.get("code") or "NEVER_LAUNCHED", f"job {job_id} never ran: {why}",
         NEVER_LAUNCHED_FIX.format(job_id=job_id)).to_json()
-    hint = launch.get("hint") or {"err_class": ErrClass.INFRA, "reason": "never launched: nothing ran under this id",
-                                  "advice": error["fix"], "evidence": [why]}
-    out = {"ok": False, "state": JobState.ERROR, "terminal_state": record.get("terminal_state"),
-           "backend_ref": record.get("backend_ref"), "reconciled": LaunchState.NEVER_LAUNCHED, "message": why,
-           "hint": hint, "error": error}
+    hint: Hint = launch.get("hint") or Hint(err_class=ErrClass.INFRA, reason="never launched: nothing ran under this id",
+                                            advice=error["fix"], evidence=[why])
+    out: LaunchAnswer = {"ok": False, "state": JobState.ERROR, "terminal_state": record.get("terminal_state"),
+                         "backend_ref": record.get("backend_ref"), "reconciled": LaunchState.NEVER_LAUNCHED,
+                         "message": why, "hint": hint, "error": error}
     if sidecar.teardown:
-        out["closed_at"] = sidecar.teardown.get("at")
+        out["closed_at"] = sidecar.teardown.get("at", "")   # teardown writes it with the rest
     return out
 
 

@@ -33,26 +33,30 @@ from typing import Callable, Optional
 
 from .. import nextstep, prices, resume_advice
 from ..context import Context, say
+from ..model.answer_types import PollAnswer, SubmitAnswer
 from ..docker_state import RESET_EITHER, gated
 from ..errors import TaoBrevError
 from ..fsio import locked
 from ..records import check_job_id, is_terminal, now_iso
 from ..vocabulary import ErrClass, InstanceStatus, JobState, LaunchState, Source
 from . import checkpoint_sync, status
-from .recovery_chain import (adopt, append, attempts_view, chain_cost, lock_path, policy,  # noqa: F401
-                             remembered_policy, resume_source, root_of, sync, used_attempts)
+from .recovery_chain import (Cause, ChainEntry, Intent, RecoveryPolicy, adopt, append,  # noqa: F401
+                             attempts_view, chain_cost, lock_path, policy, remembered_policy, resume_source,
+                             root_of, sync, used_attempts)
 from .recovery_chain import chain as _chain
 from . import teardown as teardown_mod
 from .job_facts import job_instance
 from .recovery_target import HEALTH_INTERVAL_S, HEALTH_WAIT_S, choose_instance
-from .submit import submit
+from .submit import SubmitRequest, submit
+
+RequestOf = Callable[[list[str]], SubmitRequest]   # submit.py's arguments -> its request
 
 # flags of the first submit that a resubmit does not repeat (the policy lives in the chain)
 _POLICY_FLAGS = ("--recover", "--fallback-instance", "--budget-s")
 
 
 # ---------------------------------------------------------------- why an attempt ended
-def cause_of(out: dict) -> Optional[dict]:
+def cause_of(out: PollAnswer) -> Optional[Cause]:
     """``{"kind", "reason"}`` when the wait's answer is an infrastructure failure that a resume may
     cure; None otherwise (done, a program error, a cancel, a timeout, the backend unreachable).
     Judged by the answer's facts and failure classes (``docker_state``), not by error names:
@@ -77,7 +81,7 @@ def cause_of(out: dict) -> Optional[dict]:
     return None
 
 
-def shm_stop(ctx: Context, job_id: str, out: dict) -> Optional["Stop"]:
+def shm_stop(ctx: Context, job_id: str, out: PollAnswer) -> Optional["Stop"]:
     """RECOVERY_NOT_POSSIBLE when ``job_id`` ended out of /dev/shm (docker_state's SHM_EXHAUSTED): a
     recovery never repeats the failing settings, and a larger ``--shm-size`` is the user's to choose
     (shared memory is the instance's RAM); the fix is the exact resubmit with twice the size and
@@ -125,7 +129,7 @@ class Stop(Exception):
         self.error = TaoBrevError(code, message, fix)
 
 
-def advance(ctx: Context, root: str, current: str, cause: dict, pol: dict, request_of: Callable,
+def advance(ctx: Context, root: str, current: str, cause: Cause, pol: RecoveryPolicy, request_of: RequestOf,
             health_wait_s: float, interval: float) -> str:
     """After ``current`` ended by ``cause``: the next attempt's job id (launched here, adopted, or
     launched by another process meanwhile). Raises :class:`Stop`. Runs under the chain's lock."""
@@ -145,7 +149,7 @@ def advance(ctx: Context, root: str, current: str, cause: dict, pol: dict, reque
         return _launch_next(ctx, root, chain, pol, request_of, health_wait_s, interval)
 
 
-def _check_limits(ctx: Context, root: str, chain: list[dict], pol: dict, cause: dict) -> None:
+def _check_limits(ctx: Context, root: str, chain: list[ChainEntry], pol: RecoveryPolicy, cause: Cause) -> None:
     used = used_attempts(chain)   # the attempts launched by hand are not the recovery's
     if used >= pol["attempts"]:
         raise Stop("RECOVERY_LIMIT", f"attempt {len(chain)} ({chain[-1]['job_id']}) ended by an infrastructure "
@@ -185,7 +189,7 @@ def _make_safe(ctx: Context, job_id: str) -> None:
                      source=Source.AGENT)
 
 
-def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_of: Callable,
+def _launch_next(ctx: Context, root: str, chain: list[ChainEntry], pol: RecoveryPolicy, request_of: RequestOf,
                  health_wait_s: float, interval: float) -> str:
     current = chain[-1]["job_id"]
     side, record = ctx.sidecars.load(current), ctx.records.load(current)
@@ -193,7 +197,7 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
     if not words:
         raise Stop("RECOVERY_NOT_POSSIBLE", f"the submit arguments of {root} were not kept (an older bundle): "
                    "the resubmit cannot be built")
-    here = side.instance
+    here = side.instance or ""   # an attempt that ran has its instance in its sidecar
     target, extra, found = choose_instance(ctx, here, record.get("image") or "", pol.get("fallback_instance"),
                                            health_wait_s, min(interval, HEALTH_INTERVAL_S))
     if target is None:
@@ -208,7 +212,7 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
         _refuse_out_of_reach(ctx, source, here, target, found, words)
     argv = resubmit_argv(list(words), target, source, extra, moved=target != here,
                          link="--resume-from" if train else "--retry-of")
-    intent = {"attempt": len(chain) + 1, "after": current, "resume_from": source, "instance": target,
+    intent: Intent = {"attempt": len(chain) + 1, "after": current, "resume_from": source, "instance": target,
               "at": now_iso(), "argv": argv}
     ctx.sidecars.update(root, recovery={"intent": intent})   # before the launch: a rerun adopts, never repeats
     say(f"recover: {found}; attempt {intent['attempt']} on {target}, resuming {source}")
@@ -217,8 +221,9 @@ def _launch_next(ctx: Context, root: str, chain: list[dict], pol: dict, request_
     except TaoBrevError as exc:
         answer, code = {"ok": False, **(exc.details.get("answer") or {}), "error": exc.to_json()}, exc.exit_code
         if exc.code == "INTERRUPTED":   # Ctrl-C / SIGTERM during the launch: chain what opened, then answer
-            if answer.get("job_id"):
-                append(ctx, root, chain, answer["job_id"], intent)
+            opened = answer.get("job_id")
+            if opened:
+                append(ctx, root, chain, opened, intent)
             raise
     job_id = answer.get("job_id")
     if not job_id:   # refused before a record opened: nothing runs, the chain ends with the refusal's reason
@@ -247,7 +252,7 @@ def _refuse_out_of_reach(ctx: Context, source: str, here: str, target: str, foun
                "later loss can resume.")
 
 
-def _submit(ctx: Context, request_of: Callable, argv: list[str]) -> tuple[dict, int]:
+def _submit(ctx: Context, request_of: RequestOf, argv: list[str]) -> tuple[SubmitAnswer, int]:
     try:
         req = request_of(argv)
     except SystemExit:   # argparse: the stored arguments no longer parse
@@ -256,18 +261,18 @@ def _submit(ctx: Context, request_of: Callable, argv: list[str]) -> tuple[dict, 
 
 
 # ---------------------------------------------------------------- the loop
-def recover(ctx: Context, job_id: str, request_of: Callable, pol: Optional[dict] = None, log_lines: int = 0,
+def recover(ctx: Context, job_id: str, request_of: RequestOf, pol: Optional[RecoveryPolicy] = None, log_lines: int = 0,
             interval: float = 30.0, timeout: Optional[float] = None, price_per_hour: Optional[float] = None,
             metrics: Optional[int] = None, stall_after: Optional[float] = None,
             health_wait_s: float = HEALTH_WAIT_S,
-            sync_every_s: float = checkpoint_sync.SYNC_EVERY_S) -> tuple[dict, int]:
+            sync_every_s: float = checkpoint_sync.SYNC_EVERY_S) -> tuple[PollAnswer, int]:
     """Wait for ``job_id``'s chain and recover it (module doc). ``pol``: :func:`policy` (None: the
     remembered one). ``request_of(argv)``: submit.py's arguments -> SubmitRequest. Returns the last
     attempt's wait answer with ``attempts``, ``recovery`` and ``chain_cost``; its exit code, or 1
     with RECOVERY_LIMIT / RECOVERY_BUDGET_EXHAUSTED / RECOVERY_NOT_POSSIBLE when the chain stops."""
     check_job_id(job_id)
     root = root_of(ctx, job_id)
-    pol = pol or remembered_policy(ctx, root) or policy(0, None, None)
+    pol = pol or remembered_policy(ctx, root) or {"attempts": 0, "fallback_instance": None, "budget_s": None}
     ctx.sidecars.update(root, recovery={"policy": pol})
     with locked(lock_path(ctx, root)):
         current = sync(ctx, root)[-1]["job_id"]   # a resume launched by hand is the attempt waited for
@@ -302,14 +307,14 @@ def recover(ctx: Context, job_id: str, request_of: Callable, pol: Optional[dict]
             return _final(ctx, root, out, stop)
 
 
-def _decided(ctx: Context, root: str, current: str, out: dict) -> Optional[dict]:
+def _decided(ctx: Context, root: str, current: str, out: PollAnswer) -> Optional[Cause]:
     """The cause an earlier run recorded for ``current`` before it made it safe (it then reads
     CANCELED) and was killed before the next attempt was chained: the decision stands."""
     last = _chain(ctx, root)[-1]
     return last.get("cause") if last["job_id"] == current and out.get("state") == JobState.CANCELED else None
 
 
-def _wait(ctx: Context, job_id: str, bound: float, sync_every_s: float, **poll) -> tuple[dict, int]:
+def _wait(ctx: Context, job_id: str, bound: float, sync_every_s: float, **poll) -> tuple[PollAnswer, int]:
     """``status.poll(wait=True)`` for at most ``bound`` seconds; a live S3-routed train job is waited
     for in slices of ``sync_every_s``, its newest checkpoint uploaded between them (``checkpoint_sync``)."""
     deadline = ctx.clock() + bound
@@ -324,14 +329,15 @@ def _wait(ctx: Context, job_id: str, bound: float, sync_every_s: float, **poll) 
         checkpoint_sync.sync(ctx, job_id)
 
 
-def _budget_left(ctx: Context, root: str, pol: dict) -> Optional[float]:
-    if pol.get("budget_s") is None:
+def _budget_left(ctx: Context, root: str, pol: RecoveryPolicy) -> Optional[float]:
+    budget = pol.get("budget_s")
+    if budget is None:
         return None
     billed = chain_cost(ctx, root)["billed_s"]
-    return pol["budget_s"] - (billed or 0.0)
+    return budget - (billed or 0.0)
 
 
-def _final(ctx: Context, root: str, out: dict, stop: Optional[Stop], code: int = 1) -> tuple[dict, int]:
+def _final(ctx: Context, root: str, out: PollAnswer, stop: Optional[Stop], code: int = 1) -> tuple[PollAnswer, int]:
     """The last attempt's answer with the whole chain; a :class:`Stop` becomes its error."""
     chain = _chain(ctx, root)
     pol = (ctx.sidecars.load(root).recovery or {}).get("policy") or {}
@@ -350,7 +356,7 @@ def _final(ctx: Context, root: str, out: dict, stop: Optional[Stop], code: int =
     return out, code
 
 
-def then_teardown(ctx: Context, out: dict, code: int) -> tuple[dict, int]:
+def then_teardown(ctx: Context, out: PollAnswer, code: int) -> tuple[PollAnswer, int]:
     """``--wait --recover N --teardown``: the last attempt torn down once it ended (its answer under
     ``teardown``; a teardown failure wins the exit code), a live one left alone."""
     if not is_terminal(out.get("state")):
@@ -368,6 +374,6 @@ def then_teardown(ctx: Context, out: dict, code: int) -> tuple[dict, int]:
     down.pop("cost", None)
     out["teardown"] = down
     if down_code != 0:
-        out.update(ok=False, error=down["error"])
+        out.update({"ok": False, "error": down["error"]})
         code = down_code
     return out, code

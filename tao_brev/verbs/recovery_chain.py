@@ -17,20 +17,52 @@ chain never exist.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Iterator, Optional
+from pathlib import Path
+from typing import Callable, Iterator, Optional, TypedDict, cast
 
 from .. import cost, nextstep
 from ..context import Context
 from ..errors import TaoBrevError
 from ..fsio import locked
 from ..model import JobSidecar
+from ..model.answer_types import PollAnswer, PollAnswerAttemptsItem, PollAnswerAttemptsItemCause, PollAnswerChainCost
 from ..records import current_state, is_terminal
 from ..transport import check_instance
 from . import reconcile
 from .instance_jobs import created_by_bundle
 
+Cause = PollAnswerAttemptsItemCause   # why an attempt was recovered: kind, reason (recover.cause_of)
+
+
+class RecoveryPolicy(TypedDict):
+    """``--recover N [--fallback-instance NAME] [--budget-s S]`` (the chain's ``recovery.policy``)."""
+    attempts: int
+    fallback_instance: Optional[str]
+    budget_s: Optional[float]
+
+
+class ChainEntry(TypedDict, total=False):
+    """One attempt of the chain (``recovery.chain``): its job, number, the job it resumes, why it ended."""
+    job_id: str
+    attempt: int
+    resume_from: Optional[str]
+    by_hand: bool
+    cause: Cause
+
+
+class Intent(TypedDict, total=False):
+    """A resubmit on its way (``recovery.intent``), or an attempt adopted (:func:`append`'s)."""
+    attempt: int
+    after: str
+    resume_from: str
+    instance: str
+    at: str
+    argv: list[str]
+    by_hand: bool
+
+
 # ---------------------------------------------------------------- the policy
-def policy(attempts: Optional[int], fallback: Optional[str], budget_s: Optional[float]) -> Optional[dict]:
+def policy(attempts: Optional[int], fallback: Optional[str], budget_s: Optional[float]) -> Optional[RecoveryPolicy]:
     """``{"attempts", "fallback_instance", "budget_s"}`` of ``--recover N [--fallback-instance NAME]
     [--budget-s S]`` (None without ``--recover``). Raises BAD_ARGUMENT (N < 0, S <= 0, a fallback or a
     budget without --recover) and BAD_NAME (the fallback's name)."""
@@ -74,28 +106,29 @@ def _record(ctx: Context, job_id: str) -> dict:
         return {}
 
 
-def remembered_policy(ctx: Context, job_id: str) -> Optional[dict]:
+def remembered_policy(ctx: Context, job_id: str) -> Optional[RecoveryPolicy]:
     """The policy the chain of ``job_id`` runs under: the chain's, else its submit's ``--recover``."""
     side = ctx.sidecars.load(root_of(ctx, job_id))
-    return (side.recovery or {}).get("policy") or side.recovery_policy
+    # the model keeps submit's --recover (a :func:`policy`) as a bare dict
+    return (side.recovery or {}).get("policy") or cast(Optional[RecoveryPolicy], side.recovery_policy)
 
 
-def chain(ctx: Context, root: str) -> list[dict]:
+def chain(ctx: Context, root: str) -> list[ChainEntry]:
     """The attempts of ``root``'s chain, first job first (``[{"job_id", "attempt", ...}]``)."""
     return list((ctx.sidecars.load(root).recovery or {}).get("chain") or [{"job_id": root, "attempt": 1}])
 
 
-def lock_path(ctx: Context, root: str):
+def lock_path(ctx: Context, root: str) -> Path:
     """The file whose lock (``fsio.locked``) every decision and launch of the chain holds."""
     return ctx.sidecars.path(root).with_suffix(".recovery")
 
 
 # ---------------------------------------------------------------- what the answers show
-def attempts_view(ctx: Context, root: str) -> list[dict]:
+def attempts_view(ctx: Context, root: str) -> list[PollAnswerAttemptsItem]:
     """The chain as every answer shows it: per attempt its job id, instance, state, the cause that
     ended it (when it was recovered), the epochs reached (its last progress: completed epochs) and, for a resumed
     attempt, the checkpoint it started from."""
-    out = []
+    out: list[PollAnswerAttemptsItem] = []
     for entry in chain(ctx, root):
         job = entry["job_id"]
         try:
@@ -104,17 +137,20 @@ def attempts_view(ctx: Context, root: str) -> list[dict]:
             out.append({**entry, "error": exc.code})
             continue
         progress = side.final_progress or {}
-        item = {"job_id": job, "attempt": entry["attempt"], "instance": side.instance,
-                "state": record.get("terminal_state") or current_state(record), "cause": entry.get("cause"),
-                "epoch": progress.get("epoch"), "num_epochs": progress.get("num_epochs")}
-        start = (side.resume_from or {}).get("checkpoint") or {}
+        item: PollAnswerAttemptsItem = {
+            "job_id": job, "attempt": entry["attempt"], "instance": side.instance,
+            "state": record.get("terminal_state") or current_state(record),
+            "cause": entry.get("cause"),
+            "epoch": progress.get("epoch"), "num_epochs": progress.get("num_epochs")}
+        resumed = side.resume_from or {}
+        start = resumed.get("checkpoint") or {}
         if start.get("path"):
-            item["resumed_from"] = {"job_id": side.resume_from.get("job_id"), "checkpoint": start["path"]}
+            item["resumed_from"] = {"job_id": resumed.get("job_id", ""), "checkpoint": start["path"]}
         out.append(item)
     return out
 
 
-def annotate(ctx: Context, job_id: str, out: dict) -> dict:
+def annotate(ctx: Context, job_id: str, out: PollAnswer) -> PollAnswer:
     """``out`` with ``attempts`` when ``job_id`` is part of a recovery chain (status.observe's hook)."""
     try:
         root = root_of(ctx, job_id)
@@ -125,14 +161,14 @@ def annotate(ctx: Context, job_id: str, out: dict) -> dict:
     return out
 
 
-def chain_cost(ctx: Context, root: str) -> dict:
+def chain_cost(ctx: Context, root: str) -> PollAnswerChainCost:
     """``{"billed_s", "estimated_cost_usd", "attempts"}`` summed over the chain (``cost.chain_total``)."""
     def owned(side: JobSidecar) -> bool:   # owned as every answer judges it, so the facts agree
         return created_by_bundle(ctx, side)
     return cost.chain_total(ctx, [entry["job_id"] for entry in chain(ctx, root)], owned)
 
 
-def linked(ctx: Context, entries: list[dict]) -> list[dict]:
+def linked(ctx: Context, entries: list[ChainEntry]) -> list[dict]:
     """The records that resume or retry a member of ``entries`` (``retry_of``) and are not in it,
     oldest first: attempts launched outside the chain (by hand, or by a run killed before it
     chained them)."""
@@ -142,7 +178,7 @@ def linked(ctx: Context, entries: list[dict]) -> list[dict]:
     return sorted(found, key=lambda record: (str(record.get("submitted_at") or ""), record["id"]))
 
 
-def sync(ctx: Context, root: str) -> list[dict]:
+def sync(ctx: Context, root: str) -> list[ChainEntry]:
     """``root``'s chain with every :func:`linked` record adopted as its next attempt (in the order
     they were submitted, a record linked to an adopted one included); call under the chain's lock."""
     entries = chain(ctx, root)
@@ -154,7 +190,7 @@ def sync(ctx: Context, root: str) -> list[dict]:
         entries = chain(ctx, root)
 
 
-def _chain_in(ctx: Context, root: str, entries: list[dict], job_id: str, parent: str) -> None:
+def _chain_in(ctx: Context, root: str, entries: list[ChainEntry], job_id: str, parent: str) -> None:
     """``job_id`` (which resumes or retries ``parent``) as the chain's next attempt; the intent it
     fulfils (a resubmit of ``parent`` on its way) cleared."""
     intent = (ctx.sidecars.load(root).recovery or {}).get("intent") or {}
@@ -164,19 +200,19 @@ def _chain_in(ctx: Context, root: str, entries: list[dict], job_id: str, parent:
            clear_intent=mine)
 
 
-def used_attempts(entries: list[dict]) -> int:
+def used_attempts(entries: list[ChainEntry]) -> int:
     """The recovery attempts of ``--recover N`` the chain used: its resubmits, not the attempts launched by hand."""
     return sum(1 for entry in entries[1:] if not entry.get("by_hand"))
 
 
-def adopt(ctx: Context, root: str, entries: list[dict], intent: Optional[dict] = None) -> Optional[dict]:
+def adopt(ctx: Context, root: str, entries: list[ChainEntry], intent: Optional[Intent] = None) -> Optional[ChainEntry]:
     """The newest attempt :func:`sync` adopted (None when the chain was complete)."""
     before = {entry["job_id"] for entry in entries}
     after = sync(ctx, root)
     return after[-1] if after[-1]["job_id"] not in before else None
 
 
-def live_attempts(ctx: Context, entries: list[dict]) -> list[str]:
+def live_attempts(ctx: Context, entries: list[ChainEntry]) -> list[str]:
     """The attempts of ``entries`` whose record has not ended."""
     records = [_record(ctx, entry["job_id"]) for entry in entries]
     return [record["id"] for record in records if record and not is_terminal(record.get("terminal_state"))]
@@ -221,26 +257,28 @@ def recovering_command(ctx: Context, job_id: str) -> Optional[str]:
     are; None without a remembered recovery."""
     try:
         root = root_of(ctx, job_id)
-        pol = remembered_policy(ctx, root) or {}
-        if not pol.get("attempts"):
+        pol = remembered_policy(ctx, root)
+        if not pol or not pol.get("attempts"):
             return None
         used = used_attempts(chain(ctx, root))
     except TaoBrevError:
         return None
     words = [root, "--wait", "--recover", str(max(int(pol["attempts"]), used + 1))]
-    if pol.get("fallback_instance"):
-        words += ["--fallback-instance", pol["fallback_instance"]]
+    fallback = pol.get("fallback_instance")
+    if fallback:
+        words += ["--fallback-instance", fallback]
     if pol.get("budget_s") is not None:
         words += ["--budget-s", f"{pol['budget_s']:g}"]
     return nextstep.command("poll_status.py", *words)
 
 
-def append(ctx: Context, root: str, entries: list[dict], job_id: str, intent: dict,
-           clear_intent: bool = True) -> dict:
+def append(ctx: Context, root: str, entries: list[ChainEntry], job_id: str, intent: Intent,
+           clear_intent: bool = True) -> ChainEntry:
     """Add ``job_id`` to the chain as ``intent``'s attempt (once: an entry already there is
     replaced) and clear the intent (one sidecar write)."""
-    entry = {"job_id": job_id, "attempt": intent["attempt"], "resume_from": intent["resume_from"],
-             **({"by_hand": True} if intent.get("by_hand") else {})}
+    entry: ChainEntry = {"job_id": job_id, "attempt": intent["attempt"], "resume_from": intent["resume_from"]}
+    if intent.get("by_hand"):
+        entry["by_hand"] = True
     kept = [item for item in entries if item["job_id"] != job_id]
     if len(kept) < len(entries):
         entry["attempt"] = next(item["attempt"] for item in entries if item["job_id"] == job_id)
@@ -249,10 +287,11 @@ def append(ctx: Context, root: str, entries: list[dict], job_id: str, intent: di
     return entry
 
 
-def resume_source(ctx: Context, entries: list[dict]) -> str:
+def resume_source(ctx: Context, entries: list[ChainEntry]) -> str:
     """The attempt whose checkpoint the next one uses: the last that ran (one never launched
     left no checkpoint: its own source)."""
     last = entries[-1]
-    if reconcile.launch_failed(ctx.sidecars.load(last["job_id"])) and last.get("resume_from"):
-        return last["resume_from"]
+    source = last.get("resume_from")
+    if reconcile.launch_failed(ctx.sidecars.load(last["job_id"])) and source:
+        return source
     return last["job_id"]

@@ -47,33 +47,34 @@ from ..fsio import locked, private_dir
 from ..secrets import redact
 from ..secrets.file_names import stored_names
 from ..records import is_terminal, now_iso
-from ..results_manifest import load_links, load_manifest  # noqa: F401 (handed on: verbs, tests)
+from ..results_manifest import ManifestFile, ManifestLink, load_links, load_manifest  # noqa: F401 (handed on)
 from ..results_manifest import load_manifest as _load_manifest
 from ..results_manifest import manifest_path as _manifest_path
 from ..results_manifest import save_manifest as _save_manifest
 from . import reconcile
 from ..model import JobSidecar
+from ..model.answer_types import ErrorObject, Results
 
 RESULTS_TIMEOUT_S = 3600.0   # one round trip uploads the whole results dir
 LISTED = 20                  # file names shown in answers and messages
 
 
-def summary(results: dict) -> dict:
+def summary(results: dict) -> Results:
     """The ``results`` object of an answer, from the sidecar's ``results``."""
-    out = {"kind": results.get("kind"), "destination": results.get("destination"),
-           "instance_dir": results.get("instance_dir")}
+    out: Results = {"kind": results.get("kind"), "destination": results.get("destination"),
+                    "instance_dir": results.get("instance_dir")}
     if results.get("kind") == "s3":
-        out.update(uploaded=bool(results.get("uploaded")), verified=bool(results.get("verified")))
+        out.update({"uploaded": bool(results.get("uploaded")), "verified": bool(results.get("verified"))})
         for key in ("files", "bytes", "excluded", "verified_at", "note", "latest_checkpoint"):
             if results.get(key) is not None:
                 out[key] = results[key]
-        for key in ("missing", "mismatched", "unreadable"):
-            out[key] = list(results.get(key) or [])[:LISTED]
+        for names in ("missing", "mismatched", "unreadable"):
+            out[names] = list(results.get(names) or [])[:LISTED]
         if results.get("links"):
             out["links"] = list(results["links"])[:LISTED]
-        for key in ("error", "upload_error"):
-            if results.get(key):
-                out[key] = results[key]
+        for failure in ("error", "upload_error"):
+            if results.get(failure):
+                out[failure] = results[failure]
     return out
 
 
@@ -90,7 +91,7 @@ def describe_loss(results: dict) -> str:
     return "; ".join(parts) or "not uploaded yet"
 
 
-def finalize(ctx: Context, job_id: str) -> Optional[dict]:
+def finalize(ctx: Context, job_id: str) -> Optional[Results]:
     """Upload and verify the results of a terminal S3-routed job, once. Returns :func:`summary`.
 
     Never raises for S3 or transport trouble: the failure is recorded in the
@@ -110,7 +111,7 @@ def finalize(ctx: Context, job_id: str) -> Optional[dict]:
     if reconcile.launch_failed(sidecar):
         return summary(ctx.sidecars.update(job_id, results={
             "uploaded": False, "verified": True, "files": 0, "bytes": 0, "error": None,
-            "verified_at": now_iso(), "note": "never launched: nothing to upload"}).results)
+            "verified_at": now_iso(), "note": "never launched: nothing to upload"}).results or {})
     seen = int(results.get("attempts") or 0)
     lock = _manifest_path(ctx, job_id).with_suffix(".upload")
     private_dir(lock.parent)   # the manifests dir: 0700
@@ -124,12 +125,12 @@ def finalize(ctx: Context, job_id: str) -> Optional[dict]:
         except TaoBrevError as exc:
             say(f"results {job_id}: {exc.message}")
             results = ctx.sidecars.update(job_id, results={"verified": False, "error": exc.to_json(),
-                                                           "checked_at": now_iso()}).results
+                                                           "checked_at": now_iso()}).results or {}
     return summary(results)
 
 
 def _upload_and_verify(ctx: Context, job_id: str, sidecar: JobSidecar, record: dict) -> dict:
-    results = sidecar.results
+    results = sidecar.results or {}
     destination = results["destination"]
     settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(destination)[0])
     if settings.missing():
@@ -138,9 +139,9 @@ def _upload_and_verify(ctx: Context, job_id: str, sidecar: JobSidecar, record: d
     excludes = list(record.get("upload_excludes") or [])
     reported, upload_error = _upload(ctx, job_id, sidecar.instance, results["instance_dir"], destination,
                                      settings, excludes)
-    kept = [e for e in reported.entries if not storage.is_excluded(e["path"], excludes)]
+    kept: list[ManifestFile] = [e for e in reported.entries if not storage.is_excluded(e["path"], excludes)]
     manifest = _merge(_load_manifest(ctx, job_id) or [], kept)
-    links = [link for link in reported.links if not storage.is_excluded(link["path"], excludes)]
+    links: list[ManifestLink] = [link for link in reported.links if not storage.is_excluded(link["path"], excludes)]
     _save_manifest(ctx, job_id, manifest, links)
 
     report = storage.verify_against_manifest(settings, destination, manifest)
@@ -165,10 +166,10 @@ def _upload_and_verify(ctx: Context, job_id: str, sidecar: JobSidecar, record: d
     update["note"] = "; ".join(notes) if notes else None
     say(f"results {job_id}: {report['files']} files, {report['bytes']} bytes in {destination}: "
         + ("verified" if verified else f"NOT verified ({describe_loss(update)})"))
-    return ctx.sidecars.update(job_id, results=update).results
+    return ctx.sidecars.update(job_id, results=update).results or {}
 
 
-def _links_note(links: list[dict]) -> str:
+def _links_note(links: list[ManifestLink]) -> str:
     """What the answer says about the symbolic links of a results dir."""
     dangling = [link["path"] for link in links if link.get("dangling")]
     text = (f"{len(links)} symbolic link(s) recorded as links, not uploaded (a target inside the results dir is "
@@ -178,9 +179,12 @@ def _links_note(links: list[dict]) -> str:
     return text
 
 
-def _upload(ctx: Context, job_id: str, instance: str, results_dir: str, destination: str,
-            settings: storage.S3Settings, excludes: list[str]) -> tuple[staging.InstanceManifest, Optional[dict]]:
+def _upload(ctx: Context, job_id: str, instance: Optional[str], results_dir: str, destination: str,
+            settings: storage.S3Settings, excludes: list[str]) -> tuple[staging.InstanceManifest, Optional[ErrorObject]]:
     """The one round trip: (the instance's manifest, the upload's error as JSON or None)."""
+    if not instance:   # a sidecar without its instance: nothing to upload from (no brev call with no name)
+        raise TaoBrevError("RESULTS_UPLOAD_FAILED", f"the instance of {job_id} is not recorded: its results "
+                           "cannot be uploaded")
     say(f"results {job_id}: uploading {results_dir} on {instance} to {destination}")
     cred = credentials.push(ctx.brev, instance, f"{job_id}-results",
                             credentials.env_file_text(settings.container_env()))
@@ -198,7 +202,7 @@ def _upload(ctx: Context, job_id: str, instance: str, results_dir: str, destinat
         raise TaoBrevError("RESULTS_UPLOAD_FAILED", f"incomplete answer from {instance} while uploading "
                            f"the results of {job_id} (exit {done.exit_code})")
     upload = sections["upload"]
-    error = None
+    error: Optional[ErrorObject] = None
     if upload.exit_code != 0:
         error = TaoBrevError("RESULTS_UPLOAD_FAILED", f"aws s3 sync on {instance} exited {upload.exit_code}: "
                              f"{redact.tail(upload.output, 500)}").to_json()
@@ -229,7 +233,7 @@ def recheck(ctx: Context, job_id: str) -> dict:
     error = TaoBrevError("S3_VERIFY_FAILED", f"{results['destination']} changed after its verification: "
                          + describe_loss({"missing": missing, "mismatched": resized})).to_json()
     return ctx.sidecars.update(job_id, results={"verified": False, "missing": missing, "mismatched": resized,
-                                                "error": error, "checked_at": now_iso()}).results
+                                                "error": error, "checked_at": now_iso()}).results or {}
 
 
 def recheck_instance(ctx: Context, instance: str) -> list[str]:
@@ -244,7 +248,7 @@ def recheck_instance(ctx: Context, instance: str) -> list[str]:
     return problems
 
 
-def _merge(previous: list[dict], current: list[dict]) -> list[dict]:
+def _merge(previous: list[ManifestFile], current: list[ManifestFile]) -> list[ManifestFile]:
     """A file once in the manifest stays required (gone from the instance since, it must be in S3);
     the instance's current size and sha256 win for a path it still has."""
     merged = {e["path"]: e for e in previous}

@@ -181,6 +181,8 @@ class PollAnswerAttemptsItem(TypedDict, total=False):
     num_epochs: int | None
     resumed_from: PollAnswerAttemptsItemResumedFrom
     error: str
+    resume_from: str | None
+    by_hand: bool
 
 
 class PollAnswerRecovery(TypedDict, total=False):

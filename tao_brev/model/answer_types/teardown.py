@@ -23,6 +23,7 @@ class TeardownAnswerResultsSavedItem(TypedDict, total=False):
     bytes: int
     at: str
     note: str
+    names_as_digests: int
 
 
 class StopFacts(TypedDict, total=False):
