@@ -18,6 +18,7 @@ class Hint(TypedDict, total=False):
     reason: str
     advice: str
     evidence: list[str]
+    code: str
 
 
 class ResultsLinksItem(TypedDict, total=False):
