@@ -12,7 +12,7 @@ from typing import Optional
 
 from .. import fsio
 from .manifest import utf8
-from .objects import get_object, put_bytes
+from .objects import Listed, get_object, put_bytes
 from .settings import S3Settings
 
 INDEX_KEY = "index.json"       # inputs/<NAME>/index.json: what this bundle last wrote to data/
@@ -33,7 +33,7 @@ def index_copy_path(copies: Optional[Path], settings: S3Settings, bucket: str, k
     return Path(copies) / f"{name.hexdigest()[:32]}.json"
 
 
-def load_index_copy(path: Optional[Path], bucket: str, key: str, listed: dict) -> Optional[bytes]:
+def load_index_copy(path: Optional[Path], bucket: str, key: str, listed: Listed) -> Optional[bytes]:
     """The copy's bytes when the LIST just showed the object with the ETag and size the copy was saved
     with; else None (no copy, a damaged one, another writer's index, a store listing no ETag)."""
     if path is None or not listed.get("etag"):
@@ -62,7 +62,7 @@ def save_index_copy(path: Optional[Path], bucket: str, key: str, body: bytes, et
         pass
 
 
-def read_index(s3, settings: S3Settings, bucket: str, key: str, listed: dict,
+def read_index(s3, settings: S3Settings, bucket: str, key: str, listed: Listed,
                copy: Optional[Path] = None) -> dict[str, tuple]:
     """path -> (size, sha256, etag) from ``index.json`` (``listed``: its LIST entry); {} when damaged
     (then HEADs decide). The local copy ``copy`` answers instead of a GET only when the LIST confirms

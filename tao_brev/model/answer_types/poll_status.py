@@ -26,6 +26,8 @@ class PollAnswerObserved(TypedDict, total=False):
     started_at: str
     finished_at: str
     docker_error: str
+    hint: Hint
+    gone: str
 
 
 class PollAnswerWithheld(TypedDict, total=False):
