@@ -18,6 +18,7 @@ from .settings import S3Settings
 INDEX_KEY = "index.json"       # inputs/<NAME>/index.json: what this bundle last wrote to data/
 INDEX_FORMAT = 1
 INDEX_COPIES_DIR = "s3-index"  # <state>/brev/s3-index/: the local copies of index.json (index_copies_dir)
+IndexEntry = tuple[int, str, str]   # an index.json entry: (size, sha256, ETag) of a data/ object
 
 
 def index_copies_dir(state_root: Path) -> Path:
@@ -63,7 +64,7 @@ def save_index_copy(path: Optional[Path], bucket: str, key: str, body: bytes, et
 
 
 def read_index(s3, settings: S3Settings, bucket: str, key: str, listed: Listed,
-               copy: Optional[Path] = None) -> dict[str, tuple]:
+               copy: Optional[Path] = None) -> dict[str, IndexEntry]:
     """path -> (size, sha256, etag) from ``index.json`` (``listed``: its LIST entry); {} when damaged
     (then HEADs decide). The local copy ``copy`` answers instead of a GET only when the LIST confirms
     it (:func:`load_index_copy`); a GET refreshes the copy."""
@@ -85,7 +86,7 @@ def read_index(s3, settings: S3Settings, bucket: str, key: str, listed: Listed,
         return {}
 
 
-def write_index(s3, settings: S3Settings, bucket: str, key: str, files: dict[str, tuple],
+def write_index(s3, settings: S3Settings, bucket: str, key: str, files: dict[str, IndexEntry],
                 copy: Optional[Path] = None) -> None:
     """PUT ``index.json`` (``files``: path -> (size, sha256, etag)) and keep its local copy ``copy``."""
     body = utf8(json.dumps({"format": INDEX_FORMAT, "files": files}, separators=(",", ":")))

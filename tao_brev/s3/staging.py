@@ -28,7 +28,7 @@ from ..model.answer_types import InputStaged
 from ..secrets import file_names as names_guard
 from .clients import client, prefetch_client as prefetch_any_client
 from .hash_cache import HashCache
-from .index import INDEX_KEY, index_copy_path, read_index, write_index
+from .index import INDEX_KEY, IndexEntry, index_copy_path, read_index, write_index
 from .manifest import ManifestEntry, manifest_digest, manifest_with_files, sha256sum_text, utf8
 from .meter import stderr
 from .objects import Listed, delete_keys, list_objects, list_sizes, put_bytes, stored_sha256
@@ -240,7 +240,7 @@ def _etag(obj: Optional[Listed]) -> str:
     return obj.get("etag", "") if obj is not None else ""
 
 
-def _changed(entries: Sequence[_Staged], listed: dict[str, Listed], index: dict[str, tuple], data: str
+def _changed(entries: Sequence[_Staged], listed: dict[str, Listed], index: dict[str, IndexEntry], data: str
              ) -> tuple[list[_Staged], list[_Staged]]:
     """(to send, to ask by HEAD): absent or another size, or the index's sha256 for the same size and
     ETag differs, is sent; an object the index cannot answer for (no entry, another ETag) is asked."""
