@@ -194,6 +194,7 @@ class AdvisoryFile:
     def __init__(self, path: Path):
         self.path = path
         self._tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
+        self._fh: io.BufferedWriter | None
         try:
             private_dir(path.parent)
             self._fh = os.fdopen(os.open(self._tmp, CREATE_PRIVATE, FILE_MODE), "wb")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Callable, TypedDict
 from pathlib import Path
 
 from .errors import TaoBrevError
@@ -33,13 +34,21 @@ from .records import PLATFORM, RecordStore, is_terminal
 
 INDEX_VERSION = 1
 CACHED_KINDS = ("terminal", "foreign")
+_Files = dict[str, list[int | str]]   # file name -> [inode, mtime ns, size, "terminal" | "foreign"]
+
+
+class CorruptRecord(TypedDict, total=False):
+    """A record that does not read: its id, why, and where it is kept when quarantined."""
+    id: str
+    error: str
+    quarantined: str
 
 
 def index_path(state_root: Path) -> Path:
     return state_root / "brev" / "record-index.json"
 
 
-def _load(path: Path) -> dict:
+def _load(path: Path) -> _Files:
     try:
         data = json.loads(read_text(path))   # a regular file, bounded
     except (OSError, ValueError):
@@ -50,7 +59,7 @@ def _load(path: Path) -> dict:
 
 
 def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM,
-                 keep=None) -> tuple[list[dict], list[dict]]:
+                 keep: Callable[[dict], bool] | None = None) -> tuple[list[dict], list[CorruptRecord]]:
     """(non-terminal records of ``platform``, corrupt records as ``{"id", "error"}``), both sorted by id.
 
     Corrupt: a damaged file in the jobs dir, and each quarantined record not
@@ -65,8 +74,9 @@ def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM,
         return [], []
     path = index_path(state_root)
     cached = _load(path)
-    fresh: dict = {}
-    live, corrupt = [], []
+    fresh: _Files = {}
+    live: list[dict] = []
+    corrupt: list[CorruptRecord] = []
     with os.scandir(store.jobs_dir) as entries:
         for entry in entries:
             name = entry.name
@@ -101,7 +111,7 @@ def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM,
     return sorted(live, key=lambda r: r["id"]), sorted(corrupt, key=lambda r: r["id"])
 
 
-def _save(path: Path, files: dict) -> None:
+def _save(path: Path, files: _Files) -> None:
     """Compact JSON, replaced atomically; no fsync and no lock: the index is advisory
     (a lost or concurrent write only means the next scan reads more)."""
     out = AdvisoryFile(path)

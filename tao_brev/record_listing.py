@@ -50,6 +50,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import TaoBrevError
 from . import records, results_now
@@ -63,6 +64,7 @@ FORMAT = b"tao-brev-record-listing 2"
 SETTLED_NS = 2_000_000_000   # a file written less than 2 s before the listing is read, never cached
 _NEWLINE, _STORED_NEWLINE = "\n", "\x1e"
 _NO_FILE = (0, 0, 0, -1)   # the key part of a sidecar not there
+_Key = tuple[int, ...]   # (ino, mtime ns, ctime ns, size) of the record, then of its sidecar: 8 numbers
 _clock = time.time_ns   # the listing's "now" (tests inject one)
 
 
@@ -76,8 +78,11 @@ def fingerprint() -> bytes | None:
     text); None when a source cannot be read (no cache)."""
     digest = hashlib.sha256(sys.version.encode())
     for module in (sys.modules[__name__], records, results_now, names, literal, rules, redact):
+        source = module.__file__
+        if source is None:   # no source file: nothing to fingerprint
+            return None
         try:
-            with open(module.__file__, "rb") as fh:
+            with open(source, "rb") as fh:
                 digest.update(fh.read())
         except (OSError, TypeError):
             return None
@@ -116,9 +121,9 @@ def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> I
             try:
                 record = results_now.view(store._parse(file, read_text(file)), state_root)
             except (TaoBrevError, OSError, UnicodeDecodeError) as exc:
-                entry = store.damaged_entry(stem, file, exc)
-                if entry is not None:
-                    yield redacted.json_text(entry, 2)
+                damaged = store.damaged_entry(stem, file, exc)
+                if damaged is not None:
+                    yield redacted.json_text(damaged, 2)
                 continue
             text = patterns_only.json_text(record, 2)
             clean = holds_secret is None or (holds_secret(text) is None and holds_secret(stem) is None)
@@ -131,7 +136,7 @@ def json_texts(store: RecordStore, redacted: ObjRedactor, state_root: Path) -> I
         cache.close()
 
 
-def _key(file: str, sidecar: str | None) -> tuple | None:
+def _key(file: str, sidecar: str | None) -> _Key | None:
     """(ino, mtime ns, ctime ns, size) of the record, then of its sidecar (:data:`_NO_FILE` when
     there is none); None when either cannot be read."""
     try:
@@ -171,7 +176,7 @@ class _Cached:
 
     __slots__ = ("stem", "start", "end", "raw", "key", "text")
 
-    def __init__(self, stem, start, end, raw, key, text):
+    def __init__(self, stem: str, start: int, end: int, raw: bytes, key: _Key, text: str):
         self.stem, self.start, self.end, self.raw, self.key, self.text = stem, start, end, raw, key, text
 
 
@@ -184,8 +189,8 @@ class _Reader:
         self.header = FORMAT + b" " + stamp + b"\n"
         self.trusted = False
         self.size = -1
-        self._fh = None
-        self._next = None
+        self._fh: BinaryIO | None = None
+        self._next: _Cached | None = None
         self._offset = 0
         self._last = ""
         try:
@@ -203,7 +208,7 @@ class _Reader:
 
     def _advance(self) -> None:
         self._next = None
-        if not self.trusted:
+        if not self.trusted or self._fh is None:   # trusted: the file is open
             return
         try:
             raw = self._fh.readline()
@@ -235,9 +240,10 @@ class _Reader:
         """Every line read and trusted."""
         return self.trusted and self._next is None
 
-    def copy(self, out, end: int) -> None:
+    def copy(self, out: AdvisoryFile, end: int) -> None:
         """The first ``end`` bytes of the file this reader opened (not of one another listing
         may have put in its place since) into ``out``, in chunks."""
+        assert self._fh is not None   # called only for a trusted cache: the file is open
         fd, offset = self._fh.fileno(), 0
         while offset < end:
             chunk = os.pread(fd, min(end - offset, 1 << 20), offset)
@@ -251,7 +257,7 @@ class _Reader:
             self._fh.close()
 
 
-def _open_regular(path: Path):
+def _open_regular(path: Path) -> BinaryIO | None:
     """``path`` opened for reading when it is a regular file, else None (a link is never followed,
     a FIFO never waited on: O_NOFOLLOW | O_NONBLOCK, then ``fstat``). Raises OSError (none there)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -263,7 +269,7 @@ def _open_regular(path: Path):
     return os.fdopen(fd, "rb")
 
 
-def _parse_line(raw: bytes):
+def _parse_line(raw: bytes) -> tuple[str, _Key, str] | None:
     """(stem, key, text) of a cache line, or None when it is not one written whole by _line."""
     if raw[-1:] != b"\n" or raw[8:9] != b"\t":
         return None
@@ -271,10 +277,10 @@ def _parse_line(raw: bytes):
     try:
         if int(raw[:8], 16) != zlib.crc32(body):
             return None
-        stem, *numbers, text = body.split(b"\t", 9)
-        stem = stem.decode("ascii")
+        raw_stem, *numbers, raw_text = body.split(b"\t", 9)
+        stem = raw_stem.decode("ascii")
         key = tuple(int(n) for n in numbers)
-        text = text.decode("ascii")
+        text = raw_text.decode("ascii")
     except ValueError:   # UnicodeDecodeError included; too few fields
         return None
     if len(key) != 8 or not ID_RE.fullmatch(stem):
@@ -282,7 +288,7 @@ def _parse_line(raw: bytes):
     return stem, key, text.replace(_STORED_NEWLINE, _NEWLINE)
 
 
-def _line(stem: str, key: tuple, text: str) -> bytes:
+def _line(stem: str, key: _Key, text: str) -> bytes:
     body = "\t".join((stem, *map(str, key), text.replace(_NEWLINE, _STORED_NEWLINE))).encode("ascii")
     return b"%08x\t%s\n" % (zlib.crc32(body), body)
 
@@ -295,32 +301,31 @@ class _Writer:
     def __init__(self, path: Path, old: _Reader):
         self._path, self._old = path, old
         self._same_until = len(old.header) if old.trusted else None
-        self._out = None
+        self._out: AdvisoryFile | None = None
 
     def keep(self, cached: _Cached) -> None:
         """An old line, still true of its file."""
         if self._same_until == cached.start:
             self._same_until = cached.end
             return
-        self._start()
-        self._out.write(cached.raw)
+        self._start().write(cached.raw)
 
     def add(self, raw: bytes) -> None:
-        self._start()
-        self._out.write(raw)
+        self._start().write(raw)
 
-    def _start(self) -> None:
+    def _start(self) -> AdvisoryFile:
         if self._out is not None:
-            return
-        self._out = AdvisoryFile(self._path)
+            return self._out
+        out = self._out = AdvisoryFile(self._path)
         if self._same_until is not None:
             try:
-                self._old.copy(self._out, self._same_until)
+                self._old.copy(out, self._same_until)
             except OSError:
-                self._out.abort()
+                out.abort()
         else:
-            self._out.write(self._old.header)
+            out.write(self._old.header)
         self._same_until = None
+        return out
 
     def finish(self) -> None:
         """Put the new cache in place when it differs from the old one."""

@@ -7,14 +7,31 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .errors import TaoBrevError
 from .fsio import locked, private_dir, read_bytes_or_error, read_text
 from .record_schema import ID_RE, check_job_id
 
 
+class QuarantinedEntry(TypedDict):
+    """The listing's entry of a record in quarantine (never its bytes)."""
+    id: str
+    corrupt: bool
+    quarantined: str
+    error: str
+
+
 class Quarantine:
     """The quarantine of a ``RecordStore`` (which gives ``jobs_dir``, ``path`` and ``_parse``)."""
+
+    if TYPE_CHECKING:   # RecordStore's, which the quarantine uses
+        jobs_dir: Path
+
+        def path(self, job_id: str) -> Path: ...
+
+        @staticmethod
+        def _parse(path: Path | str, text: str | bytes | OSError) -> dict[str, Any]: ...
 
     # -- damaged records ------------------------------------------------------
     @property
@@ -62,11 +79,11 @@ class Quarantine:
         os.replace(source, closed / source.name)
         return closed / source.name
 
-    def quarantined_entry(self, stem: str) -> dict:
+    def quarantined_entry(self, stem: str) -> QuarantinedEntry:
         """The listing's entry of ``stem`` when only ``jobs/quarantine/<stem>.json`` holds it."""
         return self._quarantined_entry(self.quarantine_dir / f"{stem}.json")
 
-    def damaged_entry(self, stem: str, path: str, exc: BaseException) -> dict | None:
+    def damaged_entry(self, stem: str, path: str, exc: BaseException) -> QuarantinedEntry | dict[str, Any] | None:
         """What the listing gives for ``path`` (``jobs/<stem>.json``) that did not read as a record
         (``exc``): quarantined, ``{"id", "corrupt": True, "quarantined", "error"}``; the record when
         it reads intact now (rewritten meanwhile); None for a name that is no job id (skipped)."""
@@ -78,13 +95,13 @@ class Quarantine:
         return {"id": stem, "corrupt": True, "quarantined": str(where),
                 "error": quarantine_error(stem, where, str(exc)).message}
 
-    def quarantined_entries(self) -> list[dict]:
+    def quarantined_entries(self) -> list[QuarantinedEntry]:
         """``{"id", "corrupt": True, "quarantined": path, "error"}`` for each quarantined record not closed."""
         return [self._quarantined_entry(self.quarantine_dir / f"{stem}.json")
                 for stem in sorted(json_stems(self.quarantine_dir)) if ID_RE.fullmatch(stem)]
 
     @staticmethod
-    def _quarantined_entry(path: Path) -> dict:
+    def _quarantined_entry(path: Path) -> QuarantinedEntry:
         return {"id": path.stem, "corrupt": True, "quarantined": str(path),
                 "error": quarantine_error(path.stem, path, "it was damaged").message}
 

@@ -33,13 +33,13 @@ import uuid
 from pathlib import Path
 
 from datetime import datetime, timezone
-from typing import Iterator
+from typing import Any, Iterator
 
 from . import instance_names, record_schema
 from .errors import TaoBrevError
 from .fsio import atomic_write_json, create_json, locked, private_dir, read_bytes_or_error, read_text, sweep_temp
 from .model import JobRecord, Transition
-from .record_quarantine import Quarantine, json_stems as _json_stems, quarantine_error as _quarantine_error
+from .record_quarantine import Quarantine, QuarantinedEntry, json_stems as _json_stems, quarantine_error as _quarantine_error
 from .record_schema import ID_RE, REQUIRED as _REQUIRED, check_job_id  # noqa: F401 (re-exported)
 from .secrets import redact
 from .secrets import values as known_secrets
@@ -141,7 +141,7 @@ class RecordStore(Quarantine):
             job_id = f"{_slug(network_arch)}-{_slug(action)}-{uuid.uuid4().hex[:6]}"
             _minted(job_id)
             record = self._new_record(job_id, image=image, network_arch=network_arch, action=action,
-                                      results_dir=results_dir or os.path.join(results_root, job_id),
+                                      results_dir=results_dir or os.path.join(results_root or "", job_id),   # one is set
                                       storage_tier=storage_tier, upload_excludes=upload_excludes,
                                       parent_job=parent_job, retry_of=retry_of, platform=platform)
             path = self.path(job_id)
@@ -248,13 +248,13 @@ class RecordStore(Quarantine):
             self._write(path, record)
             return _redact_record(record)
 
-    def list(self) -> list[dict]:
+    def list(self) -> list[dict[str, Any] | QuarantinedEntry]:
         """Every readable record, sorted by id. A damaged record is quarantined and,
         like one quarantined before and not closed, comes back as
         ``{"id", "corrupt": True, "quarantined": path, "error"}`` rather than failing the listing."""
         return list(self.iter_list())
 
-    def iter_list(self) -> Iterator[dict]:
+    def iter_list(self) -> Iterator[dict[str, Any] | QuarantinedEntry]:
         """:meth:`list`, one record at a time in the same order: only the file names are
         held (memory stays flat however many records; ``tao_job_record.py list`` streams)."""
         for stem, path in self.listed_names():

@@ -42,7 +42,7 @@ _CN_SPLITS = {"train": ("train_split", "validation_split"), "evaluate": ("test_s
 DERIVED = {("visual_changenet", "dataset.segment.root_dir")}
 
 
-def _walk(node, path: str, out: dict) -> None:
+def _walk(node: object, path: str, out: dict[str, str]) -> None:
     if isinstance(node, dict):
         for key, value in node.items():
             _walk(value, f"{path}.{key}" if path else str(key), out)
@@ -53,7 +53,7 @@ def _walk(node, path: str, out: dict) -> None:
         out[path] = node
 
 
-def _override_values(overrides: Sequence[str]) -> dict:
+def _override_values(overrides: Sequence[str]) -> dict[str, str]:
     out = {}
     for item in overrides:
         key, sep, value = item.partition("=")
@@ -77,7 +77,7 @@ def _under_data(value: str) -> Optional[tuple[str, str]]:
     return parts[0], "/".join(parts[1:])
 
 
-def _derived(spec: dict, strings: dict, network_arch: str, action: str) -> dict:
+def _derived(spec: dict, strings: dict[str, str], network_arch: str, action: str) -> dict[str, str]:
     if network_arch != "visual_changenet":
         return {}
     root = strings.get("dataset.segment.root_dir")
@@ -98,12 +98,12 @@ def _derived(spec: dict, strings: dict, network_arch: str, action: str) -> dict:
 
 
 def named(spec: dict, overrides: Sequence[str], mounts: Sequence[tuple], network_arch: str = "",
-          action: str = "", resolved: Optional[dict] = None) -> list[tuple[str, str]]:
+          action: str = "", resolved: Optional[dict[str, str]] = None) -> list[tuple[str, str]]:
     """[(spec key, container path)] of every path under ``/data/`` the spec and overrides name
     (overrides win; ``resolved``: the interpolations the spec check resolved, ``{key: string}``, as
     the container will read them), with the paths :data:`DERIVED` from them. Raises SPEC_INPUT_UNKNOWN
     when a path's ``/data/<NAME>`` is no input mount (never showing any other string of the spec)."""
-    strings: dict = {}
+    strings: dict[str, str] = {}
     _walk(spec, "", strings)
     strings.update(_override_values(overrides))
     strings.update(resolved or {})
@@ -125,16 +125,18 @@ def named(spec: dict, overrides: Sequence[str], mounts: Sequence[tuple], network
     return found
 
 
-def host_paths(mounts: Sequence[tuple]) -> dict:
+def host_paths(mounts: Sequence[tuple]) -> dict[str, str]:
     """container mount path -> instance path."""
     return {container: host for host, container, _ro in mounts}
 
 
-def check_lines(found: Sequence[tuple[str, str]], hosts: dict) -> str:
+def check_lines(found: Sequence[tuple[str, str]], hosts: dict[str, str]) -> str:
     """``test -e`` of each named path's instance path, numbered (``MARKER <n>``, exit MISSING_EXIT)."""
     lines = []
     for number, (_key, value) in enumerate(found):
-        name, rest = _under_data(value)
+        parsed = _under_data(value)
+        assert parsed is not None   # ``found`` holds /data/ paths only (named_paths)
+        name, rest = parsed
         host = hosts[f"{remote.CONTAINER_DATA_DIR}/{name}"]
         target = remote.rpath(remote.join(host, rest) if rest else host)
         lines.append(f"test -e {target} || {{ echo '{MARKER} {number}'; exit {MISSING_EXIT}; }}")

@@ -30,12 +30,17 @@ import copy
 import difflib
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from .errors import TaoBrevError
+from .model.answer_types import SubmitAnswerFindingsItem, SubmitAnswerSpecCheck
 
 
 # hydra-core's own override grammar (the image's pin, 1.3.2; a dependency: pyproject.toml), the one reading of
 # an override. A start never needs it (scripts/_bootstrap.py): without it the spec is not checked (spec_check).
+if TYPE_CHECKING:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+_HYDRA_PARSER: type[OverridesParser] | None
 try:
     from hydra.core.override_parser.overrides_parser import OverridesParser as _HYDRA_PARSER
 except ImportError:   # an install from before hydra-core was a dependency: install.sh installs it
@@ -59,7 +64,7 @@ class Finding:
     key: str
     problem: str
     closest: str | None = None
-    valid: list = field(default_factory=list)
+    valid: list[str] = field(default_factory=list)
     override: int | None = None
 
     def text(self) -> str:
@@ -67,7 +72,7 @@ class Finding:
                 f"; valid keys there: {', '.join(self.valid[:KEYS_SHOWN])}" if self.valid else "")
         return f"{self.where}: '{self.key}' {self.problem}{hint}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> SubmitAnswerFindingsItem:
         return {"where": self.where, "key": self.key, "problem": self.problem, "closest": self.closest,
                 "override": self.override}
 
@@ -80,12 +85,12 @@ class SpecCheck:
     schema: str | None = None        # "nvidia-tao-core 7.3.0 nvidia_tao_core.config.X.default_config.ExperimentConfig"
     reason: str | None = None        # why not checked
     config: object = None            # the merged DictConfig (train.num_gpus, ...) when checked
-    left_out: list = field(default_factory=list)   # top-level keys not checked ($TAO_BREV_SPEC_LEAVE_OUT)
-    warnings: list = field(default_factory=list)   # what was judged but not refused (tao_schema_values)
-    resolved: dict = field(default_factory=dict)   # {key: string} of the interpolations that resolve
+    left_out: list[str] = field(default_factory=list)   # top-level keys not checked ($TAO_BREV_SPEC_LEAVE_OUT)
+    warnings: list[str] = field(default_factory=list)   # what was judged but not refused (tao_schema_values)
+    resolved: dict[str, str] = field(default_factory=dict)   # {key: string} of the interpolations that resolve
 
-    def to_json(self) -> dict:
-        out = {"checked": self.checked, "schema": self.schema}
+    def to_json(self) -> SubmitAnswerSpecCheck:
+        out: SubmitAnswerSpecCheck = {"checked": self.checked, "schema": self.schema}
         if self.reason:
             out["reason"] = self.reason
         if self.left_out:
@@ -236,11 +241,11 @@ def _failing_path(omegaconf, schema, data, prefix: tuple = ()) -> tuple:
 
 
 def _drop(data: dict, path: tuple) -> bool:
-    node = data
+    node: Any = data   # a dict or list on the way down, None once the path leaves the document
     for part in path[:-1]:
         node = (node.get(part) if isinstance(node, dict) else
                 node[part] if isinstance(node, list) and isinstance(part, int) and part < len(node) else None)
-    last = path[-1] if path else None
+    last: Any = path[-1] if path else None   # a key or an index
     if isinstance(node, dict) and last in node or isinstance(node, list) and isinstance(last, int) and last < len(node):
         del node[last]
         return True
@@ -286,6 +291,7 @@ def hydra_available() -> bool:
 def _hydra_parser():
     """hydra-core's own override parser (``OverridesParser.create()``), made once."""
     if not _PARSER:
+        assert _HYDRA_PARSER is not None   # only used once hydra_available()
         _PARSER.append(_HYDRA_PARSER.create())
     return _PARSER[0]
 

@@ -34,6 +34,8 @@ from __future__ import annotations
 import copy
 import re
 
+from typing import Any
+
 from .tao_schema import Finding, dotted
 
 # Top-level sections of TAO's ExperimentConfig that belong to one action (nvidia-tao-core config/<network>/
@@ -96,7 +98,7 @@ def _each_key_only(omegaconf, cfg, path: tuple, text: str):
 def missing_values(omegaconf, cfg, action: str, where_of) -> list:
     """Findings for each mandatory ``???`` ``action`` reads that is still missing (module doc)."""
     found = []
-    spots = [((key,), child) for key, child in _children(cfg) if not _children(child)]
+    spots: list[tuple[tuple[str, ...], Any]] = [((key,), child) for key, child in _children(cfg) if not _children(child)]
     section = cfg._get_node(action) if action in cfg else None
     spots += [((action, key), child) for key, child in _children(section) if not _children(child)] if section is \
         not None else []

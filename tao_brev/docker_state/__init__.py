@@ -42,5 +42,5 @@ from .hints import (DISK_ADVICE, DRIVER_ADVICE, GPU_ACCESS_ADVICE, GPU_RESET_ADV
 from .observe import Observed, _short, after_instance_start, from_inspect
 from .patterns import (EVIDENCE_CHARS, LOG_PATTERNS, MAX_EVIDENCE, OOM_HINT_REASON, STOP_EXIT_CODES, LogPattern, _cut,
                        classify_logs)
-from .rows import DOCKER_STATUSES, SIGNALS, STATE_ROWS, Facts, StateRow, row_for
+from .rows import DOCKER_STATUSES, SIGNALS, STATE_ROWS, DockerState, Facts, StateRow, row_for
 from .tables import markdown

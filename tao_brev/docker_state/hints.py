@@ -3,6 +3,7 @@ the job's own resume command)."""
 
 from __future__ import annotations
 
+from ..model.answer_types import PollAnswer
 from ..vocabulary import STATES  # noqa: F401 (docker_state.STATES, the status vocabulary)
 
 # The resume command of an advice: the poll answer replaces it with the job's exact submit command
@@ -31,12 +32,14 @@ def gated(text: str, stoppable: bool | None) -> str:
     return text.replace(RESET_EITHER, RESET_BY_STOP if stoppable else RESET_BY_REPLACE)
 
 
-def gate_answer(out: dict, stoppable: bool | None) -> dict:
+def gate_answer(answer: PollAnswer, stoppable: bool | None) -> PollAnswer:
     """A poll answer with every reset advice gated (``hint``, ``observed.hint``, ``error.fix``); copies."""
-    out = dict(out)
-    for key, field in (("hint", "advice"), ("error", "fix")):
-        if isinstance(out.get(key), dict) and field in out[key]:
-            out[key] = {**out[key], field: gated(out[key][field], stoppable)}
+    out = answer.copy()
+    hint, error = out.get("hint"), out.get("error")
+    if isinstance(hint, dict) and "advice" in hint:
+        out["hint"] = {**hint, "advice": gated(hint["advice"], stoppable)}
+    if isinstance(error, dict) and "fix" in error:
+        out["error"] = {**error, "fix": gated(error["fix"], stoppable)}
     observed = out.get("observed")
     if isinstance(observed, dict) and isinstance(observed.get("hint"), dict):
         out["observed"] = {**observed, "hint": gate_answer({"hint": observed["hint"]}, stoppable)["hint"]}

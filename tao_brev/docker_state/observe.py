@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, cast
 
 from ..errors import CODES
 from ..logcap import redacted
+from ..model.answer_types import Hint, PollAnswerObserved
 from ..vocabulary import ErrClass, JobState
 from .docker_errors import docker_error_code
 from .hints import RESUME
 from .patterns import EVIDENCE_CHARS, STOP_EXIT_CODES, _cut, classify_logs
-from .rows import Facts, StateRow, _code, _signal_name, row_for
+from .rows import DockerState, Facts, StateRow, _code, _signal_name, row_for
 
 
 @dataclass
@@ -28,15 +29,15 @@ class Observed:
     started_at: Optional[str] = None
     finished_at: Optional[str] = None
     docker_error: Optional[str] = None   # docker's State.Error (a failed start)
-    hint: Optional[dict] = field(default=None)
+    hint: Optional[Hint] = field(default=None)
     gone: Optional[str] = None   # a fact, set where it was learnt: "container" (docker: no such
     #                              container) or "instance" (brev ls: deleted / not RUNNING)
 
-    def to_json(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+    def to_json(self) -> PollAnswerObserved:
+        return cast(PollAnswerObserved, {k: v for k, v in self.__dict__.items() if v is not None})   # the fields, in order
 
 
-def from_inspect(state: Optional[dict], logs: Optional[str] = None) -> Observed:
+def from_inspect(state: Optional[DockerState], logs: Optional[str] = None) -> Observed:
     """Map ``docker inspect --format '{{json .State}}'`` (None: no container) by :data:`STATE_ROWS`.
 
     ``logs``: the last log lines of an exited container, when read; a known
@@ -47,12 +48,12 @@ def from_inspect(state: Optional[dict], logs: Optional[str] = None) -> Observed:
     if state is None or not state:
         return Observed(JobState.UNKNOWN, "no such container on the instance (removed, or never launched)",
                         gone="container")
-    common = dict(docker_status=facts.status or None, exit_code=facts.exit_code, oom_killed=facts.oom_killed,
-                  started_at=_ts(state.get("StartedAt")), finished_at=_ts(state.get("FinishedAt")),
-                  docker_error=facts.error or None)
+    started_at, finished_at = _ts(state.get("StartedAt")), _ts(state.get("FinishedAt"))
     message = _message(row, facts)
     hint = _hint(row, facts, logs) if row.hint else None   # every ERROR row has one
-    return Observed(row.state, message, hint=hint, **common)
+    return Observed(row.state, message, hint=hint, docker_status=facts.status or None, exit_code=facts.exit_code,
+                    oom_killed=facts.oom_killed, started_at=started_at, finished_at=finished_at,
+                    docker_error=facts.error or None)
 
 
 def _message(row: StateRow, f: Facts) -> str:
@@ -87,7 +88,7 @@ def _message(row: StateRow, f: Facts) -> str:
     return base
 
 
-def _hint(row: StateRow, f: Facts, logs: Optional[str]) -> dict:
+def _hint(row: StateRow, f: Facts, logs: Optional[str]) -> Hint:
     evidence = [f"ExitCode={f.exit_code}", f"OOMKilled={str(f.oom_killed).lower()}"]
     if f.error:
         evidence.insert(0, f"State.Error={_short(f.error)}")

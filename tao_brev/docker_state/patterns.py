@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..logcap import cut_redacted
+from ..model.answer_types import Hint
 from ..vocabulary import ErrClass
 from .hints import (DISK_ADVICE, DRIVER_ADVICE, GPU_ACCESS_ADVICE, GPU_RESET_ADVICE, INFRA_ADVICE, PROGRAM_ADVICE,
                     RESUME, SHM_ADVICE, SHM_CODE)
@@ -155,7 +156,7 @@ MAX_EVIDENCE = 5
 EVIDENCE_CHARS = 400
 
 
-def classify_logs(log_text: str, max_evidence: int = MAX_EVIDENCE) -> Optional[dict]:
+def classify_logs(log_text: str, max_evidence: int = MAX_EVIDENCE) -> Optional[Hint]:
     """A failure hint ``{"err_class", "reason", "advice", "evidence": [lines]}``
     from the logs, or None. GPU faults win first, then a row with its own code, then infrastructure
     patterns over program patterns; a row with a ``context`` counts only when the log holds it."""
@@ -166,7 +167,7 @@ def classify_logs(log_text: str, max_evidence: int = MAX_EVIDENCE) -> Optional[d
                 continue
             evidence = [_cut(ln.strip()) for ln in lines if item.pattern.search(ln)]
             if evidence:
-                hint = {"err_class": item.err_class, "reason": _detailed(item, lines), "advice": item.advice,
+                hint: Hint = {"err_class": item.err_class, "reason": _detailed(item, lines), "advice": item.advice,
                         "evidence": evidence[:max_evidence]}
                 return {**hint, "code": item.code} if item.code else hint
     return None

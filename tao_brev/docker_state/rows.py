@@ -4,13 +4,24 @@ vocabulary and a hint (moby container/state.go, daemon/start.go)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, TypedDict
 
 from ..vocabulary import ErrClass, JobState
 from .hints import KILL_ADVICE, LOGS_ADVICE, RESET_EITHER, RESUME
 
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
            9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
+
+
+class DockerState(TypedDict, total=False):
+    """``docker inspect --format '{{json .State}}'`` (moby's ContainerState): the keys the bundle reads."""
+    Status: str
+    ExitCode: int
+    OOMKilled: bool
+    Error: str
+    StartedAt: str
+    FinishedAt: str
+    Dead: bool
 
 
 @dataclass(frozen=True)
@@ -34,7 +45,7 @@ class StateRow:
     err_class: Optional[ErrClass]        # the hint's class; None: no hint, or the facts do not decide
     reason: str                          # why, in a few words ("" for states without a hint)
     advice: str
-    example: Optional[dict]              # an example .State (None = no container); the tests run each
+    example: Optional[DockerState]       # an example .State (None = no container); the tests run each
     hint: bool = False                   # the row carries a hint
     logs_refine: bool = False            # a known log pattern replaces this row's hint
     kind: str = ""                       # "start": State.Error names the cause; "signal" / "exit": reason by code
@@ -121,7 +132,7 @@ STATE_ROWS: tuple[StateRow, ...] = (
 DOCKER_STATUSES = ("created", "restarting", "running", "paused", "removing", "exited", "dead")
 
 
-def row_for(state: Optional[dict]) -> tuple[StateRow, Facts]:
+def row_for(state: Optional[DockerState]) -> tuple[StateRow, Facts]:
     """The :data:`STATE_ROWS` row of a ``.State`` (None: no container), with the facts it read."""
     if not state:
         return STATE_ROWS[0], Facts("none", None, False, "")

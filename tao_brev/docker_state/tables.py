@@ -7,14 +7,14 @@ from typing import Optional
 
 from .docker_errors import DOCKER_ERRORS
 from .patterns import LOG_PATTERNS
-from .rows import STATE_ROWS
+from .rows import STATE_ROWS, DockerState
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", "<br>")   # a multi-line example stays in its cell
 
 
-def _example_cell(example: Optional[dict]) -> str:
+def _example_cell(example: Optional[DockerState]) -> str:
     return "none" if example is None else f"`{_cell(json.dumps(example, separators=(',', ':')))}`"
 
 

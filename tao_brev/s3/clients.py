@@ -9,10 +9,25 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any
+from typing import Any, TypedDict
 
 from .error_map import error
 from .settings import DEFAULT_REGION, S3Settings, safe_endpoint
+
+
+class ClientOptions(TypedDict, total=False):
+    """The ``botocore.config.Config`` options a client is built with."""
+    region_name: str
+    signature_version: str
+    retries: dict[str, Any]
+    connect_timeout: float
+    read_timeout: float
+    max_pool_connections: int
+    request_checksum_calculation: str
+    response_checksum_validation: str
+    s3: dict[str, str]
+    ignore_configured_endpoint_urls: bool
+    defaults_mode: str
 
 
 def client(settings: S3Settings, max_attempts: int = 5, connect_timeout: float = 10,
@@ -70,18 +85,18 @@ def _cached_client(access_key_id, secret_access_key, session_token, endpoint_url
                    connect_timeout, read_timeout, max_pool_connections):
     settings = S3Settings(access_key_id=access_key_id, secret_access_key=secret_access_key,
                           session_token=session_token, endpoint_url=endpoint_url, region=region)
-    options: dict[str, Any] = dict(
-        region_name=settings.region or DEFAULT_REGION,
-        signature_version="s3v4",
-        retries={"mode": "standard", "max_attempts": max_attempts},
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        max_pool_connections=max_pool_connections,
+    options: ClientOptions = {
+        "region_name": settings.region or DEFAULT_REGION,
+        "signature_version": "s3v4",
+        "retries": {"mode": "standard", "max_attempts": max_attempts},
+        "connect_timeout": connect_timeout,
+        "read_timeout": read_timeout,
+        "max_pool_connections": max_pool_connections,
         # boto3 >= 1.36 adds CRC checksums to every upload and validates them
         # on download; several S3-compatible stores reject or mangle those.
-        request_checksum_calculation="when_required",
-        response_checksum_validation="when_required",
-    )
+        "request_checksum_calculation": "when_required",
+        "response_checksum_validation": "when_required",
+    }
     if settings.endpoint_url:
         options["s3"] = {"addressing_style": "path"}
     else:
@@ -94,7 +109,7 @@ def _cached_client(access_key_id, secret_access_key, session_token, endpoint_url
                     settings, "Set AWS_ENDPOINT_URL to a full URL such as https://s3.example.com:9000.")
 
 
-def _new_client(settings: S3Settings, options: dict):
+def _new_client(settings: S3Settings, options: ClientOptions):
     """``botocore.session.Session().create_client("s3", ...)`` with the credentials set.
 
     ``defaults_mode = auto`` would ask instance metadata for the region (botocore
@@ -108,9 +123,9 @@ def _new_client(settings: S3Settings, options: dict):
     session = botocore.session.Session()
     session.set_credentials(settings.access_key_id, settings.secret_access_key, settings.session_token)
     if str(session.get_config_variable("defaults_mode") or "").lower() == "auto":
-        options = dict(options, defaults_mode="standard")
+        options = {**options, "defaults_mode": "standard"}
     # Options older botocore lacks (checksums: 1.36; endpoint env: 1.31) are
     # dropped: those versions never send the default checksums anyway.
-    options = {k: v for k, v in options.items() if k in Config.OPTION_DEFAULTS}
+    known = {k: v for k, v in options.items() if k in Config.OPTION_DEFAULTS}
     return session.create_client("s3", region_name=settings.region or DEFAULT_REGION,
-                                 endpoint_url=settings.endpoint_url or None, config=Config(**options))
+                                 endpoint_url=settings.endpoint_url or None, config=Config(**known))

@@ -12,12 +12,13 @@ from typing import Optional
 
 from .. import fsio
 from .manifest import utf8
-from .objects import get_object, put_bytes
+from .objects import Listed, get_object, put_bytes
 from .settings import S3Settings
 
 INDEX_KEY = "index.json"       # inputs/<NAME>/index.json: what this bundle last wrote to data/
 INDEX_FORMAT = 1
 INDEX_COPIES_DIR = "s3-index"  # <state>/brev/s3-index/: the local copies of index.json (index_copies_dir)
+IndexEntry = tuple[int, str, str]   # an index.json entry: (size, sha256, ETag) of a data/ object
 
 
 def index_copies_dir(state_root: Path) -> Path:
@@ -33,7 +34,7 @@ def index_copy_path(copies: Optional[Path], settings: S3Settings, bucket: str, k
     return Path(copies) / f"{name.hexdigest()[:32]}.json"
 
 
-def load_index_copy(path: Optional[Path], bucket: str, key: str, listed: dict) -> Optional[bytes]:
+def load_index_copy(path: Optional[Path], bucket: str, key: str, listed: Listed) -> Optional[bytes]:
     """The copy's bytes when the LIST just showed the object with the ETag and size the copy was saved
     with; else None (no copy, a damaged one, another writer's index, a store listing no ETag)."""
     if path is None or not listed.get("etag"):
@@ -62,8 +63,8 @@ def save_index_copy(path: Optional[Path], bucket: str, key: str, body: bytes, et
         pass
 
 
-def read_index(s3, settings: S3Settings, bucket: str, key: str, listed: dict,
-               copy: Optional[Path] = None) -> dict[str, tuple]:
+def read_index(s3, settings: S3Settings, bucket: str, key: str, listed: Listed,
+               copy: Optional[Path] = None) -> dict[str, IndexEntry]:
     """path -> (size, sha256, etag) from ``index.json`` (``listed``: its LIST entry); {} when damaged
     (then HEADs decide). The local copy ``copy`` answers instead of a GET only when the LIST confirms
     it (:func:`load_index_copy`); a GET refreshes the copy."""
@@ -85,7 +86,7 @@ def read_index(s3, settings: S3Settings, bucket: str, key: str, listed: dict,
         return {}
 
 
-def write_index(s3, settings: S3Settings, bucket: str, key: str, files: dict[str, tuple],
+def write_index(s3, settings: S3Settings, bucket: str, key: str, files: dict[str, IndexEntry],
                 copy: Optional[Path] = None) -> None:
     """PUT ``index.json`` (``files``: path -> (size, sha256, etag)) and keep its local copy ``copy``."""
     body = utf8(json.dumps({"format": INDEX_FORMAT, "files": files}, separators=(",", ":")))

@@ -11,7 +11,7 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence, TypedDict
 
 from ..errors import TaoBrevError
 
@@ -61,8 +61,15 @@ def _list_local(source: Path, excludes: Sequence[str]) -> list[tuple[str, Path]]
     return sorted(found)
 
 
+class ManifestEntry(TypedDict):
+    """One file of a MANIFEST: its relative posix path, its size in bytes, its sha256 (hex)."""
+    path: str
+    size: int
+    sha256: str
+
+
 def local_manifest(path: str | os.PathLike, excludes: Sequence[str] = (),
-                   workers: Optional[int] = None, cache=None) -> list[dict]:
+                   workers: Optional[int] = None, cache=None) -> list[ManifestEntry]:
     """The MANIFEST of a file or directory: ``[{"path", "size", "sha256"}]``, sorted by path.
 
     ``cache`` (a ``hash_cache.HashCache``) answers for files whose stat is
@@ -72,13 +79,13 @@ def local_manifest(path: str | os.PathLike, excludes: Sequence[str] = (),
 
 
 def manifest_with_files(source: Path, excludes: Sequence[str] = (), workers: Optional[int] = None,
-                        cache=None) -> list[tuple[dict, Path]]:
+                        cache=None) -> list[tuple[ManifestEntry, Path]]:
     """(manifest entry, local file) pairs, sorted by path; each file hashed at most once
     (not at all when ``cache`` knows it). The cache is saved before returning."""
     source = Path(source)
     files = _list_local(source, list(excludes))
 
-    def one(item):
+    def one(item: tuple[str, Path]) -> tuple[ManifestEntry, Path]:
         rel, full = item
         try:
             before = full.stat()
@@ -127,13 +134,13 @@ def check_manifest(manifest: Any) -> None:
         seen.add(path)
 
 
-def manifest_digest(manifest: Sequence[dict]) -> str:
+def manifest_digest(manifest: Sequence[ManifestEntry]) -> str:
     """16 hex digits identifying a manifest's content (paths, sizes, sha256s)."""
     canonical = json.dumps([[e["path"], e["size"], e["sha256"]] for e in manifest], separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-def sha256sum_text(manifest: Sequence[dict]) -> str:
+def sha256sum_text(manifest: Sequence[ManifestEntry]) -> str:
     """The manifest as ``sha256sum -c`` reads it: ``<sha256>  <path>`` per line.
 
     A path holding a backslash or newline is escaped as GNU coreutils does

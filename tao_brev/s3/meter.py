@@ -32,12 +32,12 @@ class Progress:
             now = time.monotonic()
             if now - self.last >= 1.0:
                 self.last = now
-                self._line()
+                self._line(self.emit)
 
     def finish(self) -> None:
         if self.emit is not None:
-            self._line()
+            self._line(self.emit)
 
-    def _line(self) -> None:
-        self.emit(f"[{self.verb}] {self.done_files}/{self.files} files, "
-                  f"{self.done_bytes / 2**20:.1f}/{self.total / 2**20:.1f} MiB")
+    def _line(self, emit: Callable[[str], None]) -> None:
+        emit(f"[{self.verb}] {self.done_files}/{self.files} files, "
+             f"{self.done_bytes / 2**20:.1f}/{self.total / 2**20:.1f} MiB")

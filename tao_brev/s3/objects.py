@@ -7,7 +7,7 @@ object answers None where the caller asks "is it there".
 from __future__ import annotations
 
 import hashlib
-from typing import Optional, Sequence
+from typing import Optional, Sequence, TypedDict
 
 from .clients import client
 from .error_map import NOT_FOUND_CODES, error, map_exception
@@ -18,9 +18,22 @@ from .uris import parse_s3_uri
 METADATA_KEY = "sha256"       # stored as x-amz-meta-sha256
 
 
-def list_objects(s3, settings: S3Settings, bucket: str, prefix: str) -> dict[str, dict]:
+class Listed(TypedDict):
+    """An object of a LIST: its size and ETag ("" when the store gave none)."""
+    size: int
+    etag: str
+
+
+class ObjectHead(TypedDict, total=False):
+    """A HeadObject answer (botocore's): the keys the bundle reads."""
+    Metadata: dict[str, str]
+    ContentLength: int
+    ETag: str
+
+
+def list_objects(s3, settings: S3Settings, bucket: str, prefix: str) -> dict[str, Listed]:
     """key -> ``{"size", "etag"}`` of every object under the prefix (one paginated ListObjectsV2)."""
-    found: dict[str, dict] = {}
+    found: dict[str, Listed] = {}
     try:
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             for obj in page.get("Contents", []) or []:
@@ -80,7 +93,7 @@ def delete_keys(s3, settings: S3Settings, bucket: str, keys: Sequence[str]) -> N
                         f"{first.get('Code')}: {first.get('Message', '')}", settings)
 
 
-def head(s3, settings: S3Settings, bucket: str, key: str) -> Optional[dict]:
+def head(s3, settings: S3Settings, bucket: str, key: str) -> Optional[ObjectHead]:
     """head_object, or None when the object does not exist."""
     import botocore.exceptions as bce
 

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .. import remote
+from ..model.answer_types import ResultsLinksItem
 from .carrier import Carrier, remove_on_exit
+from .manifest import ManifestEntry
 
 _MANIFEST_LINE = re.compile(r"^(\d+) (\\?)([0-9a-f]{64}) [ *](.*)$")  # text or binary mode
 
@@ -82,15 +84,18 @@ def results_script(carrier: Carrier, results_dir: str, destination: str, exclude
 class InstanceManifest:
     """What the instance reported: the files (a MANIFEST), unreadable paths, whether the dir exists."""
 
-    entries: list[dict]
+    entries: list[ManifestEntry]
     unreadable: list[str]
     present: bool
-    links: list[dict] = field(default_factory=list)   # {"path", "target", "dangling"}
+    links: list[ResultsLinksItem] = field(default_factory=list)   # {"path", "target", "dangling"}
 
 
 def parse_manifest(text: str) -> InstanceManifest:
     """Read the ``manifest`` section of :func:`results_script` (paths made relative, sorted)."""
-    entries, unreadable, present, links = [], [], True, []
+    entries: list[ManifestEntry] = []
+    unreadable: list[str] = []
+    links: list[ResultsLinksItem] = []
+    present = True
     for line in text.splitlines():
         if line == "TAO_NO_RESULTS":
             present = False

@@ -20,17 +20,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, TypedDict
 
 from .. import remote
 from ..errors import TaoBrevError
+from ..model.answer_types import InputStaged
 from ..secrets import file_names as names_guard
 from .clients import client, prefetch_client as prefetch_any_client
 from .hash_cache import HashCache
-from .index import INDEX_KEY, index_copy_path, read_index, write_index
-from .manifest import manifest_digest, manifest_with_files, sha256sum_text, utf8
+from .index import INDEX_KEY, IndexEntry, index_copy_path, read_index, write_index
+from .manifest import ManifestEntry, manifest_digest, manifest_with_files, sha256sum_text, utf8
 from .meter import stderr
-from .objects import delete_keys, list_objects, list_sizes, put_bytes, stored_sha256
+from .objects import Listed, delete_keys, list_objects, list_sizes, put_bytes, stored_sha256
 from .settings import S3Settings
 from .transfer import transfer_files
 
@@ -38,6 +39,23 @@ INPUTS_PREFIX = "inputs"
 DATA_DIR = "data/"             # inputs/<NAME>/data/<path>: the files, one key per path
 MANIFESTS_DIR = "manifests/"   # inputs/<NAME>/manifests/<digest>.sha256: one per version, never rewritten
 MAX_CONCURRENCY = 10           # concurrent requests of one staging (awscli's default too)
+
+
+class SyncReport(TypedDict):
+    """What :func:`sync_input` did: where, how many files sent and kept, the requests it spared."""
+    bucket: str
+    prefix: str
+    uri: str
+    uploaded: int
+    skipped: int
+    bytes_uploaded: int
+    bytes_total: int
+    checked_by_head: int
+    deleted: int
+    seconds: float
+
+
+_Staged = tuple[ManifestEntry, Path]   # a manifest entry and its local file
 
 
 @dataclass
@@ -49,7 +67,7 @@ class Input:
     uri: str = ""               # the s3://bucket/prefix/ the instance copies from
     files: int = 0
     bytes: int = 0
-    upload: dict = field(default_factory=dict)  # sync_input's report (local sources)
+    upload: Optional[SyncReport] = None  # sync_input's report (local sources that were sent)
     digest: str = ""            # local sources: the version (manifest digest)
     manifest_key: str = ""      # local sources: key of the version's sha256sum manifest
     manifest_sha256: str = ""   # local sources: sha256 of that manifest object's bytes
@@ -58,14 +76,15 @@ class Input:
     def container_path(self) -> str:
         return f"{remote.CONTAINER_DATA_DIR}/{self.name}"
 
-    def to_json(self) -> dict:
-        out = {"name": self.name, "source": self.source, "uri": self.uri,
-               "container_path": self.container_path, "files": self.files, "bytes": self.bytes}
+    def to_json(self) -> InputStaged:
+        out: InputStaged = {"name": self.name, "source": self.source, "uri": self.uri,
+                            "container_path": self.container_path, "files": self.files, "bytes": self.bytes}
         if self.digest:
             out["version"] = self.digest
         if self.upload:
-            out.update(uploaded=self.upload["uploaded"], skipped=self.upload["skipped"],
-                       bytes_uploaded=self.upload["bytes_uploaded"])
+            out["uploaded"] = self.upload["uploaded"]
+            out["skipped"] = self.upload["skipped"]
+            out["bytes_uploaded"] = self.upload["bytes_uploaded"]
         return out
 
 
@@ -157,10 +176,10 @@ def _pool_size(max_concurrency: int) -> int:
     return max(32, max_concurrency * 2)
 
 
-def sync_input(settings: S3Settings, bucket: str, base: str, entries: Sequence[tuple[dict, Path]],
+def sync_input(settings: S3Settings, bucket: str, base: str, entries: Sequence[_Staged],
                manifest_key: str, manifest_text: str,
                progress: Optional[Callable[[str], None]] = stderr,
-               max_concurrency: int = MAX_CONCURRENCY, index_copies: Optional[Path] = None) -> dict:
+               max_concurrency: int = MAX_CONCURRENCY, index_copies: Optional[Path] = None) -> SyncReport:
     """Make ``s3://<bucket>/<base>data/`` hold exactly the files of ``entries``; send only what differs.
 
     Requests: one paginated LIST of ``<base>``, one GET of ``index.json``
@@ -187,7 +206,7 @@ def sync_input(settings: S3Settings, bucket: str, base: str, entries: Sequence[t
 
     todo, unknown = _changed(entries, listed, index, data)
     if unknown:   # no index, or another writer changed the object: its metadata decides
-        def stored(item):
+        def stored(item: _Staged) -> Optional[str]:
             return stored_sha256(s3, settings, bucket, data + item[0]["path"])
         with ThreadPoolExecutor(max_workers=max_concurrency) as pool:
             todo += [item for item, sha in zip(unknown, pool.map(stored, unknown)) if sha != item[0]["sha256"]]
@@ -200,9 +219,10 @@ def sync_input(settings: S3Settings, bucket: str, base: str, entries: Sequence[t
     if any(not now[data + e["path"]]["etag"] for e, _ in todo):   # a store that answered without one
         now = list_objects(s3, settings, bucket, data)
     body = utf8(manifest_text)
-    if listed.get(manifest_key, {}).get("size") != len(body):   # absent (or not the one written here)
+    manifest_object = listed.get(manifest_key)
+    if manifest_object is None or manifest_object["size"] != len(body):   # absent (or not the one written here)
         put_bytes(s3, settings, bucket, manifest_key, body, "text/plain; charset=utf-8")
-    new_index = {e["path"]: (e["size"], e["sha256"], now.get(data + e["path"], {}).get("etag", ""))
+    new_index = {e["path"]: (e["size"], e["sha256"], _etag(now.get(data + e["path"])))
                  for e, _ in entries}
     if new_index != index:
         write_index(s3, settings, bucket, index_key, new_index, copy)
@@ -216,10 +236,16 @@ def sync_input(settings: S3Settings, bucket: str, base: str, entries: Sequence[t
             "seconds": round(time.monotonic() - started, 3)}
 
 
-def _changed(entries: Sequence[tuple[dict, Path]], listed: dict, index: dict, data: str) -> tuple[list, list]:
+def _etag(obj: Optional[Listed]) -> str:
+    return obj.get("etag", "") if obj is not None else ""
+
+
+def _changed(entries: Sequence[_Staged], listed: dict[str, Listed], index: dict[str, IndexEntry], data: str
+             ) -> tuple[list[_Staged], list[_Staged]]:
     """(to send, to ask by HEAD): absent or another size, or the index's sha256 for the same size and
     ETag differs, is sent; an object the index cannot answer for (no entry, another ETag) is asked."""
-    todo, unknown = [], []
+    todo: list[_Staged] = []
+    unknown: list[_Staged] = []
     for entry, full in entries:
         obj = listed.get(data + entry["path"])
         if obj is None or obj["size"] != entry["size"]:

@@ -9,21 +9,39 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Optional, Sequence, TypedDict
 
 from .clients import client
 from .error_map import map_exception
-from .manifest import manifest_with_files
+from .manifest import ManifestEntry, manifest_with_files
 from .meter import Progress, stderr
 from .objects import METADATA_KEY, existing_objects, stored_sha256
 from .settings import S3Settings
 from .uris import location
 
 
+class UploadedFile(ManifestEntry):
+    """A manifest entry and what :func:`upload_tree` did with it."""
+    action: str   # "uploaded" | "skipped"
+
+
+class UploadReport(TypedDict):
+    """What :func:`upload_tree` did: where, how many files sent and kept, how long it took."""
+    bucket: str
+    prefix: str
+    uri: str
+    uploaded: int
+    skipped: int
+    bytes_uploaded: int
+    bytes_total: int
+    seconds: float
+    files: list[UploadedFile]
+
+
 def upload_tree(settings: S3Settings, local_path: str | os.PathLike, s3_prefix: str,
                 progress: Optional[Callable[[str], None]] = stderr, excludes: Sequence[str] = (),
                 multipart_threshold: int = 8 * 2**20, multipart_chunksize: int = 8 * 2**20,
-                max_concurrency: int = 10) -> dict:
+                max_concurrency: int = 10) -> UploadReport:
     """Upload a file or directory under ``s3_prefix`` (``s3://b/p`` or a prefix in the settings' bucket).
 
     A file lands at ``<prefix><name>``, a directory's files at
@@ -39,7 +57,7 @@ def upload_tree(settings: S3Settings, local_path: str | os.PathLike, s3_prefix: 
     existing = existing_objects(s3, settings, bucket, prefix)
 
     # Same key and size: read the stored sha256 to decide.
-    def matches(entry: dict) -> bool:
+    def matches(entry: ManifestEntry) -> bool:
         key = prefix + entry["path"]
         if existing.get(key) != entry["size"]:
             return False
@@ -53,8 +71,8 @@ def upload_tree(settings: S3Settings, local_path: str | os.PathLike, s3_prefix: 
                    progress, multipart_threshold=multipart_threshold,
                    multipart_chunksize=multipart_chunksize, max_concurrency=max_concurrency)
 
-    files = [dict(entry, action="skipped" if skipped else "uploaded")
-             for (entry, _), skipped in zip(entries, skip)]
+    files: list[UploadedFile] = [{**entry, "action": "skipped" if skipped else "uploaded"}
+                                 for (entry, _), skipped in zip(entries, skip)]
     return {"bucket": bucket, "prefix": prefix, "uri": f"s3://{bucket}/{prefix}",
             "uploaded": len(todo), "skipped": len(entries) - len(todo),
             "bytes_uploaded": sum(e["size"] for e, _ in todo),
@@ -62,7 +80,7 @@ def upload_tree(settings: S3Settings, local_path: str | os.PathLike, s3_prefix: 
             "seconds": round(time.monotonic() - started, 3), "files": files}
 
 
-def transfer_files(s3, settings: S3Settings, bucket: str, todo: Sequence[tuple[str, Path, Mapping]],
+def transfer_files(s3, settings: S3Settings, bucket: str, todo: Sequence[tuple[str, Path, ManifestEntry]],
                    progress: Optional[Callable[[str], None]] = stderr,
                    multipart_threshold: int = 8 * 2**20, multipart_chunksize: int = 8 * 2**20,
                    max_concurrency: int = 10) -> dict[str, str]:

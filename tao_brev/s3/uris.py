@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Mapping, Optional
+from typing import Mapping, Optional, TypedDict
 
 from .. import records
 from ..errors import TaoBrevError
@@ -43,8 +43,18 @@ def location(settings: S3Settings, s3_prefix: str) -> tuple[str, str]:
     return bucket, prefix
 
 
+class ResultsDestination(TypedDict):
+    """Where a job's results live by the bank's routing: kind local / s3 / ephemeral, and why."""
+    kind: str
+    uri: str
+    bucket: Optional[str]
+    prefix: Optional[str]
+    source: Optional[str]
+    warning: Optional[str]
+
+
 def results_destination(job_id: str, env: Optional[Mapping[str, str]] = None,
-                        bucket: Optional[str] = None, ephemeral_root: str = "/results") -> dict:
+                        bucket: Optional[str] = None, ephemeral_root: str = "/results") -> ResultsDestination:
     """Where a job's results live, by the bank's routing.
 
     ``TAO_RESULTS_ROOT`` set -> ``<root>/<job_id>/`` (kind ``local``); else a

@@ -17,7 +17,7 @@ closed: refused at staging, kept as its digest elsewhere). Linear in the names' 
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, TypeVar
 
 from ..errors import TaoBrevError
 from .search import find
@@ -93,7 +93,10 @@ def stored_names(names: Sequence[str], env: Mapping[str, str] | None = None) -> 
     return [stored_name(n, env) if i in hits else n for i, n in enumerate(names)]
 
 
-def without_tainted(mapping: Mapping[str, object], env: Mapping[str, str] | None = None) -> dict:
+V = TypeVar("V")
+
+
+def without_tainted(mapping: Mapping[str, V], env: Mapping[str, str] | None = None) -> dict[str, V]:
     """``mapping`` without the entries whose key holds a known value (a cache keyed by path)."""
     keys = list(mapping)
     drop = {keys[i] for i in _hits(keys, env)}

@@ -49,7 +49,7 @@ is not recognised by the lint (the value guard still removes known values).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict
 
 from .rules import _TEXT_RULES, _Hit, _scan
 
@@ -78,6 +78,14 @@ KINDS: dict[str, _Kind] = {
 _PRIORITY = {kind: i for i, kind in enumerate(KINDS)}
 
 
+class FindingJson(TypedDict):
+    """A :class:`Finding` in an error's details (``findings``): never the value."""
+    kind: str
+    name: str
+    line: int
+    message: str
+
+
 @dataclass(frozen=True)
 class Finding:
     """One embedded credential: what kind, under which name, on which line."""
@@ -90,7 +98,7 @@ class Finding:
     def description(self) -> str:
         return KINDS[self.kind].description
 
-    def to_json(self) -> dict:
+    def to_json(self) -> FindingJson:
         return {"kind": self.kind, "name": self.name, "line": self.line, "message": str(self)}
 
     def __str__(self) -> str:

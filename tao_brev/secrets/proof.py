@@ -21,7 +21,7 @@ import hmac
 import json
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, TypedDict
 
 from ..errors import TaoBrevError
 from ..fsio import create_json, private_dir
@@ -29,6 +29,13 @@ from . import safe_read
 
 KEY_FILE = "env-proof.key"      # under $TAO_STATE_DIR/brev/
 ALGORITHM = "hmac-sha256"
+
+
+class EnvProof(TypedDict):
+    """A sidecar's ``env_proof``: the MAC of the ``--env`` name list and each set value's digest."""
+    alg: str
+    names: str
+    digests: dict[str, str]
 KEY_BYTES = 32
 MAX_KEY_FILE_BYTES = 4096
 
@@ -82,7 +89,7 @@ def names_mac(key: bytes, names: list[str]) -> str:
     return hmac.new(key, b"env-names\0" + b"\0".join(_bytes(n) for n in names), hashlib.sha256).hexdigest()
 
 
-def proof(state_root: Path, env: Mapping[str, str], names: list[str]) -> dict:
+def proof(state_root: Path, env: Mapping[str, str], names: list[str]) -> EnvProof:
     """The sidecar's ``env_proof`` for a submit: ``{"alg", "names": hex, "digests": {name: hex}}``: the
     MAC of the name list (the sidecar's ``env_names``, so a list emptied or changed later is seen) and
     the digest of each set name's value."""
@@ -102,7 +109,7 @@ def verdicts(state_root: Path, sidecar: dict, value_of) -> tuple[list[str], dict
     names = [n for n in listed if n]
     proof_data = sidecar.get("env_proof")
     digests = proof_data.get("digests") if isinstance(proof_data, dict) else None
-    if not isinstance(digests, dict) or proof_data.get("alg") != ALGORITHM:
+    if not isinstance(proof_data, dict) or not isinstance(digests, dict) or proof_data.get("alg") != ALGORITHM:
         if not names:
             return [], {"*": "no proof of the job's --env names was kept"}
         return [], {n: "no digest of the value the job was given was kept" for n in names}

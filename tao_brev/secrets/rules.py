@@ -241,11 +241,11 @@ def _mappings(text: str) -> Iterator[tuple]:
     for m in QUOTED_MAPPING_RE.finditer(text):
         if _is_mapping_key(m.group("name")) and _is_literal(m.group("val")):
             yield ("mapping", m.group("name"), *_value_span(m.start("val"), m.group("val")))
-    m = YAML_MAPPING_RE.match(text)
-    if m and is_secret_name(m.group("name")):
-        value = _scalar_after(text[m.end():])
+    found = YAML_MAPPING_RE.match(text)
+    if found and is_secret_name(found.group("name")):
+        value = _scalar_after(text[found.end():])
         if not BLOCK_INDICATOR_RE.fullmatch(value) and _is_literal(value):
-            yield ("mapping", m.group("name"), *_value_span(m.end(), value))
+            yield ("mapping", found.group("name"), *_value_span(found.end(), value))
 
 
 def _presigned(text: str) -> Iterator[tuple]:
@@ -267,8 +267,9 @@ def _url_passwords(text: str) -> Iterator[tuple]:
 
 def _token_shapes(text: str) -> Iterator[tuple]:
     for m in TOKEN_SHAPE_RE.finditer(text):
-        # every shape starts with one of the prefixes: the finding names it
-        yield ("token-shape", TOKEN_PREFIX_RE.match(m.group()).group(), m.start(), m.end())
+        prefix = TOKEN_PREFIX_RE.match(m.group())
+        assert prefix is not None   # every shape starts with one of the prefixes: the finding names it
+        yield ("token-shape", prefix.group(), m.start(), m.end())
 
 
 _TEXT_RULES = (_assignments, _login_kwargs, _parameter_defaults, _flags, _login_passwords, _netrc, _auth_headers,

@@ -14,7 +14,7 @@ from json.encoder import encode_basestring_ascii
 from typing import Callable, Mapping
 
 from . import taint, withhold
-from .forms import LONG_TEXT, narrowed, pattern_of
+from .forms import LONG_TEXT, Searcher, narrowed, pattern_of
 from .names import PLACEHOLDER
 from .values import DEFAULT, Registry
 
@@ -24,7 +24,7 @@ def index(env: Mapping[str, str] | None = None, registry: Registry | None = None
     return (DEFAULT if registry is None else registry).index(env)
 
 
-def owners_matcher(owners: dict):
+def owners_matcher(owners: dict[str, tuple[str, str]]):
     """The :class:`withhold.Matcher` of the forms of an index (``{form: (name, encoding)}``)."""
     return _matcher_of(_owners_key(owners))
 
@@ -58,11 +58,11 @@ def matcher(env: Mapping[str, str] | None = None, registry: Registry | None = No
     return None if pattern is None else _job_matcher(owners, registry)
 
 
-def _owners_key(owners: dict) -> tuple:
+def _owners_key(owners: dict[str, tuple[str, str]]) -> tuple[tuple[str, str], ...]:
     return tuple((form, name) for form, (name, _how) in owners.items())
 
 
-def _job_matcher(owners: dict, registry: Registry | None):
+def _job_matcher(owners: dict[str, tuple[str, str]], registry: Registry | None):
     """The matcher of text from a job: the forms of an index, the parts of its verbatim values,
     except inside the minted ids (``values.Registry.minted``) that occur in one of them (only there
     can a part lie inside an id)."""
@@ -110,7 +110,7 @@ def _unchanged(text: str) -> str:
     return text
 
 
-def json_forms_pattern(env: Mapping[str, str] | None = None, registry: Registry | None = None) -> re.Pattern | None:
+def json_forms_pattern(env: Mapping[str, str] | None = None, registry: Registry | None = None) -> Searcher | None:
     """One regex of every form of every known value as it reads inside a JSON string written with
     ``ensure_ascii`` (``json.encoder.encode_basestring_ascii(form)[1:-1]``), or None when no value is
     known. That escaping is character by character, so a string holding a form holds its escaped
@@ -120,7 +120,7 @@ def json_forms_pattern(env: Mapping[str, str] | None = None, registry: Registry 
 
 
 @lru_cache(maxsize=8)
-def _escaped_pattern(forms: tuple[str, ...]) -> re.Pattern | None:
+def _escaped_pattern(forms: tuple[str, ...]) -> Searcher | None:
     escaped = {encode_basestring_ascii(form)[1:-1] for form in forms}
     return pattern_of(tuple(sorted(escaped, key=lambda f: (-len(f), f))))
 

@@ -140,7 +140,7 @@ def _backslashes(text: str) -> tuple[list[str], bool]:
     """(each layer of backslash escapes decoded, outermost first (JSON nested N deep: N layers),
     True when no layer is left undecoded: False when :data:`MAX_BACKSLASH_DEPTH` layers were
     decoded and one more would still change the text)."""
-    layers = []
+    layers: list[str] = []
     for _ in range(MAX_BACKSLASH_DEPTH):
         if "\\" not in text:
             return layers, True
@@ -223,7 +223,7 @@ def _quoted_printable(text: str) -> str | None:
     return _QP_RE.sub(lambda m: bytes([int(m.group(1), 16)]), raw).decode("utf-8", "ignore")
 
 
-def _decoders(text: str, shortest: int = MIN_FORM) -> Iterable[tuple[str, str]]:
+def _decoders(text: str, shortest: int = MIN_FORM) -> Iterable[tuple[str, str | None]]:
     """(how, reading) one layer down from ``text``; ``shortest``: the length of the shortest text
     searched for (shorter base64 and hex runs cannot spell it)."""
     if "%" in text:

@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import Iterable, Mapping
 from urllib.parse import unquote
 
-from .forms import index_of
+from .forms import Searcher, index_of
 from .names import MIN_VALUE_LENGTH, SECRET_ENV_NAMES, is_secret_name, name_words
 
 # Last words that make an environment variable's name a credential (``KAGGLE_KEY``).
@@ -163,7 +163,7 @@ class Registry:
                     found.setdefault(value, name)
         return found
 
-    def index(self, env: Mapping[str, str] | None) -> tuple[re.Pattern | None, dict[str, tuple[str, str]]]:
+    def index(self, env: Mapping[str, str] | None) -> tuple[Searcher | None, dict[str, tuple[str, str]]]:
         """(one regex of every form, {form: (variable name, encoding)})."""
         if env is not None:
             return index_of(tuple(sorted(self.values(env).items())))

@@ -13,9 +13,9 @@ note naming the variable, never the value. Pure functions, no I/O.
 
 from __future__ import annotations
 
-import re
 from typing import Callable
 
+from .forms import Searcher
 from .taint import MIN_FORM, canon, examine
 
 PART = MIN_FORM   # consecutive characters of a longer value that count as the value (8: as short as a value may be)
@@ -40,7 +40,7 @@ class Matcher:
     LONG = 1024       # texts from this length on are searched form by form (str.find), not by the regex
     LONG_FORM = 256   # forms longer than this are searched by str.find only, never put in the regex
 
-    def __init__(self, forms: dict[str, object], pattern_of: Callable[[tuple[str, ...]], re.Pattern | None],
+    def __init__(self, forms: dict[str, object], pattern_of: Callable[[tuple[str, ...]], Searcher | None],
                  parts: dict[str, object] | None = None, exempt: tuple[str, ...] = ()):
         self.owners: dict[str, object] = {}
         for form, owner in forms.items():

@@ -75,12 +75,12 @@ from ..secrets import redact
 from ..secrets import guard as known_secrets
 from ..vocabulary import InstanceStatus
 from .auth import API_KEY_PREFIX, NO_AGENT_SOCKET, LoginMixin, api_key, brev_environment
-from .commands import CommandsMixin
+from .commands import BrevPrice, BrevSearchRow, CommandsMixin
 from .copying import STAGED_NAME, colon_free_tmp, safe_copy
 from .diagnosis import (_API_TRANSIENT, _AUTH_FAILURE, _KEY_REJECTED, _NVIDIA_MIGRATION, _auth_failed, _auto_started,
                         _no_answer, api_unreachable)
 from .framing import RemoteResult, frame, unframe
-from .names import INSTANCE_RE, check_instance, pick_instance, refuse_secrets
+from .names import INSTANCE_RE, BrevInstance, check_instance, pick_instance, refuse_secrets
 from .process import _kill_group, _read_available, _text, _text_of, run_until_exit
 from .remote_exec import ExecMixin
 from .settings import (API_RETRIES, BACKOFF_ENV, BACKOFF_S, BREV_START_WAIT_S, BREV_TIMEOUT_S, EXEC_TIMEOUT_S,
@@ -96,21 +96,21 @@ class Brev(LoginMixin, ExecMixin, CommandsMixin):
     """
 
     binary: str = "brev"
-    env: dict = field(default_factory=lambda: dict(os.environ))
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)
-    ready_instances: set = field(default_factory=set)   # answered before: the shorter exec timeout applies
+    ready_instances: set[str] = field(default_factory=set)   # answered before: the shorter exec timeout applies
     on_ready: Callable[[str], None] | None = None       # told once when an instance first answers
     on_deleted: Callable[[str], None] | None = None     # told after `brev delete` (a new one may reuse the name)
     on_started: Callable[[str], None] | None = None     # told when brev started a STOPPED instance by itself
-    backoff_s: tuple | None = None   # None: from the environment (backoff_from_env)
+    backoff_s: tuple[float, ...] | None = None   # None: from the environment (backoff_from_env)
     exec_calls: int = 0
     logins: int = 0
-    statuses: dict = field(default_factory=dict)   # instance -> status from the last `brev ls --json`
-    started: set = field(default_factory=set)      # instances brev started (STOPPED before) in this process
+    statuses: dict[str, str] = field(default_factory=dict)   # instance -> status from the last `brev ls --json`
+    started: set[str] = field(default_factory=set)      # instances brev started (STOPPED before) in this process
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.backoff_s is None:
             self.backoff_s = backoff_from_env(self.env)
 
@@ -121,7 +121,7 @@ class Brev(LoginMixin, ExecMixin, CommandsMixin):
             raise TaoBrevError("BREV_NOT_FOUND", f"`{self.binary}` is not on PATH")
         return found
 
-    def _spawn(self, args: list[str], timeout: float, allow: str | None = None) -> subprocess.CompletedProcess:
+    def _spawn(self, args: list[str], timeout: float, allow: str | None = None) -> subprocess.CompletedProcess[str]:
         """Run brev with stdin from /dev/null (a character device, so brev reads
         no instance names from it), stdout/stderr captured, in its own process
         group so a timeout kills ssh too. The call ends when brev's process
@@ -156,7 +156,7 @@ class Brev(LoginMixin, ExecMixin, CommandsMixin):
                         "from its start): poll again, or stop or delete it if nothing needs it")
         return TransportError("TRANSPORT_TIMEOUT", message, timeout_s=timeout)
 
-    def _call(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    def _call(self, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
         """:meth:`_with_login`, repeated API_RETRIES times with backoff while the Brev API
         answers a transient error (:func:`api_unreachable`); BREV_API_UNREACHABLE after that."""
         for attempt in range(1, API_RETRIES + 2):
@@ -165,6 +165,7 @@ class Brev(LoginMixin, ExecMixin, CommandsMixin):
             if problem is None:
                 return done
             if attempt <= API_RETRIES:
+                assert self.backoff_s is not None   # __post_init__ set it
                 wait = self.backoff_s[min(attempt - 1, len(self.backoff_s) - 1)]
                 self.log(f"brev {args[0]}: the Brev API did not answer ({redact.tail(problem, 160)}); "
                          f"retrying in {wait:g} s (attempt {attempt + 1}/{API_RETRIES + 1})")

@@ -4,6 +4,7 @@ headless ``brev login --token`` after an auth failure."""
 from __future__ import annotations
 
 import subprocess
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import TaoBrevError
 from ..secrets import guard as known_secrets, redact
@@ -18,7 +19,7 @@ API_KEY_PREFIX = "bak-"   # brev-cli pkg/auth/auth.go BrevAPIKeyPrefix (PR #369)
 NO_AGENT_SOCKET = "/dev/null/tao-brev-no-ssh-agent"
 
 
-def brev_environment(env: dict) -> dict:
+def brev_environment(env: dict[str, str]) -> dict[str, str]:
     """The environment ``brev`` runs with: ours minus every credential variable
     (NGC, AWS, HF, W&B keys and the Brev token itself, which reaches brev only
     through ``brev login --token``), plus two facts of brev:
@@ -39,7 +40,7 @@ def brev_environment(env: dict) -> dict:
     return out
 
 
-def api_key(env: dict) -> str | None:
+def api_key(env: dict[str, str]) -> str | None:
     """The Brev API key: ``BREV_API_KEY``, else a ``bak-`` value in ``BREV_API_TOKEN``
     (brev-cli pkg/auth/auth.go IsBrevAPIKey: the prefix after trimming), else None."""
     for name in ("BREV_API_KEY", "BREV_API_TOKEN"):
@@ -53,7 +54,15 @@ def api_key(env: dict) -> str | None:
 class LoginMixin:
     """The login half of :class:`tao_brev.transport.Brev` (its ``env``, ``log``, ``logins``, ``_spawn``)."""
 
-    def _with_login(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    if TYPE_CHECKING:   # Brev's fields and process seam, which this half uses
+        env: dict[str, str]
+        log: Callable[[str], None]
+        logins: int
+
+        def _spawn(self, args: list[str], timeout: float,
+                   allow: str | None = None) -> subprocess.CompletedProcess[str]: ...
+
+    def _with_login(self, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
         """Run brev; on an auth failure log in once with BREV_API_TOKEN and repeat once.
         With an API key (:func:`api_key`: brev reads it from its environment, PR #464)
         there is nothing to log in with: BREV_API_KEY_REJECTED."""

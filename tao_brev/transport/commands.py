@@ -3,19 +3,42 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from typing import TYPE_CHECKING, Callable, TypedDict, cast
 
 from ..errors import TaoBrevError
 from ..secrets import redact
 from ..vocabulary import InstanceStatus
 from .copying import safe_copy
-from .names import check_instance, pick_instance
+from .names import BrevInstance, check_instance, pick_instance
 from .settings import BREV_TIMEOUT_S, FIRST_EXEC_TIMEOUT_S
+
+
+class BrevPrice(TypedDict, total=False):
+    """``base_price`` of a ``brev search --json`` row (gpusearch.go BasePrice)."""
+    currency: str
+    amount: str
+
+
+class BrevSearchRow(TypedDict, total=False):
+    """A row of ``brev search gpu|cpu --json`` (brev-cli's GPUInstanceInfo): the keys the bundle reads."""
+    type: str
+    price_per_hour: float
+    base_price: BrevPrice
+    stoppable: bool
 
 
 class CommandsMixin:
     """brev's other commands on :class:`tao_brev.transport.Brev` (its ``_call``)."""
 
-    def ls(self) -> list[dict]:
+    if TYPE_CHECKING:   # Brev's fields and API call, which these commands use
+        ready_instances: set[str]
+        statuses: dict[str, str]
+        on_deleted: Callable[[str], None] | None
+
+        def _call(self, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]: ...
+
+    def ls(self) -> list[BrevInstance]:
         """Instances from ``brev ls --json`` (an object with ``workspaces``,
         which is null when there are none; older releases printed a bare list)."""
         done = self._call(["ls", "--json"], BREV_TIMEOUT_S)
@@ -29,13 +52,13 @@ class CommandsMixin:
             data = data.get("workspaces") or []
         if not isinstance(data, list):
             raise TaoBrevError("BREV_FAILED", "brev ls --json printed an unexpected shape")
-        listed = [w for w in data if isinstance(w, dict)]
+        listed = [cast(BrevInstance, w) for w in data if isinstance(w, dict)]   # brev's JSON: the keys we read
         names = [str(w.get("name")) for w in listed]
         self.statuses = {str(w.get("name")): ("AMBIGUOUS" if names.count(str(w.get("name"))) > 1
                                               else str(w.get("status") or "").upper()) for w in listed}
         return listed
 
-    def instance(self, name: str) -> dict | None:
+    def instance(self, name: str) -> BrevInstance | None:
         """The ``brev ls --json`` entry named ``name``, or None. Raises INSTANCE_AMBIGUOUS
         (naming every id) when several carry the name: with an API key brev lists the
         whole org (brev-cli pkg/cmd/ls/ls.go RunWorkspaces), teammates' instances included."""
@@ -65,7 +88,7 @@ class CommandsMixin:
         self._simple(["stop", check_instance(name)], f"brev stop {name}")
         self.ready_instances.discard(name)
 
-    def search(self, kind: str) -> list[dict]:
+    def search(self, kind: str) -> list[BrevSearchRow]:
         """The rows of ``brev search gpu|cpu --json``: a JSON array of brev-cli's GPUInstanceInfo
         (pkg/cmd/gpusearch/gpusearch.go: ``type``, ``price_per_hour`` USD, ``stoppable``, ...).
         Raises BREV_FAILED when brev fails or prints no array."""
@@ -79,7 +102,7 @@ class CommandsMixin:
         if not isinstance(data, list):
             raise TaoBrevError("BREV_FAILED", f"brev search {kind} --json did not print a JSON array: "
                                + redact.tail(text))
-        return [row for row in data if isinstance(row, dict)]
+        return [cast(BrevSearchRow, row) for row in data if isinstance(row, dict)]   # brev's JSON: the keys we read
 
     def copy(self, src: str, dst: str, timeout: float | None = None, start: bool = False) -> None:
         """``brev copy SRC DST`` (scp), one side written ``NAME:path``, the other a local path.

@@ -20,7 +20,9 @@ def safe_copy(copy: Callable[[str, str], object], src: str, dst: str) -> None:
     sides = [_remote_side(src), _remote_side(dst)]
     if (sides[0] is None) == (sides[1] is None):
         raise TaoBrevError("BAD_ARGUMENT", f"brev copy needs exactly one NAME:path side (got {src!r}, {dst!r})")
-    remote_path = (sides[0] or sides[1])[1]
+    remote = sides[0] or sides[1]
+    assert remote is not None   # exactly one side names an instance
+    remote_path = remote[1]
     if ":" in remote_path:
         raise TaoBrevError("BAD_NAME", f"a remote path with ':' cannot be copied (brev splits on it): {remote_path!r}")
     local = dst if sides[0] is not None else src

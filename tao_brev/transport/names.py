@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TypedDict
 
 from ..errors import TaoBrevError
 from ..secrets import guard as known_secrets, redact
@@ -11,7 +12,19 @@ from ..secrets import guard as known_secrets, redact
 INSTANCE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
-def pick_instance(listed: list[dict], name: str) -> dict | None:
+class BrevInstance(TypedDict, total=False):
+    """An entry of ``brev ls --json`` (brev-cli's workspace): the keys the bundle reads."""
+    name: str
+    id: str
+    status: str
+    instance_type: str
+    shell_status: str
+    build_status: str
+    health_status: str
+    gpu: str
+
+
+def pick_instance(listed: list[BrevInstance], name: str) -> BrevInstance | None:
     """The one entry of ``listed`` named ``name`` (None: none); INSTANCE_AMBIGUOUS naming
     each one's id and status when there are several."""
     found = [w for w in listed if w.get("name") == name]
@@ -23,7 +36,7 @@ def pick_instance(listed: list[dict], name: str) -> dict | None:
 
 
 
-def refuse_secrets(text: str, what: str, env: dict | None = None) -> None:
+def refuse_secrets(text: str, what: str, env: dict[str, str] | None = None) -> None:
     """Check ``text`` before it is sent; raise SECRET_IN_COMMAND naming where
     (variable/flag and line), never the value: first every secret value this
     process knows, in any encoding (the guarantee, ``known_secrets``), then

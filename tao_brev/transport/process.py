@@ -28,6 +28,7 @@ def run_until_exit(proc: subprocess.Popen, timeout: float, stop_on=None) -> tupl
     appears in stderr, ends the call at once (the group is killed): brev waiting
     for something that never comes (a browser login).
     """
+    assert proc.stdout is not None and proc.stderr is not None   # brev runs with both piped (Brev._spawn)
     deadline = time.monotonic() + timeout
     out, err = bytearray(), bytearray()
     pipes = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 import uuid
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import RemoteCommandError, TaoBrevError, TransportError
 from ..secrets import redact
@@ -15,6 +17,20 @@ from .settings import BREV_START_WAIT_S, EXEC_TIMEOUT_S, FIRST_EXEC_TIMEOUT_S, R
 
 class ExecMixin:
     """The exec half of :class:`tao_brev.transport.Brev` (its ``statuses``, ``ready_instances``, ``_with_login``)."""
+
+    if TYPE_CHECKING:   # Brev's fields and LoginMixin's login, which this half uses
+        ready_instances: set[str]
+        statuses: dict[str, str]
+        started: set[str]
+        on_ready: Callable[[str], None] | None
+        on_started: Callable[[str], None] | None
+        backoff_s: tuple[float, ...] | None
+        exec_calls: int
+        clock: Callable[[], float]
+        sleep: Callable[[float], None]
+        log: Callable[[str], None]
+
+        def _with_login(self, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]: ...
 
     def timeout_for(self, instance: str) -> float:
         return EXEC_TIMEOUT_S if instance in self.ready_instances else FIRST_EXEC_TIMEOUT_S
@@ -77,13 +93,15 @@ class ExecMixin:
                 if last_error.code == "SSH_KEY_REJECTED":
                     break   # a repeat gets the same refusal: fail fast with the fix
             if attempt < attempts:
+                assert self.backoff_s is not None   # Brev.__post_init__ set it
                 wait = self.backoff_s[min(attempt - 1, len(self.backoff_s) - 1)]
                 self.log(f"brev exec on {instance}: {last_error.message}; retrying in {wait:g} s "
                          f"(attempt {attempt + 1}/{attempts})")
                 self.sleep(wait)
+        assert last_error is not None   # the loop ran at least once and did not return
         raise last_error
 
-    def run(self, instance: str, script: str, **kw) -> RemoteResult:
+    def run(self, instance: str, script: str, **kw: Any) -> RemoteResult:
         """Like :meth:`exec` but raises RemoteCommandError on a non-zero exit."""
         result = self.exec(instance, script, **kw)
         if not result.ok:

@@ -18,7 +18,7 @@ API_RETRIES = 2           # extra attempts of a brev call the Brev API answered 
 BREV_START_WAIT_S = 2 * 600.0 + 41 * (10.0 + 1.0)
 
 
-def backoff_from_env(env: dict) -> tuple[float, ...]:
+def backoff_from_env(env: dict[str, str]) -> tuple[float, ...]:
     """The waits between read retries: ``$TAO_BREV_RETRY_BACKOFF_S`` or BACKOFF_S."""
     raw = (env.get(BACKOFF_ENV) or "").strip()
     if not raw:
