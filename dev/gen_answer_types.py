@@ -26,7 +26,8 @@ SCHEMAS = ROOT / "references" / "schemas"
 OUT = ROOT / "tao_brev" / "model" / "answer_types"
 # schema file -> (module, the class of its root object); common's root has no properties
 ROOTS = {"common": None, "cost": "CostFacts", "error": "ErrorAnswer", "teardown": "TeardownAnswer",
-         "submit": "SubmitAnswer", "preflight": "PreflightAnswer", "poll_status": "PollAnswer"}
+         "submit": "SubmitAnswer", "preflight": "PreflightAnswer", "poll_status": "PollAnswer",
+         "job_record": "RecordDocument"}   # the TAO bank's job record as stored (model.JobRecord makes one)
 # a $defs entry whose class name would say too little
 DEF_NAMES = {("common", "error"): "ErrorObject", ("common", "input"): "InputStaged",
              ("poll_status", "kpi"): "Kpi", ("teardown", "stop"): "StopFacts", ("preflight", "check"): "Check"}
@@ -119,12 +120,12 @@ class Generator:
             by_module: dict[str, list[str]] = {}
             for cls in imports:
                 by_module.setdefault(self.owner[cls], []).append(cls)
-            head = [f'"""The answer types of references/schemas/{module}.schema.json (made by dev/gen_answer_types.py:',
+            head = [f'"""The types of references/schemas/{module}.schema.json (made by dev/gen_answer_types.py:',
                     'do not edit; change the schema and run it again)."""', "", "from __future__ import annotations", "",
-                    "from typing import Any, TypedDict", ""]
-            head += [wrapped(f"from .{m} import ", sorted(c)) for m, c in sorted(by_module.items())]
+                    "from typing import Any, TypedDict"]
+            head += [""] * bool(by_module) + [wrapped(f"from .{m} import ", sorted(c)) for m, c in sorted(by_module.items())]
             texts[f"{module}.py"] = "\n".join(head) + "\n\n\n" + "\n\n".join(classes) + \
-                "\n__all__ = [" + ", ".join(repr(c.split("(")[0][6:]) for c in classes) + "]\n"
+                "\n\n__all__ = [" + ", ".join(repr(c.split("(")[0][6:]) for c in classes) + "]\n"
         names = sorted(self.owner)
         texts["__init__.py"] = ('"""The scripts\' answers as TypedDicts, made from references/schemas/ by '
                                 'dev/gen_answer_types.py."""\n\n' + "".join(

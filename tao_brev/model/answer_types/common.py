@@ -1,10 +1,9 @@
-"""The answer types of references/schemas/common.schema.json (made by dev/gen_answer_types.py:
+"""The types of references/schemas/common.schema.json (made by dev/gen_answer_types.py:
 do not edit; change the schema and run it again)."""
 
 from __future__ import annotations
 
 from typing import Any, TypedDict
-
 
 
 class ErrorObject(TypedDict, total=False):
@@ -105,5 +104,6 @@ class AnswerCut(TypedDict, total=False):
     limit: int
     strings_cut: int
     items_dropped: int
+
 
 __all__ = ['ErrorObject', 'Hint', 'ResultsLinksItem', 'Checkpoint', 'Results', 'ResumeFrom', 'InputStaged', 'InstanceStarted', 'LogsCut', 'AnswerCut']

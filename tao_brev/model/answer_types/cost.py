@@ -1,10 +1,9 @@
-"""The answer types of references/schemas/cost.schema.json (made by dev/gen_answer_types.py:
+"""The types of references/schemas/cost.schema.json (made by dev/gen_answer_types.py:
 do not edit; change the schema and run it again)."""
 
 from __future__ import annotations
 
 from typing import Any, TypedDict
-
 
 
 class CostFactsBilledParts(TypedDict, total=False):
@@ -38,5 +37,6 @@ class CostFacts(TypedDict, total=False):
     estimated_cost_usd: float | None
     stalled_s: float | None
     clock_skew_s: float | None
+
 
 __all__ = ['CostFactsBilledParts', 'CostFacts']

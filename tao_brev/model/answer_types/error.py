@@ -1,4 +1,4 @@
-"""The answer types of references/schemas/error.schema.json (made by dev/gen_answer_types.py:
+"""The types of references/schemas/error.schema.json (made by dev/gen_answer_types.py:
 do not edit; change the schema and run it again)."""
 
 from __future__ import annotations
@@ -17,5 +17,6 @@ class ErrorAnswer(TypedDict, total=False):
     ok: bool
     did_you_mean: dict[str, str]
     error: ErrorObject
+
 
 __all__ = ['ErrorAnswer']

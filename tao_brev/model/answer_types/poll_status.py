@@ -1,4 +1,4 @@
-"""The answer types of references/schemas/poll_status.schema.json (made by dev/gen_answer_types.py:
+"""The types of references/schemas/poll_status.schema.json (made by dev/gen_answer_types.py:
 do not edit; change the schema and run it again)."""
 
 from __future__ import annotations
@@ -282,5 +282,6 @@ class PollAnswer(TypedDict, total=False):
     jobs: list[PollAnswerJobsItem]
     did_you_mean: dict[str, str]
     error: ErrorObject
+
 
 __all__ = ['PollAnswerBundleStartedInstance', 'PollAnswerObserved', 'PollAnswerWithheld', 'PollAnswerQuarantinedItem', 'Progress', 'Stall', 'MetricsEpochsItem', 'MetricsBestValueBest', 'MetricsBestValueMin', 'MetricsBestValueMax', 'MetricsBestValueLast', 'MetricsBestValue', 'Metrics', 'PollAnswerStallTeardownResults', 'PollAnswerStallTeardown', 'PollAnswerObservedBeforeTeardown', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerAttemptsItem', 'PollAnswerRecovery', 'PollAnswerChainCost', 'PollAnswerJobsItem', 'PollAnswer']

@@ -1,4 +1,4 @@
-"""The answer types of references/schemas/preflight.schema.json (made by dev/gen_answer_types.py:
+"""The types of references/schemas/preflight.schema.json (made by dev/gen_answer_types.py:
 do not edit; change the schema and run it again)."""
 
 from __future__ import annotations
@@ -43,5 +43,6 @@ class PreflightAnswer(TypedDict, total=False):
     brev_logins: int
     did_you_mean: dict[str, str]
     error: ErrorObject
+
 
 __all__ = ['Check', 'PreflightAnswerRoundTrips', 'PreflightAnswer']

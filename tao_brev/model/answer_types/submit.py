@@ -1,4 +1,4 @@
-"""The answer types of references/schemas/submit.schema.json (made by dev/gen_answer_types.py:
+"""The types of references/schemas/submit.schema.json (made by dev/gen_answer_types.py:
 do not edit; change the schema and run it again)."""
 
 from __future__ import annotations
@@ -67,5 +67,6 @@ class SubmitAnswer(TypedDict, total=False):
     resume_from: ResumeFrom
     did_you_mean: dict[str, str]
     error: ErrorObject
+
 
 __all__ = ['SubmitAnswerSpecCheck', 'SubmitAnswerFindingsItem', 'SubmitAnswerPlanItem', 'SubmitAnswer']

@@ -1,4 +1,4 @@
-"""The answer types of references/schemas/teardown.schema.json (made by dev/gen_answer_types.py:
+"""The types of references/schemas/teardown.schema.json (made by dev/gen_answer_types.py:
 do not edit; change the schema and run it again)."""
 
 from __future__ import annotations
@@ -116,5 +116,6 @@ class TeardownAnswer(TypedDict, total=False):
     orphans: list[Orphan]
     kept: list[TeardownAnswerKeptItem]
     error: ErrorObject
+
 
 __all__ = ['TeardownAnswerBundleStartedInstance', 'TeardownAnswerResultsSavedItem', 'StopFacts', 'OrphanDeletePending', 'Orphan', 'TeardownAnswerKeptItem', 'TeardownAnswer']
