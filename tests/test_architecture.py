@@ -32,7 +32,8 @@ HELP_BOUNDARY = {"tao_brev.cli": {"tao_brev.answering", "tao_brev.context"},
 # JSON: cli.run and answering; an answer walked whole for redaction,
 # withholding and the size cap; a state file read or written whole; a spec as YAML gave it): there
 # ``dict[str, Any]`` is the type. Elsewhere a signature names what it takes (model/answer_types).
-FREE_FORM = frozenset({"tao_brev.cli", "tao_brev.answering", "tao_brev.answers", "tao_brev.logcap", "tao_brev.secrets.redact", "tao_brev.secrets.withhold",
+FREE_FORM = frozenset({"tao_brev.cli", "tao_brev.answering", "tao_brev.answers", "tao_brev.logcap",
+                       "tao_brev.secrets.redact", "tao_brev.secrets.withhold",
                        "tao_brev.secrets.safe_read", "tao_brev.model.base", "tao_brev.fsio", "tao_brev.yaml_bounded",
                        "tao_brev.record_schema", "tao_brev.secrets.parsed", "tao_brev.secrets.interpolation",
                        "tao_brev.tao_schema", "tao_brev.tao_schema_values", "tao_brev.spec_paths"})
