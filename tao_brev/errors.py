@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from .error_codes import CODES, Code  # noqa: F401 (handed on: the table is data in its own module)
 
-TYPE_CHECKING = False   # mypy reads it as True; a --help imports this module, and not even typing
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:   # type hints only: the answer types are not needed to raise or print an error
     from .model.answer_types import ErrorObject
 
 EXIT_OK = 0
