@@ -30,6 +30,7 @@ from pathlib import Path
 
 from .errors import TaoBrevError
 from .fsio import AdvisoryFile, read_text
+from .model.answer_types import RecordDocument
 from .records import PLATFORM, RecordStore, is_terminal
 
 INDEX_VERSION = 1
@@ -59,7 +60,7 @@ def _load(path: Path) -> _Files:
 
 
 def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM,
-                 keep: Callable[[dict], bool] | None = None) -> tuple[list[dict], list[CorruptRecord]]:
+                 keep: Callable[[RecordDocument], bool] | None = None) -> tuple[list[RecordDocument], list[CorruptRecord]]:
     """(non-terminal records of ``platform``, corrupt records as ``{"id", "error"}``), both sorted by id.
 
     Corrupt: a damaged file in the jobs dir, and each quarantined record not
@@ -75,7 +76,7 @@ def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM,
     path = index_path(state_root)
     cached = _load(path)
     fresh: _Files = {}
-    live: list[dict] = []
+    live: list[RecordDocument] = []
     corrupt: list[CorruptRecord] = []
     with os.scandir(store.jobs_dir) as entries:
         for entry in entries:

@@ -23,6 +23,8 @@ from pathlib import Path
 from .errors import TaoBrevError
 from .fsio import read_text
 from .model import JobSidecar
+from .model.answer_types import RecordDocument, RecordDocumentInstanceCopy
+from .record_quarantine import QuarantinedEntry, is_quarantined
 from .secrets import safe_read
 from .sidecar import SidecarStore
 
@@ -48,10 +50,10 @@ def sidecar_path(state_root: Path, job_id: str) -> str | None:
         return None
 
 
-def view(record: dict, state_root: Path) -> dict:
+def view(record: RecordDocument | QuarantinedEntry, state_root: Path) -> RecordDocument | QuarantinedEntry:
     """``record`` as the listing and ``show`` answer it (the module doc); a damaged or missing
     sidecar, a record the bank's tool made, an instance not deleted: the record as it is."""
-    if record.get("corrupt") or not isinstance(record.get("id"), str):
+    if is_quarantined(record) or not isinstance(record.get("id"), str):
         return record
     path = sidecar_path(state_root, record["id"])
     sidecar = _deleted_sidecar(path) if path else JobSidecar()
@@ -70,9 +72,12 @@ def view(record: dict, state_root: Path) -> dict:
         left = "none"
     else:
         left = "discarded" if results.get("discarded_at") else "lost"
-    copy = {"deleted_at": deleted_at, "instance": sidecar.instance,
-            "path": results.get("instance_dir") or record.get("results_dir"), "results": left}
-    return {**record, **({"results_dir": here} if here else {}), "instance_copy": copy}
+    copy: RecordDocumentInstanceCopy = {"deleted_at": deleted_at, "instance": sidecar.instance,
+                                        "path": results.get("instance_dir") or record["results_dir"], "results": left}
+    out: RecordDocument = {**record, "instance_copy": copy}
+    if here:   # results_dir is a required field: its place in the document is kept
+        out["results_dir"] = here
+    return out
 
 
 def _deleted_sidecar(path: str) -> JobSidecar:
@@ -91,7 +96,7 @@ def _deleted_sidecar(path: str) -> JobSidecar:
     return JobSidecar.from_json(data) if isinstance(data, dict) else JobSidecar()
 
 
-def tsv_note(entry: dict) -> str | None:
+def tsv_note(entry: RecordDocument | QuarantinedEntry) -> str | None:
     """The listing line's fifth field for a job whose instance was deleted, else None."""
-    copy = entry.get("instance_copy")
+    copy = None if is_quarantined(entry) else entry.get("instance_copy")
     return _TSV.get(copy.get("results", ""), "instance deleted") if isinstance(copy, dict) else None

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, cast
 
 from ..vocabulary import ErrClass, JobState, Source, StorageTier
+from .answer_types import RecordDocument
 from .base import JsonObject
 
 
@@ -55,6 +56,10 @@ class JobRecord(JsonObject):
         for name, kind in (("terminal_state", JobState), ("err_class", ErrClass), ("terminal_write_by", Source)):
             if getattr(self, name) is not None:
                 setattr(self, name, kind(getattr(self, name)))
+
+    def to_json(self) -> RecordDocument:
+        """The record document (its fields are the schema's: tests/test_state_model.py checks them)."""
+        return cast(RecordDocument, super().to_json())
 
     @property
     def state(self) -> JobState:
