@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Callable, TypedDict
+from typing import TYPE_CHECKING, Callable, TypedDict
 from pathlib import Path
 
 from .errors import TaoBrevError
 from .fsio import AdvisoryFile, read_text
-from .model.answer_types import RecordDocument
 from .records import PLATFORM, RecordStore, is_terminal
+
+if TYPE_CHECKING:   # type hints only (the answer types cost ~10 ms to import)
+    from .model.answer_types import RecordDocument
 
 INDEX_VERSION = 1
 CACHED_KINDS = ("terminal", "foreign")

@@ -9,12 +9,13 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
-if TYPE_CHECKING:   # typing_extensions is mypy's, not a dependency (the package runs on 3.9)
+if TYPE_CHECKING:   # type hints only: typing_extensions is mypy's, not a dependency (the package runs on 3.9)
     from typing_extensions import TypeIs
+
+    from .model.answer_types import RecordDocument
 
 from .errors import TaoBrevError
 from .fsio import locked, private_dir, read_bytes_or_error, read_text
-from .model.answer_types import RecordDocument
 from .record_schema import ID_RE, check_job_id
 
 

@@ -33,19 +33,21 @@ import uuid
 from pathlib import Path
 
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from . import instance_names, record_schema
 from .errors import TaoBrevError
 from .fsio import atomic_write_json, create_json, locked, private_dir, read_bytes_or_error, read_text, sweep_temp
 from .model import JobRecord, Transition
-from .model.answer_types import RecordDocument
 from .record_quarantine import Quarantine, QuarantinedEntry, json_stems as _json_stems, quarantine_error as _quarantine_error
 from .record_schema import ID_RE, REQUIRED as _REQUIRED, check_job_id  # noqa: F401 (re-exported)
 from .secrets import redact
 from .secrets import values as known_secrets
 from .vocabulary import (ERR_CLASSES, SOURCES, STATES, STORAGE_TIERS, TERMINAL_STATES,  # noqa: F401 (re-exported)
                          JobState, Source)
+
+if TYPE_CHECKING:   # type hints only (the answer types cost ~10 ms to import)
+    from .model.answer_types import RecordDocument
 
 SCHEMA_VERSION = 1
 PLATFORM = "brev"

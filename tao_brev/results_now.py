@@ -19,14 +19,18 @@ The record file is not touched: its required fields keep their bound values.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import TaoBrevError
 from .fsio import read_text
 from .model import JobSidecar
-from .model.answer_types import RecordDocument, RecordDocumentInstanceCopy
-from .record_quarantine import QuarantinedEntry, is_quarantined
+from .record_quarantine import is_quarantined
 from .secrets import safe_read
 from .sidecar import SidecarStore
+
+if TYPE_CHECKING:   # type hints only (the answer types cost ~10 ms to import)
+    from .model.answer_types import RecordDocument, RecordDocumentInstanceCopy
+    from .record_quarantine import QuarantinedEntry
 
 # What is left of the results once the instance is gone (``instance_copy.results``).
 RESULTS = {

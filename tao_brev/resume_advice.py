@@ -22,11 +22,10 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from . import nextstep
 from .errors import TaoBrevError
 from .model import JobSidecar
-from .model.answer_types import RecordDocument
 
 if TYPE_CHECKING:
     from .context import Context
-    from .model.answer_types import Hint, PollAnswer
+    from .model.answer_types import Hint, PollAnswer, RecordDocument
 
 # The instance placeholder of the static advice texts (docker_state's GPU-reset and disk advice), a
 # whole word only (never inside a code such as INSTANCE_STOPPED)

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, cast
+from typing import TYPE_CHECKING, Optional, cast
 
 from ..vocabulary import ErrClass, JobState, Source, StorageTier
-from .answer_types import RecordDocument
 from .base import JsonObject
+
+if TYPE_CHECKING:   # type hints only: the answer types cost ~10 ms to import, and a record needs none
+    from .answer_types import RecordDocument
 
 
 @dataclass
@@ -59,7 +61,7 @@ class JobRecord(JsonObject):
 
     def to_json(self) -> RecordDocument:
         """The record document (its fields are the schema's: tests/test_state_model.py checks them)."""
-        return cast(RecordDocument, super().to_json())
+        return cast("RecordDocument", super().to_json())
 
     @property
     def state(self) -> JobState:
