@@ -238,12 +238,13 @@ class RecordStore(Quarantine):
                 if state != terminal:
                     raise TaoBrevError("TERMINAL_STATE",
                                        f"job {job_id} is terminal ({terminal}); refusing transition to {state}")
-                added = False
+                added: RecordDocument = {}
                 if err_class and not record.get("err_class"):
-                    record["err_class"], added = err_class, True
+                    added["err_class"] = err_class
                 if backend_ref and not record.get("backend_ref"):
-                    record["backend_ref"], added = backend_ref, True
+                    added["backend_ref"] = backend_ref
                 if added:
+                    record.update(added)
                     self._write(path, record)
                 return _redacted(record)
             record["transitions"].append({"ts": now_iso(), "state": state,
