@@ -59,6 +59,7 @@ from .errors import TaoBrevError
 from .isotime import parse_ts
 from .model import InstanceSidecar, JobSidecar
 from .model.answer_types import CostFacts, CostFactsBilledParts, PollAnswerChainCost
+from .model.answer_types import RecordDocument, RecordDocumentTransitionsItem
 from .run_state import warn
 from .vocabulary import TERMINAL_STATES, JobState, Source
 
@@ -153,16 +154,16 @@ def seconds(start: Optional[datetime], end: Optional[datetime]) -> Optional[floa
     return round(max(0.0, (end - start).total_seconds()), 3)
 
 
-def _transition_ts(record: dict, states) -> Optional[datetime]:
+def _transition_ts(record: RecordDocument, states) -> Optional[datetime]:
     """The first transition into one of ``states``."""
     return next((parse_ts(t.get("ts")) for t in record.get("transitions") or [] if t.get("state") in states), None)
 
 
-def _first_transition(record: dict, states) -> Optional[dict]:
+def _first_transition(record: RecordDocument, states) -> Optional[RecordDocumentTransitionsItem]:
     return next((t for t in record.get("transitions") or [] if t.get("state") in states), None)
 
 
-def ended_at(record: dict, sidecar: JobSidecar) -> Optional[datetime]:
+def ended_at(record: RecordDocument, sidecar: JobSidecar) -> Optional[datetime]:
     """When the job ended, for display: docker's FinishedAt (the instance's clock), else its terminal
     mark (this machine's); None while it runs. Never subtract it from a time of the other clock."""
     return parse_ts((sidecar.cost or {}).get("finished_at")) or _transition_ts(record, TERMINAL_STATES)
@@ -171,7 +172,7 @@ def ended_at(record: dict, sidecar: JobSidecar) -> Optional[datetime]:
 MARK_SLACK_S = 2.0   # record marks have whole seconds; submit and a poll add a round trip
 
 
-def clock_skew(submitted: Optional[datetime], record: dict, started: Optional[datetime],
+def clock_skew(submitted: Optional[datetime], record: RecordDocument, started: Optional[datetime],
                finished: Optional[datetime]) -> Optional[float]:
     """The least skew (instance minus this machine, s) that explains docker's times, or None.
 
@@ -330,7 +331,7 @@ def _parts(caused: bool, nothing_ran: Optional[str], start_s, pull_s, submitted,
             "until": until}
 
 
-def _end_here(record: dict, submitted: Optional[datetime], running_mark: Optional[datetime],
+def _end_here(record: RecordDocument, submitted: Optional[datetime], running_mark: Optional[datetime],
               terminal_mark: Optional[datetime], docker_run_s: Optional[float]) -> Optional[datetime]:
     """The job's end on THIS machine's clock: its terminal mark (a poll saw it ended), or earlier,
     the launch's RUNNING mark + docker's run time (both known only when the submit marked RUNNING).

@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Callable, TypedDict
+from typing import TYPE_CHECKING, Callable, TypedDict
 from pathlib import Path
 
 from .errors import TaoBrevError
 from .fsio import AdvisoryFile, read_text
 from .records import PLATFORM, RecordStore, is_terminal
+
+if TYPE_CHECKING:   # type hints only (the answer types cost ~10 ms to import)
+    from .model.answer_types import RecordDocument
 
 INDEX_VERSION = 1
 CACHED_KINDS = ("terminal", "foreign")
@@ -59,7 +62,7 @@ def _load(path: Path) -> _Files:
 
 
 def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM,
-                 keep: Callable[[dict], bool] | None = None) -> tuple[list[dict], list[CorruptRecord]]:
+                 keep: Callable[[RecordDocument], bool] | None = None) -> tuple[list[RecordDocument], list[CorruptRecord]]:
     """(non-terminal records of ``platform``, corrupt records as ``{"id", "error"}``), both sorted by id.
 
     Corrupt: a damaged file in the jobs dir, and each quarantined record not
@@ -75,7 +78,7 @@ def live_records(store: RecordStore, state_root: Path, platform: str = PLATFORM,
     path = index_path(state_root)
     cached = _load(path)
     fresh: _Files = {}
-    live: list[dict] = []
+    live: list[RecordDocument] = []
     corrupt: list[CorruptRecord] = []
     with os.scandir(store.jobs_dir) as entries:
         for entry in entries:

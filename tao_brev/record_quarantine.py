@@ -7,7 +7,12 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:   # type hints only: typing_extensions is mypy's, not a dependency (the package runs on 3.9)
+    from typing_extensions import TypeIs
+
+    from .model.answer_types import RecordDocument
 
 from .errors import TaoBrevError
 from .fsio import locked, private_dir, read_bytes_or_error, read_text
@@ -22,6 +27,11 @@ class QuarantinedEntry(TypedDict):
     error: str
 
 
+def is_quarantined(entry: RecordDocument | QuarantinedEntry) -> TypeIs[QuarantinedEntry]:
+    """A listing's entry of a record in quarantine (a record never has ``corrupt``: the schema's)."""
+    return "corrupt" in entry
+
+
 class Quarantine:
     """The quarantine of a ``RecordStore`` (which gives ``jobs_dir``, ``path`` and ``_parse``)."""
 
@@ -31,7 +41,7 @@ class Quarantine:
         def path(self, job_id: str) -> Path: ...
 
         @staticmethod
-        def _parse(path: Path | str, text: str | bytes | OSError) -> dict[str, Any]: ...
+        def _parse(path: Path | str, text: str | bytes | OSError) -> RecordDocument: ...
 
     # -- damaged records ------------------------------------------------------
     @property
@@ -83,7 +93,7 @@ class Quarantine:
         """The listing's entry of ``stem`` when only ``jobs/quarantine/<stem>.json`` holds it."""
         return self._quarantined_entry(self.quarantine_dir / f"{stem}.json")
 
-    def damaged_entry(self, stem: str, path: str, exc: BaseException) -> QuarantinedEntry | dict[str, Any] | None:
+    def damaged_entry(self, stem: str, path: str, exc: BaseException) -> QuarantinedEntry | RecordDocument | None:
         """What the listing gives for ``path`` (``jobs/<stem>.json``) that did not read as a record
         (``exc``): quarantined, ``{"id", "corrupt": True, "quarantined", "error"}``; the record when
         it reads intact now (rewritten meanwhile); None for a name that is no job id (skipped)."""

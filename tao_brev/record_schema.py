@@ -11,6 +11,7 @@ import functools
 import json
 import re
 from pathlib import Path
+from typing import Mapping
 
 from .errors import TaoBrevError
 from .vocabulary import JobState
@@ -69,7 +70,7 @@ def _anchored(patrn: str) -> re.Pattern:
     return re.compile(patrn[:-1] + r"\Z" if patrn.endswith("$") and not patrn.endswith(r"\$") else patrn)
 
 
-def problem(record: dict) -> str | None:
+def problem(record: Mapping[str, object]) -> str | None:
     """What makes ``record`` (a JSON object) no record, or None: fields the schema does not have
     (``additionalProperties: false``), else the fields of a wrong type or value (schema order)."""
     known = schema()["properties"]

@@ -33,7 +33,7 @@ import uuid
 from pathlib import Path
 
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from . import instance_names, record_schema
 from .errors import TaoBrevError
@@ -45,6 +45,9 @@ from .secrets import redact
 from .secrets import values as known_secrets
 from .vocabulary import (ERR_CLASSES, SOURCES, STATES, STORAGE_TIERS, TERMINAL_STATES,  # noqa: F401 (re-exported)
                          JobState, Source)
+
+if TYPE_CHECKING:   # type hints only (the answer types cost ~10 ms to import)
+    from .model.answer_types import RecordDocument
 
 SCHEMA_VERSION = 1
 PLATFORM = "brev"
@@ -86,7 +89,12 @@ def _minted(job_id: str) -> None:
     known_secrets.minted([job_id])
 
 
-def _redact_record(obj, key=None):
+def _redacted(record: RecordDocument) -> RecordDocument:
+    """``record`` as this store writes and returns it: every string redacted."""
+    return _redact_record(record)
+
+
+def _redact_record(obj: Any, key: str | None = None) -> Any:
     if isinstance(obj, str):
         return redact.redact_values(redact.redact_uri(obj) if key in _URI_FIELDS else redact.redact(obj))
     if isinstance(obj, list):   # no path/URI field holds a list
@@ -113,13 +121,13 @@ class RecordStore(Quarantine):
     def path(self, job_id: str) -> Path:
         return self.jobs_dir / f"{check_job_id(job_id)}.json"
 
-    def _write(self, path: Path, record: dict) -> None:
-        atomic_write_json(path, _redact_record(record))
+    def _write(self, path: Path, record: RecordDocument) -> None:
+        atomic_write_json(path, _redacted(record))
 
     def open(self, *, image: str, network_arch: str, action: str, storage_tier: str,
              results_dir: str | None = None, results_root: str | None = None,
              upload_excludes: list[str] | None = None, parent_job: str | None = None,
-             retry_of: str | None = None, platform: str = PLATFORM) -> dict:
+             retry_of: str | None = None, platform: str = PLATFORM) -> RecordDocument:
         """Mint ``<arch>-<action>-<6 hex>``, bind ``results_dir`` and write PENDING.
 
         Exactly one of ``results_dir`` / ``results_root`` (then
@@ -145,14 +153,14 @@ class RecordStore(Quarantine):
                                       storage_tier=storage_tier, upload_excludes=upload_excludes,
                                       parent_job=parent_job, retry_of=retry_of, platform=platform)
             path = self.path(job_id)
-            stored = _redact_record(record)
+            stored = _redacted(record)
             if self.quarantined(job_id) is None and create_json(path, stored):
                 return stored   # what was written, not what was passed: a caller prints it
         raise TaoBrevError("BAD_ARGUMENT", "could not reserve a fresh job id")  # pragma: no cover - 8 collisions
 
     @staticmethod
     def _new_record(job_id: str, *, image, network_arch, action, results_dir, storage_tier, upload_excludes,
-                    parent_job, retry_of, platform) -> dict:
+                    parent_job, retry_of, platform) -> RecordDocument:
         ts = now_iso()
         return JobRecord(schema_version=SCHEMA_VERSION, id=job_id, platform=platform, backend_ref=None, image=image,
                          network_arch=network_arch, action=action, results_dir=results_dir,
@@ -162,7 +170,7 @@ class RecordStore(Quarantine):
                          terminal_state=None, redacted=True, parent_job=parent_job or None,
                          retry_of=retry_of or None).to_json()
 
-    def load(self, job_id: str) -> dict:
+    def load(self, job_id: str) -> RecordDocument:
         """Read one record. Raises BAD_JOB_ID, UNKNOWN_JOB, CORRUPT_RECORD (a damaged
         record is quarantined first: see the module doc)."""
         path = self.path(job_id)
@@ -182,7 +190,7 @@ class RecordStore(Quarantine):
             raise _quarantine_error(job_id, where, exc.message) from None
 
     @staticmethod
-    def _parse(path: Path | str, text: str | bytes | OSError) -> dict:
+    def _parse(path: Path | str, text: str | bytes | OSError) -> RecordDocument:
         """The record in ``text`` (the bytes or text of ``path``), or CORRUPT_RECORD: not
         UTF-8, not JSON (nesting too deep included), not an object, a required field
         missing, or a field of the wrong type or value (:func:`record_problem`). The
@@ -210,7 +218,7 @@ class RecordStore(Quarantine):
         return record
 
     def mark(self, job_id: str, state: str, *, message: str = "", source: str = "agent",
-             backend_ref: str | None = None, err_class: str | None = None) -> dict:
+             backend_ref: str | None = None, err_class: str | None = None) -> RecordDocument:
         """Append a transition under the record lock; returns the record as written.
 
         A terminal record refuses any other state (TERMINAL_STATE); the same
@@ -230,12 +238,15 @@ class RecordStore(Quarantine):
                 if state != terminal:
                     raise TaoBrevError("TERMINAL_STATE",
                                        f"job {job_id} is terminal ({terminal}); refusing transition to {state}")
-                added = {k: v for k, v in (("err_class", err_class), ("backend_ref", backend_ref))
-                         if v and not record.get(k)}
+                added: RecordDocument = {}
+                if err_class and not record.get("err_class"):
+                    added["err_class"] = err_class
+                if backend_ref and not record.get("backend_ref"):
+                    added["backend_ref"] = backend_ref
                 if added:
                     record.update(added)
                     self._write(path, record)
-                return _redact_record(record)
+                return _redacted(record)
             record["transitions"].append({"ts": now_iso(), "state": state,
                                           "message": message or "", "source": source})
             if backend_ref:
@@ -246,15 +257,15 @@ class RecordStore(Quarantine):
                 record["terminal_state"] = state
                 record["terminal_write_by"] = source
             self._write(path, record)
-            return _redact_record(record)
+            return _redacted(record)
 
-    def list(self) -> list[dict[str, Any] | QuarantinedEntry]:
+    def list(self) -> list[RecordDocument | QuarantinedEntry]:
         """Every readable record, sorted by id. A damaged record is quarantined and,
         like one quarantined before and not closed, comes back as
         ``{"id", "corrupt": True, "quarantined": path, "error"}`` rather than failing the listing."""
         return list(self.iter_list())
 
-    def iter_list(self) -> Iterator[dict[str, Any] | QuarantinedEntry]:
+    def iter_list(self) -> Iterator[RecordDocument | QuarantinedEntry]:
         """:meth:`list`, one record at a time in the same order: only the file names are
         held (memory stays flat however many records; ``tao_job_record.py list`` streams)."""
         for stem, path in self.listed_names():
@@ -286,12 +297,12 @@ class RecordStore(Quarantine):
         to one does not hide it (``known_secrets.minted``)."""
         known_secrets.minted(stem for stem, path in self.listed_names() if path is not None and ID_RE.fullmatch(stem))
 
-def record_problem(record: dict) -> str | None:
+def record_problem(record: RecordDocument) -> str | None:
     """What makes ``record`` no record of schema_version 1, or None (``record_schema.problem``)."""
     return record_schema.problem(record)
 
 
-def current_state(record: dict) -> str:
+def current_state(record: RecordDocument) -> str:
     """The last transition's state (the record's view, not the backend's)."""
     transitions = record.get("transitions") or []
     return transitions[-1]["state"] if transitions else JobState.UNKNOWN

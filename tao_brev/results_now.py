@@ -19,12 +19,18 @@ The record file is not touched: its required fields keep their bound values.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import TaoBrevError
 from .fsio import read_text
 from .model import JobSidecar
+from .record_quarantine import is_quarantined
 from .secrets import safe_read
 from .sidecar import SidecarStore
+
+if TYPE_CHECKING:   # type hints only (the answer types cost ~10 ms to import)
+    from .model.answer_types import RecordDocument, RecordDocumentInstanceCopy
+    from .record_quarantine import QuarantinedEntry
 
 # What is left of the results once the instance is gone (``instance_copy.results``).
 RESULTS = {
@@ -48,10 +54,10 @@ def sidecar_path(state_root: Path, job_id: str) -> str | None:
         return None
 
 
-def view(record: dict, state_root: Path) -> dict:
+def view(record: RecordDocument | QuarantinedEntry, state_root: Path) -> RecordDocument | QuarantinedEntry:
     """``record`` as the listing and ``show`` answer it (the module doc); a damaged or missing
     sidecar, a record the bank's tool made, an instance not deleted: the record as it is."""
-    if record.get("corrupt") or not isinstance(record.get("id"), str):
+    if is_quarantined(record) or not isinstance(record.get("id"), str):
         return record
     path = sidecar_path(state_root, record["id"])
     sidecar = _deleted_sidecar(path) if path else JobSidecar()
@@ -70,9 +76,12 @@ def view(record: dict, state_root: Path) -> dict:
         left = "none"
     else:
         left = "discarded" if results.get("discarded_at") else "lost"
-    copy = {"deleted_at": deleted_at, "instance": sidecar.instance,
-            "path": results.get("instance_dir") or record.get("results_dir"), "results": left}
-    return {**record, **({"results_dir": here} if here else {}), "instance_copy": copy}
+    copy: RecordDocumentInstanceCopy = {"deleted_at": deleted_at, "instance": sidecar.instance,
+                                        "path": results.get("instance_dir") or record["results_dir"], "results": left}
+    out: RecordDocument = {**record, "instance_copy": copy}
+    if here:   # results_dir is a required field: its place in the document is kept
+        out["results_dir"] = here
+    return out
 
 
 def _deleted_sidecar(path: str) -> JobSidecar:
@@ -91,7 +100,7 @@ def _deleted_sidecar(path: str) -> JobSidecar:
     return JobSidecar.from_json(data) if isinstance(data, dict) else JobSidecar()
 
 
-def tsv_note(entry: dict) -> str | None:
+def tsv_note(entry: RecordDocument | QuarantinedEntry) -> str | None:
     """The listing line's fifth field for a job whose instance was deleted, else None."""
-    copy = entry.get("instance_copy")
+    copy = None if is_quarantined(entry) else entry.get("instance_copy")
     return _TSV.get(copy.get("results", ""), "instance deleted") if isinstance(copy, dict) else None

@@ -47,6 +47,7 @@ from . import s3 as staging, s3 as storage
 from .errors import TaoBrevError
 from .model import JobSidecar
 from .model.answer_types import Checkpoint, ResultsLinksItem, ResumeFrom
+from .model.answer_types import RecordDocument
 from .records import is_terminal
 from .results_manifest import load_links, load_manifest
 from .verbs.reconcile import launch_failed
@@ -201,7 +202,7 @@ def plan(ctx: Context, req: SubmitRequest) -> Optional[ResumePlan]:
                        _reach_fix(req, old_id, sidecar))
 
 
-def _unfit(req: SubmitRequest, record: dict) -> Optional[str]:
+def _unfit(req: SubmitRequest, record: RecordDocument) -> Optional[str]:
     if req.action != "train" or record.get("action") != "train":
         return (f"only a train job resumes from a train job's checkpoint (this is {req.action}, "
                 f"{record['id']} was {record.get('action')})")
@@ -214,7 +215,7 @@ def _unfit(req: SubmitRequest, record: dict) -> Optional[str]:
     return None
 
 
-def _unfit_fix(req: SubmitRequest, record: dict) -> str:
+def _unfit_fix(req: SubmitRequest, record: RecordDocument) -> str:
     if not is_terminal(record.get("terminal_state")):
         return (f"Poll it ({nextstep.command('poll_status.py', record['id'])}); if it still runs, stop it with "
                 f"{nextstep.command('teardown.py', record['id'])}, then submit again.")

@@ -25,7 +25,7 @@ from .model import JobSidecar
 
 if TYPE_CHECKING:
     from .context import Context
-    from .model.answer_types import Hint, PollAnswer
+    from .model.answer_types import Hint, PollAnswer, RecordDocument
 
 # The instance placeholder of the static advice texts (docker_state's GPU-reset and disk advice), a
 # whole word only (never inside a code such as INSTANCE_STOPPED)
@@ -98,7 +98,7 @@ def resubmit_words(argv: Sequence[str]) -> list[str]:
     return words
 
 
-def command(record: dict, sidecar: JobSidecar, shm: Optional[str] = None) -> Optional[str]:
+def command(record: RecordDocument, sidecar: JobSidecar, shm: Optional[str] = None) -> Optional[str]:
     """The exact command that continues ``record``'s job: its own submit with ``--resume-from``
     (a train job) or ``--retry-of`` (any other action: nothing to resume), with ``--shm-size shm``
     when given. None when the submit's arguments were not kept (a job submitted by an older bundle)."""
@@ -116,7 +116,7 @@ def command(record: dict, sidecar: JobSidecar, shm: Optional[str] = None) -> Opt
     return nextstep.command("submit.py", *head, flag, record["id"], *tail)
 
 
-def fill(text: Optional[str], record: dict, sidecar: JobSidecar, recovering: Optional[str] = None,
+def fill(text: Optional[str], record: RecordDocument, sidecar: JobSidecar, recovering: Optional[str] = None,
          shm: Optional[str] = None) -> Optional[str]:
     """``text`` with the placeholder :data:`RESUME_WORDS` (and ``JOB_ID``) replaced by this job's
     exact command (:func:`command`; ``shm``: with that ``--shm-size``), or by ``recovering`` (the
@@ -149,7 +149,7 @@ def fill_job(ctx: Context, job_id: str, out: PollAnswer, recovering: Optional[st
     return fill_answer(out, record, sidecar, recovering, hint)
 
 
-def fill_answer(out: PollAnswer, record: dict, sidecar: JobSidecar, recovering: Optional[str] = None,
+def fill_answer(out: PollAnswer, record: RecordDocument, sidecar: JobSidecar, recovering: Optional[str] = None,
                 hint: Optional[Hint] = None) -> PollAnswer:
     """Every resume advice of a poll answer (``hint.advice``, ``stall.advice``, the error's fix,
     ``observed.hint.advice``) with the exact command (``recovering``: the chain's recovering
@@ -176,7 +176,7 @@ def fill_answer(out: PollAnswer, record: dict, sidecar: JobSidecar, recovering: 
 class _Job:
     """What a job's advice texts are filled with (:func:`fill_answer`)."""
 
-    record: dict
+    record: RecordDocument
     sidecar: JobSidecar
     recovering: Optional[str]
     shm: Optional[str]

@@ -90,7 +90,8 @@ class SidecarStore:
         """``data``'s ``--env`` names whose value this process holds and proves (``env_proof``)
         become known secrets; the others, and a sidecar that names none, are unproven: what
         the job printed is withheld (``known_secrets.unprove``)."""
-        proven, unproven = env_proof.verdicts(self.root, data.to_json(), known_secrets.held_value)
+        proven, unproven = env_proof.verdicts(self.root, {"env_names": data.env_names, "env_proof": data.env_proof},
+                                              known_secrets.held_value)
         known_secrets.watch(proven)
         for name, why in unproven.items():
             known_secrets.unprove(name, why)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
 
 class JsonObject:
@@ -19,7 +19,7 @@ class JsonObject:
         return tuple(f.name for f in fields(cls) if f.metadata.get("json", True))
 
     @classmethod
-    def from_json(cls, data: dict):
+    def from_json(cls, data: Mapping[str, Any]):
         known = cls.json_fields()
         values = {name: data[name] for name in known if name in data}
         if "extra" in {f.name for f in fields(cls)}:
@@ -28,7 +28,7 @@ class JsonObject:
 
     KEEP_NULL: frozenset = frozenset()   # fields written as null rather than left out (the record's required ones)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> Mapping[str, Any]:
         out = {name: _plain(getattr(self, name)) for name in self.json_fields()
                if getattr(self, name) is not None or name in self.KEEP_NULL}
         out.update(getattr(self, "extra", None) or {})

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional, cast
 
 from ..vocabulary import ErrClass, JobState, Source, StorageTier
 from .base import JsonObject
+
+if TYPE_CHECKING:   # type hints only: the answer types cost ~10 ms to import, and a record needs none
+    from .answer_types import RecordDocument
 
 
 @dataclass
@@ -55,6 +58,10 @@ class JobRecord(JsonObject):
         for name, kind in (("terminal_state", JobState), ("err_class", ErrClass), ("terminal_write_by", Source)):
             if getattr(self, name) is not None:
                 setattr(self, name, kind(getattr(self, name)))
+
+    def to_json(self) -> RecordDocument:
+        """The record document (its fields are the schema's: tests/test_state_model.py checks them)."""
+        return cast("RecordDocument", super().to_json())
 
     @property
     def state(self) -> JobState:

@@ -21,7 +21,7 @@ import hmac
 import json
 import os
 from pathlib import Path
-from typing import Mapping, TypedDict
+from typing import Callable, Mapping, TypedDict
 
 from ..errors import TaoBrevError
 from ..fsio import create_json, private_dir
@@ -36,6 +36,13 @@ class EnvProof(TypedDict):
     alg: str
     names: str
     digests: dict[str, str]
+class ProvenSidecar(TypedDict, total=False):
+    """What :func:`verdicts` reads of a job's sidecar document: read as found (a damaged one may hold
+    anything there, and proves nothing)."""
+    env_names: object   # the --env names: a list of str
+    env_proof: object   # an EnvProof
+
+
 KEY_BYTES = 32
 MAX_KEY_FILE_BYTES = 4096
 
@@ -98,7 +105,8 @@ def proof(state_root: Path, env: Mapping[str, str], names: list[str]) -> EnvProo
             "digests": {n: digest(key, n, env[n]) for n in names if env.get(n)}}
 
 
-def verdicts(state_root: Path, sidecar: dict, value_of) -> tuple[list[str], dict[str, str]]:
+def verdicts(state_root: Path, sidecar: ProvenSidecar,
+             value_of: Callable[[str], str | None]) -> tuple[list[str], dict[str, str]]:
     """``(proven names, {unproven name: why})`` for a job's sidecar; ``value_of(name)`` is the value
     this process holds (None: unset). A sidecar whose ``env_names`` is missing, or is not the list
     its ``env_proof`` was made for (emptied, changed, or no proof kept), proves nothing:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from ..docker_state import Observed
 from ..vocabulary import JobState
 from ..model import JobSidecar
+from ..model.answer_types import RecordDocument
 
 
-def job_instance(record: dict, sidecar: JobSidecar) -> str | None:
+def job_instance(record: RecordDocument, sidecar: JobSidecar) -> str | None:
     """The instance of a job: the sidecar's, else the backend ref's ``<instance>/<id>``."""
     if sidecar.instance:
         return sidecar.instance
@@ -16,7 +17,7 @@ def job_instance(record: dict, sidecar: JobSidecar) -> str | None:
     return ref.split("/", 1)[0] if "/" in ref else None
 
 
-def results_instance_dir(record: dict, sidecar: JobSidecar) -> str | None:
+def results_instance_dir(record: RecordDocument, sidecar: JobSidecar) -> str | None:
     """The job's results dir on the instance (the sidecar's, else a record's instance path)."""
     known = (sidecar.results or {}).get("instance_dir")
     if known:

@@ -42,6 +42,7 @@ from ..errors import TaoBrevError, TransportError
 from ..fsio import pid_alive
 from ..model import JobSidecar
 from ..model.answer_types import ErrorObject, Hint
+from ..model.answer_types import RecordDocument
 from ..records import now_iso
 from ..vocabulary import ErrClass, JobState, LaunchState
 
@@ -89,7 +90,7 @@ def launch_in_progress(sidecar: JobSidecar) -> bool:
     return pid_alive(pid)
 
 
-def pending_launch(ctx: Context, record: dict, instance: str | None, source: str,
+def pending_launch(ctx: Context, record: RecordDocument, instance: str | None, source: str,
                    cause: TaoBrevError | None = None) -> Settled:
     """Settle a launch of unknown outcome. Returns ``{"answer": {...}, "exit_code": n}``.
 
@@ -230,7 +231,7 @@ def container_may_exist(sidecar: JobSidecar) -> bool:
             and not sidecar.teardown and not sidecar.instance_deleted_at)
 
 
-def never_ran_record(record: dict) -> bool:
+def never_ran_record(record: RecordDocument) -> bool:
     """A record this bundle closed ERROR because the job never ran (its terminal message says so);
     its sidecar's ``launch`` is the fact, this only picks the few records worth reading it for."""
     return record.get("terminal_state") == JobState.ERROR and any(
@@ -243,7 +244,7 @@ def instance_missing(sidecar: JobSidecar) -> bool:
     return bool((sidecar.launch or {}).get("instance_missing"))
 
 
-def launch_failure_answer(ctx: Context, record: dict, sidecar: JobSidecar) -> LaunchAnswer:
+def launch_failure_answer(ctx: Context, record: RecordDocument, sidecar: JobSidecar) -> LaunchAnswer:
     """THE answer for a job whose launch failed or never happened, from its record and sidecar
     (no round trip): the same state, error code and fix on every poll, with or without --wait.
     ``ok`` false, exit 1 (the error's class). No logs advice: nothing ran."""
@@ -263,7 +264,7 @@ def launch_failure_answer(ctx: Context, record: dict, sidecar: JobSidecar) -> La
     return out
 
 
-def _last_message(record: dict) -> str:
+def _last_message(record: RecordDocument) -> str:
     for transition in reversed(record.get("transitions") or []):
         if transition.get("state") == record.get("terminal_state") and transition.get("message"):
             return transition["message"]

@@ -26,6 +26,8 @@ from ..errors import TaoBrevError
 from ..fsio import locked
 from ..model import JobSidecar
 from ..model.answer_types import PollAnswer, PollAnswerAttemptsItem, PollAnswerAttemptsItemCause, PollAnswerChainCost
+from ..model.answer_types import RecordDocument
+from ..record_quarantine import is_quarantined
 from ..records import current_state, is_terminal
 from ..transport import check_instance
 from . import reconcile
@@ -99,7 +101,7 @@ def root_of(ctx: Context, job_id: str) -> str:
     return seen
 
 
-def _record(ctx: Context, job_id: str) -> dict:
+def _record(ctx: Context, job_id: str) -> RecordDocument:
     try:
         return ctx.records.load(job_id)
     except TaoBrevError:
@@ -168,13 +170,13 @@ def chain_cost(ctx: Context, root: str) -> PollAnswerChainCost:
     return cost.chain_total(ctx, [entry["job_id"] for entry in chain(ctx, root)], owned)
 
 
-def linked(ctx: Context, entries: list[ChainEntry]) -> list[dict]:
+def linked(ctx: Context, entries: list[ChainEntry]) -> list[RecordDocument]:
     """The records that resume or retry a member of ``entries`` (``retry_of``) and are not in it,
     oldest first: attempts launched outside the chain (by hand, or by a run killed before it
     chained them)."""
     known = {entry["job_id"] for entry in entries}
-    found = [record for record in ctx.records.list()
-             if record.get("retry_of") in known and record.get("id") not in known]
+    found = [record for record in ctx.records.list() if not is_quarantined(record)
+             and record.get("retry_of") in known and record.get("id") not in known]
     return sorted(found, key=lambda record: (str(record.get("submitted_at") or ""), record["id"]))
 
 

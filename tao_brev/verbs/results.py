@@ -54,6 +54,7 @@ from ..results_manifest import save_manifest as _save_manifest
 from . import reconcile
 from ..model import JobSidecar
 from ..model.answer_types import ErrorObject, Results
+from ..model.answer_types import RecordDocument
 
 RESULTS_TIMEOUT_S = 3600.0   # one round trip uploads the whole results dir
 LISTED = 20                  # file names shown in answers and messages
@@ -129,7 +130,7 @@ def finalize(ctx: Context, job_id: str) -> Optional[Results]:
     return summary(results)
 
 
-def _upload_and_verify(ctx: Context, job_id: str, sidecar: JobSidecar, record: dict) -> dict:
+def _upload_and_verify(ctx: Context, job_id: str, sidecar: JobSidecar, record: RecordDocument) -> dict:
     results = sidecar.results or {}
     destination = results["destination"]
     settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(destination)[0])

@@ -12,6 +12,8 @@ from ...context import Context
 from ...docker_state import after_instance_start, docker_error_code
 from ...errors import CODES, TaoBrevError, TransportError
 from ...model.answer_types import ErrorObject, PollAnswer, PollAnswerJobsItem, PollAnswerQuarantinedItem
+from ...model.answer_types import RecordDocument
+from ...record_quarantine import QuarantinedEntry
 from ...record_index import live_records
 from ...records import is_terminal
 from ...vocabulary import InstanceStatus, JobState
@@ -32,7 +34,7 @@ def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[Po
     (``remote.progress_functions``), so its size does not grow with the jobs.
     A job without a container there is UNKNOWN (no such container). Stall
     detection rests on the status file alone (no log call per job)."""
-    by_instance: dict[str, list[dict]] = {}   # instance -> the records of its jobs
+    by_instance: dict[str, list[RecordDocument]] = {}   # instance -> the records of its jobs
     answers: list[PollAnswerJobsItem] = []
     for job_id in job_ids:
         record = ctx.records.load(job_id)
@@ -51,7 +53,7 @@ def poll_many(ctx: Context, job_ids: list[str], max_workers: int = 8) -> list[Po
     return sorted(answers, key=lambda a: a["job_id"])
 
 
-def _poll_instance(ctx: Context, instance: str, records: list[dict]) -> list[PollAnswerJobsItem]:
+def _poll_instance(ctx: Context, instance: str, records: list[RecordDocument]) -> list[PollAnswerJobsItem]:
     """The answers of the jobs on one instance, from one round trip (none to a STOPPED one)."""
     if instance_gate.stopped(ctx, instance, fresh=False):
         return [{"job_id": r["id"], "instance": instance, "ok": False, "instance_status": InstanceStatus.STOPPED,
@@ -77,7 +79,7 @@ def _poll_instance(ctx: Context, instance: str, records: list[dict]) -> list[Pol
             for record in records]
 
 
-def _job_answer(ctx: Context, instance: str, record: dict, probe: progress_mod.JobProbe | None, now: float | None,
+def _job_answer(ctx: Context, instance: str, record: RecordDocument, probe: progress_mod.JobProbe | None, now: float | None,
                 instance_started: bool) -> PollAnswerJobsItem:
     """One job's ``--all`` answer from its entry in the instance's answer (``probe``: None, no container)."""
     try:
@@ -149,7 +151,7 @@ def poll_all(ctx: Context) -> tuple[PollAnswer, int]:
     return {"ok": False, "jobs": jobs, **extra, "error": error}, code
 
 
-def _quarantined_entry(ctx: Context, listed: dict) -> PollAnswerQuarantinedItem:
+def _quarantined_entry(ctx: Context, listed: QuarantinedEntry) -> PollAnswerQuarantinedItem:
     """``--all``'s entry for a damaged record: where it is, its instance (sidecar), what closes it."""
     job_id = listed["id"]
     try:
@@ -162,7 +164,7 @@ def _quarantined_entry(ctx: Context, listed: dict) -> PollAnswerQuarantinedItem:
                    "and closes the record"}
 
 
-def _never_ran_unclosed(ctx: Context, record: dict) -> bool:
+def _never_ran_unclosed(ctx: Context, record: RecordDocument) -> bool:
     """A terminal job that never ran and that no teardown closed yet: ``--all`` lists it (with its
     one answer) until ``teardown.py JOB_ID`` closes it. The sidecar is read only for ERROR records
     that this bundle closed as never launched."""

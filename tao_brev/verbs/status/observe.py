@@ -21,6 +21,7 @@ from ..recovery_chain import annotate, recovering_command
 from .probe import Probe, deleted, job_sections, read_backend, read_job
 from ...model import JobSidecar
 from ...model.answer_types import Hint, Metrics, PollAnswerJobsItem, Progress, Stall
+from ...model.answer_types import RecordDocument
 
 
 class Watched(TypedDict, total=False):
@@ -32,7 +33,7 @@ class Watched(TypedDict, total=False):
     stall: Stall
 
 
-def watch_fields(ctx: Context, record: dict, observed: Observed, probe: Probe | None, *,
+def watch_fields(ctx: Context, record: RecordDocument, observed: Observed, probe: Probe | None, *,
                  metrics: int | None = None, stall_after: float | None = None,
                  terminal: str | None = None) -> Watched:
     """``progress`` (always; a RUNNING train job's says why it has no ETA yet: ``eta_note``),
@@ -90,7 +91,7 @@ def interrupted_end(observed: Observed, files: list[progress_mod.StatusFile] | N
                                message=f"exited 0 but did not finish: {tao_status.INTERRUPTED_NOTE}")
 
 
-def apply(ctx: Context, record: dict, observed: Observed) -> dict:
+def apply(ctx: Context, record: RecordDocument, observed: Observed) -> RecordDocument:
     """Mark the record when the backend's state differs from its last transition
     (an ERROR carries its hint's failure class as ``err_class``; an interrupted
     teardown's leftovers are CANCELED: :func:`settle_interrupted_cancel`)."""
@@ -140,7 +141,7 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
                    metrics, stall_after)
 
 
-def _settle_launch(ctx: Context, record: dict, sidecar: JobSidecar, instance: str | None, answer: PollAnswerJobsItem,
+def _settle_launch(ctx: Context, record: RecordDocument, sidecar: JobSidecar, instance: str | None, answer: PollAnswerJobsItem,
                    price_per_hour: float | None, log_lines: int,
                    read_failed: bool) -> tuple[PollAnswerJobsItem | None, JobSidecar]:
     """A PENDING launch without a backend ref: (the answer when it stays unsettled or never ran,
@@ -158,7 +159,7 @@ def _settle_launch(ctx: Context, record: dict, sidecar: JobSidecar, instance: st
     return None, sidecar
 
 
-def _answer(ctx: Context, record: dict, sidecar: JobSidecar, instance: str, answer: PollAnswerJobsItem,
+def _answer(ctx: Context, record: RecordDocument, sidecar: JobSidecar, instance: str, answer: PollAnswerJobsItem,
             stopped_at: str | None, log_lines: int, price_per_hour: float | None, metrics: int | None,
             stall_after: float | None) -> PollAnswerJobsItem:
     """The answer of a job that ran: its state read (or known), marked, and all an answer carries."""
@@ -169,7 +170,7 @@ def _answer(ctx: Context, record: dict, sidecar: JobSidecar, instance: str, answ
     if deleted_at:   # nothing to ask - and never a new instance that took the name
         observed, logs = deleted(instance, f"teardown deleted {instance} at {deleted_at}"), None
     elif stopped_at:
-        observed = Observed(record["terminal_state"], f"closed; instance {instance} was stopped by teardown at "
+        observed = Observed(JobState(record["terminal_state"]), f"closed; instance {instance} was stopped by teardown at "
                                                       f"{stopped_at} and is not reached (that would start it)")
         logs = None
     else:
@@ -220,7 +221,7 @@ def _stopped(ctx: Context, instance: str | None, sidecar: JobSidecar, start: boo
     return not sidecar.instance_deleted_at and instance_gate.stopped(ctx, instance, start)
 
 
-def _never_ran(ctx: Context, job_id: str, answer: PollAnswerJobsItem, record: dict, sidecar: JobSidecar,
+def _never_ran(ctx: Context, job_id: str, answer: PollAnswerJobsItem, record: RecordDocument, sidecar: JobSidecar,
                price_per_hour: float | None, log_lines: int = 0, read_failed: bool = True) -> PollAnswerJobsItem:
     """A job whose launch failed or never happened: the same answer on every poll (``reconcile``).
     When docker may have left a container (a refused or failed start), its ``.State`` is read as

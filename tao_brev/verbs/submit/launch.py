@@ -17,6 +17,7 @@ from ... import cost, credentials, eta_seen, nextstep, resume, resume_advice, ta
 from ...context import Context, deferred_interrupts, note_job, note_state, say
 from ...errors import CODES, TaoBrevError, TransportError
 from ...model.answer_types import ErrorObject, Hint, SubmitAnswer
+from ...model.answer_types import RecordDocument
 from ...records import now_iso
 from ...secrets import proof as env_proof
 from ...transport import FIRST_EXEC_TIMEOUT_S
@@ -106,7 +107,7 @@ def dry_run_status(ctx: Context, req: SubmitRequest) -> SubmitAnswer:
     return {"instance_status": status, "instance_note": note}
 
 
-def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: dict) -> tuple[dict, SubmitAnswer]:
+def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: dict) -> tuple[RecordDocument, SubmitAnswer]:
     """Mint the job id (PENDING) and write its sidecar; returns (record, the answer so far)."""
     routing, stage, resumed = plan.routing, plan.stage, plan.resumed
     parent = req.retry_of or req.resume_from   # a later attempt of parent's chain, chained as it opens
@@ -168,7 +169,7 @@ def push_credentials(ctx: Context, req: SubmitRequest, plan: Plan,
     return env_file, carrier_file
 
 
-def run_once(ctx: Context, req: SubmitRequest, plan: Plan, record: dict, answer: SubmitAnswer,
+def run_once(ctx: Context, req: SubmitRequest, plan: Plan, record: RecordDocument, answer: SubmitAnswer,
              env_file: str | None, carrier_file: str | None) -> tuple[SubmitAnswer, int]:
     """The one launch round trip and what its answer means: (answer, exit code), or TaoBrevError."""
     job_id = record["id"]

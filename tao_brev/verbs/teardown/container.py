@@ -21,6 +21,7 @@ from .instance import forget_pending_delete
 from ..job_facts import job_instance, settle_interrupted_cancel
 from ...model import JobSidecar
 from ...model.answer_types import TeardownAnswer
+from ...model.answer_types import RecordDocument
 
 SAVED_LOG_LINES = 500   # kept in $TAO_STATE_DIR/brev/logs/<id>.log when the container is removed
 # `docker rm -f` of a container that is already gone: Docker CLI >= 20.10 prints this and exits 0,
@@ -111,8 +112,8 @@ def remove_container(ctx: Context, instance: str, job_id: str, sidecar: JobSidec
     return docker_state, False, archived
 
 
-def close_record(ctx: Context, record: dict, docker_state: dict[str, Any] | None, why: str,
-                 earlier_cancel: dict[str, str] | None = None) -> dict:
+def close_record(ctx: Context, record: RecordDocument, docker_state: dict[str, Any] | None, why: str,
+                 earlier_cancel: dict[str, str] | None = None) -> RecordDocument:
     """Close a non-terminal record from the container's last state (``earlier_cancel``:
     the intent of an earlier teardown, interrupted, whose SIGKILL that state may show)."""
     if is_terminal(record.get("terminal_state")):

@@ -17,6 +17,7 @@ from .container import OTHERS, close_record, note_times, remove_container
 from .instance import delete
 from ...model import JobSidecar
 from ...model.answer_types import TeardownAnswer
+from ...model.answer_types import RecordDocument
 
 
 def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, force: bool = False,
@@ -71,7 +72,7 @@ def teardown(ctx: Context, job_id: str, delete_instance: bool | None = None, for
                          discard_results, stop_instance, archived)
 
 
-def _nothing_to_reach(ctx: Context, record: dict, sidecar: JobSidecar, instance: str | None,
+def _nothing_to_reach(ctx: Context, record: RecordDocument, sidecar: JobSidecar, instance: str | None,
                       answer: TeardownAnswer, price_per_hour: float | None) -> tuple[TeardownAnswer, int] | None:
     """The teardown's answer when no exec may or need happen (no instance recorded, none existed,
     or stopped by an earlier teardown); else None."""
