@@ -18,9 +18,9 @@ import hashlib
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence, TypedDict
+from typing import Callable, Optional, Sequence
 
 from .. import remote
 from ..errors import TaoBrevError
@@ -33,7 +33,7 @@ from .manifest import ManifestEntry, manifest_digest, manifest_with_files, sha25
 from .meter import stderr
 from .objects import Listed, delete_keys, list_objects, list_sizes, put_bytes, stored_sha256
 from .settings import S3Settings
-from .transfer import transfer_files
+from .transfer import TransferCounts, transfer_files
 
 INPUTS_PREFIX = "inputs"
 DATA_DIR = "data/"             # inputs/<NAME>/data/<path>: the files, one key per path
@@ -41,18 +41,10 @@ MANIFESTS_DIR = "manifests/"   # inputs/<NAME>/manifests/<digest>.sha256: one pe
 MAX_CONCURRENCY = 10           # concurrent requests of one staging (awscli's default too)
 
 
-class SyncReport(TypedDict):
-    """What :func:`sync_input` did: where, how many files sent and kept, the requests it spared."""
-    bucket: str
-    prefix: str
-    uri: str
-    uploaded: int
-    skipped: int
-    bytes_uploaded: int
-    bytes_total: int
+class SyncReport(TransferCounts):
+    """What :func:`sync_input` did, and the requests it spared."""
     checked_by_head: int
     deleted: int
-    seconds: float
 
 
 _Staged = tuple[ManifestEntry, Path]   # a manifest entry and its local file

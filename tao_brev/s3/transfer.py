@@ -25,8 +25,8 @@ class UploadedFile(ManifestEntry):
     action: str   # "uploaded" | "skipped"
 
 
-class UploadReport(TypedDict):
-    """What :func:`upload_tree` did: where, how many files sent and kept, how long it took."""
+class TransferCounts(TypedDict):
+    """Where a transfer went, how many files it sent and kept (bytes), how long it took (seconds)."""
     bucket: str
     prefix: str
     uri: str
@@ -35,6 +35,10 @@ class UploadReport(TypedDict):
     bytes_uploaded: int
     bytes_total: int
     seconds: float
+
+
+class UploadReport(TransferCounts):
+    """What :func:`upload_tree` did, and each file it saw."""
     files: list[UploadedFile]
 
 

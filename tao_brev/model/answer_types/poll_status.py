@@ -90,32 +90,18 @@ class MetricsEpochsItem(TypedDict, total=False):
     kpi: dict[str, float | str]
 
 
-class MetricsBestValueBest(TypedDict, total=False):
-    value: float
-    epoch: int
-
-
-class MetricsBestValueMin(TypedDict, total=False):
-    value: float
-    epoch: int
-
-
-class MetricsBestValueMax(TypedDict, total=False):
-    value: float
-    epoch: int
-
-
-class MetricsBestValueLast(TypedDict, total=False):
+class KpiPoint(TypedDict, total=False):
+    """a KPI value and the epoch it was seen at (null"""
     value: float
     epoch: int
 
 
 class MetricsBestValue(TypedDict, total=False):
     goal: str | None
-    best: MetricsBestValueBest | None
-    min: MetricsBestValueMin | None
-    max: MetricsBestValueMax | None
-    last: MetricsBestValueLast | None
+    best: KpiPoint | None
+    min: KpiPoint | None
+    max: KpiPoint | None
+    last: KpiPoint | None
 
 
 class Metrics(TypedDict, total=False):
@@ -284,4 +270,4 @@ class PollAnswer(TypedDict, total=False):
     error: ErrorObject
 
 
-__all__ = ['PollAnswerBundleStartedInstance', 'PollAnswerObserved', 'PollAnswerWithheld', 'PollAnswerQuarantinedItem', 'Progress', 'Stall', 'MetricsEpochsItem', 'MetricsBestValueBest', 'MetricsBestValueMin', 'MetricsBestValueMax', 'MetricsBestValueLast', 'MetricsBestValue', 'Metrics', 'PollAnswerStallTeardownResults', 'PollAnswerStallTeardown', 'PollAnswerObservedBeforeTeardown', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerAttemptsItem', 'PollAnswerRecovery', 'PollAnswerChainCost', 'PollAnswerJobsItem', 'PollAnswer']
+__all__ = ['PollAnswerBundleStartedInstance', 'PollAnswerObserved', 'PollAnswerWithheld', 'PollAnswerQuarantinedItem', 'Progress', 'Stall', 'MetricsEpochsItem', 'KpiPoint', 'MetricsBestValue', 'Metrics', 'PollAnswerStallTeardownResults', 'PollAnswerStallTeardown', 'PollAnswerObservedBeforeTeardown', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerAttemptsItem', 'PollAnswerRecovery', 'PollAnswerChainCost', 'PollAnswerJobsItem', 'PollAnswer']
