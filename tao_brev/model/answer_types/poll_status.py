@@ -207,7 +207,7 @@ class PollAnswerJobsItem(TypedDict, total=False):
     """--all"""
     job_id: str
     ok: bool
-    state: str
+    state: str | None
     instance_status: str
     progress: Progress
     stalled: bool

@@ -64,7 +64,7 @@ class Orphan(TypedDict, total=False):
     stop: StopFacts
     blockers: list[str]
     advice: str
-    results_saved: list[dict[str, Any]]
+    results_saved: list[TeardownAnswerResultsSavedItem]
     deleted: bool
     delete_pending: OrphanDeletePending
     error: ErrorObject
