@@ -122,7 +122,7 @@ class Generator:
                 by_module.setdefault(self.owner[cls], []).append(cls)
             head = [f'"""The types of references/schemas/{module}.schema.json (made by dev/gen_answer_types.py:',
                     'do not edit; change the schema and run it again)."""', "", "from __future__ import annotations", "",
-                    "from typing import Any, TypedDict"]
+                    "from typing import Any, TypedDict" if any("Any" in c for c in classes) else "from typing import TypedDict"]
             head += [""] * bool(by_module) + [wrapped(f"from .{m} import ", sorted(c)) for m, c in sorted(by_module.items())]
             texts[f"{module}.py"] = "\n".join(head) + "\n\n\n" + "\n\n".join(classes) + \
                 "\n\n__all__ = [" + ", ".join(repr(c.split("(")[0][6:]) for c in classes) + "]\n"

@@ -61,6 +61,7 @@ from .model import InstanceSidecar, JobSidecar
 from .model.answer_types import CostFacts, CostFactsBilledParts, PollAnswerChainCost
 from .model.answer_types import RecordDocument, RecordDocumentTransitionsItem
 from .run_state import warn
+from .transport import BrevInstance
 from .vocabulary import TERMINAL_STATES, JobState, Source
 
 
@@ -104,7 +105,7 @@ def note_pull(ctx: Context, instance: str, image: str, took_s: float) -> None:
                                last_pull_at=now_precise())
 
 
-def note_instance_type(ctx: Context, instance: Optional[str], entry: Optional[dict], price_lookup: bool = False) -> None:
+def note_instance_type(ctx: Context, instance: Optional[str], entry: Optional[BrevInstance], price_lookup: bool = False) -> None:
     """Remember the ``brev ls`` type of ``instance``: its jobs are priced from it with no brev call of
     their own. ``price_lookup`` (preflight): also fill brev's price cache (``prices.catalog``)."""
     kind = (entry or {}).get("instance_type") if isinstance(entry, dict) else None

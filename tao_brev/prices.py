@@ -25,6 +25,7 @@ from .fsio import atomic_write_json, private_dir
 from .secrets import safe_read
 from .isotime import parse_ts
 from .run_state import warn
+from .transport import BrevSearchRow
 
 PRICES_FILE = Path(__file__).resolve().parent.parent / "references" / "prices.yaml"
 CACHE_MAX_AGE_S = 24 * 3600.0     # brev's prices change rarely; a day-old list is asked again
@@ -83,7 +84,7 @@ def _good_entry(entry: object) -> bool:
             and isinstance(entry.get("stoppable"), bool) and entry.get("kind") in KINDS)
 
 
-def types_from_rows(rows: list[dict], kind: str) -> dict[str, TypeFacts]:
+def types_from_rows(rows: list[BrevSearchRow], kind: str) -> dict[str, TypeFacts]:
     """``{type: {"usd_per_hour", "stoppable", "kind"}}`` from brev search rows (one row per GPU
     of a type: the first row of a type wins); rows without a type or a numeric USD price
     (``price_per_hour``, else ``base_price.amount``) are skipped."""

@@ -31,8 +31,7 @@ from typing import cast
 
 from . import tao_status
 from .logcap import cut_redacted
-from .model.answer_types import (Metrics, MetricsBestValue, MetricsBestValueLast, MetricsBestValueMax,
-                                 MetricsBestValueMin, Progress)
+from .model.answer_types import KpiPoint, Metrics, MetricsBestValue, Progress
 from .progress_kpi import MAX_KPIS, clean_kpi, epoch_table, goal, line_kpi  # noqa: F401 (handed on)
 from .progress_stall import (STALL_ADVICE, STALL_EPOCH_MULTIPLE, STALL_FALLBACK_S,  # noqa: F401 (handed on)
                              STALL_FLOOR_S, assess_stall, iso, rfc3339_epoch, stall_threshold)
@@ -346,9 +345,9 @@ def metrics(file: StatusFile | None, last: int = METRICS_DEFAULT_EPOCHS) -> Metr
 class _Extremes:
     """One KPI's lowest, highest and last value over the epochs read (each with its epoch)."""
 
-    min: MetricsBestValueMin
-    max: MetricsBestValueMax
-    last: MetricsBestValueLast
+    min: KpiPoint
+    max: KpiPoint
+    last: KpiPoint
 
     def to_json(self, goal: str | None) -> MetricsBestValue:
         """``best``'s entry of the KPI: its goal (``min`` / ``max`` / None), the best by that goal
@@ -357,6 +356,6 @@ class _Extremes:
         return {"goal": goal, "min": self.min, "max": self.max, "last": self.last, "best": best}
 
 
-def _point(value: float, epoch: int) -> MetricsBestValueMin:
+def _point(value: float, epoch: int) -> KpiPoint:
     """A KPI's value at an epoch (the shape of ``best``, ``min``, ``max`` and ``last``)."""
     return {"value": value, "epoch": epoch}

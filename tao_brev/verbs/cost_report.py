@@ -22,7 +22,7 @@ from .. import cost, instance_names, nextstep, prices
 from ..context import Context
 from ..errors import TaoBrevError
 from ..records import current_state
-from ..transport import check_instance
+from ..transport import BrevInstance, check_instance
 from ..vocabulary import InstanceStatus
 from . import teardown as teardown_mod
 from ..model import JobSidecar
@@ -124,7 +124,7 @@ def parse_since(text: Optional[str]) -> Optional[datetime]:
     return when
 
 
-def _listing(ctx: Context) -> tuple[Optional[list[dict]], Optional[str]]:
+def _listing(ctx: Context) -> tuple[Optional[list[BrevInstance]], Optional[str]]:
     try:
         return ctx.brev.ls(), None
     except TaoBrevError as exc:
@@ -150,7 +150,7 @@ def _job_line(ctx: Context, side: JobSidecar, types: dict[str, str]) -> Optional
             "still_billing": facts["still_billing"]}
 
 
-def _billing_now(ctx: Context, listing: list[dict], ours: set[str]) -> list[BillingNow]:
+def _billing_now(ctx: Context, listing: list[BrevInstance], ours: set[str]) -> list[BillingNow]:
     out: list[BillingNow] = []
     for entry in listing:
         status = str(entry.get("status") or "").upper()

@@ -39,19 +39,18 @@ remember it (``teardown.delete_and_record``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
-from typing import Any
 
 from .. import cost, instance_names, prices, remote
 from ..secrets import redact
 from ..context import Context, say
 from ..errors import TaoBrevError, TransportError
 from ..model import JobSidecar
-from ..model.answer_types import Orphan, TeardownAnswer, TeardownAnswerKeptItem
+from ..model.answer_types import Orphan, OrphanDeletePending, TeardownAnswer, TeardownAnswerKeptItem
 from ..nextstep import command
-from ..transport import INSTANCE_RE, check_instance
+from ..transport import INSTANCE_RE, BrevInstance, check_instance
 from ..vocabulary import InstanceStatus
 from . import keep
 from . import results as results_mod
@@ -147,7 +146,7 @@ def survey(ctx: Context, price_per_hour: float | None = None) -> tuple[list[Orph
     """(orphans, kept): ``brev ls``, the local records, one exec per running candidate."""
     found: list[Orphan] = []
     kept: list[TeardownAnswerKeptItem] = []
-    running: list[tuple[Mapping[str, Any], list[JobSidecar]]] = []   # (brev ls's entry, the jobs on it)
+    running: list[tuple[BrevInstance, list[JobSidecar]]] = []   # (brev ls's entry, the jobs on it)
     for entry in ctx.brev.ls():
         name = str(entry.get("name") or "")
         status = str(entry.get("status") or "").upper()
@@ -198,7 +197,7 @@ def _note_pending_deletes(ctx: Context, found: list[Orphan], kept: list[Teardown
         if not pending:
             continue
         if name in listed:
-            listed[name]["delete_pending"] = pending
+            listed[name]["delete_pending"] = OrphanDeletePending(**pending)   # as teardown.instance wrote it
             listed[name]["advice"] = (f"brev delete failed at {pending.get('last_attempt_at')} ({pending.get('error')}); "
                                       f"it still bills: run `brev delete {name}`, or " + listed[name]["advice"])
         elif name in held:
@@ -223,7 +222,7 @@ def _live_containers(ctx: Context, instance: str) -> tuple[list[str], str | None
     return remote.live_job_containers(ps.output), None
 
 
-def _orphan(ctx: Context, entry: Mapping[str, Any], jobs: list[JobSidecar], reason: str,
+def _orphan(ctx: Context, entry: BrevInstance, jobs: list[JobSidecar], reason: str,
             price_per_hour: float | None) -> Orphan:
     """One orphan: who it belongs to, since when it idles, what blocks its deletion."""
     name = entry["name"]

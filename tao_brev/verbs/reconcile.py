@@ -37,7 +37,7 @@ from typing import Optional, TypedDict
 from .. import remote
 from ..secrets import redact
 from ..context import Context, say, warn
-from ..docker_state import Observed, docker_error_code, from_inspect
+from ..docker_state import DockerState, Observed, docker_error_code, from_inspect
 from ..errors import TaoBrevError, TransportError
 from ..fsio import pid_alive
 from ..model import JobSidecar
@@ -68,11 +68,15 @@ class LaunchAnswer(TypedDict, total=False):
     terminal_state: Optional[str]
     backend_ref: Optional[str]
     reconciled: str
-    adopted: bool
     message: str
     hint: Hint
     error: ErrorObject
     closed_at: str
+
+
+class AdoptedLaunch(LaunchAnswer, total=False):
+    """The launch found its container (state RUNNING): only submit's answer carries ``adopted``."""
+    adopted: bool
 
 
 class Settled(TypedDict):
@@ -125,8 +129,9 @@ def pending_launch(ctx: Context, record: RecordDocument, instance: str | None, s
             ctx.records.mark(job_id, JobState.RUNNING, message="launch confirmed by reconciliation: container exists",
                              source=source, backend_ref=backend_ref)
         ctx.sidecars.update(job_id, launch={"state": LaunchState.LAUNCHED, "finished_at": now_iso(), "reconciled": True})
-        return {"answer": {"ok": True, "state": JobState.RUNNING, "backend_ref": backend_ref, "reconciled": "adopted",
-                           "adopted": True}, "exit_code": 0}
+        adopted: AdoptedLaunch = {"ok": True, "state": JobState.RUNNING, "backend_ref": backend_ref,
+                                  "reconciled": "adopted", "adopted": True}
+        return {"answer": adopted, "exit_code": 0}
     if result.exit_code == EXIT_NONE:
         return _never_launched(ctx, job_id, source, f"no container named {job_id} on {instance}")
     output = (result.stdout + result.stderr).strip()
@@ -153,7 +158,7 @@ def failed_start(stdout: str) -> Optional[Observed]:
     """The JobState of a container docker created but could not start (``created`` + Error), else None."""
     for line in reversed(stdout.strip().splitlines()):
         try:
-            state = json.loads(line)
+            state: DockerState | None = json.loads(line)   # checked at once: docker's .State is an object
         except json.JSONDecodeError:
             continue
         if not isinstance(state, dict):
@@ -178,9 +183,12 @@ def start_failed(ctx: Context, job_id: str, instance: str, source: str, observed
     ctx.sidecars.update(job_id, launch={"state": LaunchState.START_FAILED, "finished_at": now_iso(), "reconciled": True,
                                         "error": error.to_json(), "hint": observed.hint})
     say(f"reconcile {job_id}: {error.message}")
-    return {"answer": {"ok": False, "state": JobState.ERROR, "backend_ref": backend_ref, "reconciled": LaunchState.NEVER_LAUNCHED,
-                       "message": observed.message, "hint": observed.hint, "error": error.to_json()},
-            "exit_code": error.exit_code}
+    answer: LaunchAnswer = {"ok": False, "state": JobState.ERROR, "backend_ref": backend_ref,
+                            "reconciled": LaunchState.NEVER_LAUNCHED, "message": observed.message}
+    if observed.hint is not None:   # always: a failed start is an ERROR row, and every ERROR row has one
+        answer["hint"] = observed.hint
+    answer["error"] = error.to_json()
+    return {"answer": answer, "exit_code": error.exit_code}
 
 
 def _no_instance(ctx: Context, job_id: str, instance: str, source: str) -> Settled:

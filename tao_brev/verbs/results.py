@@ -38,7 +38,7 @@ the next poll or teardown uploads them again from the instance.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from .. import credentials, remote, resume, s3 as staging, s3 as storage
 from ..context import Context, say
@@ -79,11 +79,13 @@ def summary(results: dict) -> Results:
     return out
 
 
-def describe_loss(results: dict) -> str:
-    """``missing a, b; mismatched c`` (or the last error) for blockers and messages."""
+def describe_loss(results: Results | dict[str, Any]) -> str:
+    """``missing a, b; mismatched c`` (or the last error) for blockers and messages: of an answer's
+    ``results``, or of the sidecar's (a ``JobSidecar.results`` document, untyped there)."""
     parts = []
-    for key in ("missing", "mismatched", "unreadable"):
-        names = list(results.get(key) or [])
+    for key, listed in (("missing", results.get("missing")), ("mismatched", results.get("mismatched")),
+                        ("unreadable", results.get("unreadable"))):
+        names = list(listed or [])
         if names:
             more = f" (+{len(names) - LISTED} more)" if len(names) > LISTED else ""
             parts.append(f"{key} {', '.join(names[:LISTED])}{more}")

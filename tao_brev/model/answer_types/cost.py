@@ -3,7 +3,7 @@ do not edit; change the schema and run it again)."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 
 class CostFactsBilledParts(TypedDict, total=False):

@@ -3,7 +3,7 @@ do not edit; change the schema and run it again)."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from .common import AnswerCut, ErrorObject, Hint, InstanceStarted, LogsCut, Results
 from .cost import CostFacts
@@ -193,7 +193,7 @@ class PollAnswerJobsItem(TypedDict, total=False):
     """--all"""
     job_id: str
     ok: bool
-    state: str
+    state: str | None
     instance_status: str
     progress: Progress
     stalled: bool

@@ -3,9 +3,9 @@ do not edit; change the schema and run it again)."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
-from .common import AnswerCut, ErrorObject, InputStaged, InstanceStarted, Results, ResumeFrom
+from .common import AnswerCut, ErrorObject, Hint, InputStaged, InstanceStarted, Results, ResumeFrom
 
 
 class SubmitAnswerSpecCheck(TypedDict, total=False):
@@ -56,6 +56,10 @@ class SubmitAnswer(TypedDict, total=False):
     busy_job: str
     busy_eta_s: int | None
     reconciled: str
+    message: str
+    terminal_state: str | None
+    hint: Hint
+    closed_at: str
     warnings: list[str]
     spec_check: SubmitAnswerSpecCheck
     gpu_overrides: list[str]

@@ -3,7 +3,7 @@ do not edit; change the schema and run it again)."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from .common import AnswerCut, ErrorObject, InstanceStarted, Results
 from .cost import CostFacts
@@ -64,7 +64,7 @@ class Orphan(TypedDict, total=False):
     stop: StopFacts
     blockers: list[str]
     advice: str
-    results_saved: list[dict[str, Any]]
+    results_saved: list[TeardownAnswerResultsSavedItem]
     deleted: bool
     delete_pending: OrphanDeletePending
     error: ErrorObject

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ... import cost
 from ...errors import TaoBrevError
 from ...instance_names import closest, unknown_message
-from ...transport import BREV_TIMEOUT_S
+from ...transport import BREV_TIMEOUT_S, BrevInstance
 from ...vocabulary import InstanceStatus
 from .report import Context, PreflightRequest, say
 
@@ -32,8 +32,8 @@ STOPPED_FIX = ("Start it: rerun preflight.py --instance {name} --start (runs `br
                "or run `brev start {name}` yourself.")
 
 
-def settle_instance(ctx: Context, req: PreflightRequest, entry: dict | None,
-                    deadline: float) -> tuple[dict, bool]:
+def settle_instance(ctx: Context, req: PreflightRequest, entry: BrevInstance | None,
+                    deadline: float) -> tuple[BrevInstance, bool]:
     """Poll until ``entry`` (the instance's ``brev ls --json`` entry, None when not listed) is
     RUNNING and built, until ``deadline`` (a ``ctx.clock()`` time, seconds); return (entry,
     whether this call started it: only with ``req.start``). Raises UNKNOWN_INSTANCE (details:
@@ -66,7 +66,7 @@ def settle_instance(ctx: Context, req: PreflightRequest, entry: dict | None,
         entry = ctx.brev.instance(name)
 
 
-def _refuse_broken(name: str, entry: dict, kind: InstanceStatus | None, build: str | None) -> None:
+def _refuse_broken(name: str, entry: BrevInstance, kind: InstanceStatus | None, build: str | None) -> None:
     """INSTANCE_NOT_RUNNING for a failed build or a broken status (its fix: BROKEN_STATES)."""
     if build == "CREATE_FAILED":
         raise TaoBrevError("INSTANCE_NOT_RUNNING", f"{name} is RUNNING but its build failed{_reason(entry)}",
@@ -76,7 +76,7 @@ def _refuse_broken(name: str, entry: dict, kind: InstanceStatus | None, build: s
                            BROKEN_STATES[kind].format(name=name), entry=entry)
 
 
-def _start(ctx: Context, req: PreflightRequest, entry: dict, deadline: float) -> float:
+def _start(ctx: Context, req: PreflightRequest, entry: BrevInstance, deadline: float) -> float:
     """``brev start`` a STOPPED instance (only with ``req.start``); return when it began."""
     name = req.instance
     if not req.start:
@@ -88,7 +88,7 @@ def _start(ctx: Context, req: PreflightRequest, entry: dict, deadline: float) ->
     return start_at
 
 
-def _out_of_time(name: str, entry: dict, status: str, build: str | None) -> TaoBrevError:
+def _out_of_time(name: str, entry: BrevInstance, status: str, build: str | None) -> TaoBrevError:
     if build is not None:
         return TaoBrevError("INSTANCE_BUILDING", f"{name} is RUNNING but still building (build {build}, shell "
                             f"{entry.get('shell_status') or '?'}) at the end of the --exec-timeout budget",
@@ -97,7 +97,7 @@ def _out_of_time(name: str, entry: dict, status: str, build: str | None) -> TaoB
                         "at the end of the --exec-timeout budget", entry=entry)
 
 
-def building(entry: dict) -> str | None:
+def building(entry: BrevInstance) -> str | None:
     """The build status of a RUNNING instance that is not ready for a shell yet, else None.
     brev-cli pkg/cmd/ls/ls.go getShellDisplayStatus: shell READY only when RUNNING and the build
     (VerbBuildStatus: PENDING, BUILDING, CREATE_FAILED, COMPLETED) is COMPLETED; an entry without
@@ -109,8 +109,9 @@ def building(entry: dict) -> str | None:
     return build or "?"
 
 
-def _reason(entry: dict) -> str:
-    parts = [f"{k} {entry[k]}" for k in ("build_status", "health_status") if entry.get(k)]
+def _reason(entry: BrevInstance) -> str:
+    parts = [f"{k} {v}" for k, v in (("build_status", entry.get("build_status")),
+                                      ("health_status", entry.get("health_status"))) if v]
     return f" ({', '.join(parts)})" if parts else ""
 
 

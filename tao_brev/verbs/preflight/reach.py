@@ -13,7 +13,7 @@ from typing import TypedDict
 from ... import cost
 from ...secrets import redact
 from ...errors import TaoBrevError, TransportError
-from ...transport import BREV_TIMEOUT_S
+from ...transport import BREV_TIMEOUT_S, BrevInstance
 from .instance_wait import poll_interval, settle_instance
 from .report import Context, PreflightRequest, Report
 
@@ -52,7 +52,7 @@ def check_brev_cli(report: Report, ctx: Context) -> None:
     report.passed("brev_cli", f"brev at {path} ({version or 'version unknown'})", path=path, version=version)
 
 
-def check_brev_auth(report: Report, ctx: Context, req: PreflightRequest) -> dict | None:
+def check_brev_auth(report: Report, ctx: Context, req: PreflightRequest) -> BrevInstance | None:
     """``brev_auth``: ``brev ls --json`` answers. The transport logs in headlessly
     with BREV_API_TOKEN once when brev reports 401/unauthorized or a prompt
     without a terminal; this check says whether that happened."""
@@ -66,7 +66,7 @@ def check_brev_auth(report: Report, ctx: Context, req: PreflightRequest) -> dict
     return entry
 
 
-def check_instance_state(report: Report, ctx: Context, req: PreflightRequest, entry: dict | None,
+def check_instance_state(report: Report, ctx: Context, req: PreflightRequest, entry: BrevInstance | None,
                          deadline: float) -> None:
     """``instance``: listed and RUNNING; STARTING/DEPLOYING/STOPPING are waited
     for (``brev ls --json`` polls) until ``deadline``; STOPPED is started only
@@ -85,7 +85,7 @@ def check_instance_state(report: Report, ctx: Context, req: PreflightRequest, en
                   started=started, waited_s=round(waited, 3), **facts)
 
 
-def _instance_facts(entry: dict | None) -> InstanceFacts:
+def _instance_facts(entry: BrevInstance | None) -> InstanceFacts:
     if not entry:
         return {}
     return {"status": entry.get("status"), "shell_status": entry.get("shell_status"),

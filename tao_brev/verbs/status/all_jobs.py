@@ -180,6 +180,7 @@ def _never_ran_unclosed(ctx: Context, record: RecordDocument) -> bool:
 def observe_safely(ctx: Context, job_id: str) -> PollAnswerJobsItem:
     """:func:`observe` as ``--all``'s entry: an error is the job's answer (``ok: false``), never raised."""
     try:
-        return {"ok": True, **observe(ctx, job_id, read_failed=False)}
+        entry: PollAnswer = {"ok": True, **observe(ctx, job_id, read_failed=False)}   # one job's answer
+        return entry
     except TaoBrevError as exc:
         return {"job_id": job_id, "ok": False, "error": exc.to_json()}

@@ -20,8 +20,7 @@ from ..job_facts import job_instance, results_instance_dir, settle_interrupted_c
 from ..recovery_chain import annotate, recovering_command
 from .probe import Probe, deleted, job_sections, read_backend, read_job
 from ...model import JobSidecar
-from ...model.answer_types import Hint, Metrics, PollAnswerJobsItem, Progress, Stall
-from ...model.answer_types import RecordDocument
+from ...model.answer_types import Hint, Metrics, PollAnswer, Progress, RecordDocument, Stall
 
 
 class Watched(TypedDict, total=False):
@@ -108,7 +107,7 @@ def apply(ctx: Context, record: RecordDocument, observed: Observed) -> RecordDoc
 
 def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float | None = None,
             metrics: int | None = None, stall_after: float | None = None, read_failed: bool = True,
-            start: bool = False) -> PollAnswerJobsItem:
+            start: bool = False) -> PollAnswer:
     """One poll of one job. Returns the JSON answer (without ``ok``): the docker state,
     the progress from the job's status file, read in the same round trip, ``metrics``
     (the last N epochs' KPIs) when asked, and for a RUNNING job whether it stalled
@@ -117,7 +116,7 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
     record = ctx.records.load(job_id)
     sidecar = ctx.sidecars.load(job_id)
     instance = job_instance(record, sidecar)
-    answer: PollAnswerJobsItem = {"job_id": job_id, "instance": instance, "backend_ref": record.get("backend_ref"),
+    answer: PollAnswer = {"job_id": job_id, "instance": instance, "backend_ref": record.get("backend_ref"),
                                   "results_dir": record["results_dir"]}
     if reconcile.launch_failed(sidecar) and is_terminal(record.get("terminal_state")):
         return _never_ran(ctx, job_id, answer, record, sidecar, price_per_hour, log_lines, read_failed)
@@ -141,9 +140,9 @@ def observe(ctx: Context, job_id: str, log_lines: int = 0, price_per_hour: float
                    metrics, stall_after)
 
 
-def _settle_launch(ctx: Context, record: RecordDocument, sidecar: JobSidecar, instance: str | None, answer: PollAnswerJobsItem,
+def _settle_launch(ctx: Context, record: RecordDocument, sidecar: JobSidecar, instance: str | None, answer: PollAnswer,
                    price_per_hour: float | None, log_lines: int,
-                   read_failed: bool) -> tuple[PollAnswerJobsItem | None, JobSidecar]:
+                   read_failed: bool) -> tuple[PollAnswer | None, JobSidecar]:
     """A PENDING launch without a backend ref: (the answer when it stays unsettled or never ran,
     else None: adopted; the sidecar as it is now)."""
     job_id = record["id"]
@@ -159,9 +158,9 @@ def _settle_launch(ctx: Context, record: RecordDocument, sidecar: JobSidecar, in
     return None, sidecar
 
 
-def _answer(ctx: Context, record: RecordDocument, sidecar: JobSidecar, instance: str, answer: PollAnswerJobsItem,
+def _answer(ctx: Context, record: RecordDocument, sidecar: JobSidecar, instance: str, answer: PollAnswer,
             stopped_at: str | None, log_lines: int, price_per_hour: float | None, metrics: int | None,
-            stall_after: float | None) -> PollAnswerJobsItem:
+            stall_after: float | None) -> PollAnswer:
     """The answer of a job that ran: its state read (or known), marked, and all an answer carries."""
     job_id = record["id"]
     deleted_at = sidecar.instance_deleted_at
@@ -179,7 +178,7 @@ def _answer(ctx: Context, record: RecordDocument, sidecar: JobSidecar, instance:
         observed = interrupted_end(observed, probe.files if probe else None, record.get("action", ""))
     record = apply(ctx, record, observed)
     terminal = record.get("terminal_state")
-    out: PollAnswerJobsItem = {**answer, "state": terminal or observed.state, "observed": observed.to_json(),
+    out: PollAnswer = {**answer, "state": terminal or observed.state, "observed": observed.to_json(),
                                "message": observed.message, "terminal_state": terminal}
     if observed.hint:
         out["hint"] = observed.hint
@@ -199,7 +198,7 @@ def _answer(ctx: Context, record: RecordDocument, sidecar: JobSidecar, instance:
                                                            recovering_command(ctx, job_id)))   # + the chain
 
 
-def _add_logs(ctx: Context, out: PollAnswerJobsItem, instance: str, job_id: str, observed: Observed,
+def _add_logs(ctx: Context, out: PollAnswer, instance: str, job_id: str, observed: Observed,
               logs: logcap.Bounded | None, log_lines: int, reached: bool) -> None:
     """The asked log lines: the instance's, else (the container gone) those a teardown saved here."""
     full_log = logcap.full_log_command(instance, job_id) if reached else None
@@ -210,7 +209,17 @@ def _add_logs(ctx: Context, out: PollAnswerJobsItem, instance: str, job_id: str,
             full_log = str(ctx.sidecars.logs_path(job_id))
             out["logs_source"] = f"saved at teardown ({full_log})"
     if logs is not None:
-        out.update(logs.answer(full_log))
+        put_logs(out, logs.answer(full_log))
+
+
+def put_logs(out: PollAnswer, part: logcap.LogsPart) -> None:
+    """``logs`` (and ``logs_cut``) of :meth:`logcap.Bounded.answer` into ``out``; a log bounded
+    from a text is a text (``logcap.bound`` gives None only for None)."""
+    text = part.get("logs")
+    if text is not None:
+        out["logs"] = text
+    if "logs_cut" in part:
+        out["logs_cut"] = part["logs_cut"]
 
 
 def _stopped(ctx: Context, instance: str | None, sidecar: JobSidecar, start: bool) -> bool:
@@ -221,13 +230,13 @@ def _stopped(ctx: Context, instance: str | None, sidecar: JobSidecar, start: boo
     return not sidecar.instance_deleted_at and instance_gate.stopped(ctx, instance, start)
 
 
-def _never_ran(ctx: Context, job_id: str, answer: PollAnswerJobsItem, record: RecordDocument, sidecar: JobSidecar,
-               price_per_hour: float | None, log_lines: int = 0, read_failed: bool = True) -> PollAnswerJobsItem:
+def _never_ran(ctx: Context, job_id: str, answer: PollAnswer, record: RecordDocument, sidecar: JobSidecar,
+               price_per_hour: float | None, log_lines: int = 0, read_failed: bool = True) -> PollAnswer:
     """A job whose launch failed or never happened: the same answer on every poll (``reconcile``).
     When docker may have left a container (a refused or failed start), its ``.State`` is read as
     ``observed`` (facts only: the answer stays the same; ``read_failed`` False, as in ``--all``:
     not read); else no round trip at all."""
-    out: PollAnswerJobsItem = {**answer, **reconcile.launch_failure_answer(ctx, record, sidecar)}
+    out: PollAnswer = {**answer, **reconcile.launch_failure_answer(ctx, record, sidecar)}
     instance = answer.get("instance")
     if (read_failed and reconcile.container_may_exist(sidecar) and instance
             and not _stopped(ctx, instance, sidecar, False)):
@@ -241,7 +250,7 @@ def _never_ran(ctx: Context, job_id: str, answer: PollAnswerJobsItem, record: Re
             if observed.docker_status:
                 out["observed"] = observed.to_json()
             if logs is not None:
-                out.update(logs.answer(logcap.full_log_command(instance, job_id)))
+                put_logs(out, logs.answer(logcap.full_log_command(instance, job_id)))
     results = results_mod.finalize(ctx, job_id)
     if results is not None:
         out["results"] = results

@@ -40,7 +40,7 @@ REFUSED_BEFORE_RUN = ("INPUT_NOT_FOUND", "IMAGE_NOT_PULLED", "GPUS_BUSY", "DOCKE
 USER_ERRORS = ("INPUT_NOT_FOUND", "IMAGE_NOT_PULLED", "GPUS_BUSY", "SPEC_PATH_MISSING", "RESUME_CHECKPOINT_MISSING")
 
 
-def prepare(ctx: Context, req: SubmitRequest, plan: Plan) -> dict:
+def prepare(ctx: Context, req: SubmitRequest, plan: Plan) -> env_proof.EnvProof:
     """Everything before the record opens: brev found, the instance running, the inputs in S3
     (a failed upload leaves nothing behind). Returns the ``--env`` values' proof (``env_proof``)."""
     if plan.stage:
@@ -107,7 +107,7 @@ def dry_run_status(ctx: Context, req: SubmitRequest) -> SubmitAnswer:
     return {"instance_status": status, "instance_note": note}
 
 
-def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: dict) -> tuple[RecordDocument, SubmitAnswer]:
+def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: env_proof.EnvProof) -> tuple[RecordDocument, SubmitAnswer]:
     """Mint the job id (PENDING) and write its sidecar; returns (record, the answer so far)."""
     routing, stage, resumed = plan.routing, plan.stage, plan.resumed
     parent = req.retry_of or req.resume_from   # a later attempt of parent's chain, chained as it opens

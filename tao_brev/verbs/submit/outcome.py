@@ -50,7 +50,7 @@ def inputs_check(mounts: Sequence[tuple[str, str, bool]]) -> str:
 
 
 # what a live job has left of its last poll's ETA (eta_seen.left: left_s, age_s, eta_s), or None
-EtaLeft = Optional[dict[str, int]]
+EtaLeft = Optional[eta_seen.EtaLeft]
 
 
 class BusyFields(TypedDict):

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TypedDict
 
 from ... import cost, logcap, remote
 from ...secrets import redact
 from ...context import Context, warn
-from ...docker_state import after_instance_start, docker_error_code, from_inspect
+from ...docker_state import DockerState, after_instance_start, docker_error_code, from_inspect
 from ...errors import TaoBrevError, TransportError
 from ...records import is_terminal
 from ...vocabulary import JobState, Source
@@ -47,9 +47,15 @@ def _script(token: str, job_id: str, owner: tuple[str, str] | None, saves: Seque
     return "\n".join(parts)
 
 
+class LastState(DockerState, total=False):
+    """The removed container's last docker ``.State``; ``TaoInstanceStarted``: brev had to start the
+    STOPPED instance to reach it (the stop killed the container)."""
+    TaoInstanceStarted: bool
+
+
 def observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[str, str] | None = None,
                        saves: Sequence[JobSidecar] = (),
-                       others: bool = False) -> tuple[dict[str, Any] | None, bool, dict[str, remote.Section]]:
+                       others: bool = False) -> tuple[LastState | None, bool, dict[str, remote.Section]]:
     """(last docker .State or None, container was present, archive sections) in one round trip;
     the last SAVED_LOG_LINES log lines are kept locally (``poll_status --logs`` reads them).
     When brev had to start the STOPPED instance for it, the state carries
@@ -90,7 +96,7 @@ def observe_and_remove(ctx: Context, instance: str, job_id: str, owner: tuple[st
 
 def remove_container(ctx: Context, instance: str, job_id: str, sidecar: JobSidecar, answer: TeardownAnswer,
                      image: str | None = None, saves: Sequence[JobSidecar] = (),
-                     others: bool = False) -> tuple[dict[str, Any] | None, bool, dict[str, remote.Section]]:
+                     others: bool = False) -> tuple[LastState | None, bool, dict[str, remote.Section]]:
     """(the container's last docker .State or None, the instance is gone, archive sections).
     No round trip once a teardown deleted the instance: a rerun reaches nothing (and never a
     new instance of that name)."""
@@ -112,7 +118,7 @@ def remove_container(ctx: Context, instance: str, job_id: str, sidecar: JobSidec
     return docker_state, False, archived
 
 
-def close_record(ctx: Context, record: RecordDocument, docker_state: dict[str, Any] | None, why: str,
+def close_record(ctx: Context, record: RecordDocument, docker_state: LastState | None, why: str,
                  earlier_cancel: dict[str, str] | None = None) -> RecordDocument:
     """Close a non-terminal record from the container's last state (``earlier_cancel``:
     the intent of an earlier teardown, interrupted, whose SIGKILL that state may show)."""
@@ -128,7 +134,7 @@ def close_record(ctx: Context, record: RecordDocument, docker_state: dict[str, A
                             if observed.state == JobState.CANCELED else why, source=Source.AGENT)
 
 
-def note_times(ctx: Context, job_id: str, docker_state: dict[str, Any] | None) -> None:
+def note_times(ctx: Context, job_id: str, docker_state: LastState | None) -> None:
     """docker's StartedAt / FinishedAt of the removed container, for the cost facts."""
     if docker_state:
         seen = from_inspect(docker_state)
