@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, TypeVar, Union
 
 from .errors import CODES
 from .model.answer_types import PollAnswer, PreflightAnswer, SubmitAnswer, TeardownAnswer
@@ -47,7 +47,7 @@ RECOVERY_STOPS = ("RECOVERY_LIMIT", "RECOVERY_BUDGET_EXHAUSTED", "RECOVERY_NOT_P
 RETRY_SAFE = ("preflight.py", "poll_status.py", "teardown.py")
 ENV_CODES = ("PYTHON_ENV_MISSING", "DEPENDENCIES_MISSING")
 FINISHED = "nothing left to run: the job is closed"
-VerbAnswer = PreflightAnswer | SubmitAnswer | PollAnswer | TeardownAnswer
+VerbAnswer = Union[PreflightAnswer, SubmitAnswer, PollAnswer, TeardownAnswer]   # Union: evaluated, on 3.9 too
 A = TypeVar("A", PreflightAnswer, SubmitAnswer, PollAnswer, TeardownAnswer)
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Callable, TypedDict
+from typing import TYPE_CHECKING, Callable, TypedDict, Union
 from pathlib import Path
 
 from .errors import TaoBrevError
@@ -37,7 +37,7 @@ if TYPE_CHECKING:   # type hints only (the answer types cost ~10 ms to import)
 
 INDEX_VERSION = 1
 CACHED_KINDS = ("terminal", "foreign")
-_Files = dict[str, list[int | str]]   # file name -> [inode, mtime ns, size, "terminal" | "foreign"]
+_Files = dict[str, list[Union[int, str]]]   # file name -> [inode, mtime ns, size, "terminal" | "foreign"]
 
 
 class CorruptRecord(TypedDict, total=False):
