@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, TypedDict
 
 from .isotime import parse_ts
+from .model.sidecar_parts import LastEta
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs   # typing's from Python 3.13 (the package runs on 3.9)
@@ -21,12 +22,6 @@ if TYPE_CHECKING:
     from .model.answer_types import Progress
 
 MAX_ETA_S = 30 * 86400   # an ETA past 30 days is no estimate to wait on
-
-
-class LastEta(TypedDict):
-    """The sidecar's ``last_eta`` (job_sidecar.schema.json): a poll's ETA and when it saw it."""
-    eta_s: int
-    seen_at: str
 
 
 class EtaLeft(TypedDict):

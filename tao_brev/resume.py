@@ -182,7 +182,8 @@ def plan(ctx: Context, req: SubmitRequest) -> Optional[ResumePlan]:
         return ResumePlan(old_id, "instance", results["instance_dir"], verified=results.get("latest_checkpoint"))
     synced = results.get("checkpoint_sync") or {}   # a live job's checkpoint verified in S3 (checkpoint_sync)
     if results.get("kind") == "s3" and (results.get("verified") or synced.get("latest_checkpoint")):
-        settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(results["destination"])[0])
+        destination = storage.s3_uri(results["destination"])
+        settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(destination)[0])
         if settings.missing():
             raise TaoBrevError("MISSING_CREDENTIAL", f"--resume-from {old_id}: its checkpoint is copied from "
                                f"{results['destination']}; not set: {', '.join(settings.missing())}")
@@ -195,8 +196,9 @@ def plan(ctx: Context, req: SubmitRequest) -> Optional[ResumePlan]:
                                f"start: {req.rerun(drop=('--resume-from',))}")
         return ResumePlan(old_id, "s3", results["instance_dir"], chosen, results["destination"], settings)
     saved = results.get("saved") or {}
-    if saved.get("path") and saved.get("sha256"):   # kept here by the teardown that deleted its instance
-        chosen, member = resume_home.choose(old_id, Path(saved["path"]), saved["sha256"], latest_checkpoint)
+    path, digest = saved.get("path"), saved.get("sha256")
+    if path and digest:   # kept here by the teardown that deleted its instance
+        chosen, member = resume_home.choose(old_id, Path(path), digest, latest_checkpoint)
         return ResumePlan(old_id, "home", results["instance_dir"], chosen, member=member)
     raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: {_out_of_reach(req, sidecar)}",
                        _reach_fix(req, old_id, sidecar))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tao_brev import records, vocabulary
-from tao_brev.model import InstanceSidecar, JobRecord, JobSidecar, Transition
+from tao_brev.model import InstanceSidecar, JobRecord, JobSidecar, Transition, sidecar_parts
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "references" / "schemas"
 CLASSES = {"job_record": JobRecord, "job_sidecar": JobSidecar, "instance_sidecar": InstanceSidecar}
@@ -20,6 +20,7 @@ SIMPLE = {"str": {"string"}, "int": {"integer"}, "float": {"number"}, "bool": {"
           "list": {"array"}}
 ENUMS = {name: getattr(vocabulary, name) for name in ("JobState", "Source", "StorageTier", "ErrClass")}
 NESTED = {"Transition": Transition}
+PART_TYPES = {name: getattr(sidecar_parts, name) for name in sidecar_parts.__all__}   # a sidecar's sub-documents
 PARTS = {"JobRecord.terminal_state": vocabulary.TERMINAL_STATES}
 
 
@@ -69,6 +70,12 @@ def agree(annotation: str, node: dict, root: dict, where: str) -> None:
     elif annotation in ENUMS:
         words = set(node.get("enum", ()))   # all the vocabulary's words, or a named part (terminal_state)
         assert words == set(ENUMS[annotation].values()) or words == set(PARTS.get(where, ())), where
+    elif annotation in PART_TYPES:   # a TypedDict: an object; the keys the schema names are its keys
+        assert json_types(node) == {"object"}, where
+        keys = set(PART_TYPES[annotation].__annotations__)
+        assert set(node.get("properties", ())) <= keys, (where, set(node.get("properties", ())) - keys)
+        if node.get("additionalProperties") is False:
+            assert set(node["properties"]) == keys, where
     elif annotation in NESTED:
         assert json_types(node) == {"object"}, where
         check_class(NESTED[annotation], node, root, set(node.get("required", ())))

@@ -9,6 +9,8 @@ from typing import Optional
 
 from ..vocabulary import LaunchState
 from .base import JsonObject
+from .sidecar_parts import (Cancel, DeletePending, EnvProof, FinalProgress, JobCost, JobResults, LastEta, Launch,
+                            Recovery, RecoveryPolicy, ResumeFrom, Teardown)
 
 
 @dataclass
@@ -22,23 +24,23 @@ class JobSidecar(JsonObject):
     instance: Optional[str] = None              # the brev instance the job runs on
     ephemeral: Optional[bool] = None            # the instance is the job's own (deleted at teardown)
     env_names: Optional[list[str]] = None       # the job's --env names (never their values)
-    env_proof: Optional[dict] = None            # secrets.proof: digests of the --env values
-    results: Optional[dict] = None              # where the results are, their sync to the destination
+    env_proof: Optional[EnvProof] = None        # secrets.proof: digests of the --env values
+    results: Optional[JobResults] = None        # where the results are, their sync to the destination
     inputs: Optional[list] = None               # the inputs staged through S3 (tiers B/C)
-    launch: Optional[dict] = None               # the launch's state: launching, launched, refused, ...
+    launch: Optional[Launch] = None             # the launch's state: launching, launched, refused, ...
     submit_argv: Optional[list[str]] = None     # the submit's words (resume advice repeats them)
-    resume_from: Optional[dict] = None          # the checkpoint the job resumed from
-    recovery_policy: Optional[dict] = None      # submit --recover
-    recovery: Optional[dict] = None             # a recovery chain's root: chain, intent, policy
+    resume_from: Optional[ResumeFrom] = None    # the checkpoint the job resumed from
+    recovery_policy: Optional[RecoveryPolicy] = None   # submit --recover
+    recovery: Optional[Recovery] = None         # a recovery chain's root: chain, intent, policy
     recovery_root: Optional[str] = None         # an attempt: the chain's root job
     attempt: Optional[int] = None
     previous_attempt: Optional[str] = None
-    final_progress: Optional[dict] = None       # the job's status.json read back at its end
-    last_eta: Optional[dict] = None             # the last poll's ETA of the running job: eta_s, seen_at (eta_seen)
-    cancel: Optional[dict] = None               # a teardown's cancel request
-    teardown: Optional[dict] = None             # what teardown did
-    cost: Optional[dict] = None                 # cost facts (cost.py)
-    delete_pending: Optional[dict] = None       # the instance's delete not yet confirmed
+    final_progress: Optional[FinalProgress] = None   # the job's status.json read back at its end
+    last_eta: Optional[LastEta] = None          # the last poll's ETA of the running job: eta_s, seen_at (eta_seen)
+    cancel: Optional[Cancel] = None             # a teardown's cancel request
+    teardown: Optional[Teardown] = None         # what teardown did
+    cost: Optional[JobCost] = None              # cost facts (cost.py)
+    delete_pending: Optional[DeletePending] = None   # the instance's delete not yet confirmed
     instance_deleted_at: Optional[str] = None
     instance_stopped_at: Optional[str] = None
     extra: dict = field(default_factory=dict, metadata={"json": False})   # keys of another version, kept
@@ -59,8 +61,8 @@ class InstanceSidecar(JsonObject):
     """What the bundle remembers of an instance across runs."""
 
     updated_at: Optional[str] = None
-    exec_ready_at: Optional[str] = None        # last proven exec-ready (later execs get the short timeout)
-    delete_pending: Optional[dict] = None      # a delete asked for and not yet confirmed
+    exec_ready_at: Optional[str] = None         # last proven exec-ready (later execs get the short timeout)
+    delete_pending: Optional[DeletePending] = None   # a delete asked for and not yet confirmed
     deleted_at: Optional[str] = None
     stopped_at: Optional[str] = None
     last_pull_s: Optional[float] = None
@@ -68,7 +70,7 @@ class InstanceSidecar(JsonObject):
     last_pull_at: Optional[str] = None
     last_start_s: Optional[float] = None
     last_start_at: Optional[str] = None
-    instance_type: Optional[str] = None        # brev ls's type, seen by preflight / submit (prices every answer)
+    instance_type: Optional[str] = None         # brev ls's type, seen by preflight / submit (prices every answer)
     extra: dict = field(default_factory=dict, metadata={"json": False})
 
     def __bool__(self) -> bool:

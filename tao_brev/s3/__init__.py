@@ -40,7 +40,7 @@ from .settings import DEFAULT_REGION, ENV_NAMES, S3Settings, s3_settings
 from .staging import (DATA_DIR, INPUTS_PREFIX, MANIFESTS_DIR, MAX_CONCURRENCY, Input, locations, parse_inputs,
                       prefetch_client, prepare_inputs, sync_input)
 from .transfer import transfer_files, upload_tree
-from .uris import parse_s3_uri, results_destination
+from .uris import parse_s3_uri, results_destination, s3_uri
 from .verify import require_verified, verify_against_manifest
 
 __all__ = [
@@ -49,7 +49,7 @@ __all__ = [
     "STAGE_FAILED_EXIT", "Carrier", "Input", "InstanceManifest", "S3Settings", "aws_excludes", "carrier_image",
     "check_manifest", "client", "delete_keys", "fetch_script", "file_checksum", "get_bytes", "get_object",
     "index_copies_dir", "input_mounts", "inputs_dir", "is_excluded", "list_objects", "list_sizes", "local_manifest",
-    "locations", "manifest_digest", "manifest_with_files", "parse_inputs", "parse_manifest", "parse_s3_uri",
+    "locations", "manifest_digest", "manifest_with_files", "parse_inputs", "parse_manifest", "parse_s3_uri", "s3_uri",
     "prefetch_client", "prepare_inputs", "probe", "put_bytes", "remove_on_exit", "require_verified",
     "results_destination", "results_script", "s3_settings", "sha256sum_text", "sync_input", "transfer_files",
     "upload_tree", "verify_against_manifest",

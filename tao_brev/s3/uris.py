@@ -27,6 +27,15 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
+def s3_uri(uri: Optional[str]) -> str:
+    """``uri`` itself once :func:`parse_s3_uri` takes it (BAD_ARGUMENT otherwise, None too: a sidecar's
+    results of kind s3 hold their ``destination``)."""
+    if uri is None:
+        raise TaoBrevError("BAD_ARGUMENT", f"not an s3:// URI: {uri!r}", "Write S3 locations as s3://BUCKET/PREFIX.")
+    parse_s3_uri(uri)
+    return uri
+
+
 def location(settings: S3Settings, s3_prefix: str) -> tuple[str, str]:
     """``s3://b/p`` or a bare prefix in ``settings.bucket`` -> (bucket, 'p/' or '')."""
     if s3_prefix.startswith("s3://"):

@@ -25,17 +25,13 @@ from typing import Callable, Mapping, TypedDict
 
 from ..errors import TaoBrevError
 from ..fsio import create_json, private_dir
+from ..model.sidecar_parts import EnvProof
 from . import safe_read
 
 KEY_FILE = "env-proof.key"      # under $TAO_STATE_DIR/brev/
 ALGORITHM = "hmac-sha256"
 
 
-class EnvProof(TypedDict):
-    """A sidecar's ``env_proof``: the MAC of the ``--env`` name list and each set value's digest."""
-    alg: str
-    names: str
-    digests: dict[str, str]
 class ProvenSidecar(TypedDict, total=False):
     """What :func:`verdicts` reads of a job's sidecar document: read as found (a damaged one may hold
     anything there, and proves nothing)."""

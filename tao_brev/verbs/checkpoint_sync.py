@@ -12,7 +12,7 @@ is judged as before and ``submit.py --resume-from`` can stage it on another inst
 
 from __future__ import annotations
 
-from typing import Optional, TypedDict
+from typing import Optional
 
 from .. import resume
 from .. import s3 as storage
@@ -20,18 +20,12 @@ from ..context import Context, say
 from ..errors import TaoBrevError
 from ..fsio import locked, private_dir
 from ..model.answer_types import Checkpoint
+from ..model.sidecar_parts import CheckpointSync
 from ..records import is_terminal, now_iso
 from . import results as results_mod
 from .results import ManifestFile, ManifestLink
 
 SYNC_EVERY_S = 300.0   # default seconds between two uploads of a live job's checkpoints
-
-
-class CheckpointSync(TypedDict):
-    """The sidecar's ``results.checkpoint_sync``: when, the verified checkpoint, the links beside it."""
-    at: str
-    latest_checkpoint: Checkpoint
-    links: list[ManifestLink]
 
 
 def wanted(ctx: Context, job_id: str) -> bool:
@@ -46,7 +40,8 @@ def sync(ctx: Context, job_id: str) -> Optional[CheckpointSync]:
     """One upload of ``job_id``'s results so far; returns the verified ``checkpoint_sync`` or None."""
     side = ctx.sidecars.load(job_id)
     results = side.results or {}
-    settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(results["destination"])[0])
+    destination = storage.s3_uri(results["destination"])
+    settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(destination)[0])
     if settings.missing():
         return None
     excludes = list(ctx.records.load(job_id).get("upload_excludes") or [])
@@ -55,14 +50,14 @@ def sync(ctx: Context, job_id: str) -> Optional[CheckpointSync]:
     try:
         with locked(lock):   # never beside the final upload of the same job
             reported, error = results_mod._upload(ctx, job_id, side.instance, results["instance_dir"],
-                                                  results["destination"], settings, excludes)
+                                                  destination, settings, excludes)
             entries: list[ManifestFile] = [e for e in reported.entries if not storage.is_excluded(e["path"], excludes)]
             links: list[ManifestLink] = [link for link in reported.links if not storage.is_excluded(link["path"], excludes)]
             chosen = resume.latest_checkpoint(entries, links)
             if chosen is None or chosen == (results.get("checkpoint_sync") or {}).get("latest_checkpoint"):
                 return results.get("checkpoint_sync")
             entry = next(e for e in entries if e["path"] == chosen["path"])
-            report = storage.verify_against_manifest(settings, results["destination"], [entry], progress=None)
+            report = storage.verify_against_manifest(settings, destination, [entry], progress=None)
             if not report["verified"]:
                 say(f"checkpoint sync {job_id}: {chosen['path']} not verified in S3 ({error or report})")
                 return results.get("checkpoint_sync")

@@ -7,6 +7,7 @@ from ..docker_state import Observed
 from ..vocabulary import JobState
 from ..model import JobSidecar
 from ..model.answer_types import RecordDocument
+from ..model.sidecar_parts import Cancel
 
 
 def job_instance(record: RecordDocument, sidecar: JobSidecar) -> str | None:
@@ -26,7 +27,7 @@ def results_instance_dir(record: RecordDocument, sidecar: JobSidecar) -> str | N
     return recorded if recorded.startswith(("~/", "/")) else None
 
 
-def settle_interrupted_cancel(observed: Observed, cancel: dict[str, str] | None) -> None:
+def settle_interrupted_cancel(observed: Observed, cancel: Cancel | None) -> None:
     """Turn ``observed`` into CANCELED (in place) when it is what a teardown that recorded
     its intent (sidecar ``cancel``) and was then interrupted leaves: the container removed
     (``gone == "container"``), or killed by ``docker rm -f`` before its removal (exit 137

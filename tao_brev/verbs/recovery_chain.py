@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Optional, TypedDict, cast
+from typing import Callable, Iterator, Optional
 
 from .. import cost, nextstep
 from ..context import Context
@@ -27,6 +27,7 @@ from ..fsio import locked
 from ..model import JobSidecar
 from ..model.answer_types import PollAnswer, PollAnswerAttemptsItem, PollAnswerAttemptsItemCause, PollAnswerChainCost
 from ..model.answer_types import RecordDocument
+from ..model.sidecar_parts import ChainEntry, Intent, RecoveryPolicy
 from ..record_quarantine import is_quarantined
 from ..records import current_state, is_terminal
 from ..transport import check_instance
@@ -34,33 +35,6 @@ from . import reconcile
 from .instance_jobs import created_by_bundle
 
 Cause = PollAnswerAttemptsItemCause   # why an attempt was recovered: kind, reason (recover.cause_of)
-
-
-class RecoveryPolicy(TypedDict):
-    """``--recover N [--fallback-instance NAME] [--budget-s S]`` (the chain's ``recovery.policy``)."""
-    attempts: int
-    fallback_instance: Optional[str]
-    budget_s: Optional[float]
-
-
-class ChainEntry(TypedDict, total=False):
-    """One attempt of the chain (``recovery.chain``): its job, number, the job it resumes, why it ended."""
-    job_id: str
-    attempt: int
-    resume_from: Optional[str]
-    by_hand: bool
-    cause: Cause
-
-
-class Intent(TypedDict, total=False):
-    """A resubmit on its way (``recovery.intent``), or an attempt adopted (:func:`append`'s)."""
-    attempt: int
-    after: str
-    resume_from: str
-    instance: str
-    at: str
-    argv: list[str]
-    by_hand: bool
 
 
 # ---------------------------------------------------------------- the policy
@@ -112,7 +86,7 @@ def remembered_policy(ctx: Context, job_id: str) -> Optional[RecoveryPolicy]:
     """The policy the chain of ``job_id`` runs under: the chain's, else its submit's ``--recover``."""
     side = ctx.sidecars.load(root_of(ctx, job_id))
     # the model keeps submit's --recover (a :func:`policy`) as a bare dict
-    return (side.recovery or {}).get("policy") or cast(Optional[RecoveryPolicy], side.recovery_policy)
+    return (side.recovery or {}).get("policy") or side.recovery_policy
 
 
 def chain(ctx: Context, root: str) -> list[ChainEntry]:

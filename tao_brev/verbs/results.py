@@ -55,12 +55,13 @@ from . import reconcile
 from ..model import JobSidecar
 from ..model.answer_types import ErrorObject, Results
 from ..model.answer_types import RecordDocument
+from ..model.sidecar_parts import JobResults
 
 RESULTS_TIMEOUT_S = 3600.0   # one round trip uploads the whole results dir
 LISTED = 20                  # file names shown in answers and messages
 
 
-def summary(results: dict) -> Results:
+def summary(results: JobResults) -> Results:
     """The ``results`` object of an answer, from the sidecar's ``results``."""
     out: Results = {"kind": results.get("kind"), "destination": results.get("destination"),
                     "instance_dir": results.get("instance_dir")}
@@ -69,19 +70,22 @@ def summary(results: dict) -> Results:
         for key in ("files", "bytes", "excluded", "verified_at", "note", "latest_checkpoint"):
             if results.get(key) is not None:
                 out[key] = results[key]
-        for names in ("missing", "mismatched", "unreadable"):
-            out[names] = list(results.get(names) or [])[:LISTED]
+        out["missing"] = list(results.get("missing") or [])[:LISTED]
+        out["mismatched"] = list(results.get("mismatched") or [])[:LISTED]
+        out["unreadable"] = list(results.get("unreadable") or [])[:LISTED]
         if results.get("links"):
             out["links"] = list(results["links"])[:LISTED]
-        for failure in ("error", "upload_error"):
-            if results.get(failure):
-                out[failure] = results[failure]
+        error, upload_error = results.get("error"), results.get("upload_error")
+        if error:
+            out["error"] = error
+        if upload_error:
+            out["upload_error"] = upload_error
     return out
 
 
-def describe_loss(results: Results | dict[str, Any]) -> str:
+def describe_loss(results: Results | JobResults | dict[str, Any]) -> str:
     """``missing a, b; mismatched c`` (or the last error) for blockers and messages: of an answer's
-    ``results``, or of the sidecar's (a ``JobSidecar.results`` document, untyped there)."""
+    ``results``, of the sidecar's (``JobSidecar.results``), or of an update of it."""
     parts = []
     for key, listed in (("missing", results.get("missing")), ("mismatched", results.get("mismatched")),
                         ("unreadable", results.get("unreadable"))):
@@ -89,8 +93,9 @@ def describe_loss(results: Results | dict[str, Any]) -> str:
         if names:
             more = f" (+{len(names) - LISTED} more)" if len(names) > LISTED else ""
             parts.append(f"{key} {', '.join(names[:LISTED])}{more}")
-    if not parts and results.get("error"):
-        parts.append(results["error"].get("message", ""))
+    error = results.get("error")
+    if not parts and error:
+        parts.append(error.get("message", ""))
     return "; ".join(parts) or "not uploaded yet"
 
 
@@ -132,9 +137,9 @@ def finalize(ctx: Context, job_id: str) -> Optional[Results]:
     return summary(results)
 
 
-def _upload_and_verify(ctx: Context, job_id: str, sidecar: JobSidecar, record: RecordDocument) -> dict:
+def _upload_and_verify(ctx: Context, job_id: str, sidecar: JobSidecar, record: RecordDocument) -> JobResults:
     results = sidecar.results or {}
-    destination = results["destination"]
+    destination = storage.s3_uri(results["destination"])
     settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(destination)[0])
     if settings.missing():
         raise TaoBrevError("MISSING_CREDENTIAL", f"S3 credentials needed to upload the results of {job_id} "
@@ -212,7 +217,7 @@ def _upload(ctx: Context, job_id: str, instance: Optional[str], results_dir: str
     return staging.parse_manifest(sections["manifest"].output), error
 
 
-def recheck(ctx: Context, job_id: str) -> dict:
+def recheck(ctx: Context, job_id: str) -> JobResults:
     """LIST the destination of verified results; a lost or resized object unverifies them.
 
     Cheap (no download): catches objects deleted or truncated since the
@@ -227,8 +232,9 @@ def recheck(ctx: Context, job_id: str) -> dict:
     manifest = _load_manifest(ctx, job_id)
     if manifest is None:
         return results
-    settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(results["destination"])[0])
-    listed = staging.list_sizes(settings, results["destination"])
+    destination = storage.s3_uri(results["destination"])
+    settings = storage.s3_settings(ctx.env, bucket=storage.parse_s3_uri(destination)[0])
+    listed = staging.list_sizes(settings, destination)
     missing = [e["path"] for e in manifest if e["path"] not in listed]
     resized = [e["path"] for e in manifest if e["path"] in listed and listed[e["path"]] != e["size"]]
     if not missing and not resized:

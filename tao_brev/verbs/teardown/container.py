@@ -22,6 +22,7 @@ from ..job_facts import job_instance, settle_interrupted_cancel
 from ...model import JobSidecar
 from ...model.answer_types import TeardownAnswer
 from ...model.answer_types import RecordDocument
+from ...model.sidecar_parts import Cancel
 
 SAVED_LOG_LINES = 500   # kept in $TAO_STATE_DIR/brev/logs/<id>.log when the container is removed
 # `docker rm -f` of a container that is already gone: Docker CLI >= 20.10 prints this and exits 0,
@@ -119,7 +120,7 @@ def remove_container(ctx: Context, instance: str, job_id: str, sidecar: JobSidec
 
 
 def close_record(ctx: Context, record: RecordDocument, docker_state: LastState | None, why: str,
-                 earlier_cancel: dict[str, str] | None = None) -> RecordDocument:
+                 earlier_cancel: Cancel | None = None) -> RecordDocument:
     """Close a non-terminal record from the container's last state (``earlier_cancel``:
     the intent of an earlier teardown, interrupted, whose SIGKILL that state may show)."""
     if is_terminal(record.get("terminal_state")):
