@@ -12,7 +12,8 @@ the same fields (``tests/test_types.py`` runs mypy over the package). Every clas
 Mapping: string/integer/number/boolean/null -> str/int/float/bool/None (a type list or an enum
 is their union; an enum or a const of strings is ``str``); an array -> ``list[item]``; an object
 with properties -> a class (a ``$defs`` entry named after it, an inline one after its parent and
-key); an object without -> ``dict[str, VALUE]`` (``additionalProperties``' type, else ``Any``).
+key); an object without -> ``dict[str, VALUE]`` (``additionalProperties``' type, else ``Any``); an
+object with no properties of its own and one ``allOf`` ``$ref`` -> the class of that object.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ class Generator:
         if types == "array":
             item = self.type_of(module, schema.get("items", {}), name + "Item", pointer + "/items")
             return f"list[{item}]"
+        if schema.get("properties") == {} and len(schema.get("allOf", [])) == 1:   # the same object as another
+            return self.type_of(module, schema["allOf"][0], name, pointer)
         if types == "object" or (types is None and "properties" in schema):
             if "properties" in schema:
                 return self.object_class(module, schema, name, pointer)

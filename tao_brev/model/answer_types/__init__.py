@@ -15,10 +15,10 @@ from .preflight import Check, PreflightAnswer, PreflightAnswerRoundTrips
 from .poll_status import (
     KpiPoint, Metrics, MetricsBestValue, MetricsEpochsItem, PollAnswer, PollAnswerAttemptsItem,
     PollAnswerAttemptsItemCause, PollAnswerAttemptsItemResumedFrom, PollAnswerBundleStartedInstance,
-    PollAnswerChainCost, PollAnswerJobsItem, PollAnswerObserved, PollAnswerObservedBeforeTeardown,
-    PollAnswerQuarantinedItem, PollAnswerRecovery, PollAnswerStallTeardown, PollAnswerStallTeardownResults,
-    PollAnswerWithheld, Progress, Stall,
+    PollAnswerChainCost, PollAnswerJobsItem, PollAnswerObserved, PollAnswerQuarantinedItem,
+    PollAnswerRecovery, PollAnswerStallTeardown, PollAnswerStallTeardownResults, PollAnswerWithheld, Progress,
+    Stall,
 )
 from .job_record import RecordDocument, RecordDocumentInstanceCopy, RecordDocumentTransitionsItem
 
-__all__ = ['AnswerCut', 'Check', 'Checkpoint', 'CostFacts', 'CostFactsBilledParts', 'ErrorAnswer', 'ErrorObject', 'Hint', 'InputStaged', 'InstanceStarted', 'KpiPoint', 'LogsCut', 'Metrics', 'MetricsBestValue', 'MetricsEpochsItem', 'Orphan', 'OrphanDeletePending', 'PollAnswer', 'PollAnswerAttemptsItem', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerBundleStartedInstance', 'PollAnswerChainCost', 'PollAnswerJobsItem', 'PollAnswerObserved', 'PollAnswerObservedBeforeTeardown', 'PollAnswerQuarantinedItem', 'PollAnswerRecovery', 'PollAnswerStallTeardown', 'PollAnswerStallTeardownResults', 'PollAnswerWithheld', 'PreflightAnswer', 'PreflightAnswerRoundTrips', 'Progress', 'RecordDocument', 'RecordDocumentInstanceCopy', 'RecordDocumentTransitionsItem', 'Results', 'ResultsLinksItem', 'ResumeFrom', 'Stall', 'StopFacts', 'SubmitAnswer', 'SubmitAnswerFindingsItem', 'SubmitAnswerPlanItem', 'SubmitAnswerSpecCheck', 'TeardownAnswer', 'TeardownAnswerBundleStartedInstance', 'TeardownAnswerKeptItem', 'TeardownAnswerResultsSavedItem']
+__all__ = ['AnswerCut', 'Check', 'Checkpoint', 'CostFacts', 'CostFactsBilledParts', 'ErrorAnswer', 'ErrorObject', 'Hint', 'InputStaged', 'InstanceStarted', 'KpiPoint', 'LogsCut', 'Metrics', 'MetricsBestValue', 'MetricsEpochsItem', 'Orphan', 'OrphanDeletePending', 'PollAnswer', 'PollAnswerAttemptsItem', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerBundleStartedInstance', 'PollAnswerChainCost', 'PollAnswerJobsItem', 'PollAnswerObserved', 'PollAnswerQuarantinedItem', 'PollAnswerRecovery', 'PollAnswerStallTeardown', 'PollAnswerStallTeardownResults', 'PollAnswerWithheld', 'PreflightAnswer', 'PreflightAnswerRoundTrips', 'Progress', 'RecordDocument', 'RecordDocumentInstanceCopy', 'RecordDocumentTransitionsItem', 'Results', 'ResultsLinksItem', 'ResumeFrom', 'Stall', 'StopFacts', 'SubmitAnswer', 'SubmitAnswerFindingsItem', 'SubmitAnswerPlanItem', 'SubmitAnswerSpecCheck', 'TeardownAnswer', 'TeardownAnswerBundleStartedInstance', 'TeardownAnswerKeptItem', 'TeardownAnswerResultsSavedItem']

@@ -132,20 +132,6 @@ class PollAnswerStallTeardown(TypedDict, total=False):
     results_destination: str | None
 
 
-class PollAnswerObservedBeforeTeardown(TypedDict, total=False):
-    """--wait --teardown"""
-    state: str
-    message: str
-    docker_status: str
-    exit_code: int
-    oom_killed: bool
-    started_at: str
-    finished_at: str
-    docker_error: str
-    hint: Hint
-    gone: str
-
-
 class PollAnswerAttemptsItemCause(TypedDict, total=False):
     """why this attempt was recovered"""
     kind: str
@@ -260,7 +246,7 @@ class PollAnswer(TypedDict, total=False):
     final_kpi: dict[str, float | str]
     stalled_s: int
     stall_teardown: PollAnswerStallTeardown
-    observed_before_teardown: PollAnswerObservedBeforeTeardown
+    observed_before_teardown: PollAnswerObserved
     attempts: list[PollAnswerAttemptsItem]
     recovery: PollAnswerRecovery
     chain_cost: PollAnswerChainCost
@@ -270,4 +256,4 @@ class PollAnswer(TypedDict, total=False):
     error: ErrorObject
 
 
-__all__ = ['PollAnswerBundleStartedInstance', 'PollAnswerObserved', 'PollAnswerWithheld', 'PollAnswerQuarantinedItem', 'Progress', 'Stall', 'MetricsEpochsItem', 'KpiPoint', 'MetricsBestValue', 'Metrics', 'PollAnswerStallTeardownResults', 'PollAnswerStallTeardown', 'PollAnswerObservedBeforeTeardown', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerAttemptsItem', 'PollAnswerRecovery', 'PollAnswerChainCost', 'PollAnswerJobsItem', 'PollAnswer']
+__all__ = ['PollAnswerBundleStartedInstance', 'PollAnswerObserved', 'PollAnswerWithheld', 'PollAnswerQuarantinedItem', 'Progress', 'Stall', 'MetricsEpochsItem', 'KpiPoint', 'MetricsBestValue', 'Metrics', 'PollAnswerStallTeardownResults', 'PollAnswerStallTeardown', 'PollAnswerAttemptsItemCause', 'PollAnswerAttemptsItemResumedFrom', 'PollAnswerAttemptsItem', 'PollAnswerRecovery', 'PollAnswerChainCost', 'PollAnswerJobsItem', 'PollAnswer']
