@@ -53,7 +53,6 @@ DEBTS: dict = {'circles': [],
                    'tao_brev.sidecar': 1,
                    'tao_brev.spec_check': 1,
                    'tao_brev.tao_gpus': 3,
-                   'tao_brev.verbs.results': 1,
                    'tao_brev.verbs.submit.guards': 2,
                    'tao_brev.verbs.submit.spec_guards': 2}}
 # DEBTS end

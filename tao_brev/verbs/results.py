@@ -38,7 +38,7 @@ the next poll or teardown uploads them again from the instance.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from .. import credentials, remote, resume, s3 as staging, s3 as storage
 from ..context import Context, say
@@ -83,7 +83,7 @@ def summary(results: JobResults) -> Results:
     return out
 
 
-def describe_loss(results: Results | JobResults | dict[str, Any]) -> str:
+def describe_loss(results: Results | JobResults) -> str:
     """``missing a, b; mismatched c`` (or the last error) for blockers and messages: of an answer's
     ``results``, of the sidecar's (``JobSidecar.results``), or of an update of it."""
     parts = []
@@ -156,11 +156,12 @@ def _upload_and_verify(ctx: Context, job_id: str, sidecar: JobSidecar, record: R
     mismatched = [m["path"] for m in report["mismatched"]]
     # By content: every manifest file is there with its sha256, whoever uploaded it.
     verified = report["verified"] and not reported.unreadable
-    update = {"uploaded": upload_error is None and reported.present, "verified": verified,
+    update: JobResults = {"uploaded": upload_error is None and reported.present, "verified": verified,
               "files": report["files"], "bytes": report["bytes"], "excluded": len(reported.entries) - len(kept),
               "missing": stored_names(report["missing"]), "mismatched": stored_names(mismatched),
               "unreadable": stored_names(reported.unreadable),
-              "links": [{**link, "path": name} for link, name in zip(links, stored_names([x["path"] for x in links]))], "upload_error": upload_error, "error": None if verified else upload_error,
+              "links": [{**link, "path": name} for link, name in zip(links, stored_names([x["path"] for x in links]))],
+              "upload_error": upload_error, "error": None if verified else upload_error,
               "checked_at": now_iso()}
     update["latest_checkpoint"] = resume.latest_checkpoint(manifest, links) if verified else None
     notes = [_links_note(links)] if links else []
