@@ -30,8 +30,7 @@ ROOTS = {"common": None, "cost": "CostFacts", "error": "ErrorAnswer", "teardown"
          "submit": "SubmitAnswer", "preflight": "PreflightAnswer", "poll_status": "PollAnswer",
          "job_record": "RecordDocument"}   # the TAO bank's job record as stored (model.JobRecord makes one)
 # a $defs entry whose class name would say too little
-DEF_NAMES = {("common", "error"): "ErrorObject", ("common", "input"): "InputStaged",
-             ("poll_status", "kpi"): "Kpi", ("teardown", "stop"): "StopFacts", ("preflight", "check"): "Check"}
+DEF_NAMES = {("common", "error"): "ErrorObject", ("common", "input"): "InputStaged", ("teardown", "stop"): "StopFacts"}
 SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
 
@@ -60,9 +59,9 @@ class Generator:
         if "$ref" in schema:
             target, ref_pointer, node = self.resolve(module, schema["$ref"])
             if ref_pointer == "" and ROOTS.get(target):   # another answer, whole
-                return self.use(module, target, self.object_class(target, node, ROOTS[target], ""))
+                return self.use(module, self.object_class(target, node, ROOTS[target], ""))
             default = DEF_NAMES.get((target, ref_pointer.rsplit("/", 1)[-1]), camel(ref_pointer.rsplit("/", 1)[-1]))
-            return self.use(module, target, self.type_of(target, node, default, ref_pointer))
+            return self.use(module, self.type_of(target, node, default, ref_pointer))
         for key in ("oneOf", "anyOf"):
             if key in schema:
                 return union(self.type_of(module, s, name, f"{pointer}/{key}/{i}")
@@ -86,7 +85,8 @@ class Generator:
             return f"dict[str, {value}]"
         return SCALARS.get(types, "Any") if isinstance(types, str) else "Any"
 
-    def use(self, module: str, target: str, type_text: str) -> str:
+    def use(self, module: str, type_text: str) -> str:
+        """``type_text``, its classes of other modules noted for ``module``'s imports."""
         for word in type_text.replace("[", " ").replace("]", " ").replace("|", " ").replace(",", " ").split():
             if self.owner.get(word) and self.owner[word] != module:
                 self.uses[module].add(word)

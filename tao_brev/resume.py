@@ -40,7 +40,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence, TypedDict
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from . import credentials, nextstep, remote, resume_home
 from . import s3 as staging, s3 as storage
@@ -49,7 +49,7 @@ from .model import JobSidecar
 from .model.answer_types import Checkpoint, ResultsLinksItem, ResumeFrom
 from .model.answer_types import RecordDocument
 from .records import is_terminal
-from .results_manifest import load_links, load_manifest
+from .results_manifest import ManifestFile, load_links, load_manifest
 from .verbs.reconcile import launch_failed
 
 if TYPE_CHECKING:   # type hints only: the context is above, the request's module imports this one
@@ -63,13 +63,6 @@ MARKER = "TAO_RESUME_CHECKPOINT"   # + <path under the results dir> <bytes> [<li
 MISSING = "TAO_RESUME_MISSING"
 _CHECKPOINT = re.compile(r"(?:^|/)model_epoch_(\d+)(?:_step_(\d+))?\.pth$")
 _SAFE = re.compile(r"^[A-Za-z0-9._/-]+$")
-
-
-class ManifestFile(TypedDict):
-    """A file of a results manifest (``results_manifest.load_manifest``; ``resume_home.members``)."""
-    path: str
-    size: int
-    sha256: str
 
 
 # ---------------------------------------------------------------- which checkpoint
@@ -258,7 +251,7 @@ def refuse_conflicts(spec: dict[str, Any], overrides: Sequence[str], old_id: str
     for item in overrides:
         if item.partition("=")[0].lstrip("+~") == OVERRIDE_KEY:
             raise TaoBrevError("RESUME_NOT_POSSIBLE", f"--resume-from {old_id}: an override sets {OVERRIDE_KEY} "
-                               "already", f"Drop that override (--resume-from sets it), or drop --resume-from.")
+                               "already", "Drop that override (--resume-from sets it), or drop --resume-from.")
 
 
 # ---------------------------------------------------------------- on the instance

@@ -34,7 +34,7 @@ from .model.answer_types import Checkpoint, ResultsLinksItem
 from .transport import Brev
 
 if TYPE_CHECKING:   # type hints only: resume imports this module
-    from .resume import ManifestFile
+    from .results_manifest import ManifestFile
 
 # resume.latest_checkpoint: the checkpoint of a manifest and its links
 Pick = Callable[[Sequence["ManifestFile"], Sequence[ResultsLinksItem]], Optional[Checkpoint]]
