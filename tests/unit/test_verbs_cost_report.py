@@ -90,3 +90,19 @@ def test_ours_and_owned_mean_what_the_orphans_mean(ctx, fake_brev):
     assert code == 0, answer
     assert {b["instance"]: b["ours"] for b in answer["billing_now"]} == {"eph": False, "box": True}
     assert "instance_owned" not in str(answer)
+
+
+def test_a_brev_row_without_a_name_is_left_out_not_a_crash(ctx, fake_brev):
+    """brev ls may print a row with an instance type and no name (a workspace being created): the
+    report leaves it out of the name -> type table (it once put a None key among the names and the
+    sort raised INTERNAL_ERROR); the row still bills, so billing_now still shows it, unnamed."""
+    job_id = launched(ctx, fake_brev)
+    before = ctx.records.load(job_id)
+    nameless = {k: v for k, v in entry("ghost").items() if k != "name"}
+    fake_brev.expect_ls(entry("box"), nameless)
+    expect_catalog(fake_brev)
+    answer, code = cost_report.report(ctx)
+    assert code == 0 and answer["ok"] is True, answer
+    assert [j["job_id"] for j in answer["jobs"]] == [job_id]
+    assert [b["instance"] for b in answer["billing_now"]] == ["box", None]
+    assert ctx.records.load(job_id) == before   # the report reads records, it never writes one
