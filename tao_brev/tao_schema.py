@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
+import importlib.util
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -37,16 +39,11 @@ from .model.answer_types import SubmitAnswerFindingsItem, SubmitAnswerSpecCheck
 
 
 # hydra-core's own override grammar (the image's pin, 1.3.2; a dependency: pyproject.toml), the one reading of
-# an override. A start never needs it (scripts/_bootstrap.py): without it the spec is not checked (spec_check).
+# an override. Imported where an override is read (importing hydra costs about 0.2 s CPU: its package
+# __init__ loads hydra.utils and omegaconf), so a poll or a submit without overrides does not pay it.
+# Without hydra-core the spec is not checked (spec_check).
 if TYPE_CHECKING:
     from hydra.core.override_parser.overrides_parser import OverridesParser
-_HYDRA_PARSER: type[OverridesParser] | None
-try:
-    from hydra.core.override_parser.overrides_parser import OverridesParser as _HYDRA_PARSER
-except ImportError:   # an install from before hydra-core was a dependency: install.sh installs it
-    _HYDRA_PARSER = None
-
-_PARSER: list = []
 
 # Actions whose script takes another schema than ExperimentConfig (tao-pytorch
 # cv/dino/scripts/convert.py: DINODatasetConvertConfig, cv/bevfusion/scripts/dataset_convert.py, ...).
@@ -284,16 +281,15 @@ def merge_spec(omegaconf, schema, data: dict, label: str, text: str) -> tuple:
 # -- overrides (Hydra's grammar, the part TAO specs use) ---------------------
 
 def hydra_available() -> bool:
-    """hydra-core's override grammar can be used here (the spec check needs it)."""
-    return _HYDRA_PARSER is not None
+    """hydra-core's override grammar can be used here (the spec check needs it); nothing is imported."""
+    return importlib.util.find_spec("hydra") is not None
 
 
-def _hydra_parser():
-    """hydra-core's own override parser (``OverridesParser.create()``), made once."""
-    if not _PARSER:
-        assert _HYDRA_PARSER is not None   # only used once hydra_available()
-        _PARSER.append(_HYDRA_PARSER.create())
-    return _PARSER[0]
+@functools.lru_cache(maxsize=None)
+def _hydra_parser() -> OverridesParser:
+    """hydra-core's own override parser (``OverridesParser.create()``), made once; only once hydra_available()."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    return OverridesParser.create()
 
 
 def override_value(text: str):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tao_brev"
-LAZY = frozenset({"boto3", "botocore", "yaml", "omegaconf", "nvidia_tao_core", "jsonschema"})
+LAZY = frozenset({"boto3", "botocore", "yaml", "omegaconf", "nvidia_tao_core", "jsonschema", "hydra"})
 # The --help path (tests/test_bootstrap.py): cli loads what a run needs once it works, run_state's
 # say() the redaction; imported with their module they would cost every --help (ARCHITECTURE.md).
 HELP_BOUNDARY = {"tao_brev.cli": {"tao_brev.answering", "tao_brev.context"},

@@ -447,7 +447,7 @@ def test_a_path_inside_an_interpolation_is_checked_like_a_plain_spec_path(tmp_pa
 def test_override_values_are_hydras_own_typing_without_a_second_reading():
     from tao_brev import tao_schema
     assert tao_schema.override_value("int(3)") == 3 and tao_schema.override_value("'a,b'") == "a,b"
-    assert not hasattr(tao_schema, "_KEY") and tao_schema._HYDRA_PARSER is not None
+    assert not hasattr(tao_schema, "_KEY") and tao_schema.hydra_available()
 
 
 def test_a_finding_names_its_override_by_index_not_by_text():

@@ -8,6 +8,8 @@ Each expectation is what real Hydra 1.3.2 + nvidia-tao-core 7.3.0 does when comp
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from conftest import EXAMPLE_SPEC
@@ -81,8 +83,7 @@ def test_parse_override_types_values_as_hydra_does(item, want):
 def test_without_hydra_core_the_spec_is_not_checked_and_no_second_reading_runs(monkeypatch, tmp_path):
     """hydra-core is a dependency; an install without it answers "not checked" (never a reading of its own)."""
     from tao_brev import spec_check
-    monkeypatch.setattr(tao_schema, "_HYDRA_PARSER", None)
-    monkeypatch.setattr(tao_schema, "_PARSER", [])
+    monkeypatch.setitem(sys.modules, "hydra", None)   # as if not installed: find_spec finds nothing, import fails
     result = spec_check.check(network_arch="visual_changenet", action="train", image="nvcr.io/nvidia/tao/tao-toolkit:"
                               "7.3.0-pyt", spec_path="s.yaml", spec_text="train: {}\n", spec_data={"train": {}},
                               overrides=["train.no_such_key=1"], state_root=tmp_path, env={}, skip=False, fix="F")

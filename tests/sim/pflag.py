@@ -12,19 +12,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
 class FlagError(Exception):
     """A pflag parse error; the message is pflag's."""
 
 
-@dataclass
-class FlagSpec:
-    bools: set[str] = field(default_factory=set)
-    values: set[str] = field(default_factory=set)     # last one wins
-    multi: set[str] = field(default_factory=set)      # repeatable, collected in order
-    short: dict[str, str] = field(default_factory=dict)
+class FlagSpec(NamedTuple):
+    """The flags a command takes (a NamedTuple, not a dataclass: each simulated call is a new Python, and
+    dataclasses costs it ~10 ms of imports, inspect and ast among them)."""
+    bools: set[str]
+    values: set[str]      # last one wins
+    multi: set[str]       # repeatable, collected in order
+    short: dict[str, str]
 
     @classmethod
     def make(cls, bools: str = "", values: str = "", multi: str = "", short: str = "") -> "FlagSpec":

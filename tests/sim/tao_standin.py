@@ -140,6 +140,10 @@ class Status:
     append=True as monitor_status creates it, workflow.py:45-51) or FileStatusLogger."""
 
     def __init__(self, path: Path):
+        # Each write calls the control-plane callback (logging.py:15-28), whose import fails in a model
+        # container: it lacks the TAO API server's stack. Here the first failure would import most of it
+        # (requests, ...; 0.16 s CPU) before failing; marked absent, it fails at once, as it does there.
+        sys.modules.setdefault("nvidia_tao_core.microservices", None)
         try:
             from nvidia_tao_core.loggers import logging as core_logging
         except ImportError:
