@@ -197,7 +197,7 @@ def _launch_next(ctx: Context, root: str, chain: list[ChainEntry], pol: Recovery
     if not words:
         raise Stop("RECOVERY_NOT_POSSIBLE", f"the submit arguments of {root} were not kept (an older bundle): "
                    "the resubmit cannot be built")
-    here = side.instance or ""   # an attempt that ran has its instance in its sidecar
+    here = _chain_instance(ctx, chain)
     target, extra, found = choose_instance(ctx, here, record.get("image") or "", pol.get("fallback_instance"),
                                            health_wait_s, min(interval, HEALTH_INTERVAL_S))
     if target is None:
@@ -233,6 +233,16 @@ def _launch_next(ctx: Context, root: str, chain: list[ChainEntry], pol: Recovery
                    f"({error.get('code')}): {error.get('message')}", error.get("fix"))
     append(ctx, root, chain, job_id, intent)
     return job_id
+
+
+def _chain_instance(ctx: Context, chain: list[ChainEntry]) -> str:
+    """The instance the chain is on: the last attempt's (its sidecar), else the latest earlier one's (an
+    attempt SIGKILLed as its record opened has no sidecar; the root's always names it)."""
+    for item in reversed(chain):
+        instance = ctx.sidecars.load(item["job_id"]).instance
+        if instance:
+            return instance
+    return ""
 
 
 def _refuse_out_of_reach(ctx: Context, source: str, here: str, target: str, found: str, words: list[str]) -> None:

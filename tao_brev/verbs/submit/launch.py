@@ -112,24 +112,26 @@ def open_record(ctx: Context, req: SubmitRequest, plan: Plan, proof: env_proof.E
     routing, stage, resumed = plan.routing, plan.stage, plan.resumed
     parent = req.retry_of or req.resume_from   # a later attempt of parent's chain, chained as it opens
     with deferred_interrupts(), recovery_chain.joining(ctx, parent) as join:
-        # the record and the note that names it in every answer appear together
+        # the record, its sidecar (the instance: a recovery continues from it) and the note that names it
+        # in every answer appear together: a SIGTERM between them left a chained attempt with no instance
         record = ctx.records.open(image=plan.image, network_arch=req.network_arch, action=req.action,
                                   storage_tier=req.storage_tier, results_dir=None,
                                   results_root=routing.record_root, upload_excludes=req.upload_excludes,
                                   retry_of=parent)
         job_id = record["id"]
         join(job_id)
+        ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral, env_names=plan.proved_env,
+                            env_proof=proof,
+                            results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
+                                     "destination": routing.destination(job_id)},
+                            inputs=stage.answer()["inputs"] if stage else [],
+                            launch={"state": LaunchState.LAUNCHING, "pid": os.getpid(), "started_at": now_iso()},
+                            **({"submit_argv": resume_advice.resubmit_words(req.argv)} if req.argv is not None
+                               else {}),
+                            **({"resume_from": resumed.to_json()} if resumed else {}),
+                            **({"recovery_policy": req.recover} if req.recover else {}))
         note_job(job_id, interrupted_fix=interrupted_fix(job_id))
         note_state(JobState.PENDING)
-    ctx.sidecars.update(job_id, instance=req.instance, ephemeral=req.ephemeral, env_names=plan.proved_env,
-                        env_proof=proof,
-                        results={"instance_dir": routing.instance_dir(job_id), "kind": routing.kind,
-                                 "destination": routing.destination(job_id)},
-                        inputs=stage.answer()["inputs"] if stage else [],
-                        launch={"state": LaunchState.LAUNCHING, "pid": os.getpid(), "started_at": now_iso()},
-                        **({"submit_argv": resume_advice.resubmit_words(req.argv)} if req.argv is not None else {}),
-                        **({"resume_from": resumed.to_json()} if resumed else {}),
-                        **({"recovery_policy": req.recover} if req.recover else {}))
     cost.note_submit(ctx, job_id, req.price_per_hour)
     answer: SubmitAnswer = {"job_id": job_id, "instance": req.instance, "backend_ref": None, "image": plan.image,
               "results_dir": record["results_dir"], "storage_tier": req.storage_tier,
