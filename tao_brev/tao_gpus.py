@@ -77,8 +77,12 @@ def _ids(count: int) -> str:
 
 
 def _count(key: str, value: object) -> int | None:
-    """The GPU count a num_gpus / gpu_ids value asks for (None when not a plain int / list)."""
+    """The GPU count a num_gpus / gpu_ids value asks for (None when not a plain int / list). A num_gpus of
+    digits as a string (``'1'``, or any value read without hydra-core) is that int: omegaconf's IntegerNode
+    converts it so when merged into the schema's int field."""
     if key == "num_gpus":
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
     return len(value) if isinstance(value, (list, tuple)) else None
 
@@ -174,7 +178,8 @@ def _planned(gpus: str, section: str, keys: list[str], spec_data: dict[str, Any]
             continue
         why = (f"the override {item} names GPU ids outside 0..{count - 1}: inside the container the {count} "
                f"GPU(s) of --gpus {gpus} are numbered from 0" if wanted == count else
-               f"--gpus {gpus} hands the container {count} GPU(s) but the override {item} asks for {wanted}")
+               f"--gpus {gpus} hands the container {count} GPU(s) but the override {item} asks for "
+               f"{wanted if wanted is not None else 'a value that is no GPU count'}")
         fixes = [f"use {count} GPU(s) ({gpus}): drop the override {item} and run the same command"]
         if wanted and wanted != count:
             fixes.insert(0, f"use {wanted} GPU(s): {rerun(set_flags={'--gpus': ','.join(map(str, range(wanted)))})}")

@@ -413,8 +413,21 @@ def test_results_are_handed_to_the_user_only_when_they_exist(tmp_path):
     assert (code, out) == (0, "")
     (tmp_path / "res").mkdir()
     code, out = sh(fn + remote.own_results("img:1", "~/res"), tmp_path)
-    assert out.strip() == (f"docker run --rm --network none --entrypoint chown -v {tmp_path}/res:/results img:1 "
-                           "-R 1000:1000 /results")
+    name = "tao-own-" + hashlib.sha256(b"~/res").hexdigest()[:12]
+    assert out.strip() == (f"docker run --rm --name {name} --network none --entrypoint chown -v {tmp_path}/res:/results "
+                           "img:1 -R 1000:1000 /results")
+
+
+def test_a_helper_left_created_by_a_killed_run_is_removed_before_the_next(tmp_path):
+    """A docker CLI killed between create and start leaves the --rm helper ``created`` (never removed by
+    moby's AutoRemove): the next hand-over removes it by its name first, then runs under that name."""
+    fn = 'docker() { echo "docker $*" >> "$HOME/calls"; }\nid() { echo 1000; }\n'
+    (tmp_path / "res").mkdir()
+    code, _ = sh(fn + remote.own_results("img:1", "~/res"), tmp_path)
+    calls = (tmp_path / "calls").read_text().splitlines()
+    name = "tao-own-" + hashlib.sha256(b"~/res").hexdigest()[:12]
+    assert code == 0 and calls[0] == f"docker rm -f {name}" and calls[1].startswith(f"docker run --rm --name {name} ")
+    assert name not in remote.own_results("img:1", "~/other")   # one name per results dir
 
 
 @pytest.mark.parametrize("status, logs", [("exited", "log tail 7 j1"), ("running", "")])

@@ -63,6 +63,21 @@ def test_an_override_that_agrees_is_kept_and_not_doubled():
     assert plan.overrides == ["train.gpu_ids=[0,1]"]
 
 
+@pytest.mark.parametrize("override", ["train.num_gpus='2'", 'train.num_gpus="2"'])
+def test_a_count_quoted_as_a_string_agrees_as_omegaconf_converts_it(override):
+    """Hydra reads '2' as a string; omegaconf's IntegerNode makes it 2 in the schema's int field (it was
+    refused: "asks for None")."""
+    assert _plan("0,1", overrides=[override]).overrides == ["train.gpu_ids=[0,1]"]
+
+
+def test_a_num_gpus_that_is_no_count_is_refused_saying_so():
+    from tao_brev.errors import TaoBrevError
+
+    with pytest.raises(TaoBrevError) as info:
+        _plan("0,1", overrides=["train.num_gpus=two"])
+    assert "asks for a value that is no GPU count" in info.value.message, info.value.message
+
+
 def test_an_override_that_disagrees_with_all_gpus_is_refused_naming_the_gpus():
     from tao_brev.errors import TaoBrevError
 

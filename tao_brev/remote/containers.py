@@ -3,6 +3,7 @@ Never ``.Config.Env``: an answer must not hold the environment."""
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 
 from .quoting import CONTAINER_RESULTS_DIR, check_name, rpath
@@ -35,9 +36,16 @@ def own_results(image: str, results_dir: str) -> str:
     root: files a job wrote can be unreadable (0600) or undeletable by it.
     A short container of ``image`` (already on the instance; its entrypoint
     bypassed, so no NGC banner) runs ``chown -R UID:GID`` of the user - no
-    sudo needed. Nothing to do (exit 0) when the dir is absent."""
+    sudo needed. Nothing to do (exit 0) when the dir is absent.
+
+    The helper has a name made from the dir (``tao-own-<12 hex>``), and one left by an earlier run is
+    removed first: a docker CLI killed between the create and the start of ``docker run --rm`` leaves
+    a ``created`` container that AutoRemove never removes (moby removes a --rm container when it exits,
+    and this one never started; a chaos test killed a teardown there)."""
     quoted = rpath(results_dir)
-    return (f"if [ -d {quoted} ]; then docker run --rm --network none --entrypoint chown "
+    name = "tao-own-" + hashlib.sha256(results_dir.encode()).hexdigest()[:12]
+    return (f"if [ -d {quoted} ]; then docker rm -f {name} >/dev/null 2>&1; "
+            f"docker run --rm --name {name} --network none --entrypoint chown "
             f"-v {quoted}:{CONTAINER_RESULTS_DIR} {shlex.quote(image)} "
             f"-R \"$(id -u):$(id -g)\" {CONTAINER_RESULTS_DIR}; fi")
 

@@ -150,7 +150,7 @@ def advance(ctx: Context, root: str, current: str, cause: Cause, pol: RecoveryPo
 
 
 def _check_limits(ctx: Context, root: str, chain: list[ChainEntry], pol: RecoveryPolicy, cause: Cause) -> None:
-    used = used_attempts(chain)   # the attempts launched by hand are not the recovery's
+    used = used_attempts(ctx, chain)   # not those launched by hand or killed before launching
     if used >= pol["attempts"]:
         raise Stop("RECOVERY_LIMIT", f"attempt {len(chain)} ({chain[-1]['job_id']}) ended by an infrastructure "
                    f"failure ({cause['reason']}) and all {pol['attempts']} recovery attempt(s) of --recover "
@@ -352,7 +352,7 @@ def _final(ctx: Context, root: str, out: PollAnswer, stop: Optional[Stop], code:
     chain = _chain(ctx, root)
     pol = (ctx.sidecars.load(root).recovery or {}).get("policy") or {}
     out = {**out, "attempts": attempts_view(ctx, root), "chain_cost": chain_cost(ctx, root),
-           "recovery": {"first_job": root, "attempts_used": used_attempts(chain), "max_attempts": pol.get("attempts"),
+           "recovery": {"first_job": root, "attempts_used": used_attempts(ctx, chain), "max_attempts": pol.get("attempts"),
                         "fallback_instance": pol.get("fallback_instance"), "budget_s": pol.get("budget_s"),
                         "stopped": None}}
     if stop is not None:

@@ -31,6 +31,7 @@ from ..model.sidecar_parts import ChainEntry, Intent, RecoveryPolicy
 from ..record_quarantine import is_quarantined
 from ..records import current_state, is_terminal
 from ..transport import check_instance
+from ..vocabulary import LaunchState
 from . import reconcile
 from .instance_jobs import created_by_bundle
 
@@ -176,9 +177,12 @@ def _chain_in(ctx: Context, root: str, entries: list[ChainEntry], job_id: str, p
            clear_intent=mine)
 
 
-def used_attempts(entries: list[ChainEntry]) -> int:
-    """The recovery attempts of ``--recover N`` the chain used: its resubmits, not the attempts launched by hand."""
-    return sum(1 for entry in entries[1:] if not entry.get("by_hand"))
+def used_attempts(ctx: Context, entries: list[ChainEntry]) -> int:
+    """The recovery attempts of ``--recover N`` the chain used: its resubmits, not the attempts launched by
+    hand, nor one whose run was killed before it launched (reconciled ``never_launched``: nothing ran; a
+    launch that was refused or failed to start counts, so a launch that always fails cannot loop)."""
+    return sum(1 for entry in entries[1:] if not entry.get("by_hand")
+               and (ctx.sidecars.load(entry["job_id"]).launch or {}).get("state") != LaunchState.NEVER_LAUNCHED)
 
 
 def adopt(ctx: Context, root: str, entries: list[ChainEntry], intent: Optional[Intent] = None) -> Optional[ChainEntry]:
@@ -236,7 +240,7 @@ def recovering_command(ctx: Context, job_id: str) -> Optional[str]:
         pol = remembered_policy(ctx, root)
         if not pol or not pol.get("attempts"):
             return None
-        used = used_attempts(chain(ctx, root))
+        used = used_attempts(ctx, chain(ctx, root))
     except TaoBrevError:
         return None
     words = [root, "--wait", "--recover", str(max(int(pol["attempts"]), used + 1))]

@@ -224,7 +224,8 @@ def test_a_run_killed_after_its_resubmit_opened_a_record_is_continued_never_laun
 def test_an_attempt_killed_as_its_record_opened_continues_on_the_chain_s_instance(ctx, fake_brev):
     """A SIGKILL between the record's open and its sidecar's write leaves a chained attempt with no
     instance (SIGTERM/SIGINT are held until both exist: launch.open_record); the next attempt goes where
-    the chain ran, never to an instance named '' (a chaos run answered BAD_NAME "invalid instance name: ''")."""
+    the chain ran, never to an instance named '' (a chaos run answered BAD_NAME "invalid instance name: ''"),
+    and the attempt that never launched uses none of ``--recover N``."""
     from tao_brev.verbs.recovery_chain import append
     first = launched(ctx, fake_brev, argv=TRAIN_ARGV)
     ended, code = _ended_by_an_xid(ctx, fake_brev, first)
@@ -238,7 +239,8 @@ def test_an_attempt_killed_as_its_record_opened_continues_on_the_chain_s_instanc
     fake_brev.expect_exec("box", "nvidia-smi -L", answer=sections({"gpu": "GPU 0: NVIDIA A10G (UUID: GPU-1)"}))
     launch = fake_brev.expect_exec("box", "docker run -d", stdout="d00d" * 16 + "\n")
     fake_brev.expect_exec("box", re.compile(r"'S[0-9a-f]{12}>(?!%s)[^']+:state'" % first), answer=complete)
-    done, code = recover.recover(ctx, first, request_of, recover.policy(2, None, None), interval=5.0)
+    done, code = recover.recover(ctx, first, request_of, recover.policy(1, None, None), interval=5.0)
     fake_brev.verify()
     assert code == 0 and done["state"] == "COMPLETE", done
     assert len(launch.calls) == 1 and f"/tao-results/{first}:/resume:ro" in launch.calls[0].command
+    assert done["recovery"]["attempts_used"] == 1   # the killed attempt never launched: it used none of --recover 1
