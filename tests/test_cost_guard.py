@@ -133,7 +133,7 @@ def test_ephemeral_job_is_uploaded_verified_and_its_instance_deleted(s3guard, tm
     assert shown.code == 0 and shown.json["deleted"] == [] and shown.json["cost"]["billed_s"] == cost["billed_s"]
 
 
-@pytest.mark.parametrize("kill_at", ["exec *docker rm -f*", "delete *"], ids=["before-rm", "before-delete"])
+@pytest.mark.parametrize("kill_at", ["exec *docker rm -f visual_changenet-*", "delete *"], ids=["before-rm", "before-delete"])
 def test_killed_after_the_upload_a_rerun_uploads_nothing_twice_and_deletes_once(s3guard, tmp_path, kill_at):
     job = s3guard.submit("--ephemeral")                  # tier A, results routed to the bucket
     killed = s3guard.run("poll_status.py", job, *WAIT, "--teardown", env=kill_caller_once(s3guard, tmp_path, kill_at))

@@ -352,7 +352,8 @@ def _final(ctx: Context, root: str, out: PollAnswer, stop: Optional[Stop], code:
     chain = _chain(ctx, root)
     pol = (ctx.sidecars.load(root).recovery or {}).get("policy") or {}
     out = {**out, "attempts": attempts_view(ctx, root), "chain_cost": chain_cost(ctx, root),
-           "recovery": {"first_job": root, "attempts_used": used_attempts(ctx, chain), "max_attempts": pol.get("attempts"),
+           "recovery": {"first_job": root, "attempts_used": used_attempts(ctx, chain),
+                        "max_attempts": pol.get("attempts"),
                         "fallback_instance": pol.get("fallback_instance"), "budget_s": pol.get("budget_s"),
                         "stopped": None}}
     if stop is not None:
