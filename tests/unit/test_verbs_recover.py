@@ -244,3 +244,8 @@ def test_an_attempt_killed_as_its_record_opened_continues_on_the_chain_s_instanc
     assert code == 0 and done["state"] == "COMPLETE", done
     assert len(launch.calls) == 1 and f"/tao-results/{first}:/resume:ro" in launch.calls[0].command
     assert done["recovery"]["attempts_used"] == 1   # the killed attempt never launched: it used none of --recover 1
+    killed, third = ctx.records.load(second), ctx.records.load(done["job_id"])
+    assert killed["terminal_state"] == "ERROR" and killed["transitions"][-1]["message"].startswith("never launched")
+    assert third["terminal_state"] == "COMPLETE" and third["retry_of"] == first
+    assert ctx.sidecars.load(third["id"]).instance == "box"
+    assert [a["job_id"] for a in done["attempts"]] == [first, second, third["id"]]
