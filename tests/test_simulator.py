@@ -521,3 +521,9 @@ def test_simctl_cli_init(tmp_path):
     result = subprocess.run(["brev", "exec", "demo-box", "echo ok"], env=env, stdin=subprocess.DEVNULL,
                             capture_output=True, text=True, timeout=30)
     assert result.stdout.splitlines() == ["ok", "demo-box"]
+    # brev leaked an ssh-agent (SSH_AUTH_SOCK is unset here); `close` ends it, and says so
+    assert Simulator(root).ssh_agents_alive()
+    closed = subprocess.run([sys.executable, str(Path(__file__).parent / "sim" / "simctl.py"), "close", str(root)],
+                            capture_output=True, text=True, check=True)
+    assert "no simulated process" in closed.stderr and "runs now" in closed.stderr, closed
+    assert not Simulator(root).ssh_agents_alive()

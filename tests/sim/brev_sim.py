@@ -24,18 +24,14 @@ on stdout and reads the answer from stdin: EOF from /dev/null).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import brev_today
 import catalog
-import real_host
 from containers import ContainerStore
 from pflag import FlagError, FlagSpec, parse
 from simstate import MASTER_MARK, STATE_ENV, World, is_char_device, master_alive
@@ -67,6 +63,7 @@ def stdout_piped() -> bool:
 
 
 def fake_ip(inst: dict) -> str:
+    import hashlib
     h = hashlib.sha256(str(inst.get("id")).encode()).digest()
     return f"10.{h[0]}.{h[1]}.{h[2] or 1}"
 
@@ -176,6 +173,7 @@ class Brev:
 
     # exec ------------------------------------------------------------------------
     def cmd_exec(self, args: list[str]) -> int:
+        import shutil
         flags, positionals = self.flags(args, FlagSpec.make(bools="host"))
         if not positionals:
             self.audit()
@@ -324,6 +322,7 @@ class Brev:
         """ControlMaster auto + ControlPersist (sshconfigurer.go): the first connection to an
         instance forks a detached master (own session: a kill of brev's group misses it) that
         inherits this ssh's stdout/stderr and keeps them open for ``control_persist_s``."""
+        import subprocess
         settings = self.world.settings()
         linger = float(settings.get("control_persist_s") or 0)
         if linger <= 0:
@@ -358,6 +357,8 @@ class Brev:
     def ssh(self, name: str, command: str, host: bool) -> int:
         """``ssh -T -o ConnectTimeout=5 -o LogLevel=ERROR ALIAS 'COMMAND'`` against the simulated host,
         after runSSHWithTimeout's ``eval $(ssh-agent -s)`` when SSH_AUTH_SOCK is empty (a leaked agent)."""
+        import real_host
+        import subprocess
         brev_today.maybe_start_agent(self.world)
         problem = self.ssh_problem(name)
         if problem:
@@ -441,6 +442,8 @@ class Brev:
         return positionals + names
 
     def cmd_delete(self, args: list[str]) -> int:
+        import real_host
+        import shutil
         _, positionals = self.flags(args, FlagSpec.make())
         names = self.names_from(positionals)
         self.require_auth()
@@ -465,6 +468,7 @@ class Brev:
         return 0
 
     def cmd_stop(self, args: list[str]) -> int:
+        import real_host
         _, positionals = self.flags(args, FlagSpec.make(bools="all"))
         names = self.names_from(positionals)
         self.require_auth()
@@ -586,6 +590,8 @@ class Brev:
     # copy ------------------------------------------------------------------------------
     def cmd_copy(self, args: list[str]) -> int:
         """``brev copy SRC DST``: one side NAME:/path or NAME:relative (to the instance home); scp -r semantics."""
+        import real_host
+        import shutil
         _, positionals = self.flags(args, FlagSpec.make(bools="host"))
         self.audit()
         if len(positionals) != 2:

@@ -21,7 +21,6 @@ beside the brev-cli source it comes from (function names; later PRs by number):
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 
@@ -48,6 +47,7 @@ def api_status_error(status: str = "503 Service Unavailable",
 def maybe_start_agent(world) -> int | None:
     """runSSHWithTimeout's ``eval $(ssh-agent -s)`` when SSH_AUTH_SOCK is unset or empty:
     a daemon detached from brev (ssh-agent forks into the background), recorded in the state."""
+    import subprocess
     if os.environ.get("SSH_AUTH_SOCK"):
         return None
     agent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", AGENT_MARK, str(world.root)],

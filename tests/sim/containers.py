@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -82,6 +80,7 @@ class ContainerStore:
 
     @staticmethod
     def random_name() -> str:
+        import secrets
         return f"{secrets.choice(_ADJECTIVES)}_{secrets.choice(_SURNAMES)}"
 
     # state ---------------------------------------------------------------
@@ -111,6 +110,7 @@ class ContainerStore:
 
     def create(self, config: dict) -> str:
         """Reserve a directory for a new container (caller holds ``self.lock_file``)."""
+        import secrets
         cid = secrets.token_hex(32)
         cdir = self.dir(cid)
         (cdir / "home").mkdir(parents=True)
@@ -163,6 +163,7 @@ class ContainerStore:
 
     def remove(self, cid: str) -> None:
         """``docker rm -f``: kill supervisor and entrypoint, then delete everything."""
+        import shutil
         proc = self.proc(cid)
         for pgid in (proc.get("pgid"), proc.get("supervisor_pgid")):
             if pgid:

@@ -38,17 +38,11 @@ Credentials live where docker keeps them: ``$DOCKER_CONFIG`` or
 
 from __future__ import annotations
 
-import base64
-import csv
-import hashlib
 import json
 import os
 import re
-import shutil
 import signal
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -135,6 +129,7 @@ def tag_of(ref: str) -> str:
 
 
 def digest(text: str) -> str:
+    import hashlib
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -217,6 +212,7 @@ class Docker:
 
     # registry / auth -----------------------------------------------------
     def stored_auth(self, registry: str) -> tuple[str, str] | None:
+        import base64
         auths = (read_json(self.config_dir / "config.json", {}) or {}).get("auths", {})
         for key in (registry, f"https://{registry}", f"https://{registry}/v1/",
                     "https://index.docker.io/v1/" if registry == "docker.io" else registry):
@@ -474,6 +470,7 @@ class Docker:
 
     def parse_gpus(self, value: str, fail) -> tuple[int | None, list[str] | None]:
         """docker/cli opts.GpuOpts.Set (client side, before anything is created): (count, device ids)."""
+        import csv
         try:
             fields = next(csv.reader([value]))
         except (csv.Error, StopIteration):
@@ -533,6 +530,8 @@ class Docker:
 
     def run_mounts(self, flags: dict, fail) -> tuple[list[dict], list[str]]:
         """-v HOST:CONT[:ro] (absolute HOST = bind, created if missing; otherwise a named volume) and --mount."""
+        import csv
+        import hashlib
         mounts, binds = [], []
         for spec in flags["volume"]:
             parts = spec.split(":")
@@ -609,6 +608,7 @@ class Docker:
             logical = cmd or ["bash"]
 
         def resolve(word: str) -> str | None:
+            import shutil
             if "/" in word:
                 host = word if Path(word).exists() else str(context.host_path(word))
                 return host if os.access(host, os.X_OK) and Path(host).is_file() else None
@@ -632,6 +632,7 @@ class Docker:
 
     def start_container(self, cid: str, image: str, cmd: list[str], env: dict, flags: dict,
                         gpus: list[str]) -> int:
+        import subprocess
         cdir = self.store.dir(cid)
         argv, logical, cwd = self.plan(cdir, image, cmd, flags.get("entrypoint"), flags.get("workdir", ""), env)
         config = self.store.config(cid)
@@ -663,6 +664,7 @@ class Docker:
         own session, which removes it at its end with ``--rm`` (moby AutoRemove) even when this CLI is
         gone. The CLI copies the output while it lives, proxies the signals it receives to the
         container (``--sig-proxy``, on by default) and exits with the container's status."""
+        import threading
         import container_runner
         (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
         sys.stdout.flush()
@@ -1010,6 +1012,7 @@ class Docker:
 
     # login -------------------------------------------------------------------
     def cmd_login(self, args: list[str]) -> int:
+        import base64
         flags, servers = self.flags(args, FlagSpec.make(bools="password-stdin help", values="username password",
                                                         short="u=username p=password"), "login")
         server = servers[0] if servers else "https://index.docker.io/v1/"

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from typing import Any
 
 _ACTION = re.compile(r"{{(-?)(.*?)(-?)}}", re.S)
 
@@ -33,13 +32,13 @@ class TemplateError(Exception):
     """The template could not be parsed or executed."""
 
 
-def go_json(value: Any) -> str:
+def go_json(value: object) -> str:
     """encoding/json.Marshal: compact, HTML characters escaped."""
     text = json.dumps(_plain(value), separators=(",", ":"), ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def go_fmt(value: Any) -> str:
+def go_fmt(value: object) -> str:
     """fmt.Sprint of a decoded JSON value."""
     if value is None:
         return "<no value>"
@@ -55,7 +54,7 @@ def go_fmt(value: Any) -> str:
     return str(value)
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items() if not callable(v)}
     if isinstance(value, (list, tuple)):
@@ -63,7 +62,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def render(template: str, data: Any) -> str:
+def render(template: str, data: object) -> str:
     """Render ``template`` against ``data`` (dicts/lists from JSON)."""
     nodes, stop = _parse(_tokens(template), 0)
     if stop is not None:
@@ -123,11 +122,11 @@ def _parse(tokens: list[tuple], i: int) -> tuple[list, tuple | None]:
     return nodes, None
 
 
-def _truth(value: Any) -> bool:
+def _truth(value: object) -> bool:
     return not (value is None or value is False or value == 0 or value in ("", [], {}))
 
 
-def _execute(nodes: list, data: Any, out: list[str]) -> None:
+def _execute(nodes: list, data: object, out: list[str]) -> None:
     for node in nodes:
         if node[0] == "text":
             out.append(node[1])
@@ -146,10 +145,10 @@ def _execute(nodes: list, data: Any, out: list[str]) -> None:
                 _execute(node[3], item, out)
 
 
-def _pipeline(expr: str, data: Any, col: int) -> Any:
+def _pipeline(expr: str, data: object, col: int) -> object:
     if not expr:
         raise TemplateError(f"template: :1:{col}: missing value for command")
-    value: Any = _NOTHING
+    value: object = _NOTHING
     for stage in expr.split("|"):
         value = _command(stage.strip(), data, value, col)
     if isinstance(value, _Raw):
@@ -167,7 +166,7 @@ class _Raw:
 _NOTHING = object()
 
 
-def _command(stage: str, data: Any, piped: Any, col: int) -> Any:
+def _command(stage: str, data: object, piped: object, col: int) -> object:
     try:
         words = shlex.split(stage, posix=False)
     except ValueError as exc:
@@ -193,7 +192,7 @@ def _command(stage: str, data: Any, piped: Any, col: int) -> Any:
         raise TemplateError(f"template: :1:{col}: wrong number of args for {head}") from None
 
 
-def _arg(word: str, data: Any, col: int) -> Any:
+def _arg(word: str, data: object, col: int) -> object:
     if word.startswith('"') and word.endswith('"') and len(word) >= 2:
         return json.loads(word)
     if word == ".":
@@ -214,7 +213,7 @@ def _arg(word: str, data: Any, col: int) -> Any:
     raise TemplateError(f'template: :1: function "{word}" not defined')
 
 
-def _index(container: Any, *keys: Any) -> Any:
+def _index(container: object, *keys: object) -> object:
     for key in keys:
         if isinstance(container, dict):
             container = container.get(key)

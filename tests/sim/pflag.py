@@ -12,20 +12,21 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 
 class FlagError(Exception):
     """A pflag parse error; the message is pflag's."""
 
 
-class FlagSpec(NamedTuple):
-    """The flags a command takes (a NamedTuple, not a dataclass: each simulated call is a new Python, and
-    dataclasses costs it ~10 ms of imports, inspect and ast among them)."""
-    bools: set[str]
-    values: set[str]      # last one wins
-    multi: set[str]       # repeatable, collected in order
-    short: dict[str, str]
+class FlagSpec:
+    """The flags a command takes. A plain class: each simulated call is a new Python, and a dataclass
+    (inspect, ast) or a NamedTuple (typing) would cost every call milliseconds of imports."""
+    __slots__ = ("bools", "values", "multi", "short")
+
+    def __init__(self, bools: set[str], values: set[str], multi: set[str], short: dict[str, str]):
+        self.bools = bools
+        self.values = values      # last one wins
+        self.multi = multi        # repeatable, collected in order
+        self.short = short
 
     @classmethod
     def make(cls, bools: str = "", values: str = "", multi: str = "", short: str = "") -> "FlagSpec":

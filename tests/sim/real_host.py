@@ -19,7 +19,6 @@ Facts kept from the real tools:
 
 from __future__ import annotations
 
-import grp
 import json
 import os
 import pwd

@@ -10,7 +10,6 @@ the host's ``/bin/df``.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
@@ -33,6 +32,7 @@ def _gpu_memory_mib(name: str, override: int | None) -> int:
 
 
 def nvidia_smi(argv: list[str]) -> int:
+    import hashlib
     world, name = world_from_home()
     world.audit("nvidia-smi", argv, name)
     inst = world.instance(name) or {}

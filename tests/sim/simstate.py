@@ -24,19 +24,18 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import fcntl
-import hashlib
 import json
 import os
 import stat
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from collections.abc import Iterator
 
 STATE_ENV = "TAO_BREV_SIM_STATE"
 
 # Timing knobs. Real brev waits ~40 x 1 s for ssh and polls a start every 5 s;
 # the simulator scales those down so a test suite finishes in seconds.
-DEFAULT_SETTINGS: dict[str, Any] = {
+DEFAULT_SETTINGS: dict[str, object] = {
     "ssh_probe_interval_s": 0.01,   # real: 1 s   (pkg/cmd/util/ssh.go WaitForSSHToBeAvailable)
     "ssh_probe_limit": 40,          # real: 40 probes
     "start_poll_s": 0.02,           # real: 5 s   (PollUntil)
@@ -51,7 +50,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "control_master_holds": "stderr",
 }
 
-DEFAULT_INSTANCE: dict[str, Any] = {
+DEFAULT_INSTANCE: dict[str, object] = {
     "status": "RUNNING",
     "build_status": "COMPLETED",
     "health_status": "HEALTHY",
@@ -76,7 +75,7 @@ DEFAULT_INSTANCE: dict[str, Any] = {
 # ---------------------------------------------------------------------------
 # files
 
-def read_json(path: Path, default: Any = None) -> Any:
+def read_json(path: Path, default: object = None) -> object:
     try:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
@@ -84,7 +83,7 @@ def read_json(path: Path, default: Any = None) -> Any:
         return default
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: object) -> None:
     """Temp file + fsync + rename: readers never see a half-written file."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -263,8 +262,9 @@ class World:
         merged.update(_settle(data))
         return merged
 
-    def create_instance(self, name: str, **fields: Any) -> dict:
+    def create_instance(self, name: str, **fields: object) -> dict:
         """Write a new instance record and its empty home / docker dirs."""
+        import hashlib
         data = dict(DEFAULT_INSTANCE)
         data.update(fields)
         data["name"] = name
@@ -316,7 +316,7 @@ class World:
         data["status"] = status
 
     # audit ----------------------------------------------------------------
-    def audit(self, tool: str, argv: list[str], instance: str | None = None, **extra: Any) -> None:
+    def audit(self, tool: str, argv: list[str], instance: str | None = None, **extra: object) -> None:
         """Append one JSON line (O_APPEND + flock), recording argv faithfully."""
         record = {"tool": tool, "argv": list(argv), "instance": instance,
                   "stdin_is_tty_or_chardev": is_char_device(0), "ts": time.time(), "pid": os.getpid()}
