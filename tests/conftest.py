@@ -25,18 +25,24 @@ def pytest_configure(config):
     compileall.compile_dir(str(ROOT / "tests" / "sim"), quiet=1, workers=1)
 
 
-# The files that take longest (pytest --durations=0, 2026-12-03: each 1.5-5 min of a worker's time),
-# scheduled first: pytest-xdist hands a file to a worker as it comes free, in collection order, so a
-# long file collected last would run alone at the end while the other workers idle.
-LONG_FILES = ("test_s3_tiers.py", "test_cost_guard.py", "test_one_story.py", "test_submit_guards.py",
-              "test_chaos.py", "test_status_states.py", "test_install.py", "test_keep.py", "test_results.py",
-              "test_recover.py", "test_tao_schema.py", "test_refused_submit.py", "test_round_trips.py")
+# The files that take longest (a worker's wall seconds per file, 3 workers on 2 cores, 2026-12-04: from
+# 118 s for test_recover.py down to 22 s), scheduled first, longest first: pytest-xdist hands a file to
+# a worker as it comes free, in collection order, so a long file collected last would run alone at the
+# end while the other workers idle.
+LONG_FILES = ("test_recover.py", "test_install.py", "test_resume.py", "test_brev_today.py", "test_robustness.py",
+              "test_keep.py", "test_stop_instance.py", "test_one_story.py", "test_s3_tiers.py", "test_cost_guard.py",
+              "test_submit_guards.py", "test_answers.py", "test_lifecycle.py", "test_crash_consistency.py",
+              "test_chaos.py", "test_preflight_checks.py", "test_brev_edges.py", "test_status_states.py",
+              "test_progress.py", "test_simulator.py", "test_known_secrets.py", "test_secrets_e2e.py",
+              "test_results.py")
 
 
 def pytest_collection_modifyitems(session, config, items):
     """Long files first (LONG_FILES, in that order), the rest as collected."""
     rank = {name: i for i, name in enumerate(LONG_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))   # stable: a file's tests keep their order
+
+
 SCHEMAS = ROOT / "references" / "schemas"
 sys.path.insert(0, str(ROOT))
 
