@@ -527,3 +527,18 @@ def test_simctl_cli_init(tmp_path):
                             capture_output=True, text=True, check=True)
     assert "no simulated process" in closed.stderr and "runs now" in closed.stderr, closed
     assert not Simulator(root).ssh_agents_alive()
+
+
+def test_an_unnamed_container_gets_a_name_no_container_holds(tmp_path, monkeypatch):
+    """moby daemon/names.go generateAndReserveName: a generated name that is taken is drawn again (a
+    digit appended from the second try on), six tries, then the short id - never a name conflict."""
+    from tests.sim.containers import _ADJECTIVES, _SURNAMES, ContainerStore
+
+    store = ContainerStore(tmp_path / "docker")
+    every_base = {f"{a}_{s}" for a in _ADJECTIVES for s in _SURNAMES}
+    monkeypatch.setattr(store, "name_in_use", lambda name: "holder" if name in every_base else None)
+    drawn = store.free_random_name()
+    assert drawn not in every_base and drawn[:-1] in every_base and drawn[-1].isdigit(), drawn
+    monkeypatch.setattr(store, "name_in_use", lambda name: "holder")   # every draw taken
+    short_id = store.free_random_name()
+    assert len(short_id) == 12 and int(short_id, 16) >= 0, short_id

@@ -78,10 +78,19 @@ class ContainerStore:
                 return cid
         return None
 
-    @staticmethod
-    def random_name() -> str:
+    def free_random_name(self) -> str:
+        """A generated name no container holds (caller holds ``self.lock_file``), drawn as moby's
+        daemon/names.go generateAndReserveName does: six tries of namesgenerator.GetRandomName(i), which
+        appends a random digit from the second try on, then the container's short id (here a random
+        12-hex-digit one: the id is made after the name)."""
         import secrets
-        return f"{secrets.choice(_ADJECTIVES)}_{secrets.choice(_SURNAMES)}"
+        for attempt in range(6):
+            name = f"{secrets.choice(_ADJECTIVES)}_{secrets.choice(_SURNAMES)}"
+            if attempt:
+                name += str(secrets.randbelow(10))
+            if self.name_in_use(name) is None:
+                return name
+        return secrets.token_hex(6)
 
     # state ---------------------------------------------------------------
     def proc(self, cid: str) -> dict:

@@ -409,7 +409,7 @@ class Docker:
         }
         with locked(self.store.lock_file):
             if name is None:
-                name = self.store.random_name()
+                name = self.store.free_random_name()
             holder = self.store.name_in_use(name)
             if holder:
                 raise fail(f'Error response from daemon: Conflict. The container name "/{name}" is already in use '
