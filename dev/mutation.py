@@ -128,8 +128,10 @@ def results(where, module, spec):
 
 
 def source_of(name):
-    """tao_brev.secrets.redact.x_tail__mutmut_3 -> tao_brev/secrets/redact.py (the mutated file)."""
-    return name.rsplit(".", 1)[0].replace(".", "/") + ".py"
+    """tao_brev.secrets.redact.x_tail__mutmut_3 -> tao_brev/secrets/redact.py (the mutated file); a
+    package's own code: tao_brev.transport.x_run__mutmut_1 -> tao_brev/transport/__init__.py."""
+    base = name.rsplit(".", 1)[0].replace(".", "/")
+    return base + ".py" if (ROOT / (base + ".py")).is_file() else base + "/__init__.py"
 
 
 def diffs(where, names):
@@ -240,6 +242,12 @@ def main(argv=None):
     if unknown:
         print("dev/mutation.py: unknown module(s) %s; known: %s" % (", ".join(unknown), ", ".join(modules)),
               file=sys.stderr)
+        return 2
+    missing = ["%s: %s" % (m, path) for m in args.modules or list(modules)
+               for path in source_paths(m, modules[m]) if not (ROOT / path).is_file()]
+    if missing:   # mutmut would mutate nothing there and stop with "could not find any test case"
+        print("dev/mutation.py: [tool.mutation.modules] names files that do not exist: %s (a module that became a "
+              "package lists its files as \"paths\")" % "; ".join(missing), file=sys.stderr)
         return 2
     equivalents = load_equivalents(data)
     reports = []
