@@ -206,11 +206,17 @@ def test_an_interrupt_kills_brev_and_its_ssh(world):
     world.sim.set_timing(hang_s=60)
     world.sim.add_fault("sleep-marker", "hang", times=2)
     brev = Brev(env=world.env)
+    # Python's own SIGINT handler, as a script has it: a suite started with a shell's `&` (no job
+    # control) inherits SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        brev.exec("box", "echo sleep-marker", timeout=30)
-    timer.cancel()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            brev.exec("box", "echo sleep-marker", timeout=30)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     left = subprocess.run(["pgrep", "-f", str(world.sim.root / "bin" / "brev")], capture_output=True, text=True)
     assert left.stdout.strip() == ""
 
